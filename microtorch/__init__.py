@@ -1,0 +1,67 @@
+"""microtorch: PyTorch's API and semantics on NumPy (CPU) and CuPy (CUDA).
+
+``import microtorch as torch`` runs PyTorch example code: tensors, autograd, ``nn``, ``optim``,
+``utils.data``, ``save``/``load``, and the ``cuda`` namespace.
+"""
+
+from __future__ import annotations
+
+from . import _dtype
+from ._dtype import bool_ as bool  # noqa: A004
+from ._dtype import (
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
+from ._tensor import Size, Tensor
+from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .backend.device import device
+from .ops import *  # noqa: F403
+from .ops import __all__ as _ops_all
+from .random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+
+from . import autograd, cpu, cuda  # noqa: E402
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> bool:  # noqa: D103
+    """True for microtorch tensors."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements."""
+    return input.numel()
+
+
+def is_floating_point(input: Tensor) -> bool:
+    """True for floating-point tensors."""
+    return input.is_floating_point()
+
+
+__all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled", "manual_seed", "seed", "initial_seed", "Generator",
+           "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
+           "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
+           *_ops_all]
+del _dtype

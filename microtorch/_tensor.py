@@ -1,0 +1,374 @@
+"""Tensor: an array of one backend (NumPy or CuPy) plus the metadata autograd needs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype
+from .backend import backend_of, get_backend
+from .backend.device import CPU, device
+
+_CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
+
+
+class Tensor:
+    """A multi-dimensional array on a device that can record operations for autograd."""
+
+    __slots__ = ("_data", "requires_grad", "grad_fn", "_grad", "_vbox", "_hooks", "_grad_slot",
+                 "_is_view", "__weakref__", "__dict__")
+    __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected operators
+
+    def __new__(cls, *args, **kwargs):
+        # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
+        from .ops.creation import _legacy_constructor
+
+        return _legacy_constructor(cls, *args, **kwargs)
+
+    @classmethod
+    def _make(cls, arr, requires_grad: bool = False, grad_fn=None) -> Tensor:
+        """Wrap an array without copying (the internal constructor used by every op)."""
+        t = object.__new__(cls)
+        t._data = arr
+        t.requires_grad = requires_grad
+        t.grad_fn = grad_fn
+        t._grad = None
+        t._vbox = [0]
+        t._hooks = None
+        t._grad_slot = None
+        t._is_view = False
+        (_CPU_BACKEND if type(arr) is np.ndarray else backend_of(arr)).memory.register(arr)
+        return t
+
+    # -- metadata ---------------------------------------------------------------------------
+    @property
+    def _backend(self):
+        arr = self._data
+        return _CPU_BACKEND if type(arr) is np.ndarray else backend_of(arr)
+
+    @property
+    def shape(self) -> Size:
+        """The size of each dimension."""
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape, or the size of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> _dtype.dtype:
+        """The element type."""
+        return _dtype.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self) -> device:
+        """Where the data lives."""
+        return self._backend.device
+
+    @property
+    def is_cuda(self) -> bool:
+        """True for tensors on a GPU."""
+        return type(self._data) is not np.ndarray
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self._data.ndim
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return self._data.ndim
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of data viewed by this tensor."""
+        return int(self._data.nbytes)
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, as PyTorch reports them."""
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
+    def is_contiguous(self) -> bool:
+        """True when the data is laid out row-major without gaps."""
+        return bool(self._data.flags.c_contiguous)
+
+    def is_floating_point(self) -> bool:
+        """True for float16/32/64 tensors."""
+        return self._data.dtype.kind == "f"
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded operation."""
+        return self.grad_fn is None
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- gradients ----------------------------------------------------------------------------
+    @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient (None until a backward reaches this leaf)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value.device != self.device:
+                raise RuntimeError(f"assigned grad has data located on {value.device}, but the "
+                                   f"tensor is on {self.device}")
+            if value.dtype != self.dtype:
+                raise RuntimeError(f"assigned grad has data of type {value.dtype} that differs "
+                                   f"from the tensor's type {self.dtype}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: "
+                                   f"{list(value.shape)} vs the tensor's {list(self.shape)}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set requires_grad in place (leaves only) and return self."""
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs=None) -> None:
+        """Accumulate the gradient of this tensor into the leaves it depends on."""
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
+        from .autograd.function import _Handle
+
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn.register_prehook(hook)
+        if self._hooks is None:
+            self._hooks = []
+        return _Handle(self._hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Populate ``.grad`` of this non-leaf tensor during backward."""
+        import weakref
+
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is not None:
+            self.grad_fn._retained = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        """True after retain_grad() on a non-leaf."""
+        node = self.grad_fn
+        return node is not None and node._retained is not None and node._retained() is self
+
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's data, cut from the graph."""
+        out = Tensor._make(self._data, False, None)
+        out._vbox = self._vbox
+        out._is_view = True
+        return out
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place."""
+        if self._is_view and self.grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        """The same data, detached (writes through ``.data`` bypass autograd)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    # -- conversion -----------------------------------------------------------------------
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               f"to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        """Nested Python lists of the values."""
+        return self._backend.to_numpy(self._data).tolist()
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array sharing memory (CPU only)."""
+        if self.is_cuda:
+            if force:
+                return self._data.get()
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            f"Tensor.cpu() to copy the tensor to host memory first.")
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._backend.to_numpy(self._data)
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is "
+                               f"ambiguous")
+        return bool(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def to(self, *args, **kwargs) -> Tensor:
+        """A tensor on another device and/or of another dtype (self if nothing changes)."""
+        from .ops.creation import _parse_to
+
+        dev, dt, copy = _parse_to(self, *args, **kwargs)
+        return _ops.to(self, dev, dt, copy)
+
+    def cpu(self) -> Tensor:
+        """This tensor on the CPU."""
+        return self.to(CPU)
+
+    def cuda(self, device=None) -> Tensor:
+        """This tensor on a GPU (the current one by default)."""
+        if device is None:
+            device = "cuda"
+        elif isinstance(device, int):
+            device = f"cuda:{device}"
+        return self.to(device)
+
+    def type(self, dtype=None):
+        """The type name, or a tensor converted to ``dtype``."""
+        if dtype is None:
+            return f"microtorch.{self.dtype.name.capitalize()}Tensor"
+        return self.to(_dtype.as_dtype(dtype))
+
+    def float(self) -> Tensor:
+        """Converted to float32."""
+        return self.to(_dtype.float32)
+
+    def double(self) -> Tensor:
+        """Converted to float64."""
+        return self.to(_dtype.float64)
+
+    def half(self) -> Tensor:
+        """Converted to float16."""
+        return self.to(_dtype.float16)
+
+    def long(self) -> Tensor:
+        """Converted to int64."""
+        return self.to(_dtype.int64)
+
+    def int(self) -> Tensor:
+        """Converted to int32."""
+        return self.to(_dtype.int32)
+
+    def bool(self) -> Tensor:
+        """Converted to bool."""
+        return self.to(_dtype.bool_)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """Converted to ``other``'s dtype."""
+        return self.to(other.dtype)
+
+    def __repr__(self) -> str:
+        from ._tensor_str import tensor_repr
+
+        return tensor_repr(self)
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        new = type(self)._make(self._data.copy(), self.requires_grad, None)
+        if type(self) is not Tensor:
+            new.__dict__.update(self.__dict__)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("microtorch tensors are not picklable; use microtorch.save() (safe, "
+                        "no pickle) instead")
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``."""
+
+    def __repr__(self) -> str:
+        return f"microtorch.Size({list(self)})"
+
+    def numel(self) -> int:
+        """The product of the sizes."""
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    """A dimension index in range, negative indices counted from the end."""
+    lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
+    if not lo <= dim <= hi:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
+                         f"but got {dim})")
+    return dim + ndim if dim < 0 else dim
+
+
+from . import ops as _ops  # noqa: E402  (ops import Tensor)
+
+_ops.install_tensor_methods(Tensor)

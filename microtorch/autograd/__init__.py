@@ -1,0 +1,104 @@
+"""Reverse-mode automatic differentiation: ``backward``, ``grad``, grad modes, ``Function``."""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+from .engine import run_backward
+from .function import Function
+from .grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
+
+__all__ = ["Function", "Variable", "backward", "grad", "no_grad", "enable_grad",
+           "set_grad_enabled", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
+           "is_anomaly_enabled"]
+
+
+def _as_list(x) -> list:
+    if x is None:
+        return []
+    return [x] if isinstance(x, Tensor) else list(x)
+
+
+def _root_grads(outputs: list, grad_outputs: list) -> list:
+    """The starting gradient of each output: given, or ones for a scalar."""
+    if len(grad_outputs) not in (0, len(outputs)):
+        raise RuntimeError(f"grad requires one gradient per output: got {len(grad_outputs)} "
+                           f"gradients for {len(outputs)} outputs")
+    grads = []
+    for i, out in enumerate(outputs):
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               f"a grad_fn")
+        g = grad_outputs[i] if grad_outputs else None
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = Tensor._make(out._backend.xp.ones(out._data.shape, dtype=out._data.dtype))
+        elif not isinstance(g, Tensor):
+            raise TypeError(f"gradient must be a Tensor, got {type(g).__name__}")
+        elif g.shape != out.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{tuple(g.shape)} and output[{i}] has a shape of "
+                               f"{tuple(out.shape)}.")
+        elif g.device != out.device:
+            raise RuntimeError(f"gradient is on {g.device} but the output is on {out.device}")
+        grads.append(g)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs=None) -> None:
+    """Accumulate gradients of ``tensors`` into the graph's leaves (or only into ``inputs``)."""
+    outputs = _as_list(tensors)
+    grads = _root_grads(outputs, _as_list(grad_tensors))
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        targets = _as_list(inputs)
+        captured = run_backward(outputs, grads, retain_graph, create_graph, capture=targets,
+                                allow_unused=True)
+        from .engine import _accumulate
+
+        for t, g in zip(targets, captured):
+            if g is not None:
+                _accumulate(t, g, create_graph, False)
+        return
+    run_backward(outputs, grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    for i, t in enumerate(ins):
+        if not t.requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require "
+                               f"grad")
+    grads = _root_grads(outs, _as_list(grad_outputs))
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = run_backward(outs, grads, retain_graph, create_graph, capture=ins,
+                          allow_unused=allow_unused or materialize_grads)
+    if materialize_grads:
+        result = tuple(g if g is not None else t.new_zeros(t.shape) for g, t in zip(result, ins))
+    return result
+
+
+def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tensor:  # noqa: N802
+    """Legacy ``Variable(tensor, requires_grad=...)``: returns a Tensor."""
+    if not isinstance(data, Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    out = data.detach()
+    out._vbox = [0]
+    out._is_view = False
+    if requires_grad:
+        out.requires_grad_(True)
+    return out

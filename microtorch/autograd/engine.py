@@ -1,0 +1,184 @@
+"""The backward pass: topological order, gradient buffers, and PyTorch's accumulation rules."""
+
+from __future__ import annotations
+
+import sys
+
+from .function import Function
+from .grad_mode import set_grad_enabled, state
+
+
+def _topological_order(roots: list) -> list:
+    """Nodes reachable from ``roots``, each after every node that sends it a gradient.
+
+    Iterative post-order DFS (no recursion limit on deep graphs), then reversed.
+    """
+    order: list = []
+    seen: set[int] = set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(getattr(root, "_next", ())))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, iter(getattr(child, "_next", ()))))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    order.reverse()
+    return order
+
+
+def _refcount_when_owned() -> tuple[int, int]:
+    """What sys.getrefcount reports for a local Tensor and its array when nothing else holds them.
+
+    Measured rather than assumed, because interpreters differ in how many references a call
+    argument adds.
+    """
+
+    class Probe:
+        __slots__ = ("_data",)
+
+    grad = Probe()
+    grad._data = object()
+    return sys.getrefcount(grad), sys.getrefcount(grad._data)
+
+
+_OWNED_TENSOR_REFS, _OWNED_ARRAY_REFS = _refcount_when_owned()
+
+
+def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
+    """Add ``grad`` into ``leaf.grad`` following DESIGN.md §3.
+
+    ``owned``: nobody but the engine holds ``grad`` or its buffer (PyTorch's use_count() == 1),
+    so it may become ``.grad`` without a copy.
+    """
+    old = leaf._grad
+    if old is None:
+        slot = leaf._grad_slot
+        if slot is not None and not create_graph:
+            slot[...] = grad._data  # flat gradient storage: write into the preassigned view
+            leaf._grad = Tensor._make(slot, False, None)
+            return
+        arr = grad._data
+        if (not create_graph and arr.base is None and arr.flags.writeable
+                and arr.flags.c_contiguous and owned):
+            grad.requires_grad = False
+            grad.grad_fn = None
+            leaf._grad = grad  # adopt: nobody else holds this buffer
+        elif create_graph:
+            leaf._grad = grad.clone() if grad.grad_fn is not None else grad.detach().clone()
+        else:
+            leaf._grad = Tensor._make(arr.copy(), False, None)
+    elif create_graph:
+        leaf._grad = old + grad
+    else:
+        old._backend.accumulate(old._data, grad._data)
+        old._vbox[0] += 1
+
+
+def _sum_into(buffers: dict, node, grad) -> None:
+    key = id(node)
+    prev = buffers.get(key)
+    buffers[key] = grad if prev is None else prev + grad
+
+
+def _check_anomaly(node: Function, grads: tuple) -> None:
+    for i, g in enumerate(grads):
+        if g is not None and not g.isfinite().all().item():
+            where = "".join(node._stack or ["(forward trace unavailable)\n"])
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               f"output.\nForward call that created the node:\n{where}")
+
+
+def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: bool,
+                 capture: list | None = None, allow_unused: bool = False):
+    """Propagate ``grads`` from ``roots`` (tensors) through the graph.
+
+    Without ``capture`` gradients accumulate into leaves' ``.grad``. With ``capture`` (a list
+    of tensors) nothing accumulates: the summed gradient reaching each captured tensor is
+    returned instead, as ``autograd.grad`` does.
+    """
+    start = []
+    buffers: dict[int, object] = {}
+    for root, grad in zip(roots, grads):
+        node = root.grad_fn if root.grad_fn is not None else root
+        start.append(node)
+        _sum_into(buffers, node, grad)
+    order = _topological_order(start)
+
+    targets = None
+    if capture is not None:
+        targets = {id(t.grad_fn if t.grad_fn is not None else t): i for i, t in enumerate(capture)}
+        captured = [None] * len(capture)
+        order = _prune(order, targets)
+
+    with set_grad_enabled(create_graph):
+        for node in order:
+            grad = buffers.pop(id(node), None)
+            if grad is None:
+                continue
+            is_leaf = not isinstance(node, Function)
+            hooks = node._hooks if is_leaf else node._pre_hooks
+            if hooks:
+                for hook in tuple(hooks):
+                    replaced = hook(grad)
+                    if replaced is not None:
+                        grad = replaced
+                    del replaced
+            if targets is not None and id(node) in targets:
+                captured[targets[id(node)]] = grad
+            if is_leaf:
+                if targets is None:
+                    # Counted here, where only this local and the call's argument refer to it.
+                    owned = (sys.getrefcount(grad) == _OWNED_TENSOR_REFS
+                             and sys.getrefcount(grad._data) == _OWNED_ARRAY_REFS)
+                    _accumulate(node, grad, create_graph, owned)
+                continue
+            if node._retained is not None and targets is None:
+                kept = node._retained()
+                if kept is not None:
+                    _accumulate(kept, grad, create_graph, False)
+            out = node.backward(node, grad)
+            if not isinstance(out, tuple):
+                out = (out,)
+            if len(out) < len(node._next):
+                raise RuntimeError(f"function {node.name()} returned an incorrect number of "
+                                   f"gradients (expected {len(node._next)}, got {len(out)})")
+            if state.anomaly:
+                _check_anomaly(node, out)
+            if not retain_graph:
+                node._free()
+            for edge, g in zip(node._next, out):
+                if edge is not None and g is not None:
+                    _sum_into(buffers, edge, g)
+            grad = out = g = None  # no stray references: they would defeat the ownership test
+
+    if capture is None:
+        return None
+    for i, (t, g) in enumerate(zip(capture, captured)):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to not "
+                               f"have been used in the graph. Set allow_unused=True if this is "
+                               f"the desired behavior.")
+        if g is not None and not create_graph and g.grad_fn is not None:
+            captured[i] = g.detach()
+        del t
+    return tuple(captured)
+
+
+def _prune(order: list, targets: dict) -> list:
+    """Keep only nodes from which some target is reachable (autograd.grad runs no more)."""
+    useful: set[int] = set(targets)
+    for node in reversed(order):  # children before parents
+        if any(e is not None and id(e) in useful for e in getattr(node, "_next", ())):
+            useful.add(id(node))
+    return [n for n in order if id(n) in useful]
+
+
+from .._tensor import Tensor  # noqa: E402

@@ -1,0 +1,194 @@
+"""``Function``: a differentiable operation and, once applied, its node in the backward graph.
+
+An op subclasses Function with two static methods:
+
+- ``forward(ctx, *args, **kwargs)`` gets the op's arguments (tensors stay tensors) and returns
+  the result *array*; it saves what backward needs with ``ctx.save_for_backward``.
+- ``backward(ctx, grad)`` gets the gradient of the output as a Tensor and returns one gradient
+  Tensor (or None) per positional argument. It is written with Tensor ops, so under
+  ``create_graph=True`` the backward pass itself is recorded and can be differentiated again.
+
+``Function.apply`` runs forward and, when grad mode is on and an input requires grad, turns the
+ctx into the output's ``grad_fn``: its ``_next`` holds one edge per positional argument up to
+the last tensor (the input's grad_fn, the leaf tensor itself, or None). Backward may return
+extra trailing Nones for non-tensor arguments.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+
+from .grad_mode import state
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+          "after they have already been freed). Saved intermediate values of the graph are freed "
+          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+          "backward through the graph a second time or if you need to access saved tensors after "
+          "calling backward.")
+
+
+class Function:
+    """Base class of differentiable operations; an applied instance is a graph node."""
+
+    _next: tuple = ()
+    _saved: tuple | None = ()
+    _pre_hooks: list | None = None
+    _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
+    _stack: list | None = None  # forward traceback, kept in anomaly mode
+    _out_data = None
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """Compute the result array."""
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Gradients (Tensors or None) for each positional argument of forward."""
+        raise NotImplementedError
+
+    # -- saving values for backward -------------------------------------------------------
+    def save_for_backward(self, *values) -> None:
+        """Keep tensors (or arrays) for backward; freed after it unless retain_graph."""
+        self._saved = tuple((v, v._vbox[0]) if isinstance(v, Tensor) else (v, None)
+                            for v in values)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved values; raises if freed or modified in place since they were saved."""
+        if self._saved is None:
+            raise RuntimeError(_FREED)
+        out = []
+        for value, version in self._saved:
+            if version is not None and value._vbox[0] != version:
+                raise RuntimeError(
+                    f"one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{value.dtype}{list(value.shape)}] is at version "
+                    f"{value._vbox[0]}; expected version {version} instead.")
+            out.append(value)
+        return tuple(out)
+
+    def save_output(self) -> None:
+        """Ask apply to keep the output array (for ops whose derivative uses their result)."""
+        self._out_data = True
+
+    @property
+    def saved_output(self):
+        """The op's output as a Tensor whose grad_fn is this node."""
+        if self._out_data is None:
+            raise RuntimeError(_FREED)
+        return Tensor._make(self._out_data, True, self)
+
+    def _free(self) -> None:
+        self._saved = None
+        if self._out_data is not None:
+            self._out_data = None
+
+    # -- graph introspection ---------------------------------------------------------------
+    def name(self) -> str:
+        """The node's name as PyTorch prints it, e.g. ``MulBackward0``."""
+        return f"{type(self).__name__}Backward0"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        """((node, 0), ...) for each positional input, as in PyTorch."""
+        return tuple((_edge_node(e), 0) for e in self._next)
+
+    def register_prehook(self, hook):
+        """Run ``hook(grad)`` on this node's incoming gradient; it may return a replacement."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        return _Handle(self._pre_hooks, hook)
+
+    # -- applying --------------------------------------------------------------------------
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run forward on ``args`` and record the node when a gradient is needed."""
+        ctx = object.__new__(cls)
+        device = None
+        needs_grad = False
+        for a in args:
+            if isinstance(a, Tensor):
+                arr = a._data
+                if device is None:
+                    device = type(arr), getattr(arr, "device", None), a
+                elif type(arr) is not device[0] or getattr(arr, "device", None) != device[1]:
+                    raise RuntimeError(
+                        "Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {device[2].device} and {a.device}! (in {cls.__name__})")
+                if a.requires_grad:
+                    needs_grad = True
+        if device is not None and device[0] is not np.ndarray:
+            with device[2]._backend.context():
+                out = cls.forward(ctx, *args, **kwargs)
+        else:
+            out = cls.forward(ctx, *args, **kwargs)
+        if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars
+            out = np.asarray(out)
+        if not (needs_grad and state.grad_enabled):
+            return Tensor._make(out, False, None)
+        last = max(i for i, a in enumerate(args) if isinstance(a, Tensor))
+        ctx._next = tuple(_edge(a) for a in args[:last + 1])
+        if ctx._out_data is not None:
+            ctx._out_data = out
+        if state.anomaly:
+            ctx._stack = traceback.format_stack()[:-2]
+        return Tensor._make(out, True, ctx)
+
+
+def _edge(arg):
+    """Where the gradient of one argument goes: its node, itself (a leaf), or nowhere."""
+    if isinstance(arg, Tensor) and arg.requires_grad:
+        return arg.grad_fn if arg.grad_fn is not None else arg
+    return None
+
+
+def _edge_node(edge):
+    if edge is None or isinstance(edge, Function):
+        return edge
+    return AccumulateGrad(edge)
+
+
+class AccumulateGrad:
+    """The view of a leaf's gradient sink in ``next_functions`` (PyTorch's AccumulateGrad)."""
+
+    def __init__(self, variable) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+class _Handle:
+    """Removes a registered hook."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: list, hook) -> None:
+        self._hooks = hooks
+        self._hook = hook
+        hooks.append(hook)
+
+    def remove(self) -> None:
+        """Unregister the hook (no-op if already removed)."""
+        try:
+            self._hooks.remove(self._hook)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)

@@ -1,0 +1,88 @@
+"""Device abstraction: ``get_backend(device)`` gives the object that owns a device's arrays.
+
+CuPy is imported only when a CUDA device is first used; without it (or without a GPU) the CPU
+works and asking for CUDA raises a RuntimeError.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .base import Backend
+from .device import CPU, device
+
+__all__ = ["Backend", "device", "get_backend", "backend_of", "cuda_available", "cuda_device_count",
+           "canonical_device"]
+
+
+@lru_cache(maxsize=1)
+def _cuda_probe() -> tuple[int, str]:
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # ImportError, CUDA driver errors: all mean "no usable CUDA"
+        return 0, f"{type(exc).__name__}: {exc}"
+    return count, "" if count else "no CUDA device found"
+
+
+def cuda_available() -> bool:
+    """True when CuPy imports and sees at least one GPU."""
+    return _cuda_probe()[0] > 0
+
+
+def cuda_device_count() -> int:
+    """The number of GPUs CuPy sees (0 without CuPy)."""
+    return _cuda_probe()[0]
+
+
+def canonical_device(spec) -> device:
+    """A device with its index filled in (``"cuda"`` means the current GPU, index 0)."""
+    if spec is None:
+        return CPU
+    dev = spec if isinstance(spec, device) else device(spec)
+    if dev.type == "cuda" and dev.index is None:
+        from .. import cuda
+
+        dev = device("cuda", cuda.current_device())
+    return dev
+
+
+_backends: dict[device, Backend] = {}
+
+
+def get_backend(spec=None) -> Backend:
+    """The backend object for a device (created on first use)."""
+    dev = canonical_device(spec)
+    backend = _backends.get(dev)
+    if backend is not None:
+        return backend
+    if dev.type == "cpu":
+        from .numpy_backend import NumpyBackend
+
+        backend = NumpyBackend()
+    else:
+        count, why = _cuda_probe()
+        if count == 0:
+            raise RuntimeError(f"CUDA is not available ({why}); microtorch needs CuPy and a GPU "
+                               f"for device '{dev}'. Install microtorch[cuda] on a CUDA machine.")
+        if dev.index >= count:
+            raise RuntimeError(f"CUDA device {dev.index} requested but only {count} "
+                               f"device(s) are present")
+        from .cupy_backend import CupyBackend
+
+        backend = CupyBackend(dev)
+    _backends[dev] = backend
+    return backend
+
+
+def backend_of(arr) -> Backend:
+    """The backend owning an array (NumPy → CPU, CuPy → its GPU)."""
+    if type(arr).__module__ == "numpy":
+        return get_backend(CPU)
+    return get_backend(device("cuda", arr.device.id))
+
+
+def initialized_backends() -> list[Backend]:
+    """Backends created so far."""
+    return list(_backends.values())

@@ -1,0 +1,113 @@
+"""The backend interface: one object per device owns its array module and its bookkeeping."""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import AbstractContextManager, nullcontext
+
+from .device import device
+
+
+class MemoryStats:
+    """Exact byte counts of the buffers microtorch allocated and still holds on one device.
+
+    Every array that a tensor is built on is registered once by its root buffer; a weak
+    reference drops the bytes when the buffer is freed. Views cost nothing extra.
+    """
+
+    __slots__ = ("allocated", "peak", "_live")
+
+    def __init__(self) -> None:
+        self.allocated = 0
+        self.peak = 0
+        self._live: dict[int, weakref.ref] = {}
+
+    def register(self, arr) -> None:
+        """Count ``arr``'s root buffer if it is not counted yet."""
+        base = arr.base
+        while base is not None:
+            arr, base = base, base.base
+        key = id(arr)
+        if key in self._live:
+            return
+        nbytes = arr.nbytes
+        live = self._live
+
+        def release(_ref, key=key, nbytes=nbytes, stats=self):
+            if live.pop(key, None) is not None:
+                stats.allocated -= nbytes
+
+        live[key] = weakref.ref(arr, release)
+        self.allocated += nbytes
+        if self.allocated > self.peak:
+            self.peak = self.allocated
+
+    def reset_peak(self) -> None:
+        """Start peak tracking afresh from what is allocated now."""
+        self.peak = self.allocated
+
+
+class Backend:
+    """Array creation, zero-filling, random numbers, synchronisation and memory stats."""
+
+    device: device
+    xp = None  # the array module: numpy or cupy
+
+    def __init__(self, dev: device) -> None:
+        self.device = dev
+        self.memory = MemoryStats()
+
+    def context(self) -> AbstractContextManager:
+        """Make this device current for the array module (a no-op on the CPU)."""
+        return nullcontext()
+
+    def asarray(self, data, dtype=None):
+        """An array of this backend holding ``data`` (copied only when necessary)."""
+        raise NotImplementedError
+
+    def to_numpy(self, arr):
+        """A NumPy array with ``arr``'s contents (no copy on the CPU)."""
+        raise NotImplementedError
+
+    def fill_zero(self, arr) -> None:
+        """Zero ``arr`` in place, whatever its layout."""
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        """Wait for all queued work on this device."""
+
+    def memory_reserved(self) -> int:
+        """Bytes held by the allocator (in use or cached)."""
+        return self.memory.allocated
+
+    def empty_cache(self) -> None:
+        """Return cached, unused memory to the system."""
+
+    def accumulate(self, grad, incoming) -> None:
+        """``grad += incoming`` in place (the gradient-accumulation primitive)."""
+        raise NotImplementedError
+
+    # -- random numbers: one implementation of each creation op on top of these --------------
+    def manual_seed(self, seed: int) -> None:
+        """Seed this device's random number generator."""
+        raise NotImplementedError
+
+    def uniform(self, shape: tuple, dtype, low: float = 0.0, high: float = 1.0):
+        """Uniform samples in [low, high)."""
+        raise NotImplementedError
+
+    def normal(self, shape: tuple, dtype, mean: float = 0.0, std: float = 1.0):
+        """Normal samples."""
+        raise NotImplementedError
+
+    def integers(self, low: int, high: int, shape: tuple, dtype):
+        """Uniform integers in [low, high)."""
+        raise NotImplementedError
+
+    def randperm(self, n: int, dtype):
+        """A random permutation of range(n)."""
+        raise NotImplementedError
+
+    def bernoulli(self, p: float, shape: tuple, dtype):
+        """1 with probability p, else 0."""
+        raise NotImplementedError

@@ -1,0 +1,52 @@
+"""``microtorch.device``: where a tensor lives, parsed the way PyTorch parses it."""
+
+from __future__ import annotations
+
+
+class device:  # noqa: N801 - mirrors torch.device
+    """A device kind (``"cpu"`` or ``"cuda"``) and, for CUDA, an index."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec: str | device, index: int | None = None) -> None:
+        if isinstance(spec, device):
+            self.type, self.index = spec.type, spec.index
+            return
+        if not isinstance(spec, str):
+            raise TypeError(f"device must be a string or microtorch.device, got {spec!r}")
+        kind, _, number = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: "
+                               f"{spec}")
+        if number:
+            if index is not None or not number.isdigit():
+                raise RuntimeError(f"Invalid device string: '{spec}'")
+            index = int(number)
+        if kind == "cpu" and index not in (None, 0):
+            raise RuntimeError(f"CPU device index must be 0 or absent, got {index}")
+        self.type = kind
+        self.index = None if kind == "cpu" else index
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+
+CPU = device("cpu")

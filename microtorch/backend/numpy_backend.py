@@ -1,0 +1,57 @@
+"""The CPU backend on NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Backend
+from .device import CPU
+
+
+class NumpyBackend(Backend):
+    """CPU arrays are NumPy arrays; random numbers replay PyTorch's CPU generator."""
+
+    xp = np
+
+    def __init__(self) -> None:
+        super().__init__(CPU)
+
+    @property
+    def generator(self):
+        """The process-wide CPU generator (PyTorch's mt19937 stream)."""
+        from .rng import default_generator
+
+        return default_generator
+
+    def asarray(self, data, dtype=None):
+        if hasattr(data, "__cuda_array_interface__"):
+            data = data.get()
+        return np.asarray(data, dtype=dtype)
+
+    def to_numpy(self, arr):
+        return arr
+
+    def fill_zero(self, arr) -> None:
+        # ndarray.fill handles every layout and is a memset for contiguous arrays.
+        arr.fill(0)
+
+    def accumulate(self, grad, incoming) -> None:
+        np.add(grad, incoming, out=grad, casting="unsafe")
+
+    def manual_seed(self, seed: int) -> None:
+        self.generator.manual_seed(seed)
+
+    def uniform(self, shape, dtype, low=0.0, high=1.0):
+        return self.generator.uniform(shape, dtype, low, high)
+
+    def normal(self, shape, dtype, mean=0.0, std=1.0):
+        return self.generator.normal(shape, dtype, mean, std)
+
+    def integers(self, low, high, shape, dtype):
+        return self.generator.integers(low, high, shape, dtype)
+
+    def randperm(self, n, dtype):
+        return self.generator.randperm(n, dtype)
+
+    def bernoulli(self, p, shape, dtype):
+        return self.generator.bernoulli(p, shape, dtype)

@@ -1,0 +1,87 @@
+"""``microtorch.cuda``: availability, device selection, synchronisation, memory statistics."""
+
+from __future__ import annotations
+
+from ..backend import cuda_available, cuda_device_count, get_backend
+from ..backend.device import device
+
+__all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
+           "manual_seed", "manual_seed_all", "memory_allocated", "max_memory_allocated",
+           "reset_peak_memory_stats", "memory_reserved", "empty_cache"]
+
+_current = 0
+
+
+def is_available() -> bool:
+    """True when CuPy is installed and a GPU is visible."""
+    return cuda_available()
+
+
+def device_count() -> int:
+    """Number of visible GPUs."""
+    return cuda_device_count()
+
+
+def current_device() -> int:
+    """Index of the GPU used for ``"cuda"`` without an index."""
+    return _current
+
+
+def set_device(index) -> None:
+    """Select the GPU used for ``"cuda"`` without an index."""
+    global _current
+    index = index.index if isinstance(index, device) else int(index)
+    if not 0 <= index < max(device_count(), 1):
+        raise RuntimeError(f"invalid CUDA device {index}: {device_count()} device(s) present")
+    _current = index
+
+
+def _backend(dev):
+    if dev is None:
+        dev = _current
+    if isinstance(dev, int):
+        dev = device("cuda", dev)
+    return get_backend(dev)
+
+
+def synchronize(device=None) -> None:
+    """Wait for all work queued on a GPU."""
+    _backend(device).synchronize()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the current GPU's generator (CuPy's, so streams differ from PyTorch's)."""
+    if is_available():
+        _backend(None).manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every GPU's generator."""
+    for i in range(device_count()):
+        _backend(i).manual_seed(seed)
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes of GPU memory held by live microtorch tensors."""
+    return _backend(device).memory.allocated
+
+
+def max_memory_allocated(device=None) -> int:
+    """Peak of ``memory_allocated`` since the start or the last reset."""
+    return _backend(device).memory.peak
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Restart peak tracking from the current allocation."""
+    _backend(device).memory.reset_peak()
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes held by CuPy's memory pool (in use or cached)."""
+    return _backend(device).memory_reserved()
+
+
+def empty_cache() -> None:
+    """Release unused cached blocks of every GPU's pool."""
+    if is_available():
+        _backend(None).empty_cache()

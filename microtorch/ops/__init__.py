@@ -1,0 +1,426 @@
+"""All tensor operations, and the Tensor methods and operators that call them.
+
+Each op is written once against the array module of its inputs (NumPy or CuPy), so the CPU
+and CUDA paths share one implementation.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.grad_mode import state
+from . import creation, elementwise, linalg, reduce, shape
+from ._util import Tensor, promote_operands, xp_of
+from .creation import *  # noqa: F403
+from .elementwise import (
+    Abs,
+    Add,
+    Ceil,
+    Cos,
+    Div,
+    Exp,
+    Expm1,
+    Floor,
+    Log,
+    Log1p,
+    Log2,
+    Log10,
+    Maximum,
+    Minimum,
+    Mul,
+    Neg,
+    Pow,
+    Reciprocal,
+    Relu,
+    Round,
+    Rsqrt,
+    Sigmoid,
+    Sign,
+    Sin,
+    Sqrt,
+    Square,
+    Sub,
+    Tan,
+    Tanh,
+    Trunc,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    clamp,
+    eq,
+    floor_divide,
+    ge,
+    gt,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_not,
+    lt,
+    ne,
+    remainder,
+    where,
+)
+from .linalg import bmm, dot, matmul, mm, mv, outer
+from .reduce import (
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    cumsum,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    prod,
+    std,
+    sum,
+    sum_to_size,
+    var,
+    vector_norm,
+)
+from .shape import (
+    broadcast_to,
+    cat,
+    chunk,
+    clone,
+    concat,
+    concatenate,
+    contiguous,
+    expand,
+    flatten,
+    flip,
+    gather,
+    getitem,
+    index_select,
+    masked_fill,
+    narrow,
+    permute,
+    repeat,
+    reshape,
+    scatter_add,
+    split,
+    squeeze,
+    stack,
+    t,
+    to,
+    transpose,
+    unbind,
+    unflatten,
+    unsqueeze,
+    view,
+)
+
+
+def add(input, other, *, alpha=1) -> Tensor:
+    """input + alpha * other."""
+    return Add.apply(input, other, alpha)
+
+
+def sub(input, other, *, alpha=1) -> Tensor:
+    """input - alpha * other."""
+    return Sub.apply(input, other, alpha)
+
+
+def mul(input, other) -> Tensor:
+    """Elementwise product."""
+    return Mul.apply(input, other)
+
+
+def div(input, other, *, rounding_mode=None) -> Tensor:
+    """Elementwise quotient (true division unless rounding_mode is 'floor' or 'trunc')."""
+    return Div.apply(input, other, rounding_mode)
+
+
+def pow(input, exponent) -> Tensor:  # noqa: A001
+    """input ** exponent (either may be a number)."""
+    return Pow.apply(input, exponent)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum (ties share the gradient)."""
+    return Maximum.apply(input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise minimum (ties share the gradient)."""
+    return Minimum.apply(input, other)
+
+
+def _unary_function(cls, name):
+    def op(input: Tensor) -> Tensor:
+        return cls.apply(input)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name}."
+    return op
+
+
+UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1p": Log1p,
+         "expm1": Expm1, "sqrt": Sqrt, "rsqrt": Rsqrt, "sin": Sin, "cos": Cos, "tan": Tan,
+         "tanh": Tanh, "sigmoid": Sigmoid, "relu": Relu, "abs": Abs, "sign": Sign,
+         "floor": Floor, "ceil": Ceil, "trunc": Trunc, "round": Round,
+         "reciprocal": Reciprocal, "square": Square}
+globals().update({name: _unary_function(cls, name) for name, cls in UNARY.items()})
+negative = globals()["neg"]
+absolute = globals()["abs"]
+clip = clamp
+true_divide = divide = div
+multiply = mul
+subtract = sub
+
+
+# -- in-place ops ------------------------------------------------------------------------------
+def _can_cast(result: np.dtype, target: np.dtype) -> bool:
+    """PyTorch's canCast: no float -> integer, no non-bool -> bool."""
+    order = "biuf"
+    return order.index(result.kind if result.kind in order else "f") <= \
+        order.index(target.kind if target.kind in order else "f") or result.kind == target.kind
+
+
+def _check_inplace(self: Tensor, *others) -> bool:
+    """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
+    if not state.grad_enabled:
+        return False
+    recorded = self.requires_grad or builtins.any(
+        isinstance(o, Tensor) and o.requires_grad for o in others)
+    if self.requires_grad and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if recorded and self._is_view:
+        raise RuntimeError("microtorch does not record in-place operations on views of tensors "
+                           "that require grad; use the out-of-place form (e.g. x = x + y)")
+    return recorded
+
+
+def _write(self: Tensor, result: Tensor) -> Tensor:
+    """Store an out-of-place result into self's storage and take over its graph node."""
+    res = result._data
+    if not _can_cast(res.dtype, self._data.dtype):
+        raise RuntimeError(f"result type {_dtype.from_numpy_dtype(res.dtype).name.capitalize()} "
+                           f"can't be cast to the desired output type "
+                           f"{self.dtype.name.capitalize()}")
+    if res.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {list(res.shape)}")
+    self._data[...] = res
+    self._vbox[0] += 1
+    if result.grad_fn is not None:
+        self.grad_fn = result.grad_fn
+        self.requires_grad = True
+    return self
+
+
+def _inplace(op):
+    """The in-place form of an out-of-place op: compute, then write into self."""
+
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        if _check_inplace(self, *args):
+            return _write(self, op(self, *args, **kwargs))
+        with _no_record():
+            return _write(self, op(self, *args, **kwargs))
+
+    method.__name__ = op.__name__ + "_"
+    method.__doc__ = f"In-place {op.__name__}."
+    return method
+
+
+def _ufunc_inplace(name, op):
+    """An in-place arithmetic op that writes straight into self's buffer when not recording."""
+
+    def method(self: Tensor, other, *, alpha=1) -> Tensor:
+        if _check_inplace(self, other):
+            kwargs = {"alpha": alpha} if alpha != 1 else {}
+            return _write(self, op(self, other, **kwargs))
+        arr = self._data
+        xa, xb, dt = promote_operands(self, other)
+        if not _can_cast(dt, arr.dtype):
+            raise RuntimeError(f"result type {_dtype.from_numpy_dtype(dt).name.capitalize()} "
+                               f"can't be cast to the desired output type "
+                               f"{self.dtype.name.capitalize()}")
+        if alpha != 1:
+            xb = xb * alpha
+        getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
+        self._vbox[0] += 1
+        return self
+
+    method.__name__ = op.__name__ + "_"
+    method.__doc__ = f"In-place {op.__name__}."
+    return method
+
+
+class _no_record:  # noqa: N801
+    def __enter__(self):
+        self.prev, state.grad_enabled = state.grad_enabled, False
+
+    def __exit__(self, *exc):
+        state.grad_enabled = self.prev
+
+
+def zero_(self: Tensor) -> Tensor:
+    """Fill with zeros in place."""
+    _check_inplace(self)
+    if state.grad_enabled and self.requires_grad:
+        return _write(self, self * 0)
+    self._backend.fill_zero(self._data)
+    self._vbox[0] += 1
+    return self
+
+
+def fill_(self: Tensor, value) -> Tensor:
+    """Fill with ``value`` in place."""
+    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
+        return _write(self, self * 0 + value)
+    self._data.fill(value.item() if isinstance(value, Tensor) else value)
+    self._vbox[0] += 1
+    return self
+
+
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast, converted, possibly from another device) into self."""
+    if _check_inplace(self, src):
+        moved = src.to(self.device, self.dtype) + self * 0
+        return _write(self, moved.expand(self.shape) if moved.shape != self.shape else moved)
+    arr = src._data
+    if src.device != self.device:
+        arr = self._backend.asarray(src._backend.to_numpy(arr))
+    self._data[...] = arr
+    self._vbox[0] += 1
+    return self
+
+
+def setitem(self: Tensor, key, value) -> None:
+    """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
+    arr_key = shape._index_key(key)
+    if isinstance(value, Tensor) and value.device != self.device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {self.device} and {value.device}!")
+    if _check_inplace(self, value):
+        _write(self, shape.IndexPut.apply(self, arr_key, value))
+        return
+    self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+    self._vbox[0] += 1
+
+
+# -- methods and operators ----------------------------------------------------------------------
+def _reflected(op):
+    def method(self, other):
+        return op(other, self)
+
+    return method
+
+
+def _new(factory):
+    def method(self: Tensor, *args, dtype=None, device=None, requires_grad=False, **kwargs):
+        return factory(*args, dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device,
+                       requires_grad=requires_grad, **kwargs)
+
+    method.__doc__ = f"``{factory.__name__}`` with this tensor's dtype and device."
+    return method
+
+
+def _new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return creation.tensor(data, dtype=self.dtype if dtype is None else dtype,
+                           device=self.device if device is None else device,
+                           requires_grad=requires_grad)
+
+
+def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
+    return where(condition, self, other)
+
+
+def _expand_as(self: Tensor, other: Tensor) -> Tensor:
+    return expand(self, other.shape)
+
+
+def _view_as(self: Tensor, other: Tensor) -> Tensor:
+    return view(self, other.shape)
+
+
+def _reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    return reshape(self, other.shape)
+
+
+def _clamp_min(self, min):  # noqa: A002
+    return clamp(self, min=min)
+
+
+def _clamp_max(self, max):  # noqa: A002
+    return clamp(self, max=max)
+
+
+def _iter(self: Tensor):
+    if self._data.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(unbind(self, 0))
+
+
+def _contains(self: Tensor, item) -> bool:
+    return bool((self == item).any().item())
+
+
+METHODS = dict(
+    add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, mm=mm, bmm=bmm, dot=dot, mv=mv,
+    outer=outer, maximum=maximum, minimum=minimum, clamp=clamp, clip=clamp, where=_where_method,
+    clamp_min=_clamp_min, clamp_max=_clamp_max, eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge,
+    isfinite=isfinite, isnan=isnan, isinf=isinf, logical_not=logical_not,
+    floor_divide=floor_divide, remainder=remainder, true_divide=div, divide=div, multiply=mul,
+    subtract=sub, negative=negative, absolute=absolute,
+    sum=sum, mean=mean, var=var, std=std, max=max, min=min, amax=amax, amin=amin, argmax=argmax,
+    argmin=argmin, prod=prod, logsumexp=logsumexp, norm=norm, cumsum=cumsum, all=all, any=any,
+    sum_to_size=sum_to_size,
+    reshape=reshape, view=view, permute=permute, transpose=transpose, t=t, squeeze=squeeze,
+    unsqueeze=unsqueeze, flatten=flatten, unflatten=unflatten, expand=expand,
+    broadcast_to=broadcast_to, repeat=repeat, flip=flip, split=split, chunk=chunk, unbind=unbind,
+    narrow=narrow, gather=gather, scatter_add=scatter_add, index_select=index_select,
+    masked_fill=masked_fill, clone=clone, contiguous=contiguous, expand_as=_expand_as,
+    view_as=_view_as, reshape_as=_reshape_as, swapaxes=transpose, swapdims=transpose,
+    new_zeros=_new(creation.zeros), new_ones=_new(creation.ones), new_empty=_new(creation.empty),
+    new_full=_new(creation.full), new_tensor=_new_tensor,
+    zero_=zero_, fill_=fill_, copy_=copy_,
+    add_=_ufunc_inplace("add", add), sub_=_ufunc_inplace("subtract", sub),
+    __iter__=_iter, __contains__=_contains,
+    __add__=add, __radd__=_reflected(add), __sub__=sub, __rsub__=_reflected(sub),
+    __mul__=mul, __rmul__=_reflected(mul), __truediv__=div, __rtruediv__=_reflected(div),
+    __floordiv__=floor_divide, __rfloordiv__=_reflected(floor_divide), __mod__=remainder,
+    __rmod__=_reflected(remainder), __pow__=pow, __rpow__=_reflected(pow), __matmul__=matmul,
+    __rmatmul__=_reflected(matmul), __neg__=globals()["neg"], __abs__=globals()["abs"],
+    __pos__=lambda self: self, __eq__=eq, __ne__=ne, __lt__=lt, __le__=le, __gt__=gt, __ge__=ge,
+    __and__=bitwise_and, __or__=bitwise_or, __xor__=bitwise_xor, __invert__=bitwise_not,
+    __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
+    __getitem__=getitem, __setitem__=setitem,
+)
+METHODS.update({name: globals()[name] for name in UNARY})
+
+
+def install_tensor_methods(cls) -> None:
+    """Attach every op as a Tensor method, with in-place ``name_`` forms and operators."""
+    methods = dict(METHODS)
+    methods["mul_"] = _ufunc_inplace("multiply", mul)
+    methods["div_"] = _inplace(div)
+    for name in ("neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs",
+                 "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
+                 "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill"):
+        methods[name + "_"] = _inplace(methods[name])
+    methods["clip_"] = methods["clamp_"]
+    methods["__iadd__"] = methods["add_"]
+    methods["__isub__"] = methods["sub_"]
+    methods["__imul__"] = methods["mul_"]
+    methods["__itruediv__"] = methods["div_"]
+    for name, fn in methods.items():
+        setattr(cls, name, fn)
+    cls.T = property(lambda self: permute(self, tuple(range(self._data.ndim))[::-1]),
+                     doc="The tensor with its dimensions reversed.")
+    cls.mT = property(lambda self: transpose(self, -2, -1),
+                      doc="The last two dimensions swapped (batched matrix transpose).")
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

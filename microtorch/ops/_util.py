@@ -1,0 +1,94 @@
+"""Helpers shared by the op modules: type promotion, shape arguments, gradient reduction."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor, _wrap_dim
+
+__all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
+           "xp_of", "is_scalar"]
+
+wrap_dim = _wrap_dim
+
+
+def is_scalar(x) -> bool:
+    """True for Python (and NumPy) numbers."""
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, Tensor)
+
+
+def _promotion_key(x):
+    if isinstance(x, Tensor):
+        return x.dtype if x._data.ndim else ("0d", x.dtype)
+    if isinstance(x, np.generic):
+        return x.item()
+    if not is_scalar(x):
+        raise TypeError(f"unsupported operand type {type(x).__name__}; expected a Tensor or a "
+                        f"number")
+    return x
+
+
+def promote_operands(a, b):
+    """The arrays (or Python scalars) of ``a`` and ``b`` cast to PyTorch's result dtype."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        xa, xb = a._data, b._data
+        if xa.dtype == xb.dtype:
+            return xa, xb, xa.dtype
+    dt = _dtype.result_type((_promotion_key(a), _promotion_key(b))).np
+    return _cast(a, dt), _cast(b, dt), dt
+
+
+def _cast(x, dt):
+    if isinstance(x, Tensor):
+        arr = x._data
+        return arr if arr.dtype == dt else arr.astype(dt)
+    if isinstance(x, np.generic):
+        x = x.item()
+    # A Python scalar of a higher category than dt (e.g. 2.5 with an int tensor) was already
+    # folded into dt by promotion; the cast keeps NumPy from widening the result.
+    return dt.type(x) if dt.kind == "b" else x
+
+
+def sizes_arg(sizes) -> tuple:
+    """Shape arguments given as varargs ``(2, 3)`` or one sequence ``((2, 3),)``."""
+    if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer, Tensor)):
+        sizes = sizes[0]
+    try:
+        return tuple(int(s) for s in sizes)
+    except TypeError:
+        raise TypeError(f"sizes must be integers, got {sizes!r}") from None
+
+
+def dims_arg(dim, ndim: int) -> tuple | None:
+    """Normalise a ``dim`` argument (None, an int or a sequence) to a sorted tuple or None."""
+    if dim is None:
+        return None
+    if isinstance(dim, (int, np.integer)):
+        return (wrap_dim(int(dim), ndim),)
+    dims = tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")
+    return dims
+
+
+def reduce_grad(grad: Tensor | None, shape: tuple, dtype) -> Tensor | None:
+    """Sum a broadcast gradient back to an input's shape and cast it to the input's dtype."""
+    if grad is None:
+        return None
+    if grad._data.shape != shape:
+        grad = grad.sum_to_size(shape)
+    if grad._data.dtype != dtype:
+        grad = grad.to(_dtype.from_numpy_dtype(dtype))
+    return grad
+
+
+def xp_of(arr):
+    """The array module (numpy or cupy) of an array."""
+    if type(arr) is np.ndarray:
+        return np
+    import cupy
+
+    return cupy

@@ -1,0 +1,357 @@
+"""Tensor creation: from data, constants, ranges, random numbers and other arrays."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import _dtype
+from ..backend import get_backend
+from ..backend.device import device as Device
+from ._util import Tensor, sizes_arg
+
+
+def _finish(arr, requires_grad: bool) -> Tensor:
+    t = Tensor._make(arr, False, None)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_dtype(data) -> _dtype.dtype:
+    """PyTorch's dtype for nested Python data: bool < int64 < default float."""
+    category = -1
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            category = max(category, item.dtype._category)
+        elif isinstance(item, (bool, np.bool_)):
+            category = max(category, 0)
+        elif isinstance(item, (numbers.Integral, np.integer)):
+            category = max(category, 1)
+        elif isinstance(item, (numbers.Real, np.floating)):
+            category = max(category, 2)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            raise TypeError(f"Could not infer dtype of {type(item).__name__}")
+    return (_dtype.bool_, _dtype.int64, _dtype.get_default_dtype())[category] if category >= 0 \
+        else _dtype.get_default_dtype()
+
+
+def _plain(data):
+    """Nested data with tensors replaced by Python values (for np.asarray)."""
+    if isinstance(data, Tensor):
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_plain(d) for d in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
+    backend = get_backend(device)
+    if isinstance(data, Tensor):
+        arr = data._backend.to_numpy(data._data).copy() if data.device != backend.device \
+            else data._data.copy()
+        dt = data._data.dtype if dtype is None else _dtype.as_dtype(dtype).np
+    elif isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"):
+        dt = _dtype.from_numpy_dtype(data.dtype).np if dtype is None \
+            else _dtype.as_dtype(dtype).np
+        arr = data
+    else:
+        dt = (_infer_dtype(data) if dtype is None else _dtype.as_dtype(dtype)).np
+        arr = _plain(data)
+        lengths = _ragged(arr)
+        if lengths:
+            raise ValueError(f"expected sequence of length {lengths[0]} at dim {lengths[2]} "
+                             f"(got {lengths[1]})")
+    out = backend.asarray(arr, dtype=dt)
+    if out is data or (isinstance(data, np.ndarray) and np.shares_memory(out, data)):
+        out = out.copy()
+    return _finish(out, requires_grad)
+
+
+def _ragged(data, dim=0):
+    """(expected, got, dim) for the first ragged nesting level, else None."""
+    if not isinstance(data, list) or not data or not isinstance(data[0], list):
+        return None
+    n = len(data[0])
+    for item in data:
+        if not isinstance(item, list) or len(item) != n:
+            return (n, len(item) if isinstance(item, list) else 0, dim + 1)
+    for item in data:
+        bad = _ragged(item, dim + 1)
+        if bad:
+            return bad
+    return None
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like ``tensor`` but shares memory with an array or tensor when it can."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) and device in (None, "cpu") and \
+            (dtype is None or _dtype.as_dtype(dtype).np == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with a NumPy array."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    _dtype.from_numpy_dtype(ndarray.dtype)  # raises for unsupported dtypes
+    return Tensor._make(ndarray, False, None)
+
+
+def from_dlpack(ext_tensor) -> Tensor:
+    """A tensor sharing memory with any DLPack-capable array (NumPy, CuPy, PyTorch ...)."""
+    kind, index = ext_tensor.__dlpack_device__()
+    if int(kind) == 1:  # kDLCPU
+        arr = np.from_dlpack(ext_tensor)
+    elif int(kind) == 2:  # kDLCUDA
+        backend = get_backend(Device("cuda", int(index)))
+        with backend.context():
+            arr = backend.xp.from_dlpack(ext_tensor)
+    else:
+        raise RuntimeError(f"from_dlpack: unsupported DLPack device type {int(kind)}")
+    _dtype.from_numpy_dtype(arr.dtype)
+    return Tensor._make(arr, False, None)
+
+
+def _creation_dtype(dtype, default=None) -> np.dtype:
+    if dtype is None:
+        return (default or _dtype.get_default_dtype()).np
+    return _dtype.as_dtype(dtype).np
+
+
+def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
+    shape = sizes_arg(size)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+    backend = get_backend(device)
+    with backend.context():
+        arr = getattr(backend.xp, fill)(shape, dtype=_creation_dtype(dtype))
+    return _finish(arr, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+    """A tensor of zeros."""
+    return _filled("zeros", size, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+    """A tensor of ones."""
+    return _filled("ones", size, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+          memory_format=None, pin_memory=False) -> Tensor:
+    """A tensor with unspecified contents."""
+    return _filled("empty", size, dtype, device, requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch does)."""
+    if dtype is None:
+        dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+    shape = sizes_arg((size,))
+    backend = get_backend(device)
+    with backend.context():
+        arr = backend.xp.full(shape, fill_value, dtype=_creation_dtype(dtype))
+    return _finish(arr, requires_grad)
+
+
+def _like(input: Tensor, dtype, device) -> tuple:
+    return (input.dtype if dtype is None else dtype,
+            input.device if device is None else device)
+
+
+def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
+    """Zeros with the shape (and by default dtype and device) of ``input``."""
+    return zeros(input.shape, dtype=_like(input, dtype, device)[0],
+                 device=_like(input, dtype, device)[1], requires_grad=requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
+              memory_format=None) -> Tensor:
+    """Ones with the shape (and by default dtype and device) of ``input``."""
+    dt, dev = _like(input, dtype, device)
+    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
+               memory_format=None) -> Tensor:
+    """Uninitialised, with the shape of ``input``."""
+    dt, dev = _like(input, dtype, device)
+    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
+              requires_grad: bool = False, memory_format=None) -> Tensor:
+    """``fill_value`` everywhere, with the shape of ``input``."""
+    dt, dev = _like(input, dtype, device)
+    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` up to (not including) ``end`` in steps of ``step``."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    values = (start, end, step)
+    if dtype is None:
+        integral = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                       for v in values)
+        dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
+    dt = _dtype.as_dtype(dtype).np
+    n = int(np.ceil((end - start) / step))
+    backend = get_backend(device)
+    with backend.context():
+        # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
+        arr = (backend.xp.arange(n, dtype=np.float64) * step + start).astype(dt) \
+            if dt.kind == "f" else backend.xp.arange(start, end, step, dtype=dt)
+    return _finish(arr, requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _creation_dtype(dtype)
+    backend = get_backend(device)
+    xp = backend.xp
+    with backend.context():
+        if steps == 1:
+            arr = xp.full((1,), start, dtype=dt)
+        else:
+            # PyTorch fills the first half forwards from start and the second half backwards
+            # from end, in the output dtype; doing the same gives identical values.
+            step = dt.type((end - start) / (steps - 1))
+            i = xp.arange(steps, dtype=dt)
+            half = steps // 2
+            front = dt.type(start) + step * i
+            back = dt.type(end) - step * (dt.type(steps - 1) - i)
+            arr = xp.where(xp.arange(steps) < half, front, back).astype(dt)
+    return _finish(arr, requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None,
+        requires_grad: bool = False) -> Tensor:
+    """The identity matrix (n x m)."""
+    backend = get_backend(device)
+    with backend.context():
+        arr = backend.xp.eye(n, n if m is None else m, dtype=_creation_dtype(dtype))
+    return _finish(arr, requires_grad)
+
+
+def _random(method: str, size, dtype, device, requires_grad, *args, generator=None) -> Tensor:
+    shape = sizes_arg(size)
+    dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    backend = get_backend(device)
+    source = backend if generator is None else generator
+    arr = getattr(source, method)(shape, dt.np, *args)
+    return _finish(backend.asarray(arr), requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    return _random("uniform", size, dtype, device, requires_grad, generator=generator)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    return _random("normal", size, dtype, device, requires_grad, generator=generator)
+
+
+def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``rand`` with the shape of ``input``."""
+    dt, dev = _like(input, dtype, device)
+    return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``randn`` with the shape of ``input``."""
+    dt, dev = _like(input, dtype, device)
+    return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Uniform integers in [low, high)."""
+    if size is None:
+        low, high, size = 0, low, high
+    elif high is None:
+        raise TypeError("randint() missing the 'high' or 'size' argument")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
+    backend = get_backend(device)
+    source = backend if generator is None else generator
+    arr = source.integers(int(low), int(high), sizes_arg((size,)), dt.np)
+    return _finish(backend.asarray(arr), requires_grad)
+
+
+def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None) -> Tensor:
+    """``randint`` with the shape of ``input``."""
+    dt, dev = _like(input, dtype, device)
+    return randint(low, high, input.shape, dtype=dt, device=dev)
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0..n-1."""
+    dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
+    backend = get_backend(device)
+    source = backend if generator is None else generator
+    return _finish(backend.asarray(source.randperm(int(n), dt.np)), requires_grad)
+
+
+def _legacy_constructor(cls, *args, **kwargs) -> Tensor:
+    """``Tensor(data)`` copies data as floats; ``Tensor(2, 3)`` is an uninitialised 2x3."""
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
+    if not args or all(isinstance(a, (int, np.integer)) for a in args):
+        base = empty(args, device=device)
+    elif len(args) == 1 and isinstance(args[0], (tuple, list)) and all(
+            isinstance(a, (int, np.integer)) for a in args[0]) and cls is not Tensor:
+        base = empty(tuple(args[0]), device=device)
+    else:
+        base = tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+    if cls is Tensor:
+        return base
+    out = cls._make(base._data, False, None)
+    return out
+
+
+def _parse_to(tensor_: Tensor, *args, **kwargs):
+    """(device, dtype, copy) from ``to``'s many call forms."""
+    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {list(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, (str, Device)):
+            device = a
+        elif isinstance(a, bool):
+            continue
+        elif a is not None:
+            dtype = _dtype.as_dtype(a)
+    if dtype is not None:
+        dtype = _dtype.as_dtype(dtype)
+    return device, dtype, copy

@@ -1,0 +1,394 @@
+"""Elementwise ops with NumPy broadcasting and PyTorch's type promotion and derivatives."""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.function import Function
+from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
+
+
+def _meta(x):
+    """(shape, dtype) of a tensor operand that needs a gradient, else None."""
+    return (x._data.shape, x._data.dtype) if isinstance(x, Tensor) and x.requires_grad else None
+
+
+def _grad_for(grad, meta):
+    return None if meta is None else reduce_grad(grad, *meta)
+
+
+# -- binary arithmetic ------------------------------------------------------------------------
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b, alpha=1):
+        xa, xb, _ = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.alpha = alpha
+        return xa + xb if alpha == 1 else xa + alpha * xb
+
+    @staticmethod
+    def backward(ctx, grad):
+        ma, mb = ctx.meta
+        gb = grad if ctx.alpha == 1 or mb is None else grad * ctx.alpha
+        return _grad_for(grad, ma), _grad_for(gb, mb)
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b, alpha=1):
+        xa, xb, _ = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.alpha = alpha
+        return xa - xb if alpha == 1 else xa - alpha * xb
+
+    @staticmethod
+    def backward(ctx, grad):
+        ma, mb = ctx.meta
+        gb = None if mb is None else (-grad if ctx.alpha == 1 else grad * -ctx.alpha)
+        return _grad_for(grad, ma), _grad_for(gb, mb)
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, _ = promote_operands(a, b)
+        ma, mb = ctx.meta = _meta(a), _meta(b)
+        # Save only what a gradient needs, so an in-place op on an unneeded input stays legal.
+        ctx.save_for_backward(b if ma is not None else None, a if mb is not None else None)
+        return xa * xb
+
+    @staticmethod
+    def backward(ctx, grad):
+        ma, mb = ctx.meta
+        b, a = ctx.saved_tensors
+        return (_grad_for(grad * b, ma) if ma else None,
+                _grad_for(grad * a, mb) if mb else None)
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b, rounding_mode=None):
+        xa, xb, dt = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.save_for_backward(a if ctx.meta[1] else None, b)
+        if rounding_mode is None:
+            if dt.kind in "biu":  # true division of integers gives the default float
+                from .. import _dtype
+
+                fdt = _dtype.get_default_dtype().np
+                xa = xa.astype(fdt) if hasattr(xa, "astype") else xa
+                xb = xb.astype(fdt) if hasattr(xb, "astype") else xb
+                return xp_of(_array_of(xa, xb)).true_divide(xa, xb).astype(fdt, copy=False)
+            return xa / xb
+        xp = xp_of(_array_of(xa, xb))
+        if rounding_mode == "floor":
+            return xp.floor_divide(xa, xb)
+        if rounding_mode == "trunc":
+            q = xa / xb
+            return xp.trunc(q).astype(dt, copy=False)
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
+
+    @staticmethod
+    def backward(ctx, grad):
+        ma, mb = ctx.meta
+        a, b = ctx.saved_tensors
+        ga = _grad_for(grad / b, ma) if ma else None
+        gb = _grad_for(-grad * ((a / b) / b), mb) if mb else None
+        return ga, gb
+
+
+def _array_of(xa, xb):
+    return xa if hasattr(xa, "shape") else xb
+
+
+class Pow(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, dt = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.save_for_backward(a, b)
+        ctx.save_output()
+        if dt.kind in "iu" and isinstance(b, Tensor) and (b._data < 0).any():
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        xp = xp_of(_array_of(xa, xb))
+        return xp.power(xa, xb)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ma, mb = ctx.meta
+        a, b = ctx.saved_tensors
+        ga = gb = None
+        if ma:
+            # PyTorch's pow_backward: grad * (b * a^(b-1)), and 0 where b == 0.
+            if is_scalar(b):
+                ga = grad * (b * a ** (b - 1)) if b != 0 else grad * 0
+            else:
+                ga = (grad * (b * a ** (b - 1))).where(b != 0, 0.0)
+            ga = _grad_for(ga, ma)
+        if mb:
+            base = a if isinstance(a, Tensor) else Tensor._make(xp_of(b._data).asarray(
+                a, dtype=b._data.dtype))
+            # d/db a**b at a == 0, b >= 0 is 0 (PyTorch masks the log's -inf there).
+            local = (ctx.saved_output * base.log()).where((base != 0) | (b < 0), 0.0)
+            gb = _grad_for(grad * local, mb)
+        return ga, gb
+
+
+class Maximum(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, _ = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.save_for_backward(a, b)
+        return xp_of(xa).maximum(xa, xb)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _select_backward(ctx, grad, lambda a, b: a > b)
+
+
+class Minimum(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, _ = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.save_for_backward(a, b)
+        return xp_of(xa).minimum(xa, xb)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _select_backward(ctx, grad, lambda a, b: a < b)
+
+
+def _select_backward(ctx, grad, wins):
+    """maximum/minimum: the winner takes the gradient, ties split it in half (as PyTorch)."""
+    ma, mb = ctx.meta
+    a, b = ctx.saved_tensors
+    tie = a == b
+    half = grad / 2
+    ga = _grad_for(half.where(tie, grad.where(wins(a, b), 0.0)), ma) if ma else None
+    gb = _grad_for(half.where(tie, grad.where(wins(b, a), 0.0)), mb) if mb else None
+    return ga, gb
+
+
+class Where(Function):
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        xa, xb, _ = promote_operands(a, b)
+        ctx.meta = None, _meta(a), _meta(b)
+        ctx.save_for_backward(cond)
+        xc = cond._data
+        if xc.dtype.kind != "b":
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {cond.dtype}")
+        return xp_of(xc).where(xc, xa, xb)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _, ma, mb = ctx.meta
+        (cond,) = ctx.saved_tensors
+        ga = _grad_for(grad.where(cond, 0.0), ma) if ma else None
+        gb = _grad_for(grad.where(~cond, 0.0), mb) if mb else None
+        return None, ga, gb
+
+
+def where(condition: Tensor, input, other) -> Tensor:
+    """Elements of ``input`` where ``condition`` holds, else of ``other``."""
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): condition must be a Tensor")
+    return Where.apply(condition, input, other)
+
+
+# -- unary ------------------------------------------------------------------------------------
+class Unary(Function):
+    """Base of one-input ops: ``compute(xp, x)`` is the forward; ``derivative`` the backward."""
+
+    needs = "input"  # what derivative() uses: "input", "output" or "none"
+
+    @staticmethod
+    def compute(xp, x):
+        raise NotImplementedError
+
+    @staticmethod
+    def derivative(grad, x, out):
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, x):
+        arr = x._data
+        if arr.dtype.kind not in "f" and cls.floating:
+            from .. import _dtype
+
+            arr = arr.astype(_dtype.get_default_dtype().np)
+        if cls.needs == "input":
+            ctx.save_for_backward(x)
+        elif cls.needs == "output":
+            ctx.save_output()
+        return cls.compute(xp_of(arr), arr)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        x = ctx.saved_tensors[0] if cls.needs == "input" else None
+        out = ctx.saved_output if cls.needs == "output" else None
+        return cls.derivative(grad, x, out)
+
+    floating = True  # integer inputs are computed in the default float dtype
+
+
+def _unary(name, compute, derivative, needs="input", floating=True):
+    cls = type(name, (Unary,), {"compute": staticmethod(compute),
+                                "derivative": staticmethod(derivative),
+                                "needs": needs, "floating": floating})
+    return cls
+
+
+Neg = _unary("Neg", lambda xp, x: -x, lambda g, x, o: -g, "none", False)
+Exp = _unary("Exp", lambda xp, x: xp.exp(x), lambda g, x, o: g * o, "output")
+Log = _unary("Log", lambda xp, x: xp.log(x), lambda g, x, o: g / x)
+Log2 = _unary("Log2", lambda xp, x: xp.log2(x), lambda g, x, o: g / (x * math.log(2.0)))
+Log10 = _unary("Log10", lambda xp, x: xp.log10(x), lambda g, x, o: g / (x * math.log(10.0)))
+Log1p = _unary("Log1p", lambda xp, x: xp.log1p(x), lambda g, x, o: g / (x + 1))
+Expm1 = _unary("Expm1", lambda xp, x: xp.expm1(x), lambda g, x, o: g * (o + 1), "output")
+Sqrt = _unary("Sqrt", lambda xp, x: xp.sqrt(x), lambda g, x, o: g / (o * 2), "output")
+Rsqrt = _unary("Rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, x, o: g * o ** 3 * -0.5, "output")
+Sin = _unary("Sin", lambda xp, x: xp.sin(x), lambda g, x, o: g * x.cos())
+Cos = _unary("Cos", lambda xp, x: xp.cos(x), lambda g, x, o: g * -x.sin())
+Tan = _unary("Tan", lambda xp, x: xp.tan(x), lambda g, x, o: g * (o * o + 1), "output")
+Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), lambda g, x, o: g * (1 - o * o), "output")
+Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x, lambda g, x, o: g * -(o * o), "output")
+Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o: g * 2 * x, floating=False)
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o: g * x.sign(), floating=False)
+Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o: g * (o > 0), "output",
+              False)
+
+
+def _sigmoid(xp, x):
+    # Split by sign so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+Sigmoid = _unary("Sigmoid", _sigmoid, lambda g, x, o: g * (1 - o) * o, "output")
+
+
+def _zero_derivative(g, x, o):
+    return g * 0
+
+
+Sign = _unary("Sign", lambda xp, x: xp.sign(x), _zero_derivative, "none", False)
+Floor = _unary("Floor", lambda xp, x: xp.floor(x), _zero_derivative, "none", False)
+Ceil = _unary("Ceil", lambda xp, x: xp.ceil(x), _zero_derivative, "none", False)
+Trunc = _unary("Trunc", lambda xp, x: xp.trunc(x), _zero_derivative, "none", False)
+Round = _unary("Round", lambda xp, x: xp.round(x), _zero_derivative, "none", False)
+
+
+class Clamp(Function):
+    @staticmethod
+    def forward(ctx, x, min=None, max=None):
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        ctx.save_for_backward(x)
+        ctx.bounds = min, max
+        arr = x._data
+        xp = xp_of(arr)
+        lo = min._data if isinstance(min, Tensor) else min
+        hi = max._data if isinstance(max, Tensor) else max
+        out = arr
+        if lo is not None:
+            out = xp.maximum(out, lo if isinstance(lo, type(arr)) else arr.dtype.type(lo))
+        if hi is not None:
+            out = xp.minimum(out, hi if isinstance(hi, type(arr)) else arr.dtype.type(hi))
+        return out.astype(arr.dtype, copy=False) if out is not arr else out.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        lo, hi = ctx.bounds
+        keep = None
+        if lo is not None:
+            keep = x >= lo
+        if hi is not None:
+            keep = (x <= hi) if keep is None else keep & (x <= hi)
+        return grad.where(keep, 0.0), None, None
+
+
+def clamp(input: Tensor, min=None, max=None) -> Tensor:
+    """Limit values to [min, max]; the gradient passes where min <= x <= max."""
+    return Clamp.apply(input, min, max)
+
+
+# -- comparisons and logic (no gradient) --------------------------------------------------------
+def _compare(ufunc_name):
+    def compare(a, b) -> Tensor:
+        xa, xb, _ = promote_operands(a, b)
+        xp = xp_of(_array_of(xa, xb))
+        out = getattr(xp, ufunc_name)(xa, xb)
+        return Tensor._make(xp.asarray(out), False, None)
+
+    compare.__name__ = ufunc_name
+    compare.__doc__ = f"Elementwise ``{ufunc_name}`` as a bool tensor."
+    return compare
+
+
+eq = _compare("equal")
+ne = _compare("not_equal")
+lt = _compare("less")
+le = _compare("less_equal")
+gt = _compare("greater")
+ge = _compare("greater_equal")
+
+
+def _logical(ufunc_name, bitwise_name):
+    def logical(a, b) -> Tensor:
+        xa, xb, dt = promote_operands(a, b)
+        if dt.kind == "f":
+            raise RuntimeError(f"\"{bitwise_name}_cpu\" not implemented for 'Float'")
+        xp = xp_of(_array_of(xa, xb))
+        return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(xa, xb)), False, None)
+
+    logical.__name__ = bitwise_name
+    logical.__doc__ = f"Elementwise ``{bitwise_name}`` of bool or integer tensors."
+    return logical
+
+
+bitwise_and = _logical("bitwise_and", "bitwise_and")
+bitwise_or = _logical("bitwise_or", "bitwise_or")
+bitwise_xor = _logical("bitwise_xor", "bitwise_xor")
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """Logical not of a bool tensor, bitwise not of an integer tensor."""
+    if x._data.dtype.kind == "f":
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    return Tensor._make(xp_of(x._data).invert(x._data), False, None)
+
+
+def logical_not(x: Tensor) -> Tensor:
+    """Elementwise not, as a bool tensor."""
+    return Tensor._make(xp_of(x._data).logical_not(x._data), False, None)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    """True where the value is neither inf nor NaN."""
+    return Tensor._make(xp_of(x._data).isfinite(x._data), False, None)
+
+
+def isnan(x: Tensor) -> Tensor:
+    """True where the value is NaN."""
+    return Tensor._make(xp_of(x._data).isnan(x._data), False, None)
+
+
+def isinf(x: Tensor) -> Tensor:
+    """True where the value is +-inf."""
+    return Tensor._make(xp_of(x._data).isinf(x._data), False, None)
+
+
+def floor_divide(a, b) -> Tensor:
+    """Division rounded towards minus infinity."""
+    return Div.apply(a, b, rounding_mode="floor")
+
+
+def remainder(a, b) -> Tensor:
+    """Python-style modulus (the sign of the divisor); gradient 1 with respect to ``a``."""
+    return a - floor_divide(a, b) * b

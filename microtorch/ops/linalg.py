@@ -1,0 +1,86 @@
+"""Matrix products: matmul (batched, broadcasting, 1-D cases) and its aliases."""
+
+from __future__ import annotations
+
+from ..autograd.function import Function
+from ._util import Tensor, promote_operands, reduce_grad
+
+
+class MatMul(Function):
+    """Product of tensors with at least 2 dims; batch dims broadcast."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, _ = promote_operands(a, b)
+        if xa.shape[-1] != xb.shape[-2]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                               f"({'x'.join(map(str, xa.shape[-2:]))} and "
+                               f"{'x'.join(map(str, xb.shape[-2:]))})")
+        ctx.save_for_backward(a if b.requires_grad else None, b if a.requires_grad else None)
+        ctx.meta = (xa.shape, a._data.dtype), (xb.shape, b._data.dtype)
+        return xa @ xb
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = gb = None
+        if b is not None:
+            ga = reduce_grad(grad @ b.mT, *ctx.meta[0])
+        if a is not None:
+            gb = reduce_grad(a.mT @ grad, *ctx.meta[1])
+        return ga, gb
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with PyTorch's rules for 1-D operands and batch broadcasting."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError("matmul(): argument 'other' must be Tensor")
+    da, db = input._data.ndim, other._data.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D "
+                           f"and {db}D")
+    if da == 1 and db == 1:
+        if input._data.shape != other._data.shape:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] "
+                               f"and src [{other.shape[0]}] to have the same number of elements, "
+                               f"but got {input.shape[0]} and {other.shape[0]} elements "
+                               f"respectively")
+        return MatMul.apply(input.unsqueeze(0), other.unsqueeze(1)).reshape(())
+    if da == 1:
+        return MatMul.apply(input.unsqueeze(0), other).squeeze(-2)
+    if db == 1:
+        return MatMul.apply(input, other.unsqueeze(1)).squeeze(-1)
+    return MatMul.apply(input, other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two matrices."""
+    if input._data.ndim != 2 or mat2._data.ndim != 2:
+        raise RuntimeError("mm(): both arguments must be 2D matrices")
+    return MatMul.apply(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched product of two 3-D tensors with equal batch size."""
+    if input._data.ndim != 3 or mat2._data.ndim != 3:
+        raise RuntimeError("batch1 and batch2 must be 3D tensors")
+    if input._data.shape[0] != mat2._data.shape[0]:
+        raise RuntimeError("batch1 and batch2 must have the same batch size")
+    return MatMul.apply(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError("1D tensors expected, but got other shapes")
+    return matmul(input, other)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product."""
+    return matmul(input, vec)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two vectors."""
+    return input.unsqueeze(1) * vec2.unsqueeze(0)

@@ -1,0 +1,366 @@
+"""Reductions: sum, mean, var/std, max/min (with indices), prod, logsumexp, norms, cumsum."""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from .. import _dtype
+from ..autograd.function import Function
+from ._util import Tensor, dims_arg, wrap_dim, xp_of
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _axis(dims):
+    return dims if dims is None or len(dims) != 1 else dims[0]
+
+
+def _kept_shape(shape: tuple, dims) -> tuple:
+    """``shape`` with the reduced dimensions set to 1."""
+    if dims is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
+
+
+def _restore(grad: Tensor, shape: tuple, dims, keepdim: bool) -> Tensor:
+    """Broadcast the gradient of a reduction back over the reduced dimensions."""
+    if not keepdim:
+        grad = grad.reshape(_kept_shape(shape, dims))
+    return grad.expand(shape)
+
+
+def _count(shape: tuple, dims) -> int:
+    return math.prod(shape) if dims is None else math.prod(shape[d] for d in dims)
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, dtype):
+        arr = x._data
+        ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
+        if dtype is None and arr.dtype.kind in "bui":
+            dtype = "int64"  # PyTorch sums integers and bools in int64
+        return arr.sum(axis=_axis(dims), keepdims=keepdim, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _restore(grad, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+
+
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+    """Sum over all elements or over ``dim``."""
+    dims = dims_arg(dim, input._data.ndim)
+    dt = None if dtype is None else _dtype.as_dtype(dtype).np
+    return Sum.apply(input, dims, keepdim, dt)
+
+
+class Mean(Function):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        arr = x._data
+        if arr.dtype.kind not in "f":
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
+                               f"either a floating point or complex dtype. Got: "
+                               f"{x.dtype.name.capitalize()}")
+        ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
+        return arr.mean(axis=_axis(dims), keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        n = _count(ctx.shape, ctx.dims)
+        return _restore(grad / n, ctx.shape, ctx.dims, ctx.keepdim), None, None
+
+
+def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Mean over all elements or over ``dim``."""
+    if dtype is not None:
+        input = input.to(_dtype.as_dtype(dtype))
+    return Mean.apply(input, dims_arg(dim, input._data.ndim), keepdim)
+
+
+class Var(Function):
+    @staticmethod
+    def forward(ctx, x, dims, correction, keepdim):
+        arr = x._data
+        ctx.save_for_backward(x)
+        ctx.dims, ctx.correction, ctx.keepdim = dims, correction, keepdim
+        return arr.var(axis=_axis(dims), ddof=correction, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        dims = ctx.dims
+        n = _count(x.shape, dims)
+        centred = x - x.mean(dims, keepdim=True)
+        scale = 2.0 / (n - ctx.correction)
+        return _restore(grad, x.shape, dims, ctx.keepdim) * (centred * scale), None, None, None
+
+
+def _correction(unbiased, correction) -> int:
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Variance (Bessel-corrected unless ``unbiased=False`` / ``correction=0``)."""
+    if isinstance(dim, bool):  # var(x, False): the legacy positional ``unbiased``
+        dim, unbiased = None, dim
+    return Var.apply(input, dims_arg(dim, input._data.ndim), _correction(unbiased, correction),
+                     keepdim)
+
+
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """Standard deviation: the square root of ``var``."""
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+class _ExtremeAll(Function):
+    """max()/min() over everything: ties share the gradient evenly, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x, op):
+        arr = x._data
+        if arr.size == 0:
+            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel()"
+                               f" == 0. Specify the reduction dim with the 'dim' argument.")
+        ctx.save_for_backward(x)
+        ctx.save_output()
+        return arr.max() if op == "max" else arr.min()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        mask = x == ctx.saved_output
+        return mask * (grad / mask.sum()), None
+
+
+class _ExtremeDims(Function):
+    """amax/amin over dims: ties share the gradient evenly."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, op):
+        arr = x._data
+        ctx.save_for_backward(x)
+        ctx.save_output()
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return arr.max(axis=dims, keepdims=keepdim) if op == "max" else \
+            arr.min(axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        out = _restore(ctx.saved_output, x.shape, ctx.dims, ctx.keepdim)
+        mask = x == out
+        count = mask.sum(ctx.dims, keepdim=True)
+        return _restore(grad, x.shape, ctx.dims, ctx.keepdim) * mask / count, None, None, None
+
+
+def _extreme(op: str, input: Tensor, dim=None, keepdim=False):
+    if dim is None:
+        return _ExtremeAll.apply(input, op)
+    if isinstance(dim, Tensor):  # max(a, b): elementwise
+        from .elementwise import Maximum, Minimum
+
+        return (Maximum if op == "max" else Minimum).apply(input, dim)
+    d = wrap_dim(dim, input._data.ndim)
+    indices = argmax(input, d, True) if op == "max" else argmin(input, d, True)
+    values = input.gather(d, indices)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return values_indices(values, indices)
+
+
+def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """The largest value, or (values, indices) along ``dim``, or elementwise with a tensor."""
+    return _extreme("max", input, dim, keepdim)
+
+
+def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """The smallest value, or (values, indices) along ``dim``, or elementwise with a tensor."""
+    return _extreme("min", input, dim, keepdim)
+
+
+def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """The largest values over ``dim`` (all dims when empty)."""
+    dims = dims_arg(dim, input._data.ndim) if dim != () else tuple(range(input._data.ndim))
+    return _ExtremeDims.apply(input, dims, keepdim, "max")
+
+
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """The smallest values over ``dim`` (all dims when empty)."""
+    dims = dims_arg(dim, input._data.ndim) if dim != () else tuple(range(input._data.ndim))
+    return _ExtremeDims.apply(input, dims, keepdim, "min")
+
+
+def _arg(op, input: Tensor, dim, keepdim) -> Tensor:
+    arr = input._data
+    xp = xp_of(arr)
+    if dim is None:
+        out = getattr(xp, op)(arr.reshape(-1))
+        out = out.reshape((1,) * arr.ndim) if keepdim else out
+    else:
+        out = getattr(xp, op)(arr, axis=wrap_dim(dim, arr.ndim), keepdims=keepdim)
+    return Tensor._make(xp.asarray(out, dtype="int64"), False, None)
+
+
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the largest value (of the flattened tensor, or along ``dim``)."""
+    return _arg("argmax", input, dim, keepdim)
+
+
+def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the smallest value (of the flattened tensor, or along ``dim``)."""
+    return _arg("argmin", input, dim, keepdim)
+
+
+class Prod(Function):
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        arr = x._data
+        ctx.save_for_backward(x)
+        ctx.save_output()
+        ctx.dim, ctx.keepdim = dim, keepdim
+        dtype = "int64" if arr.dtype.kind in "bui" else None
+        return arr.prod(axis=dim, keepdims=keepdim, dtype=dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        dim = ctx.dim
+        dims = None if dim is None else (dim,)
+        g = _restore(grad, x.shape, dims, ctx.keepdim)
+        arr = x._data
+        if not (arr == 0).any():
+            return g * (_restore(ctx.saved_output, x.shape, dims, ctx.keepdim) / x), None, None
+        # With zeros, divide-by-x fails: use the product of all *other* elements, from
+        # exclusive cumulative products on both sides.
+        xp = xp_of(arr)
+        flat = arr.reshape(-1) if dim is None else xp.moveaxis(arr, dim, -1)
+        ones = xp.ones(flat.shape[:-1] + (1,), dtype=arr.dtype)
+        left = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], -1), -1)
+        right = xp.flip(xp.cumprod(xp.concatenate([ones, xp.flip(flat, -1)[..., :-1]], -1),
+                                   -1), -1)
+        others = left * right
+        others = others.reshape(arr.shape) if dim is None else xp.moveaxis(others, -1, dim)
+        return g * Tensor._make(others), None, None
+
+
+def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """Product of all elements or along ``dim``."""
+    if dtype is not None:
+        input = input.to(_dtype.as_dtype(dtype))
+    d = None if dim is None else wrap_dim(dim, input._data.ndim)
+    return Prod.apply(input, d, keepdim)
+
+
+def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) along ``dim``, computed stably."""
+    dims = dims_arg(dim, input._data.ndim)
+    peak = amax(input, dims, keepdim=True).detach()
+    peak = peak.where(peak.isfinite(), 0.0)
+    out = (input - peak).exp().sum(dims, keepdim=True).log() + peak
+    return out if keepdim else out.squeeze(dims)
+
+
+class _Norm2(Function):
+    """The Euclidean norm; its gradient is 0 (not NaN) at the origin, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        arr = x._data
+        ctx.save_for_backward(x)
+        ctx.save_output()
+        ctx.dims, ctx.keepdim = dims, keepdim
+        return xp_of(arr).sqrt((arr * arr).sum(axis=dims, keepdims=keepdim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        out = _restore(ctx.saved_output, x.shape, ctx.dims, ctx.keepdim)
+        g = _restore(grad, x.shape, ctx.dims, ctx.keepdim)
+        return (x * (g / out)).where(out != 0, 0.0), None, None
+
+
+def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:
+    """The p-norm of the flattened tensor or along ``dim`` (p = 2, 1, inf, -inf, 0 or any p)."""
+    dims = dims_arg(dim, input._data.ndim)
+    if ord == 2:
+        return _Norm2.apply(input, dims, keepdim)
+    a = input.abs()
+    if ord == math.inf:
+        return amax(a, dims if dims is not None else (), keepdim)
+    if ord == -math.inf:
+        return amin(a, dims if dims is not None else (), keepdim)
+    if ord == 0:
+        return (a != 0).to(input.dtype).sum(dims, keepdim=keepdim)
+    if ord == 1:
+        return a.sum(dims, keepdim=keepdim)
+    return (a ** ord).sum(dims, keepdim=keepdim) ** (1.0 / ord)
+
+
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
+    """``torch.norm``: the Frobenius / 2-norm by default, else a vector p-norm."""
+    return vector_norm(input, 2 if p in ("fro", None) else p, dim, keepdim)
+
+
+class Cumsum(Function):
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        arr = x._data
+        return arr.cumsum(axis=dim, dtype="int64" if arr.dtype.kind in "bui" else None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim), None
+
+
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Cumulative sum along ``dim``."""
+    if dtype is not None:
+        input = input.to(_dtype.as_dtype(dtype))
+    return Cumsum.apply(input, wrap_dim(dim, input._data.ndim))
+
+
+class SumToSize(Function):
+    """Sum a broadcast tensor back to ``shape`` (the backward of broadcasting)."""
+
+    @staticmethod
+    def forward(ctx, x, shape):
+        arr = x._data
+        ctx.shape = arr.shape
+        lead = arr.ndim - len(shape)
+        if lead < 0:
+            raise RuntimeError(f"size {list(shape)} is not expandable to size {list(arr.shape)}")
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, s in enumerate(shape) if s == 1 and arr.shape[lead + i] != 1)
+        out = arr.sum(axis=axes) if axes else arr
+        return out.reshape(shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.expand(ctx.shape), None
+
+
+def sum_to_size(input: Tensor, *size) -> Tensor:
+    """Sum broadcast dimensions so the result has ``size``."""
+    from ._util import sizes_arg
+
+    shape = sizes_arg(size)
+    if tuple(input._data.shape) == shape:
+        return input
+    return SumToSize.apply(input, shape)
+
+
+def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """True where every element (along ``dim``) is nonzero."""
+    arr = input._data
+    return Tensor._make(xp_of(arr).asarray(arr.all(axis=dim, keepdims=keepdim)), False, None)
+
+
+def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    """True where some element (along ``dim``) is nonzero."""
+    arr = input._data
+    return Tensor._make(xp_of(arr).asarray(arr.any(axis=dim, keepdims=keepdim)), False, None)

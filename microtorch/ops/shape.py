@@ -1,0 +1,538 @@
+"""Shape and data-movement ops: views, joins, indexing (with gradient scatter), copies."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.function import Function
+from ._util import Tensor, sizes_arg, wrap_dim, xp_of
+
+
+def _as_view(out: Tensor, base: Tensor) -> Tensor:
+    """Mark ``out`` as sharing ``base``'s storage (and so its in-place version counter)."""
+    arr, barr = out._data, base._data
+    if arr.size and xp_of(arr).may_share_memory(arr, barr):
+        out._vbox = base._vbox
+        out._is_view = True
+    return out
+
+
+def _infer_shape(shape: tuple, numel: int) -> tuple:
+    """Resolve one -1 in ``shape``; PyTorch's error when the sizes do not fit."""
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel or any(s < 0 for s in shape):
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx, x, shape, view_only):
+        arr = x._data
+        ctx.shape = arr.shape
+        out = arr.reshape(shape)
+        if view_only and out.size and not xp_of(arr).may_share_memory(out, arr):
+            raise RuntimeError("view size is not compatible with input tensor's size and stride "
+                               "(at least one dimension spans across two contiguous subspaces). "
+                               "Use .reshape(...) instead.")
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None, None
+
+
+def reshape(input: Tensor, *shape) -> Tensor:
+    """The same elements in a new shape (a view when possible)."""
+    new = _infer_shape(sizes_arg(shape), input._data.size)
+    if new == input._data.shape:
+        return input if input.grad_fn is None and not input.requires_grad else \
+            _as_view(Reshape.apply(input, new, False), input)
+    return _as_view(Reshape.apply(input, new, False), input)
+
+
+def view(input: Tensor, *shape) -> Tensor:
+    """A view with a new shape; raises when the strides make that impossible."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Tensor)):
+        return input.to(shape[0])  # view(dtype) with equal itemsize is rare; to() is honest
+    new = _infer_shape(sizes_arg(shape), input._data.size)
+    return _as_view(Reshape.apply(input, new, True), input)
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.inverse = tuple(np.argsort(dims))
+        return x._data.transpose(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.permute(ctx.inverse), None
+
+
+def permute(input: Tensor, *dims) -> Tensor:
+    """Reorder the dimensions (a view)."""
+    ndim = input._data.ndim
+    dims = tuple(wrap_dim(d, ndim) for d in sizes_arg(dims))
+    if sorted(dims) != list(range(ndim)):
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {ndim} is not equal to len(dims) = {len(dims)}")
+    return _as_view(Permute.apply(input, dims), input)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dimensions (a view)."""
+    ndim = input._data.ndim
+    order = list(range(ndim))
+    if ndim:
+        d0, d1 = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
+        order[d0], order[d1] = order[d1], order[d0]
+    return _as_view(Permute.apply(input, tuple(order)), input)
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose a matrix (0-d and 1-d tensors are returned as they are)."""
+    if input._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input._data.ndim}D")
+    return transpose(input, 0, 1) if input._data.ndim == 2 else input
+
+
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """Drop dimensions of size 1 (all, or those in ``dim``)."""
+    shape = input._data.shape
+    if dim is None:
+        new = tuple(s for s in shape if s != 1)
+    else:
+        dims = {wrap_dim(d, len(shape)) for d in (dim if isinstance(dim, (tuple, list))
+                                                   else (dim,))}
+        new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+    return reshape(input, new) if new != shape else input
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a dimension of size 1 at ``dim``."""
+    shape = list(input._data.shape)
+    shape.insert(wrap_dim(dim, len(shape) + 1), 1)
+    return reshape(input, tuple(shape))
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dimensions ``start_dim..end_dim`` into one."""
+    shape = input._data.shape
+    if not shape:
+        return reshape(input, (1,))
+    s, e = wrap_dim(start_dim, len(shape)), wrap_dim(end_dim, len(shape))
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """Split dimension ``dim`` into ``sizes``."""
+    shape = input._data.shape
+    d = wrap_dim(dim, len(shape))
+    sizes = _infer_shape(tuple(sizes), shape[d])
+    return reshape(input, shape[:d] + sizes + shape[d + 1:])
+
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.shape = x._data.shape
+        return xp_of(x._data).broadcast_to(x._data, shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.sum_to_size(ctx.shape), None
+
+
+def expand(input: Tensor, *sizes) -> Tensor:
+    """Broadcast size-1 dimensions to ``sizes`` without copying (-1 keeps a size)."""
+    sizes = sizes_arg(sizes)
+    shape = input._data.shape
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the "
+                           f"number of sizes provided ({len(sizes)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(shape)})")
+    target = tuple(shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(sizes))
+    for i, s in enumerate(shape):
+        if s != 1 and s != target[lead + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
+                               f"the existing size ({s}) at non-singleton dimension {lead + i}. "
+                               f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
+    if target == shape:
+        return input
+    return _as_view(Expand.apply(input, target), input)
+
+
+def broadcast_to(input: Tensor, shape) -> Tensor:
+    """``expand`` to ``shape``."""
+    return expand(input, tuple(shape))
+
+
+def repeat(input: Tensor, *sizes) -> Tensor:
+    """Tile the tensor ``sizes`` times along each dimension."""
+    sizes = sizes_arg(sizes)
+    shape = input._data.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    shape = (1,) * (len(sizes) - len(shape)) + shape
+    x = input.reshape(shape)
+    # Interleave a new axis of size ``rep`` before each dimension, expand, then merge.
+    inter = x.reshape(tuple(v for s in shape for v in (1, s)))
+    expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
+    return expanded.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+
+
+class Flip(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return xp_of(x._data).flip(x._data, dims).copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.flip(ctx.dims), None
+
+
+def flip(input: Tensor, dims) -> Tensor:
+    """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return Flip.apply(input, tuple(wrap_dim(d, input._data.ndim) for d in dims))
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, dim, *tensors):
+        arrays = [t._data for t in tensors]
+        dtype = arrays[0].dtype
+        for a in arrays[1:]:
+            dtype = np.promote_types(dtype, a.dtype)
+        ctx.dim = dim
+        ctx.sizes = [a.shape[dim] for a in arrays]
+        ctx.dtypes = [a.dtype for a in arrays]
+        return xp_of(arrays[0]).concatenate([a.astype(dtype, copy=False) for a in arrays], dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grads = grad.split(ctx.sizes, ctx.dim)
+        return (None,) + tuple(g if g._data.dtype == dt else g.to(_np_to_dtype(dt))
+                               for g, dt in zip(grads, ctx.dtypes))
+
+
+def _np_to_dtype(dt):
+    from .. import _dtype
+
+    return _dtype.from_numpy_dtype(dt)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Join tensors along an existing dimension."""
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    tensors = [t for t in tensors if not (t._data.ndim == 1 and t._data.size == 0)] or tensors
+    ndim = tensors[0]._data.ndim
+    d = wrap_dim(dim, ndim)
+    for i, t in enumerate(tensors):
+        shape = t._data.shape
+        if len(shape) != ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ndim} and "
+                               f"{len(shape)}")
+        for j, (s, s0) in enumerate(zip(shape, tensors[0]._data.shape)):
+            if j != d and s != s0:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                                   f"Expected size {s0} but got size {s} for tensor number {i} "
+                                   f"in the list.")
+    return Cat.apply(d, *tensors)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Join tensors along a new dimension."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(shape)} at entry 0 and {list(t._data.shape)} at entry {i}")
+    d = wrap_dim(dim, len(shape) + 1)
+    return cat([t.unsqueeze(d) for t in tensors], d)
+
+
+def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
+    """Split into chunks of a size, or into sections of the given sizes."""
+    d = wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {d}), but got split_sizes="
+                               f"{sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(input, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    """Split into ``chunks`` nearly equal pieces."""
+    n = input._data.shape[wrap_dim(dim, input._data.ndim)]
+    return split(input, max(1, -(-n // chunks)), dim)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """The slices along ``dim``, without that dimension."""
+    d = wrap_dim(dim, input._data.ndim)
+    index = [slice(None)] * d
+    return tuple(input[tuple(index + [i])] for i in range(input._data.shape[d]))
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """The slice ``start:start+length`` along ``dim`` (a view)."""
+    d = wrap_dim(dim, input._data.ndim)
+    index = (slice(None),) * d + (slice(start, start + length),)
+    return input[index]
+
+
+# -- indexing ----------------------------------------------------------------------------------
+def _index_key(key):
+    """Convert tensors inside an index to arrays; reject what PyTorch rejects."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            arr = k._data
+            if arr.dtype.kind not in "biu":
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
+            out.append(arr)
+        elif isinstance(k, (list,)) and k and isinstance(k[0], Tensor):
+            out.append(np.asarray([int(v) for v in k]))
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _is_basic(key: tuple) -> bool:
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer))
+               and not isinstance(k, bool) for k in key)
+
+
+def _index_add(xp, target, key, values) -> None:
+    """target[key] += values, adding repeated indices (np.add.at / cupyx.scatter_add)."""
+    if xp is np:
+        np.add.at(target, key, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(target, key, values)
+
+
+class Index(Function):
+    @staticmethod
+    def forward(ctx, x, key):
+        arr = x._data
+        ctx.shape, ctx.dtype, ctx.key = arr.shape, arr.dtype, key
+        try:
+            out = arr[key]
+        except IndexError as exc:
+            raise IndexError(str(exc).replace("axis", "dimension")) from None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return IndexScatter.apply(grad, ctx.key, ctx.shape), None
+
+
+class IndexScatter(Function):
+    """Zeros of ``shape`` with ``grad`` added at ``key`` (the backward of indexing)."""
+
+    @staticmethod
+    def forward(ctx, grad, key, shape):
+        arr = grad._data
+        ctx.key = key
+        xp = xp_of(arr)
+        out = xp.zeros(shape, dtype=arr.dtype)
+        if _is_basic(key):
+            out[key] = arr
+        else:
+            _index_add(xp, out, key, arr)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Index.apply(grad, ctx.key), None, None
+
+
+def getitem(input: Tensor, key) -> Tensor:
+    """``input[key]``: basic indexing gives a view, integer/bool arrays a copy."""
+    key = _index_key(key)
+    if key and isinstance(key[-1], np.ndarray) and key[-1].dtype == bool and \
+            key[-1].shape != input._data.shape[len(key) - 1:len(key) - 1 + key[-1].ndim]:
+        raise IndexError(f"The shape of the mask {list(key[-1].shape)} does not match the shape "
+                         f"of the indexed tensor {list(input._data.shape)}")
+    out = Index.apply(input, key)
+    return _as_view(out, input) if _is_basic(key) else out
+
+
+class IndexPut(Function):
+    """A copy of ``x`` with ``values`` written at ``key`` (``x[key] = values`` out of place)."""
+
+    @staticmethod
+    def forward(ctx, x, key, values):
+        arr = x._data
+        out = arr.copy()
+        v = values._data if isinstance(values, Tensor) else values
+        out[key] = v
+        ctx.key = key
+        ctx.vmeta = (values._data.shape, values._data.dtype) if isinstance(values, Tensor) \
+            and values.requires_grad else None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ._util import reduce_grad
+
+        gx = IndexPut.apply(grad, ctx.key, 0.0)
+        gv = None
+        if ctx.vmeta is not None:
+            gv = reduce_grad(Index.apply(grad, ctx.key), *ctx.vmeta)
+        return gx, None, gv
+
+
+class Gather(Function):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        arr, idx = x._data, index._data
+        ctx.shape, ctx.dim = arr.shape, dim
+        ctx.save_for_backward(index)
+        return xp_of(arr).take_along_axis(arr, idx, dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return ScatterAdd.apply(grad.new_zeros(ctx.shape), ctx.dim, index, grad), None, None
+
+
+class ScatterAdd(Function):
+    @staticmethod
+    def forward(ctx, x, dim, index, src):
+        arr, idx, s = x._data, index._data, src._data
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        xp = xp_of(arr)
+        out = arr.copy()
+        grids = list(xp.indices(idx.shape, sparse=True))
+        grids[dim] = idx
+        _index_add(xp, out, tuple(grids), s[tuple(slice(0, n) for n in idx.shape)])
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return grad, None, None, grad.gather(ctx.dim, index)
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Values of ``input`` at ``index`` along ``dim``."""
+    d = wrap_dim(dim, input._data.ndim)
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    if index._data.ndim != input._data.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    return Gather.apply(input, d, index)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
+    return ScatterAdd.apply(input, wrap_dim(dim, input._data.ndim), index, src)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
+    d = wrap_dim(dim, input._data.ndim)
+    return input[(slice(None),) * d + (index,)]
+
+
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """``value`` where ``mask`` is True, else ``input``."""
+    if mask._data.dtype.kind != "b":
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}")
+    return input.where(~mask, value)
+
+
+# -- copies and moves ------------------------------------------------------------------------
+class Clone(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x._data.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """A copy that stays in the graph."""
+    return Clone.apply(input)
+
+
+def contiguous(input: Tensor) -> Tensor:
+    """Self when already contiguous, else a contiguous copy."""
+    return input if input._data.flags.c_contiguous else Clone.apply(input)
+
+
+class ToCopy(Function):
+    @staticmethod
+    def forward(ctx, x, backend, np_dtype):
+        arr = x._data
+        ctx.src_backend, ctx.src_dtype = x._backend, arr.dtype
+        if backend is not ctx.src_backend:
+            if backend.device.type == "cpu":
+                arr = ctx.src_backend.to_numpy(arr)
+            else:
+                arr = backend.asarray(arr)
+        return arr.astype(np_dtype, copy=backend is ctx.src_backend)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ToCopy.apply(grad, ctx.src_backend, ctx.src_dtype), None, None
+
+
+def to(input: Tensor, device, dtype, copy: bool = False) -> Tensor:
+    """``input`` on ``device`` with ``dtype`` (itself when nothing changes and no copy asked)."""
+    backend = input._backend if device is None else _backend_for(device)
+    np_dtype = input._data.dtype if dtype is None else dtype.np
+    if backend is input._backend and np_dtype == input._data.dtype and not copy:
+        return input
+    return ToCopy.apply(input, backend, np_dtype)
+
+
+def _backend_for(device):
+    from ..backend import get_backend
+
+    return get_backend(device)
