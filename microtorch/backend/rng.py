@@ -24,7 +24,7 @@ How torch turns the 32-bit stream into numbers (ATen ``DistributionsHelper.h``,
   wraps the same libm (NumPy's own SIMD ``log`` differs from glibc in the last bit).
 * float16 (torch 2.13): computed through the float32 samplers and rounded to half, see
   ``uniform`` and ``normal`` for the two quirks (wrap-around at ``high``; padded 16-blocks).
-* randint: ``(word % range) + low``, with a ``random64()`` only if the range needs 64 bits.
+* randint: ``(word % range) + low``, with a ``random64()`` word once the range is >= 2**28.
 * randperm: a Fisher-Yates pass with ``random() % (n - i)``.
 * bernoulli_(p): one double uniform per element, ``u < p``.
 
@@ -51,6 +51,7 @@ _N = 624  # mt19937 state size in 32-bit words
 _STATE_NBYTES = 5056  # sizeof(CPUGeneratorImplState) in torch
 _M32 = 0xFFFFFFFF
 _U64_MASK = (1 << 64) - 1
+_WIDE_RANGE = 1 << 28  # randint ranges from here on draw 64 bits per element
 
 _f16, _f32, _f64 = np.float16, np.float32, np.float64
 Shape = int | Sequence[int]
@@ -108,7 +109,7 @@ def _fma32(a, b, c) -> np.ndarray:
     # Rounding the double sum to float is only wrong (double rounding) when the sum lands
     # exactly on a midpoint between two normal floats; redo just those with round-to-odd.
     mid = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000
-    mid |= np.abs(s) < 2.0**-126  # float32 subnormal results: fewer bits, always redo
+    mid |= (np.abs(s) < 2.0**-126) & (s != 0)  # float32 subnormals have fewer bits: redo
     if mid.any():
         s = np.where(mid, _round_to_odd_sum(p, c64), s)
     return s.astype(_f32)
@@ -423,8 +424,9 @@ class Generator:
         if low < info.min or high - 1 > info.max:
             raise ValueError(f"[{low}, {high}) is out of bounds for {dt}")
         span = (high - low) & _U64_MASK
-        # Only int64 (and float/double/bfloat16) tensors draw 64 bits for wide ranges.
-        words = self._random64(n) if (dt == np.int64 and span >= 1 << 32) else self._random(n)
+        # Wide ranges take a random64() per element.  torch 2.13 switches at a range of 2**28
+        # for int32 and int64 alike (measured; the older ATen source says 2**32, int64 only).
+        words = self._random64(n) if span >= _WIDE_RANGE else self._random(n)
         vals = words % np.uint64(span) + np.uint64(low & _U64_MASK)  # wraps like uint64 in C
         return vals.view(np.int64).astype(dt).reshape(shape)
 
