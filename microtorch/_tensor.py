@@ -14,9 +14,14 @@ _CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
 
-    __slots__ = ("_data", "requires_grad", "grad_fn", "_grad", "_vbox", "_hooks", "_grad_slot",
-                 "_is_view", "__weakref__", "__dict__")
+    __slots__ = ("_data", "requires_grad", "grad_fn", "_vbox", "__weakref__", "__dict__")
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected operators
+
+    # Rarely set, so class-level defaults instead of a write on every tensor creation.
+    _grad = None  # the accumulated gradient (leaves, or non-leaves that retain_grad)
+    _hooks = None  # gradient hooks of a leaf
+    _grad_slot = None  # an array the first gradient of a backward is written into (flat grads)
+    _is_view = False  # shares storage with the tensor it was computed from
 
     def __new__(cls, *args, **kwargs):
         # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
@@ -31,11 +36,7 @@ class Tensor:
         t._data = arr
         t.requires_grad = requires_grad
         t.grad_fn = grad_fn
-        t._grad = None
         t._vbox = [0]
-        t._hooks = None
-        t._grad_slot = None
-        t._is_view = False
         (_CPU_BACKEND if type(arr) is np.ndarray else backend_of(arr)).memory.register(arr)
         return t
 

@@ -156,7 +156,9 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
                 node._free()
             for edge, g in zip(node._next, out):
                 if edge is not None and g is not None:
-                    _sum_into(buffers, edge, g)
+                    key = id(edge)
+                    prev = buffers.get(key)
+                    buffers[key] = g if prev is None else prev + g
             grad = out = g = None  # no stray references: they would defeat the ownership test
 
     if capture is None:

@@ -52,23 +52,22 @@ class Function:
     # -- saving values for backward -------------------------------------------------------
     def save_for_backward(self, *values) -> None:
         """Keep tensors (or arrays) for backward; freed after it unless retain_graph."""
-        self._saved = tuple((v, v._vbox[0]) if isinstance(v, Tensor) else (v, None)
-                            for v in values)
+        self._saved = values
+        # The version of each saved tensor now, to detect later in-place changes.
+        self._versions = [v._vbox[0] if isinstance(v, Tensor) else None for v in values]
 
     @property
     def saved_tensors(self) -> tuple:
         """The saved values; raises if freed or modified in place since they were saved."""
         if self._saved is None:
             raise RuntimeError(_FREED)
-        out = []
-        for value, version in self._saved:
+        for value, version in zip(self._saved, self._versions):
             if version is not None and value._vbox[0] != version:
                 raise RuntimeError(
                     f"one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{value.dtype}{list(value.shape)}] is at version "
                     f"{value._vbox[0]}; expected version {version} instead.")
-            out.append(value)
-        return tuple(out)
+        return self._saved
 
     def save_output(self) -> None:
         """Ask apply to keep the output array (for ops whose derivative uses their result)."""
@@ -110,21 +109,23 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run forward on ``args`` and record the node when a gradient is needed."""
         ctx = object.__new__(cls)
-        device = None
+        first = None
         needs_grad = False
-        for a in args:
+        last = 0
+        for i, a in enumerate(args):
             if isinstance(a, Tensor):
-                arr = a._data
-                if device is None:
-                    device = type(arr), getattr(arr, "device", None), a
-                elif type(arr) is not device[0] or getattr(arr, "device", None) != device[1]:
+                if first is None:
+                    first = a
+                elif type(a._data) is not type(first._data) or (
+                        type(a._data) is not np.ndarray and a._data.device != first._data.device):
                     raise RuntimeError(
                         "Expected all tensors to be on the same device, but found at least two "
-                        f"devices, {device[2].device} and {a.device}! (in {cls.__name__})")
+                        f"devices, {first.device} and {a.device}! (in {cls.__name__})")
                 if a.requires_grad:
                     needs_grad = True
-        if device is not None and device[0] is not np.ndarray:
-            with device[2]._backend.context():
+                last = i
+        if first is not None and type(first._data) is not np.ndarray:
+            with first._backend.context():
                 out = cls.forward(ctx, *args, **kwargs)
         else:
             out = cls.forward(ctx, *args, **kwargs)
@@ -132,8 +133,7 @@ class Function:
             out = np.asarray(out)
         if not (needs_grad and state.grad_enabled):
             return Tensor._make(out, False, None)
-        last = max(i for i, a in enumerate(args) if isinstance(a, Tensor))
-        ctx._next = tuple(_edge(a) for a in args[:last + 1])
+        ctx._next = tuple([_edge(a) for a in args[:last + 1]])
         if ctx._out_data is not None:
             ctx._out_data = out
         if state.anomaly:
@@ -144,7 +144,7 @@ class Function:
 def _edge(arg):
     """Where the gradient of one argument goes: its node, itself (a leaf), or nowhere."""
     if isinstance(arg, Tensor) and arg.requires_grad:
-        return arg.grad_fn if arg.grad_fn is not None else arg
+        return arg.grad_fn or arg
     return None
 
 

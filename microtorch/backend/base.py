@@ -8,6 +8,12 @@ from contextlib import AbstractContextManager, nullcontext
 from .device import device
 
 
+class _BufferRef(weakref.ref):
+    """A weak reference to a counted buffer that remembers its key and size."""
+
+    __slots__ = ("key", "nbytes")
+
+
 class MemoryStats:
     """Exact byte counts of the buffers microtorch allocated and still holds on one device.
 
@@ -15,29 +21,32 @@ class MemoryStats:
     reference drops the bytes when the buffer is freed. Views cost nothing extra.
     """
 
-    __slots__ = ("allocated", "peak", "_live")
+    __slots__ = ("allocated", "peak", "_live", "_release")
 
     def __init__(self) -> None:
         self.allocated = 0
         self.peak = 0
-        self._live: dict[int, weakref.ref] = {}
+        self._live: dict[int, _BufferRef] = {}
+
+        def release(ref: _BufferRef, live=self._live, stats=self) -> None:
+            if live.get(ref.key) is ref:
+                del live[ref.key]
+                stats.allocated -= ref.nbytes
+
+        self._release = release
 
     def register(self, arr) -> None:
         """Count ``arr``'s root buffer if it is not counted yet."""
         base = arr.base
-        while base is not None:
+        while base is not None and type(base) is type(arr):  # stop at non-array owners (bytes)
             arr, base = base, base.base
         key = id(arr)
         if key in self._live:
             return
-        nbytes = arr.nbytes
-        live = self._live
-
-        def release(_ref, key=key, nbytes=nbytes, stats=self):
-            if live.pop(key, None) is not None:
-                stats.allocated -= nbytes
-
-        live[key] = weakref.ref(arr, release)
+        ref = _BufferRef(arr, self._release)
+        ref.key = key
+        ref.nbytes = nbytes = arr.nbytes
+        self._live[key] = ref
         self.allocated += nbytes
         if self.allocated > self.peak:
             self.peak = self.allocated

@@ -20,6 +20,13 @@ def is_scalar(x) -> bool:
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, Tensor)
 
 
+def _keeps_dtype(dt, scalar) -> bool:
+    """Fast path: a Python float with a float tensor, or an int with an int/float tensor."""
+    kind = dt.kind
+    t = type(scalar)
+    return (t is float and kind == "f") or (t is int and kind in "fiu")
+
+
 def _promotion_key(x):
     if isinstance(x, Tensor):
         return x.dtype if x._data.ndim else ("0d", x.dtype)
@@ -33,10 +40,15 @@ def _promotion_key(x):
 
 def promote_operands(a, b):
     """The arrays (or Python scalars) of ``a`` and ``b`` cast to PyTorch's result dtype."""
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        xa, xb = a._data, b._data
-        if xa.dtype == xb.dtype:
-            return xa, xb, xa.dtype
+    if isinstance(a, Tensor):
+        xa = a._data
+        if isinstance(b, Tensor):
+            if xa.dtype == b._data.dtype:
+                return xa, b._data, xa.dtype
+        elif _keeps_dtype(xa.dtype, b):
+            return xa, b, xa.dtype
+    elif isinstance(b, Tensor) and _keeps_dtype(b._data.dtype, a):
+        return a, b._data, b._data.dtype
     dt = _dtype.result_type((_promotion_key(a), _promotion_key(b))).np
     return _cast(a, dt), _cast(b, dt), dt
 
