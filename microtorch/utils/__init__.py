@@ -1,0 +1,3 @@
+"""Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader)."""
+
+from . import data
