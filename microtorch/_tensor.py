@@ -32,6 +32,8 @@ class Tensor:
     @classmethod
     def _make(cls, arr, requires_grad: bool = False, grad_fn=None) -> Tensor:
         """Wrap an array without copying (the internal constructor used by every op)."""
+        if type(arr) is not np.ndarray and isinstance(arr, np.generic):
+            arr = np.asarray(arr)  # NumPy ufuncs turn 0-d results into scalars
         t = object.__new__(cls)
         t._data = arr
         t.requires_grad = requires_grad
