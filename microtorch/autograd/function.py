@@ -141,6 +141,41 @@ class Function:
         return Tensor._make(out, True, ctx)
 
 
+def lift(*values) -> tuple:
+    """The values a backward formula computes with: arrays in a plain backward (fast), the
+    tensors themselves under ``create_graph`` (so the formula is recorded and differentiable).
+
+    Formulas written with operators and ``namespace(x)`` functions run unchanged on both.
+    """
+    if state.grad_enabled:
+        return values
+    return tuple(v._data if isinstance(v, Tensor) else v for v in values)
+
+
+def finish(*grads) -> tuple:
+    """Gradients from a lifted formula as Tensors (or None)."""
+    out = []
+    for g in grads:
+        if g is None or isinstance(g, Tensor):
+            out.append(g)
+        else:
+            out.append(Tensor._make(np.asarray(g) if isinstance(g, np.generic) else g))
+    return tuple(out)
+
+
+def namespace(x):
+    """Functions (exp, where, sign, ...) for ``x``: the array module, or microtorch's ops."""
+    if isinstance(x, Tensor):
+        from .. import ops
+
+        return ops
+    if type(x) is np.ndarray or isinstance(x, np.generic):
+        return np
+    import cupy
+
+    return cupy
+
+
 def _edge(arg):
     """Where the gradient of one argument goes: its node, itself (a leaf), or nowhere."""
     if isinstance(arg, Tensor) and arg.requires_grad:

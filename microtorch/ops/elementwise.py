@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.function import Function
+from ..autograd.function import Function, finish, lift, namespace
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
 
 
@@ -29,13 +29,22 @@ class Add(Function):
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
-        gb = grad if ctx.alpha == 1 or mb is None else grad * ctx.alpha
-        return _grad_for(grad, ma), _grad_for(gb, mb)
+        (g,) = lift(grad)
+        gb = g if ctx.alpha == 1 or mb is None else g * ctx.alpha
+        return finish(_grad_for(g, ma), _grad_for(gb, mb))
+
+
+def _is_bool(x) -> bool:
+    return isinstance(x, bool) or (isinstance(x, Tensor) and x._data.dtype.kind == "b")
 
 
 class Sub(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
+        if _is_bool(a) or _is_bool(b):
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                               "supported. If you are trying to invert a mask, use the `~` or "
+                               "`logical_not()` operator instead.")
         xa, xb, _ = promote_operands(a, b)
         ctx.meta = _meta(a), _meta(b)
         ctx.alpha = alpha
@@ -44,8 +53,9 @@ class Sub(Function):
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
-        gb = None if mb is None else (-grad if ctx.alpha == 1 else grad * -ctx.alpha)
-        return _grad_for(grad, ma), _grad_for(gb, mb)
+        (g,) = lift(grad)
+        gb = None if mb is None else (-g if ctx.alpha == 1 else g * -ctx.alpha)
+        return finish(_grad_for(g, ma), _grad_for(gb, mb))
 
 
 class Mul(Function):
@@ -60,9 +70,8 @@ class Mul(Function):
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
-        b, a = ctx.saved_tensors
-        return (_grad_for(grad * b, ma) if ma else None,
-                _grad_for(grad * a, mb) if mb else None)
+        g, b, a = lift(grad, *ctx.saved_tensors)
+        return finish(_grad_for(g * b, ma) if ma else None, _grad_for(g * a, mb) if mb else None)
 
 
 class Div(Function):
@@ -92,10 +101,10 @@ class Div(Function):
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
-        a, b = ctx.saved_tensors
-        ga = _grad_for(grad / b, ma) if ma else None
-        gb = _grad_for(-grad * ((a / b) / b), mb) if mb else None
-        return ga, gb
+        g, a, b = lift(grad, *ctx.saved_tensors)
+        ga = _grad_for(g / b, ma) if ma else None
+        gb = _grad_for(-g * ((a / b) / b), mb) if mb else None
+        return finish(ga, gb)
 
 
 def _array_of(xa, xb):
@@ -109,30 +118,34 @@ class Pow(Function):
         ctx.meta = _meta(a), _meta(b)
         ctx.save_for_backward(a, b)
         ctx.save_output()
-        if dt.kind in "iu" and isinstance(b, Tensor) and (b._data < 0).any():
+        if dt.kind in "biu" and (b < 0 if is_scalar(b) else bool((b._data < 0).any())):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         xp = xp_of(_array_of(xa, xb))
-        return xp.power(xa, xb)
+        out = xp.power(xa, xb)
+        return out.astype(dt, copy=False) if dt.kind == "b" else out  # NumPy gives int8
 
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
         a, b = ctx.saved_tensors
+        if mb and not isinstance(a, Tensor):  # number ** tensor: the base as a 0-d tensor
+            a = Tensor._make(xp_of(b._data).asarray(a, dtype=b._data.dtype))
+        out = ctx.saved_output if mb else None
+        g, a, b, out = lift(grad, a, b, out)
+        F = namespace(g)
         ga = gb = None
         if ma:
             # PyTorch's pow_backward: grad * (b * a^(b-1)), and 0 where b == 0.
             if is_scalar(b):
-                ga = grad * (b * a ** (b - 1)) if b != 0 else grad * 0
+                ga = g * (b * a ** (b - 1)) if b != 0 else g * 0
             else:
-                ga = (grad * (b * a ** (b - 1))).where(b != 0, 0.0)
+                ga = F.where(b != 0, g * (b * a ** (b - 1)), 0.0)
             ga = _grad_for(ga, ma)
         if mb:
-            base = a if isinstance(a, Tensor) else Tensor._make(xp_of(b._data).asarray(
-                a, dtype=b._data.dtype))
             # d/db a**b at a == 0, b >= 0 is 0 (PyTorch masks the log's -inf there).
-            local = (ctx.saved_output * base.log()).where((base != 0) | (b < 0), 0.0)
-            gb = _grad_for(grad * local, mb)
-        return ga, gb
+            local = F.where((a != 0) | (b < 0), out * F.log(a), 0.0)
+            gb = _grad_for(g * local, mb)
+        return finish(ga, gb)
 
 
 class Maximum(Function):
@@ -164,12 +177,13 @@ class Minimum(Function):
 def _select_backward(ctx, grad, wins):
     """maximum/minimum: the winner takes the gradient, ties split it in half (as PyTorch)."""
     ma, mb = ctx.meta
-    a, b = ctx.saved_tensors
+    g, a, b = lift(grad, *ctx.saved_tensors)
+    F = namespace(g)
     tie = a == b
-    half = grad / 2
-    ga = _grad_for(half.where(tie, grad.where(wins(a, b), 0.0)), ma) if ma else None
-    gb = _grad_for(half.where(tie, grad.where(wins(b, a), 0.0)), mb) if mb else None
-    return ga, gb
+    half = g / 2
+    ga = _grad_for(F.where(tie, half, F.where(wins(a, b), g, 0.0)), ma) if ma else None
+    gb = _grad_for(F.where(tie, half, F.where(wins(b, a), g, 0.0)), mb) if mb else None
+    return finish(ga, gb)
 
 
 class Where(Function):
@@ -187,10 +201,11 @@ class Where(Function):
     @staticmethod
     def backward(ctx, grad):
         _, ma, mb = ctx.meta
-        (cond,) = ctx.saved_tensors
-        ga = _grad_for(grad.where(cond, 0.0), ma) if ma else None
-        gb = _grad_for(grad.where(~cond, 0.0), mb) if mb else None
-        return None, ga, gb
+        g, cond = lift(grad, *ctx.saved_tensors)
+        F = namespace(g)
+        ga = _grad_for(F.where(cond, g, 0.0), ma) if ma else None
+        gb = _grad_for(F.where(cond, 0.0, g), mb) if mb else None
+        return finish(None, ga, gb)
 
 
 def where(condition: Tensor, input, other) -> Tensor:
@@ -202,7 +217,8 @@ def where(condition: Tensor, input, other) -> Tensor:
 
 # -- unary ------------------------------------------------------------------------------------
 class Unary(Function):
-    """Base of one-input ops: ``compute(xp, x)`` is the forward; ``derivative`` the backward."""
+    """Base of one-input ops: ``compute(xp, x)`` is the forward; ``derivative(g, x, out, F)``
+    the backward, written with operators and F's functions so it runs lifted (see ``lift``)."""
 
     needs = "input"  # what derivative() uses: "input", "output" or "none"
 
@@ -231,7 +247,8 @@ class Unary(Function):
     def backward(cls, ctx, grad):
         x = ctx.saved_tensors[0] if cls.needs == "input" else None
         out = ctx.saved_output if cls.needs == "output" else None
-        return cls.derivative(grad, x, out)
+        g, x, out = lift(grad, x, out)
+        return finish(cls.derivative(g, x, out, namespace(g)))
 
     floating = True  # integer inputs are computed in the default float dtype
 
@@ -243,24 +260,29 @@ def _unary(name, compute, derivative, needs="input", floating=True):
     return cls
 
 
-Neg = _unary("Neg", lambda xp, x: -x, lambda g, x, o: -g, "none", False)
-Exp = _unary("Exp", lambda xp, x: xp.exp(x), lambda g, x, o: g * o, "output")
-Log = _unary("Log", lambda xp, x: xp.log(x), lambda g, x, o: g / x)
-Log2 = _unary("Log2", lambda xp, x: xp.log2(x), lambda g, x, o: g / (x * math.log(2.0)))
-Log10 = _unary("Log10", lambda xp, x: xp.log10(x), lambda g, x, o: g / (x * math.log(10.0)))
-Log1p = _unary("Log1p", lambda xp, x: xp.log1p(x), lambda g, x, o: g / (x + 1))
-Expm1 = _unary("Expm1", lambda xp, x: xp.expm1(x), lambda g, x, o: g * (o + 1), "output")
-Sqrt = _unary("Sqrt", lambda xp, x: xp.sqrt(x), lambda g, x, o: g / (o * 2), "output")
-Rsqrt = _unary("Rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, x, o: g * o ** 3 * -0.5, "output")
-Sin = _unary("Sin", lambda xp, x: xp.sin(x), lambda g, x, o: g * x.cos())
-Cos = _unary("Cos", lambda xp, x: xp.cos(x), lambda g, x, o: g * -x.sin())
-Tan = _unary("Tan", lambda xp, x: xp.tan(x), lambda g, x, o: g * (o * o + 1), "output")
-Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), lambda g, x, o: g * (1 - o * o), "output")
-Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x, lambda g, x, o: g * -(o * o), "output")
-Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o: g * 2 * x, floating=False)
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o: g * x.sign(), floating=False)
-Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o: g * (o > 0), "output",
-              False)
+# name, forward, derivative (g: upstream gradient, x: input, o: output, F: function namespace)
+Neg = _unary("Neg", lambda xp, x: -x, lambda g, x, o, F: -g, "none", False)
+Exp = _unary("Exp", lambda xp, x: xp.exp(x), lambda g, x, o, F: g * o, "output")
+Log = _unary("Log", lambda xp, x: xp.log(x), lambda g, x, o, F: g / x)
+Log2 = _unary("Log2", lambda xp, x: xp.log2(x),
+              lambda g, x, o, F: g / (x * math.log(2.0)))
+Log10 = _unary("Log10", lambda xp, x: xp.log10(x),
+               lambda g, x, o, F: g / (x * math.log(10.0)))
+Log1p = _unary("Log1p", lambda xp, x: xp.log1p(x), lambda g, x, o, F: g / (x + 1))
+Expm1 = _unary("Expm1", lambda xp, x: xp.expm1(x), lambda g, x, o, F: g * (o + 1), "output")
+Sqrt = _unary("Sqrt", lambda xp, x: xp.sqrt(x), lambda g, x, o, F: g / (o * 2), "output")
+Rsqrt = _unary("Rsqrt", lambda xp, x: 1 / xp.sqrt(x),
+               lambda g, x, o, F: g * o ** 3 * -0.5, "output")
+Sin = _unary("Sin", lambda xp, x: xp.sin(x), lambda g, x, o, F: g * F.cos(x))
+Cos = _unary("Cos", lambda xp, x: xp.cos(x), lambda g, x, o, F: g * -F.sin(x))
+Tan = _unary("Tan", lambda xp, x: xp.tan(x), lambda g, x, o, F: g * (o * o + 1), "output")
+Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), lambda g, x, o, F: g * (1 - o * o), "output")
+Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
+                    lambda g, x, o, F: g * -(o * o), "output")
+Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False)
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False)
+Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
+              "output", False)
 
 
 def _sigmoid(xp, x):
@@ -269,10 +291,10 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
-Sigmoid = _unary("Sigmoid", _sigmoid, lambda g, x, o: g * (1 - o) * o, "output")
+Sigmoid = _unary("Sigmoid", _sigmoid, lambda g, x, o, F: g * (1 - o) * o, "output")
 
 
-def _zero_derivative(g, x, o):
+def _zero_derivative(g, x, o, F):
     return g * 0
 
 
