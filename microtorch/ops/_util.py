@@ -24,7 +24,10 @@ def _keeps_dtype(dt, scalar) -> bool:
     """Fast path: a Python float with a float tensor, or an int with an int/float tensor."""
     kind = dt.kind
     t = type(scalar)
-    return (t is float and kind == "f") or (t is int and kind in "fiu")
+    # Ints that may not fit the dtype take the slow path, which wraps them (uint8 - 3).
+    return (t is float and kind == "f") or (t is int and (
+        kind == "f" or (kind == "i" and -128 <= scalar <= 127)
+        or (kind == "u" and 0 <= scalar <= 255)))
 
 
 def _promotion_key(x):
@@ -61,7 +64,13 @@ def _cast(x, dt):
         x = x.item()
     # A Python scalar of a higher category than dt (e.g. 2.5 with an int tensor) was already
     # folded into dt by promotion; the cast keeps NumPy from widening the result.
-    return dt.type(x) if dt.kind == "b" else x
+    if dt.kind == "b":
+        return dt.type(x)
+    if dt.kind in "iu" and not isinstance(x, bool) and isinstance(x, int):
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:  # PyTorch wraps (uint8 - 3); NumPy 2 would raise
+            return np.asarray(x).astype(dt)[()]
+    return x
 
 
 def sizes_arg(sizes) -> tuple:
@@ -86,10 +95,22 @@ def dims_arg(dim, ndim: int) -> tuple | None:
     return dims
 
 
-def reduce_grad(grad: Tensor | None, shape: tuple, dtype) -> Tensor | None:
-    """Sum a broadcast gradient back to an input's shape and cast it to the input's dtype."""
+def reduce_grad(grad, shape: tuple, dtype):
+    """Sum a broadcast gradient back to an input's shape and cast it to the input's dtype.
+
+    Works on Tensors and, for lifted backward formulas, on plain arrays.
+    """
     if grad is None:
         return None
+    if not isinstance(grad, Tensor):
+        if not hasattr(grad, "shape"):  # a NumPy scalar from 0-d arithmetic
+            grad = np.asarray(grad)
+        if grad.shape != shape:
+            lead = grad.ndim - len(shape)
+            axes = tuple(range(lead)) + tuple(
+                lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1)
+            grad = grad.sum(axis=axes).reshape(shape)
+        return grad if grad.dtype == dtype else grad.astype(dtype)
     if grad._data.shape != shape:
         grad = grad.sum_to_size(shape)
     if grad._data.dtype != dtype:
