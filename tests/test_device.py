@@ -1,0 +1,83 @@
+"""The device abstraction: parsing, backends, CPU-only behaviour, memory statistics."""
+
+from __future__ import annotations
+
+import pytest
+
+import microtorch as mt
+from microtorch.backend import get_backend
+
+
+@pytest.mark.parametrize("spec, kind, index, text", [
+    ("cpu", "cpu", None, "cpu"),
+    ("cuda", "cuda", None, "cuda"),
+    ("cuda:1", "cuda", 1, "cuda:1"),
+])
+def test_device_parsing(spec, kind, index, text):
+    d = mt.device(spec)
+    assert (d.type, d.index, str(d)) == (kind, index, text)
+    assert d == spec and d == mt.device(d) and hash(d) == hash(mt.device(spec))
+
+
+def test_device_repr_like_pytorch():
+    assert repr(mt.device("cpu")) == "device(type='cpu')"
+    assert repr(mt.device("cuda", 0)) == "device(type='cuda', index=0)"
+
+
+@pytest.mark.parametrize("spec", ["gpu", "cuda:x", "cpu:1", "cuda:0:1"])
+def test_bad_device_strings(spec):
+    with pytest.raises(RuntimeError):
+        mt.device(spec)
+
+
+def test_tensor_device_and_backend():
+    t = mt.ones(2)
+    assert t.device == mt.device("cpu") and not t.is_cuda
+    assert t._backend is get_backend("cpu") and t._backend.xp.__name__ == "numpy"
+    assert t.to("cpu") is t and t.cpu() is t
+
+
+@pytest.mark.skipif(mt.cuda.is_available(), reason="checks the behaviour without a GPU")
+def test_cuda_absent_is_a_clear_runtime_error():
+    assert mt.cuda.is_available() is False and mt.cuda.device_count() == 0
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        mt.zeros(2, device="cuda")
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        mt.ones(2).cuda()
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        mt.cuda.memory_allocated()
+
+
+def test_mixing_devices_names_both(device):
+    if device == "cpu":
+        pytest.skip("needs a second device kind: runs on CUDA machines")
+    a, b = mt.ones(2), mt.ones(2, device=device)
+    with pytest.raises(RuntimeError, match="cpu.*cuda|cuda.*cpu"):
+        a + b
+
+
+def test_round_trip_between_devices(device):
+    t = mt.arange(6, dtype=mt.float32).reshape(2, 3)
+    moved = t.to(device)
+    assert moved.device.type == device
+    assert moved.cpu().tolist() == t.tolist()
+
+
+def test_numpy_on_cuda_is_a_clear_error(device):
+    if device == "cpu":
+        pytest.skip("CUDA-only behaviour")
+    with pytest.raises(TypeError, match="Tensor.cpu"):
+        mt.ones(2, device=device).numpy()
+
+
+def test_memory_stats_per_device(device):
+    stats = mt.cpu if device == "cpu" else mt.cuda
+    before = stats.memory_allocated()
+    t = mt.zeros(256, 256, device=device)
+    assert stats.memory_allocated() - before == 256 * 256 * 4
+    stats.reset_peak_memory_stats()
+    peak_before = stats.max_memory_allocated()
+    u = t + 1
+    assert stats.max_memory_allocated() >= peak_before + 256 * 256 * 4
+    del t, u
+    assert stats.memory_allocated() == before
