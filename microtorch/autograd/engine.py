@@ -82,6 +82,44 @@ def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
         old._vbox[0] += 1
 
 
+# Callbacks queued during a backward pass, run once the outermost pass finishes (PyTorch's
+# ``Variable._execution_engine.queue_callback``). DistributedDataParallel waits for its
+# gradient all-reduces here; ``_depth`` makes a backward nested inside a hook not run them early.
+_queued_callbacks: list = []
+_depth = 0
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` when the current backward pass has finished.
+
+    Only valid while a backward pass runs (from a hook, for instance), as in PyTorch.
+    """
+    if _depth == 0:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _queued_callbacks.append(callback)
+
+
+def register_post_accumulate_grad_hook(tensor, hook):
+    """Call ``hook(tensor)`` after a gradient has been accumulated into leaf ``tensor.grad``.
+
+    PyTorch's ``Tensor.register_post_accumulate_grad_hook``; returns a removable handle.
+    """
+    from .function import _Handle
+
+    if tensor.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = getattr(tensor, "_post_accumulate_hooks", None)
+    if hooks is None:
+        hooks = tensor._post_accumulate_hooks = []
+    return _Handle(hooks, hook)
+
+
+def _run_queued_callbacks() -> None:
+    # A callback may queue another (PyTorch runs those too), so drain until empty.
+    while _queued_callbacks:
+        _queued_callbacks.pop(0)()
+
+
 def _sum_into(buffers: dict, node, grad) -> None:
     key = id(node)
     prev = buffers.get(key)
@@ -112,12 +150,41 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
         _sum_into(buffers, node, grad)
     order = _topological_order(start)
 
-    targets = None
+    targets = captured = None
     if capture is not None:
         targets = {id(t.grad_fn if t.grad_fn is not None else t): i for i, t in enumerate(capture)}
         captured = [None] * len(capture)
         order = _prune(order, targets)
 
+    global _depth
+    _depth += 1
+    try:
+        _propagate(order, buffers, targets, captured, retain_graph, create_graph)
+    except BaseException:
+        if _depth == 1:
+            _queued_callbacks.clear()  # a failed pass runs no final callbacks
+        raise
+    finally:
+        _depth -= 1
+    if _depth == 0:
+        _run_queued_callbacks()
+
+    if capture is None:
+        return None
+    for i, (t, g) in enumerate(zip(capture, captured)):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to not "
+                               f"have been used in the graph. Set allow_unused=True if this is "
+                               f"the desired behavior.")
+        if g is not None and not create_graph and g.grad_fn is not None:
+            captured[i] = g.detach()
+        del t
+    return tuple(captured)
+
+
+def _propagate(order: list, buffers: dict, targets: dict | None, captured: list | None,
+               retain_graph: bool, create_graph: bool) -> None:
+    """Run each node's backward in ``order``, accumulating into leaves or capturing."""
     with set_grad_enabled(create_graph):
         for node in order:
             grad = buffers.pop(id(node), None)
@@ -139,6 +206,10 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
                     owned = (sys.getrefcount(grad) == _OWNED_TENSOR_REFS
                              and sys.getrefcount(grad._data) == _OWNED_ARRAY_REFS)
                     _accumulate(node, grad, create_graph, owned)
+                    post = getattr(node, "_post_accumulate_hooks", None)
+                    if post:
+                        for hook in tuple(post):
+                            hook(node)
                 continue
             if node._retained is not None and targets is None:
                 kept = node._retained()
@@ -160,18 +231,6 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
                     prev = buffers.get(key)
                     buffers[key] = g if prev is None else prev + g
             grad = out = g = None  # no stray references: they would defeat the ownership test
-
-    if capture is None:
-        return None
-    for i, (t, g) in enumerate(zip(capture, captured)):
-        if g is None and not allow_unused:
-            raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to not "
-                               f"have been used in the graph. Set allow_unused=True if this is "
-                               f"the desired behavior.")
-        if g is not None and not create_graph and g.grad_fn is not None:
-            captured[i] = g.detach()
-        del t
-    return tuple(captured)
 
 
 def _prune(order: list, targets: dict) -> list:
