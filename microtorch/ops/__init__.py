@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.grad_mode import state
-from . import creation, elementwise, linalg, reduce, shape
+from . import creation, elementwise, linalg, nn_ops, reduce, shape
 from ._util import Tensor, promote_operands, xp_of
 from .creation import *  # noqa: F403
 from .elementwise import (
@@ -66,6 +66,7 @@ from .elementwise import (
     where,
 )
 from .linalg import bmm, dot, matmul, mm, mv, outer
+from .nn_ops import log_softmax, softmax
 from .reduce import (
     all,
     amax,
@@ -376,7 +377,7 @@ METHODS = dict(
     subtract=sub, negative=negative, absolute=absolute,
     sum=sum, mean=mean, var=var, std=std, max=max, min=min, amax=amax, amin=amin, argmax=argmax,
     argmin=argmin, prod=prod, logsumexp=logsumexp, norm=norm, cumsum=cumsum, all=all, any=any,
-    sum_to_size=sum_to_size,
+    sum_to_size=sum_to_size, softmax=softmax, log_softmax=log_softmax,
     reshape=reshape, view=view, permute=permute, transpose=transpose, t=t, squeeze=squeeze,
     unsqueeze=unsqueeze, flatten=flatten, unflatten=unflatten, expand=expand,
     broadcast_to=broadcast_to, repeat=repeat, flip=flip, split=split, chunk=chunk, unbind=unbind,

@@ -1,0 +1,544 @@
+"""Differentiable ops behind ``microtorch.nn.functional``.
+
+The hot ops of a training step are single graph nodes (``Linear``, ``CrossEntropy``, ``Relu``,
+``Softmax``/``LogSoftmax``) so one step costs few Python-level calls. Their backward uses Tensor
+ops when a graph is being recorded (``create_graph=True``) and plain array math otherwise.
+
+Convolution and pooling work on windows taken with ``as_strided`` (no copy until the GEMM) and
+scatter gradients back with one strided slice-add per kernel offset (``col2im``), which runs on
+NumPy and CuPy alike. Their backward is not itself differentiable: a double backward through
+them raises instead of silently returning wrong higher-order gradients.
+
+This module must not import ``microtorch.nn`` (one direction of dependency).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.function import Function
+from ..autograd.grad_mode import state
+from ._util import Tensor, wrap_dim, xp_of
+
+__all__ = ["Linear", "Softmax", "LogSoftmax", "CrossEntropy", "Conv2d", "MaxPool2d",
+           "AvgPool2d", "Erf", "Embedding", "BinaryCrossEntropy", "Pad", "softmax",
+           "log_softmax", "erf", "pool_output_size"]
+
+
+def _needs(ctx, i: int) -> bool:
+    """True when positional input ``i`` of the node wants a gradient."""
+    return i < len(ctx._next) and ctx._next[i] is not None
+
+
+def _wrap(arr) -> Tensor:
+    return Tensor._make(arr, False, None)
+
+
+def _no_double_backward(name: str) -> None:
+    if state.grad_enabled:
+        raise NotImplementedError(f"double backward (create_graph=True) through {name} is not "
+                                  f"supported by microtorch")
+
+
+# -- linear -------------------------------------------------------------------------------------
+class Linear(Function):
+    """``x @ W.T + b`` as one node: dW = g.T @ x, db = g.sum(0), dx = g @ W."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        xa, wa = x._data, weight._data
+        if xa.dtype != wa.dtype or (bias is not None and bias._data.dtype != xa.dtype):
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and "
+                               f"{weight.dtype}")
+        if xa.shape[-1] != wa.shape[1]:
+            rows = math.prod(xa.shape[:-1])
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                               f"{xa.shape[-1]} and {wa.shape[1]}x{wa.shape[0]})")
+        ctx.save_for_backward(x, weight)
+        out = xa @ wa.T
+        if bias is not None:
+            out += bias._data
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        out_f, in_f = w._data.shape
+        gx = gw = gb = None
+        if state.grad_enabled:  # create_graph: stay in Tensor ops so the backward is recorded
+            g2 = grad.reshape(-1, out_f)
+            if _needs(ctx, 0):
+                gx = grad.matmul(w)
+            if _needs(ctx, 1):
+                gw = g2.t().matmul(x.reshape(-1, in_f))
+            if _needs(ctx, 2):
+                gb = g2.sum(0)
+            return gx, gw, gb
+        g = grad._data
+        g2 = g.reshape(-1, out_f)
+        if _needs(ctx, 0):
+            gx = _wrap(g @ w._data)
+        if _needs(ctx, 1):
+            gw = _wrap(g2.T @ x._data.reshape(-1, in_f))
+        if _needs(ctx, 2):
+            gb = _wrap(g2.sum(0))
+        return gx, gw, gb
+
+
+# -- softmax family -----------------------------------------------------------------------------
+def _log_softmax_array(xa, dim: int):
+    xp = xp_of(xa)
+    shifted = xa - xa.max(axis=dim, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+def _float_array(x: Tensor):
+    arr = x._data
+    if arr.dtype.kind != "f":
+        from .. import _dtype
+
+        arr = arr.astype(_dtype.get_default_dtype().np)
+    return arr
+
+
+class Softmax(Function):
+    """exp(x) / sum(exp(x)) along ``dim``; backward y * (g - sum(g * y))."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        xa = _float_array(x)
+        xp = xp_of(xa)
+        e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
+        e /= e.sum(axis=dim, keepdims=True)
+        ctx.dim = dim
+        ctx.save_output()
+        return e
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.saved_output
+        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
+
+
+class LogSoftmax(Function):
+    """x - logsumexp(x) along ``dim``; backward g - softmax * sum(g)."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        ctx.save_output()
+        return _log_softmax_array(_float_array(x), dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.saved_output
+        return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
+
+
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """Softmax along ``dim``."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return Softmax.apply(input, wrap_dim(dim, input._data.ndim))
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """Log-softmax along ``dim`` (computed stably in one node)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return LogSoftmax.apply(input, wrap_dim(dim, input._data.ndim))
+
+
+# -- cross entropy with class indices -----------------------------------------------------------
+class CrossEntropy(Function):
+    """log_softmax + nll_loss (+ label smoothing) on (M, C) logits and (M,) class indices.
+
+    One node; the gradient is ``(softmax - onehot)`` scaled per row. Rows whose target is
+    ``ignore_index`` contribute nothing; ``mean`` divides by the summed weight of the other rows
+    as PyTorch does (NaN when every row is ignored, also like PyTorch).
+    """
+
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing):
+        xa = x._data
+        xp = xp_of(xa)
+        t = target._data
+        m, c = xa.shape
+        logp = _log_softmax_array(xa, 1)
+        keep = t != ignore_index
+        safe_t = xp.where(keep, t, 0)
+        if (safe_t < 0).any() or (safe_t >= c).any():
+            raise IndexError(f"Target {int(safe_t[(safe_t < 0) | (safe_t >= c)][0])} is out of "
+                             f"bounds.")
+        w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
+        row_w = keep.astype(xa.dtype) if w is None else w[safe_t] * keep
+        picked = xp.take_along_axis(logp, safe_t[:, None], 1)[:, 0]
+        nll = -picked * row_w
+        eps = float(label_smoothing)
+        if eps:
+            smooth = -(logp.sum(1) if w is None else logp @ w) * keep
+        if reduction == "none":
+            loss = nll if not eps else (1 - eps) * nll + (eps / c) * smooth
+            denom = 1.0
+        else:
+            denom = row_w.sum() if reduction == "mean" else xa.dtype.type(1)
+            loss = nll.sum() / denom
+            if eps:
+                loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
+        ctx.save_for_backward(x)
+        ctx.probs = xp.exp(logp)
+        ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
+        return xp.asarray(loss, dtype=xa.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        safe_t, keep, row_w, w, denom, eps, reduction = ctx.parts
+        xa = x._data
+        xp = xp_of(xa)
+        m, c = xa.shape
+        # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
+        a = (1 - eps) * row_w
+        b = xp.zeros_like(xa)
+        b[xp.arange(m), safe_t] = (1 - eps) * row_w
+        if eps:
+            w_sum = float(c) if w is None else w.sum()
+            a = a + (eps / c) * w_sum * keep
+            b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
+        if reduction == "mean":
+            a, b = a / denom, b / denom
+        if state.grad_enabled:
+            p = Softmax.apply(x, 1)
+            g = grad.reshape(-1, 1) if reduction == "none" else grad
+            return (p * _wrap(a[:, None]) - _wrap(b)) * g, None, None, None, None, None
+        g = grad._data.reshape(-1, 1) if reduction == "none" else grad._data
+        out = ctx.probs * a[:, None]
+        out -= b
+        out *= g
+        return _wrap(out), None, None, None, None, None
+
+
+# -- binary cross entropy -----------------------------------------------------------------------
+class BinaryCrossEntropy(Function):
+    """Elementwise -(y log x + (1-y) log(1-x)) with logs clamped at -100 (PyTorch's guard)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        xa, ya = x._data, y._data
+        xp = xp_of(xa)
+        if ((xa < 0) | (xa > 1)).any():
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        with np.errstate(divide="ignore"):
+            log_x = xp.maximum(xp.log(xa), -100)
+            log_1mx = xp.maximum(xp.log1p(-xa), -100)
+        ctx.save_for_backward(x, y)
+        return -(ya * log_x + (1 - ya) * log_1mx)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        gx = gy = None
+        if _needs(ctx, 0):  # PyTorch's form: (x - y) / max(x (1 - x), 1e-12)
+            gx = grad * (x - y) / (x * (1 - x)).clamp(min=1e-12)
+        if _needs(ctx, 1):
+            gy = grad * ((1 - x).log().clamp(min=-100) - x.log().clamp(min=-100))
+        return gx, gy
+
+
+# -- erf (for the exact GELU) -------------------------------------------------------------------
+def _erf_array(arr):
+    xp = xp_of(arr)
+    if xp is not np:
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special.erf(arr)
+    try:
+        from scipy.special import erf as scipy_erf
+    except ImportError:  # scipy is optional: fall back to libm's erf one element at a time
+        return np.frompyfunc(math.erf, 1, 1)(arr).astype(arr.dtype)
+    return scipy_erf(arr).astype(arr.dtype, copy=False)
+
+
+class Erf(Function):
+    """The error function; derivative 2/sqrt(pi) exp(-x^2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _erf_array(_float_array(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x * x).neg().exp() * (2.0 / math.sqrt(math.pi))
+
+
+def erf(input: Tensor) -> Tensor:
+    """Elementwise error function."""
+    return Erf.apply(input)
+
+
+# -- embedding ----------------------------------------------------------------------------------
+class Embedding(Function):
+    """Rows of ``weight`` picked by integer indices; the padding row gets no gradient."""
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx):
+        wa, idx = weight._data, indices._data
+        if idx.dtype.kind not in "iu":
+            raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                               "following scalar types: Long, Int")
+        n = wa.shape[0]
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            raise IndexError("index out of range in self")
+        ctx.idx, ctx.shape, ctx.padding_idx = idx, wa.shape, padding_idx
+        return wa[idx]
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .shape import IndexScatter
+
+        flat = ctx.idx.reshape(-1)
+        gw = IndexScatter.apply(grad.reshape(-1, ctx.shape[1]), (flat,), ctx.shape)
+        if ctx.padding_idx is not None:
+            mask = xp_of(flat).ones((ctx.shape[0], 1), dtype=grad._data.dtype)
+            mask[ctx.padding_idx] = 0
+            gw = gw * _wrap(mask)
+        return gw, None, None
+
+
+# -- padding ------------------------------------------------------------------------------------
+class Pad(Function):
+    """Constant padding; ``pads`` holds (before, after) per dimension, first dimension first."""
+
+    @staticmethod
+    def forward(ctx, x, pads, value):
+        xa = x._data
+        ctx.crop = tuple(slice(lo, lo + n) for (lo, _), n in zip(pads, xa.shape))
+        return xp_of(xa).pad(xa, pads, mode="constant", constant_values=value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad[ctx.crop], None, None
+
+
+# -- convolution and pooling helpers ------------------------------------------------------------
+def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,
+                     ceil_mode: bool) -> int:
+    """PyTorch's pooling output size, including its ceil_mode rule (last window must start
+    inside the input or the left padding)."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _windows(arr, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, oh: int, ow: int):
+    """A (N, C, OH, OW, KH, KW) strided view of every window of a padded (N, C, H, W) array."""
+    xp = xp_of(arr)
+    n, c = arr.shape[:2]
+    s0, s1, s2, s3 = arr.strides
+    return xp.lib.stride_tricks.as_strided(
+        arr, (n, c, oh, ow, kh, kw), (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw))
+
+
+def _col2im(target, cols, sh: int, sw: int, dh: int, dw: int) -> None:
+    """target[window positions] += cols, for cols shaped (N, C, OH, OW, KH, KW).
+
+    One strided slice-add per kernel offset: windows overlap, so a fancy-index scatter would
+    need an unbuffered add; these slices never repeat a position within one offset.
+    """
+    oh, ow, kh, kw = cols.shape[2:]
+    for i in range(kh):
+        for j in range(kw):
+            h0, w0 = i * dh, j * dw
+            target[:, :, h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw] += \
+                cols[:, :, :, :, i, j]
+
+
+def _pad_hw(arr, pads, value=0.0):
+    """Pad the last two axes by (top, bottom, left, right)."""
+    top, bottom, left, right = pads
+    if not any(pads):
+        return arr
+    xp = xp_of(arr)
+    return xp.pad(arr, ((0, 0), (0, 0), (top, bottom), (left, right)), mode="constant",
+                  constant_values=value)
+
+
+def _crop_hw(arr, pads, h: int, w: int):
+    top, _, left, _ = pads
+    return arr[:, :, top:top + h, left:left + w]
+
+
+class Conv2d(Function):
+    """2-D cross-correlation by im2col + batched GEMM over groups; backward via col2im."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, pads, dilation, groups):
+        xa, wa = x._data, weight._data
+        if xa.dtype != wa.dtype:
+            raise RuntimeError(f"Input type ({x.dtype}) and weight type ({weight.dtype}) should "
+                               f"be the same")
+        xp = xp_of(xa)
+        n, c, h, w = xa.shape
+        o, cg, kh, kw = wa.shape
+        sh, sw = stride
+        dh, dw = dilation
+        g = groups
+        xpad = _pad_hw(xa, pads)
+        hp, wp = xpad.shape[2:]
+        oh = (hp - dh * (kh - 1) - 1) // sh + 1
+        ow = (wp - dw * (kw - 1) - 1) // sw + 1
+        if oh <= 0 or ow <= 0:
+            raise RuntimeError(f"Calculated output size: ({o}x{oh}x{ow}). Output size is too "
+                               f"small")
+        win = _windows(xpad, kh, kw, sh, sw, dh, dw, oh, ow)  # (N, C, OH, OW, KH, KW)
+        og, k = o // g, cg * kh * kw
+        # (G, N*OH*OW, Cg*KH*KW): the one copy of the input, laid out for the GEMM.
+        cols = win.reshape(n, g, cg, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6) \
+            .reshape(g, n * oh * ow, k)
+        wmat = wa.reshape(g, og, k)
+        out = xp.matmul(cols, wmat.transpose(0, 2, 1))  # (G, N*OH*OW, Og)
+        out = xp.ascontiguousarray(
+            out.reshape(g, n, oh, ow, og).transpose(1, 0, 4, 2, 3).reshape(n, o, oh, ow))
+        if bias is not None:
+            out += bias._data.reshape(1, o, 1, 1)
+        ctx.save_for_backward(weight, cols)
+        ctx.geom = xa.shape, xpad.shape, stride, pads, dilation, groups, (oh, ow)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        _no_double_backward("conv2d")
+        weight, cols = ctx.saved_tensors
+        (n, c, h, w), (_, _, hp, wp), (sh, sw), pads, (dh, dw), g, (oh, ow) = ctx.geom
+        wa = weight._data
+        o, cg, kh, kw = wa.shape
+        og, k = o // g, cg * kh * kw
+        ga = grad._data
+        xp = xp_of(ga)
+        gm = ga.reshape(n, g, og, oh, ow).transpose(1, 0, 3, 4, 2).reshape(g, n * oh * ow, og)
+        gx = gw = gb = None
+        if _needs(ctx, 0):
+            gcols = xp.matmul(gm, wa.reshape(g, og, k))  # (G, N*OH*OW, K)
+            gcols = gcols.reshape(g, n, oh, ow, cg, kh, kw).transpose(1, 0, 4, 2, 3, 5, 6) \
+                .reshape(n, c, oh, ow, kh, kw)
+            gpad = xp.zeros((n, c, hp, wp), dtype=ga.dtype)
+            _col2im(gpad, gcols, sh, sw, dh, dw)
+            gx = _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w)))
+        if _needs(ctx, 1):
+            gw = _wrap(xp.matmul(gm.transpose(0, 2, 1), cols).reshape(o, cg, kh, kw))
+        if _needs(ctx, 2):
+            gb = _wrap(ga.sum(axis=(0, 2, 3)))
+        return gx, gw, gb, None, None, None, None
+
+
+class MaxPool2d(Function):
+    """Max over each window (padding counts as -inf); the gradient goes to the first maximum."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, pads, dilation, out_hw):
+        xa = x._data
+        if xa.dtype.kind != "f":
+            raise RuntimeError("max_pool2d: only floating-point inputs are supported")
+        xpad = _pad_hw(xa, pads, -math.inf)
+        kh, kw = kernel
+        oh, ow = out_hw
+        win = _windows(xpad, kh, kw, *stride, *dilation, oh, ow)
+        flat = win.reshape(*win.shape[:4], kh * kw)
+        arg = flat.argmax(axis=-1)
+        ctx.arg = arg
+        ctx.geom = xa.shape, xpad.shape, kernel, stride, pads, dilation
+        return xp_of(xa).take_along_axis(flat, arg[..., None], -1)[..., 0]
+
+    @staticmethod
+    def backward(ctx, grad):
+        _no_double_backward("max_pool2d")
+        (n, c, h, w), padded, (kh, kw), (sh, sw), pads, (dh, dw) = ctx.geom
+        ga = grad._data
+        xp = xp_of(ga)
+        arg = ctx.arg
+        gpad = xp.zeros(padded, dtype=ga.dtype)
+        oh, ow = ga.shape[2:]
+        for i in range(kh):
+            for j in range(kw):
+                h0, w0 = i * dh, j * dw
+                gpad[:, :, h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw] += \
+                    ga * (arg == i * kw + j)
+        return _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))), None, None, None, None, \
+            None
+
+
+class AvgPool2d(Function):
+    """Mean over each window, divided by PyTorch's divisor (see ``avg_pool_divisor``)."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, pads, out_hw, divisor):
+        xa = x._data
+        kh, kw = kernel
+        oh, ow = out_hw
+        xpad = _pad_hw(xa, pads)
+        win = _windows(xpad, kh, kw, *stride, 1, 1, oh, ow)
+        ctx.geom = xa.shape, xpad.shape, kernel, stride, pads, divisor
+        return win.sum(axis=(4, 5)) / divisor
+
+    @staticmethod
+    def backward(ctx, grad):
+        _no_double_backward("avg_pool2d")
+        (n, c, h, w), padded, (kh, kw), (sh, sw), pads, divisor = ctx.geom
+        ga = grad._data
+        xp = xp_of(ga)
+        share = ga / divisor
+        gpad = xp.zeros(padded, dtype=ga.dtype)
+        oh, ow = ga.shape[2:]
+        cols = xp.broadcast_to(share[..., None, None], (n, c, oh, ow, kh, kw))
+        _col2im(gpad, cols, sh, sw, 1, 1)
+        return _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))), None, None, None, None, \
+            None
+
+
+def avg_pool_divisor(xp, dtype, h: int, w: int, kernel, stride, pad, out_hw,
+                     count_include_pad: bool, divisor_override):
+    """PyTorch's per-window divisor: the window clipped to the padded input (count_include_pad)
+    or to the real input; a number when it is the same for every window."""
+    kh, kw = kernel
+    if divisor_override:
+        return float(divisor_override)
+    oh, ow = out_hw
+    ph, pw = pad
+    extra_h = max(0, (oh - 1) * stride[0] + kh - (h + 2 * ph))
+    extra_w = max(0, (ow - 1) * stride[1] + kw - (w + 2 * pw))
+    if count_include_pad and not extra_h and not extra_w:
+        return float(kh * kw)
+    ones = xp.ones((1, 1, h, w), dtype=dtype)
+    if count_include_pad:  # padding counts, the ceil_mode overhang does not
+        ones = _pad_hw(ones, (ph, ph, pw, pw), 1.0)
+        ones = _pad_hw(ones, (0, extra_h, 0, extra_w))
+    else:
+        ones = _pad_hw(ones, (ph, ph + extra_h, pw, pw + extra_w))
+    counts = _windows(ones, kh, kw, *stride, 1, 1, oh, ow).sum(axis=(4, 5))
+    return counts
+
+
+def erfinv_array(arr):
+    """Inverse error function of an array (scipy/cupyx when present, else Newton on erf)."""
+    xp = xp_of(arr)
+    if xp is not np:
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special.erfinv(arr)
+    try:
+        from scipy.special import erfinv
+    except ImportError:
+        # Start from Giles' single-precision approximation, polish with Newton steps in float64.
+        x = arr.astype(np.float64)
+        w = -np.log((1.0 - x) * (1.0 + x))
+        y = x * np.where(w < 5.0, 1.4 + 0.2 * (w - 2.5), 2.8 + 0.3 * (np.sqrt(w) - 3.0))
+        for _ in range(6):
+            y = y - (_erf_array(y) - x) / (2.0 / math.sqrt(math.pi) * np.exp(-y * y))
+        return y.astype(arr.dtype)
+    return erfinv(arr).astype(arr.dtype, copy=False)
