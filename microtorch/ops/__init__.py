@@ -271,7 +271,9 @@ def zero_(self: Tensor) -> Tensor:
     if state.grad_enabled and self.requires_grad:
         return _write(self, self * 0)
     self._backend.fill_zero(self._data)
-    self._vbox[0] += 1
+    vbox = self._vbox
+    vbox[0] += 1
+    vbox[1:] = [vbox[0]]  # the version after the last reset: optim's stale-gradient check
     return self
 
 

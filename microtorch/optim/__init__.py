@@ -1,0 +1,11 @@
+"""``microtorch.optim``: optimizers, learning-rate schedulers and gradient storage strategies."""
+
+from . import lr_scheduler
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
+from .optimizer import Optimizer, StaleGradWarning
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "StaleGradWarning", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
+           "lr_scheduler"]

@@ -1,0 +1,180 @@
+"""Adam and AdamW (decoupled weight decay), with amsgrad and maximize."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tensor import Tensor
+from ..ops._util import xp_of
+from .optimizer import Optimizer, ParamsT, _at_least_1d, _increment, _step_tensor
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam exactly as ``torch.optim.Adam``; state keys ``step`` (a float32 0-d tensor),
+    ``exp_avg``, ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq``.
+
+    ``decoupled_weight_decay=True`` is AdamW. ``foreach`` and ``flat_grads`` choose the
+    gradient storage strategy (see ``Optimizer``).
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False,
+                 flat_grads: bool = False) -> None:
+        if capturable or differentiable or fused:
+            raise ValueError(f"microtorch's {type(self).__name__} supports none of capturable, "
+                             f"differentiable and fused")
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "capturable": False, "differentiable": False, "fused": None,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults, flat_grads=flat_grads)
+
+    def _check_hyperparameters(self, group: dict[str, Any]) -> None:
+        lr, eps, betas, weight_decay = (group["lr"], group["eps"], group["betas"],
+                                        group["weight_decay"])
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+    def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
+        keys = ("step", "exp_avg", "exp_avg_sq")
+        return keys + ("max_exp_avg_sq",) if group["amsgrad"] else keys
+
+    def _step_group(self, group: dict[str, Any], params: list[Tensor],
+                    grads: list[Tensor]) -> None:
+        amsgrad = group["amsgrad"]
+        options = {"lr": float(group["lr"]), "beta1": float(group["betas"][0]),
+                   "beta2": float(group["betas"][1]), "eps": float(group["eps"]),
+                   "weight_decay": float(group["weight_decay"]),
+                   "decoupled": bool(group["decoupled_weight_decay"]), "amsgrad": amsgrad,
+                   "maximize": bool(group["maximize"])}
+        states = []
+        for p in params:
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = _step_tensor()
+                state["exp_avg"] = self._state_tensor(p)
+                state["exp_avg_sq"] = self._state_tensor(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = self._state_tensor(p)
+            states.append(state)
+        steps = [_increment(state["step"]) for state in states]
+        if self._use_fused(group, params) and _fused_adam(params, grads, states, steps,
+                                                          options):
+            return
+        for p, g, state, step in zip(params, grads, states, steps):
+            _adam_update(p._data, g._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
+                         state["max_exp_avg_sq"]._data if amsgrad else None, step=step,
+                         **options)
+
+
+class AdamW(Adam):
+    """AdamW exactly as ``torch.optim.AdamW``: Adam with decoupled weight decay
+    (``param *= 1 - lr * weight_decay`` before the moments), default weight_decay 1e-2."""
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 flat_grads: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable, differentiable=differentiable,
+                         fused=fused, decoupled_weight_decay=True, flat_grads=flat_grads)
+
+
+def lerp_(a, b, weight: float) -> None:
+    """``a.lerp_(b, weight)`` in place with PyTorch's formula (the weight rounded to a's dtype).
+
+    PyTorch computes ``a + w * (b - a)`` for ``|w| < 0.5`` and ``b - (b - a) * (1 - w)``
+    otherwise, so that the result is exact at both ends.
+    """
+    xp = xp_of(a)
+    w = float(a.dtype.type(weight))
+    diff = xp.subtract(b, a)
+    if abs(w) < 0.5:
+        diff *= w
+        a += diff
+    else:
+        diff *= 1.0 - w
+        xp.subtract(b, diff, out=a)
+
+
+def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: float,
+                 beta1: float, beta2: float, eps: float, weight_decay: float, decoupled: bool,
+                 amsgrad: bool, maximize: bool) -> None:
+    """One Adam/AdamW step of one array, in place, in PyTorch's single-tensor order.
+
+    ``step`` is the step being taken (already incremented). Scalars stay Python floats so
+    float32 stays float32.
+    """
+    xp = xp_of(p)
+    p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _at_least_1d(p, g, exp_avg, exp_avg_sq,
+                                                             max_exp_avg_sq)
+    if maximize:
+        g = xp.negative(g)
+    if weight_decay != 0:
+        if decoupled:
+            p *= 1.0 - lr * weight_decay
+        else:  # grad.add(param, alpha=weight_decay)
+            wd_g = xp.multiply(p, weight_decay)
+            wd_g += g
+            g = wd_g
+    lerp_(exp_avg, g, 1.0 - beta1)
+    exp_avg_sq *= beta2  # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    tmp = xp.multiply(g, 1.0 - beta2)
+    tmp *= g
+    exp_avg_sq += tmp
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2 = 1 - beta2 ** step
+    step_size = lr / bias_correction1
+    bias_correction2_sqrt = bias_correction2 ** 0.5
+    if amsgrad:
+        xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+        second = max_exp_avg_sq
+    else:
+        second = exp_avg_sq
+    denom = xp.sqrt(second, out=tmp)  # (sqrt(v) / bias_correction2_sqrt).add_(eps)
+    denom /= bias_correction2_sqrt
+    denom += eps
+    update = xp.multiply(exp_avg, -step_size)  # param.addcdiv_(exp_avg, denom, -step_size)
+    update /= denom
+    p += update
+
+
+def _fused_adam(params: list[Tensor], grads: list[Tensor], states: list[dict],
+                steps: list[float], options: dict[str, Any]) -> bool:
+    """The CUDA multi-tensor step: one launch per (dtype, step count).
+
+    Returns False (nothing done) when some array does not suit the kernel.
+    """
+    from ..backend import kernels
+    from ..backend.kernel_reference import OPTIM_DTYPES
+
+    if not all(p._data.flags.c_contiguous and g._data.flags.c_contiguous
+               and p._data.dtype in OPTIM_DTYPES and p.device == params[0].device
+               for p, g in zip(params, grads)):
+        return False
+    batches: dict[tuple, list[int]] = {}
+    for i, (p, step) in enumerate(zip(params, steps)):
+        batches.setdefault((p._data.dtype, step), []).append(i)
+    amsgrad = options["amsgrad"]
+    for (_, step), idx in batches.items():
+        kernels.fused_adam([params[i]._data for i in idx], [grads[i]._data for i in idx],
+                           [states[i]["exp_avg"]._data for i in idx],
+                           [states[i]["exp_avg_sq"]._data for i in idx],
+                           [states[i]["max_exp_avg_sq"]._data for i in idx] if amsgrad else None,
+                           step=int(step), **options)
+    return True

@@ -1,0 +1,498 @@
+"""The Optimizer base class: parameter groups, per-parameter state, ``zero_grad``, state dicts,
+the three gradient storage strategies, and the stale-gradient check.
+
+Gradient storage strategies (constructor flags of every optimizer):
+
+* default (``foreach=None``/``False``, ``flat_grads=False``): each parameter owns its gradient
+  buffer, as in PyTorch. ``zero_grad(set_to_none=False)`` fills each one.
+* ``foreach=True``: ``zero_grad`` and ``step`` handle the parameters of one (device, dtype)
+  together. On CUDA that means the multi-tensor kernels (one launch zeroes every gradient, one
+  launch updates every parameter); on the CPU, NumPy has no multi-tensor primitive, so the same
+  per-array loops run (a ``fill(0)`` of a small array is already about 100 ns).
+* ``flat_grads=True``: one contiguous gradient buffer per (device, dtype), allocated at
+  construction; each parameter's gradient is a view of it (see ``_FlatGradBuffer``).
+
+The update arithmetic does not depend on the strategy, so all three train bit-identically on a
+given device. On CUDA the step of SGD and Adam(W) runs the fused kernels unless ``foreach=False``
+is given explicitly (PyTorch also defaults to its multi-tensor path on CUDA).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+import weakref
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad
+
+__all__ = ["Optimizer", "StaleGradWarning", "ParamsT"]
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+
+_get_grad = attrgetter("_grad")
+_get_requires_grad = attrgetter("requires_grad")
+
+
+class StaleGradWarning(UserWarning):
+    """``step()`` consumed a gradient that an earlier ``step()`` already used, not reset since.
+
+    The usual cause is a training loop without ``optimizer.zero_grad()``: every backward then
+    adds to the gradients of all earlier iterations, and each step applies them again.
+    """
+
+
+def _zeros_like(arr):
+    """A zero array of ``arr``'s shape, dtype and device (CuPy allocates on the current GPU)."""
+    from ..backend import backend_of
+
+    backend = backend_of(arr)
+    with backend.context():
+        return backend.xp.zeros_like(arr)
+
+
+def _at_least_1d(*arrays):
+    """0-d arrays as 1-element views (NumPy ufuncs turn 0-d results into scalars, which
+    cannot be written in place); None and other arrays unchanged."""
+    return tuple(a.reshape(1) if a is not None and a.ndim == 0 else a for a in arrays)
+
+
+def _to_array_like(value, param: Tensor):
+    """A fresh copy of ``value`` (a Tensor, NumPy array, or anything array-like such as a torch
+    tensor) with ``param``'s dtype on ``param``'s device."""
+    if isinstance(value, Tensor):
+        value = value._backend.to_numpy(value._data)
+    arr = np.array(value, dtype=param._data.dtype, copy=True)
+    backend = param._backend
+    with backend.context():
+        return backend.asarray(arr) if param.is_cuda else arr
+
+
+class _FlatGradBuffer:
+    """One contiguous gradient buffer for the parameters of one (device, dtype).
+
+    Each parameter gets ``p._grad_slot``: a view of its part of the buffer. The autograd engine
+    writes the first gradient of a backward into that view instead of allocating, so every
+    gradient lives in the buffer, and zeroing them all is one fill.
+    """
+
+    __slots__ = ("buffer", "params", "slots")
+
+    def __init__(self, params: list[Tensor]) -> None:
+        from ..ops.creation import zeros
+
+        first = params[0]
+        total = sum(p.numel() for p in params)
+        # A tensor, so that the memory statistics count the buffer.
+        self.buffer = zeros(total, dtype=first.dtype, device=first.device)
+        flat = self.buffer._data
+        self.params = params
+        self.slots = []
+        offset = 0
+        for p in params:
+            n = p.numel()
+            slot = flat[offset:offset + n].reshape(p._data.shape)
+            offset += n
+            self.slots.append(slot)
+            p._grad_slot = slot
+            g = p._grad
+            if g is not None:  # an existing gradient moves into the buffer
+                slot[...] = g._data
+                p._grad = Tensor._make(slot, False, None)
+
+    def zero_(self) -> None:
+        """``zero_grad(set_to_none=False)`` for these parameters (DESIGN.md section 3).
+
+        The common case, where every parameter has a gradient that is still its slot view, is
+        one fill of the whole buffer. Gradients that are None stay None (only the views of
+        existing gradients are zeroed then), and a gradient the user assigned (``p.grad = t``)
+        is zeroed in place where it is.
+        """
+        grads = list(map(_get_grad, self.params))
+        if (None not in grads and not any(map(_get_requires_grad, grads))
+                and all(map(_is_data_of, grads, self.slots))):
+            # One memset. The gradients' version counters are not bumped here (that would be
+            # a Python loop again); the optimizer's own zero epoch marks the reset.
+            self.buffer._backend.fill_zero(self.buffer._data)
+            return
+        for g, slot in zip(grads, self.slots):
+            if g is None:
+                continue
+            _detach_grad(g)
+            g._backend.fill_zero(g._data)
+            if g._data is not slot:  # a gradient the user assigned: zero it where it is
+                _bump_version(g)
+
+
+def _is_data_of(g: Tensor, slot) -> bool:
+    return g._data is slot
+
+
+def _detach_grad(g: Tensor) -> None:
+    """DESIGN.md section 3: a grad with a grad_fn is detached in place, else loses requires_grad."""
+    if g.grad_fn is not None:
+        g.detach_()
+    elif g.requires_grad:
+        g.requires_grad = False
+
+
+def _bump_version(g: Tensor) -> None:
+    """Record an in-place write (as ``Tensor.zero_`` does), marking it as a reset."""
+    vbox = g._vbox
+    vbox[0] += 1
+    vbox[1:] = [vbox[0]]
+
+
+class Optimizer:
+    """Base class of the optimizers: holds parameter groups and per-parameter state.
+
+    Subclasses define ``_step_group(group, params, grads)`` (the update of the parameters of
+    one group that have gradients), ``_check_hyperparameters(group)`` and
+    ``_required_state(group)`` (the state keys a non-empty state must have).
+
+    Stale gradients: ``step()`` warns (``StaleGradWarning``, once per optimizer) when it consumes
+    a gradient that an earlier ``step()`` already consumed and that was neither zeroed nor
+    replaced since. The rule, per parameter: at each step the optimizer records which gradient
+    tensor it used (a weak reference) and that tensor's version counter (bumped by every
+    in-place write: accumulation by backward, ``zero_()``). At the next step it warns when
+
+    * the gradient is the same tensor object as last time (``set_to_none`` + backward makes a
+      new one), and
+    * its version changed (a backward added into it; an unchanged version means no backward
+      touched it, e.g. a parameter unused in this iteration), and
+    * no reset happened in between: neither this optimizer's ``zero_grad`` (either mode), nor
+      ``zero_()`` on the gradient or on a view of it (``p.grad.zero_()``, ``p.grad.data.zero_()``,
+      which ``Module.zero_grad(set_to_none=False)`` uses; ``Tensor.zero_`` records the version
+      it reset to).
+
+    Accumulating several backward passes before one step is therefore fine; only adding into a
+    gradient that a step already applied warns.
+    """
+
+    _hyperparameter_keys: tuple[str, ...] = ()
+
+    def __init__(self, params: ParamsT, defaults: dict[str, Any], *,
+                 flat_grads: bool = False) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {type(params).__name__}")
+        self.defaults = defaults
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        self.flat_grads = bool(flat_grads)
+        self._flat_buffers: list[_FlatGradBuffer] = []
+        self._zero_epoch = 0  # bumped by every zero_grad: a reset of all this optimizer's grads
+        self._consumed: dict[Tensor, tuple[weakref.ref, int, int]] = {}
+        self._stale_warned = False
+        self._check_hyperparameters(defaults)
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    # -- parameter groups ---------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters (with hyperparameters overriding the defaults)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        param_group = dict(param_group)
+        params = param_group.get("params")
+        if params is None:
+            raise ValueError("parameter group didn't specify 'params'")
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            params = list(params)
+        names = None
+        if params and isinstance(params[0], tuple):  # named_parameters()
+            names = [name for name, _ in params]
+            params = [p for _, p in params]
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        param_group["params"] = params
+        if names is not None:
+            param_group["param_names"] = names
+        for name, default in self.defaults.items():
+            param_group.setdefault(name, default)
+        self._check_hyperparameters(param_group)
+
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error", stacklevel=3)
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+        if self.flat_grads:
+            self._allocate_flat(params)
+
+    def _allocate_flat(self, params: list[Tensor]) -> None:
+        by_key: dict[tuple, list[Tensor]] = {}
+        for p in dict.fromkeys(params):  # duplicates once
+            if p.is_floating_point():
+                by_key.setdefault((str(p.device), p._data.dtype), []).append(p)
+        for group_params in by_key.values():
+            self._flat_buffers.append(_FlatGradBuffer(group_params))
+
+    # -- hooks for subclasses -------------------------------------------------------------------
+    def _check_hyperparameters(self, group: dict[str, Any]) -> None:
+        """Raise ValueError (PyTorch's messages) for invalid hyperparameters."""
+
+    def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
+        """The keys a non-empty state of a parameter in ``group`` must have."""
+        return ()
+
+    def _step_group(self, group: dict[str, Any], params: list[Tensor],
+                    grads: list[Tensor]) -> None:
+        raise NotImplementedError
+
+    # -- zero_grad -----------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters (DESIGN.md section 3).
+
+        ``set_to_none=True`` (default): ``p.grad = None`` for every parameter that has one; the
+        next backward assigns fresh gradients. ``set_to_none=False``: each existing gradient
+        is detached (if it has a grad_fn) or loses requires_grad, then zeroed in place, so
+        references to it stay valid; gradients that are None stay None.
+
+        With ``flat_grads=True`` the zeroing is one fill of each flat buffer, and with
+        ``set_to_none=True`` the buffer stays allocated (the next backward writes into it
+        again): flat storage trades memory for speed.
+        """
+        self._zero_epoch += 1
+        if set_to_none:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p._grad = None
+            return
+        if self.flat_grads:  # every floating-point parameter is in a flat buffer
+            for flat in self._flat_buffers:
+                flat.zero_()
+            return
+        grads = [p._grad for group in self.param_groups for p in group["params"]
+                 if p._grad is not None]
+        for g in grads:
+            _detach_grad(g)
+        if self.defaults.get("foreach"):
+            _foreach_zero(grads)
+        else:
+            for g in grads:
+                g._backend.fill_zero(g._data)
+        for g in grads:
+            g._vbox[0] += 1
+
+    # -- step ----------------------------------------------------------------------------------
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update the parameters; ``closure`` (re-evaluates the model) is called first, with
+        gradients enabled, and its loss is returned."""
+        self._opt_called = True  # read by lr schedulers to warn about a wrong call order
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            params, grads = [], []
+            for p in group["params"]:
+                g = p._grad
+                if g is not None:
+                    params.append(p)
+                    grads.append(g)
+            if not params:
+                continue
+            if not self._stale_warned:
+                self._check_stale(params, grads)
+            self._step_group(group, params, grads)
+        return loss
+
+    def _check_stale(self, params: list[Tensor], grads: list[Tensor]) -> None:
+        """Warn if a gradient was consumed by an earlier step and not reset (see the class)."""
+        consumed = self._consumed
+        epoch = self._zero_epoch
+        for p, g in zip(params, grads):
+            vbox = g._vbox
+            version = vbox[0]
+            record = consumed.get(p)
+            if (record is not None and record[2] == epoch and record[0]() is g
+                    and version != record[1] and (len(vbox) < 2 or vbox[1] <= record[1])):
+                self._stale_warned = True
+                warnings.warn(
+                    "optimizer.step() is applying a gradient that an earlier step() already "
+                    "applied: it was accumulated into since, without zero_grad() (or "
+                    "p.grad.zero_() / p.grad = None) in between, so old gradients are applied "
+                    "again. Call optimizer.zero_grad() once per step.",
+                    StaleGradWarning, stacklevel=4)
+                consumed.clear()
+                return
+            consumed[p] = (weakref.ref(g), version, epoch)
+
+    # -- state dicts ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in PyTorch's format.
+
+        ``state`` maps the integer index of each parameter (counted through the groups in
+        order) to its state; ``param_groups`` holds each group's hyperparameters with
+        ``params`` as index lists. As in PyTorch the state tensors are the live ones, not
+        copies: deep-copy the dict (or save it) to keep a snapshot.
+        """
+        mapping: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                mapping.setdefault(id(p), len(mapping))
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {mapping[id(p)]: s for p, s in self.state.items() if id(p) in mapping}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state from ``state_dict()`` (copied: later steps do not touch the dict).
+
+        Everything is validated before anything changes: a dict that does not fit these
+        parameters (group or parameter counts, state shapes, missing keys, invalid
+        hyperparameters) raises ValueError and leaves the optimizer as it was.
+        """
+        if not isinstance(state_dict, dict):
+            raise ValueError(f"state_dict must be a dict, got {type(state_dict).__name__}")
+        for key in ("state", "param_groups"):
+            if key not in state_dict:
+                raise ValueError(f"loaded state dict is missing the {key!r} key")
+        saved_groups = state_dict["param_groups"]
+        saved_state = state_dict["state"]
+        if not isinstance(saved_state, dict):
+            raise ValueError("loaded state dict's 'state' must be a dict")
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups "
+                             f"({len(saved_groups)} vs the optimizer's "
+                             f"{len(self.param_groups)})")
+
+        index_to_param: dict[Any, Tensor] = {}
+        index_to_group: dict[Any, dict[str, Any]] = {}
+        new_groups = []
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if not isinstance(saved, dict) or "params" not in saved:
+                raise ValueError(f"parameter group {i} of the loaded state dict has no 'params'")
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError(f"loaded state dict contains a parameter group that doesn't "
+                                 f"match the size of optimizer's group (group {i}: "
+                                 f"{len(saved['params'])} parameters vs "
+                                 f"{len(group['params'])})")
+            missing = [k for k in self.defaults if k not in saved]
+            if missing:
+                raise ValueError(f"parameter group {i} of the loaded state dict is missing "
+                                 f"{', '.join(map(repr, missing))}")
+            new_group = {k: copy.deepcopy(v) for k, v in saved.items() if k != "params"}
+            new_group["params"] = group["params"]
+            self._check_hyperparameters(new_group)
+            for index, p in zip(saved["params"], group["params"]):
+                index_to_param[index] = p
+                index_to_group[index] = new_group
+            new_groups.append(new_group)
+
+        new_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        for index, saved in saved_state.items():
+            if index not in index_to_param:
+                raise ValueError(f"loaded state dict has state for parameter {index!r}, which "
+                                 f"is in none of its parameter groups")
+            if not isinstance(saved, dict):
+                raise ValueError(f"state of parameter {index!r} must be a dict, got "
+                                 f"{type(saved).__name__}")
+            p = index_to_param[index]
+            if saved:
+                missing = [k for k in self._required_state(index_to_group[index])
+                           if k not in saved]
+                if missing:
+                    raise ValueError(f"state of parameter {index!r} is missing "
+                                     f"{', '.join(map(repr, missing))}")
+            new_state[p] = {k: self._load_state_value(index, k, v, p) for k, v in saved.items()}
+
+        self.param_groups = new_groups
+        self.state = new_state
+        self._consumed.clear()
+
+    @staticmethod
+    def _load_state_value(index, key: str, value, p: Tensor):
+        """A validated copy of one state entry: ``step`` a float32 0-d CPU tensor, tensors
+        converted to the parameter's dtype and device."""
+        if key == "step":
+            arr = np.array(value._backend.to_numpy(value._data) if isinstance(value, Tensor)
+                           else value, dtype=np.float32)
+            if arr.shape != ():
+                raise ValueError(f"state {key!r} of parameter {index!r} must be a scalar, got "
+                                 f"shape {list(arr.shape)}")
+            return Tensor._make(arr.copy())
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        shape = tuple(getattr(value, "shape", np.shape(value)))
+        if shape != tuple(p.shape):
+            raise ValueError(f"state {key!r} of parameter {index!r} has shape {list(shape)}, "
+                             f"but the parameter has shape {list(p.shape)}")
+        return Tensor._make(_to_array_like(value, p))
+
+    # -- helpers for subclasses ------------------------------------------------------------------
+    def _state_tensor(self, p: Tensor, fill: float = 0.0) -> Tensor:
+        """A new state tensor like ``p`` filled with ``fill``."""
+        arr = _zeros_like(p._data)
+        if fill:
+            arr.fill(fill)
+        return Tensor._make(arr)
+
+    @staticmethod
+    def _use_fused(group: dict[str, Any], params: list[Tensor]) -> bool:
+        """True when this group's step runs the CUDA multi-tensor kernels."""
+        return group.get("foreach") is not False and params[0].is_cuda
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _foreach_zero(grads: list[Tensor]) -> None:
+    """Zero gradients grouped by device: one multi-tensor launch per GPU, fills on the CPU."""
+    by_device: dict[str, list] = {}
+    for g in grads:
+        if g.is_cuda and g._data.flags.c_contiguous:
+            by_device.setdefault(str(g.device), []).append(g._data)
+        else:
+            g._backend.fill_zero(g._data)
+    if by_device:
+        from ..backend import kernels
+
+        for arrays in by_device.values():
+            kernels.multi_tensor_zero(arrays)
+
+
+def _step_tensor() -> Tensor:
+    """The ``step`` state entry: a float32 0-d CPU tensor, as in PyTorch's state dicts."""
+    return Tensor._make(np.zeros((), dtype=np.float32))
+
+
+def _increment(step: Tensor) -> float:
+    """Add one to a ``step`` state tensor in place and return its new value."""
+    arr = step._data
+    arr += 1
+    return float(arr)

@@ -1,0 +1,126 @@
+"""Stochastic gradient descent with momentum, dampening, weight decay and Nesterov momentum."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tensor import Tensor
+from ..ops._util import xp_of
+from .optimizer import Optimizer, ParamsT, _at_least_1d, _zeros_like
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """SGD exactly as ``torch.optim.SGD`` (DESIGN.md section 3); state key ``momentum_buffer``.
+
+    ``foreach`` and ``flat_grads`` choose the gradient storage strategy (see ``Optimizer``).
+    """
+
+    def __init__(self, params: ParamsT, lr: float = 1e-3, momentum: float = 0,
+                 dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None,
+                 flat_grads: bool = False) -> None:
+        if differentiable or fused:
+            raise ValueError("microtorch's SGD supports neither differentiable nor fused")
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
+                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+                    "foreach": foreach, "differentiable": False, "fused": None}
+        super().__init__(params, defaults, flat_grads=flat_grads)
+
+    def _check_hyperparameters(self, group: dict[str, Any]) -> None:
+        if group["lr"] < 0.0:
+            raise ValueError(f"Invalid learning rate: {group['lr']}")
+        if group["momentum"] < 0.0:
+            raise ValueError(f"Invalid momentum value: {group['momentum']}")
+        if group["weight_decay"] < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+
+    def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
+        return ("momentum_buffer",) if group["momentum"] != 0 else ()
+
+    def _step_group(self, group: dict[str, Any], params: list[Tensor],
+                    grads: list[Tensor]) -> None:
+        lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), \
+            float(group["dampening"])
+        weight_decay, nesterov, maximize = float(group["weight_decay"]), group["nesterov"], \
+            group["maximize"]
+        state = self.state
+        bufs: list[Tensor | None] = ([state[p].get("momentum_buffer") for p in params]
+                                     if momentum != 0 else [None] * len(params))
+        if self._use_fused(group, params) and _fused_sgd(
+                params, grads, bufs, lr=lr, momentum=momentum, dampening=dampening,
+                weight_decay=weight_decay, nesterov=nesterov, maximize=maximize):
+            pass
+        else:
+            for i, (p, g) in enumerate(zip(params, grads)):
+                buf = bufs[i]
+                if momentum != 0 and buf is None:
+                    bufs[i] = buf = Tensor._make(_zeros_like(p._data))
+                    first = True
+                else:
+                    first = False
+                _sgd_update(p._data, g._data, None if buf is None else buf._data, first,
+                            lr=lr, momentum=momentum, dampening=dampening,
+                            weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+        if momentum != 0:
+            for p, buf in zip(params, bufs):
+                state[p]["momentum_buffer"] = buf
+
+
+def _sgd_update(p, g, buf, first: bool, *, lr: float, momentum: float, dampening: float,
+                weight_decay: float, nesterov: bool, maximize: bool) -> None:
+    """One SGD step of one array, in place, in PyTorch's single-tensor order.
+
+    ``buf`` is the momentum buffer (None without momentum); ``first`` says it is new and gets a
+    copy of the gradient. Scalars stay Python floats so float32 stays float32.
+    """
+    xp = xp_of(p)
+    p, g, buf = _at_least_1d(p, g, buf)
+    d = g
+    if weight_decay != 0:  # grad.add(param, alpha=weight_decay)
+        d = xp.multiply(p, weight_decay)
+        d = xp.subtract(d, g, out=d) if maximize else xp.add(d, g, out=d)
+    elif maximize:
+        d = xp.negative(g)
+    if momentum != 0:
+        if first:
+            buf[...] = d
+        else:  # buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+            buf *= momentum
+            buf += d if dampening == 0 else xp.multiply(d, 1.0 - dampening)
+        if nesterov:  # grad.add(buf, alpha=momentum)
+            d = xp.add(d, xp.multiply(buf, momentum))
+        else:
+            d = buf
+    p -= xp.multiply(d, lr)  # param.add_(grad, alpha=-lr)
+
+
+def _fused_sgd(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor | None],
+               **options) -> bool:
+    """The CUDA multi-tensor step (one launch per device, dtype and buffer age).
+
+    Returns False (nothing done) when some array does not suit the kernel; the caller then
+    runs the per-array path.
+    """
+    from ..backend import kernels
+    from ..backend.kernel_reference import OPTIM_DTYPES
+
+    if not all(p._data.flags.c_contiguous and g._data.flags.c_contiguous
+               and p._data.dtype in OPTIM_DTYPES and p.device == params[0].device
+               for p, g in zip(params, grads)):
+        return False
+    momentum = options["momentum"]
+    batches: dict[tuple, list[int]] = {}
+    for i, (p, buf) in enumerate(zip(params, bufs)):
+        if momentum != 0 and buf is None:
+            bufs[i] = Tensor._make(_zeros_like(p._data))
+        batches.setdefault((p._data.dtype, momentum != 0 and buf is None), []).append(i)
+    for (_, first), idx in batches.items():
+        kernels.fused_sgd([params[i]._data for i in idx], [grads[i]._data for i in idx],
+                          [bufs[i]._data for i in idx] if momentum != 0 else None,
+                          first_step=first, **options)
+    return True
