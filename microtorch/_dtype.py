@@ -90,9 +90,12 @@ def set_default_dtype(d) -> None:
 
 
 def promote(a: dtype, b: dtype) -> dtype:
-    """PyTorch's promotion of two tensor dtypes (same rule as NumPy within a category)."""
+    """PyTorch's promotion of two tensor dtypes: the higher category wins outright (int32 with
+    float32 is float32, not NumPy's float64); within a category NumPy's rule applies."""
     if a is b:
         return a
+    if a._category != b._category:
+        return a if a._category > b._category else b
     return _FROM_NP[np.promote_types(a.np, b.np)]
 
 

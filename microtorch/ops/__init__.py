@@ -219,12 +219,18 @@ def _write(self: Tensor, result: Tensor) -> Tensor:
     return self
 
 
+def _frozen(self: Tensor) -> Tensor:
+    """A copy of self at the same place in the graph: what the recorded op saves for backward,
+    so overwriting self afterwards does not invalidate it (PyTorch saves the original too)."""
+    return Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
+
+
 def _inplace(op):
     """The in-place form of an out-of-place op: compute, then write into self."""
 
     def method(self: Tensor, *args, **kwargs) -> Tensor:
         if _check_inplace(self, *args):
-            return _write(self, op(self, *args, **kwargs))
+            return _write(self, op(_frozen(self), *args, **kwargs))
         with _no_record():
             return _write(self, op(self, *args, **kwargs))
 
@@ -239,7 +245,7 @@ def _ufunc_inplace(name, op):
     def method(self: Tensor, other, *, alpha=1) -> Tensor:
         if _check_inplace(self, other):
             kwargs = {"alpha": alpha} if alpha != 1 else {}
-            return _write(self, op(self, other, **kwargs))
+            return _write(self, op(_frozen(self), other, **kwargs))
         arr = self._data
         xa, xb, dt = promote_operands(self, other)
         if not _can_cast(dt, arr.dtype):
@@ -248,7 +254,12 @@ def _ufunc_inplace(name, op):
                                f"{self.dtype.name.capitalize()}")
         if alpha != 1:
             xb = xb * alpha
-        getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
+        try:
+            getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
+        except ValueError:
+            raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
+                               f"broadcast shape {list(np.broadcast_shapes(arr.shape, xb.shape))}"
+                               ) from None
         self._vbox[0] += 1
         return self
 
@@ -318,6 +329,12 @@ def _reflected(op):
         return op(other, self)
 
     return method
+
+
+def _rtruediv(self: Tensor, other) -> Tensor:
+    # number / tensor is reciprocal(tensor) * number in PyTorch, which rounds differently
+    # from a true division.
+    return mul(globals()["reciprocal"](self), other)
 
 
 def _new(factory):
@@ -392,7 +409,7 @@ METHODS = dict(
     add_=_ufunc_inplace("add", add), sub_=_ufunc_inplace("subtract", sub),
     __iter__=_iter, __contains__=_contains,
     __add__=add, __radd__=_reflected(add), __sub__=sub, __rsub__=_reflected(sub),
-    __mul__=mul, __rmul__=_reflected(mul), __truediv__=div, __rtruediv__=_reflected(div),
+    __mul__=mul, __rmul__=_reflected(mul), __truediv__=div, __rtruediv__=_rtruediv,
     __floordiv__=floor_divide, __rfloordiv__=_reflected(floor_divide), __mod__=remainder,
     __rmod__=_reflected(remainder), __pow__=pow, __rpow__=_reflected(pow), __matmul__=matmul,
     __rmatmul__=_reflected(matmul), __neg__=globals()["neg"], __abs__=globals()["abs"],

@@ -87,6 +87,10 @@ def dims_arg(dim, ndim: int) -> tuple | None:
     """Normalise a ``dim`` argument (None, an int or a sequence) to a sorted tuple or None."""
     if dim is None:
         return None
+    if ndim == 0:  # PyTorch accepts dim 0 / -1 on a 0-d tensor; there is nothing to reduce
+        for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
+            wrap_dim(int(d), 0)
+        return ()
     if isinstance(dim, (int, np.integer)):
         return (wrap_dim(int(dim), ndim),)
     dims = tuple(sorted(wrap_dim(int(d), ndim) for d in dim))

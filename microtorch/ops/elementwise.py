@@ -85,8 +85,9 @@ class Div(Function):
                 from .. import _dtype
 
                 fdt = _dtype.get_default_dtype().np
-                xa = xa.astype(fdt) if hasattr(xa, "astype") else xa
-                xb = xb.astype(fdt) if hasattr(xb, "astype") else xb
+                # From the original operands: a scalar must not wrap first (uint8 / -3).
+                xa = a._data.astype(fdt) if isinstance(a, Tensor) else float(a)
+                xb = b._data.astype(fdt) if isinstance(b, Tensor) else float(b)
                 return xp_of(_array_of(xa, xb)).true_divide(xa, xb).astype(fdt, copy=False)
             return xa / xb
         xp = xp_of(_array_of(xa, xb))
@@ -213,6 +214,38 @@ def where(condition: Tensor, input, other) -> Tensor:
     if not isinstance(condition, Tensor):
         raise TypeError("where(): condition must be a Tensor")
     return Where.apply(condition, input, other)
+
+
+def _broadcast_message(*operands) -> str:
+    """PyTorch's error for shapes that do not broadcast (checked from the last dimension)."""
+    shapes = [x._data.shape for x in operands if isinstance(x, Tensor)]
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+    for i in range(ndim - 1, -1, -1):
+        sizes = [s[i] for s in padded if s[i] != 1]
+        if len(set(sizes)) > 1:
+            return (f"The size of tensor a ({sizes[0]}) must match the size of tensor b "
+                    f"({sizes[1]}) at non-singleton dimension {i}")
+    return "shapes cannot be broadcast together"
+
+
+def _raise_broadcast_errors(fn, skip=0):
+    """Turn NumPy's ValueError for unbroadcastable operands into PyTorch's RuntimeError."""
+
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as exc:
+            if "broadcast" not in str(exc):
+                raise
+            raise RuntimeError(_broadcast_message(*args[skip:])) from None
+
+    wrapped.__name__, wrapped.__doc__ = fn.__name__, fn.__doc__
+    return wrapped
+
+
+for _cls in (Add, Sub, Mul, Div, Pow, Maximum, Minimum, Where):
+    _cls.forward = staticmethod(_raise_broadcast_errors(_cls.forward, skip=1))
 
 
 # -- unary ------------------------------------------------------------------------------------
@@ -353,12 +386,12 @@ def _compare(ufunc_name):
     return compare
 
 
-eq = _compare("equal")
-ne = _compare("not_equal")
-lt = _compare("less")
-le = _compare("less_equal")
-gt = _compare("greater")
-ge = _compare("greater_equal")
+eq = _raise_broadcast_errors(_compare("equal"))
+ne = _raise_broadcast_errors(_compare("not_equal"))
+lt = _raise_broadcast_errors(_compare("less"))
+le = _raise_broadcast_errors(_compare("less_equal"))
+gt = _raise_broadcast_errors(_compare("greater"))
+ge = _raise_broadcast_errors(_compare("greater_equal"))
 
 
 def _logical(ufunc_name, bitwise_name):

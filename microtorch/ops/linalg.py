@@ -18,7 +18,12 @@ class MatMul(Function):
                                f"{'x'.join(map(str, xb.shape[-2:]))})")
         ctx.save_for_backward(a if b.requires_grad else None, b if a.requires_grad else None)
         ctx.meta = (xa.shape, a._data.dtype), (xb.shape, b._data.dtype)
-        return xa @ xb
+        try:
+            return xa @ xb
+        except ValueError:  # batch dimensions that do not broadcast
+            raise RuntimeError(f"The size of tensor a ({xa.shape[-3]}) must match the size of "
+                               f"tensor b ({xb.shape[-3]}) at non-singleton dimension "
+                               f"{max(xa.ndim, xb.ndim) - 3}") from None
 
     @staticmethod
     def backward(ctx, grad):

@@ -93,7 +93,8 @@ class Var(Function):
         dims = ctx.dims
         n = _count(x.shape, dims)
         centred = x - x.mean(dims, keepdim=True)
-        scale = 2.0 / (n - ctx.correction)
+        dof = n - ctx.correction
+        scale = 2.0 / dof if dof else math.inf  # as C++: 0 * inf makes the gradient NaN
         return _restore(grad, x.shape, dims, ctx.keepdim) * (centred * scale), None, None, None
 
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function
 from ._util import Tensor, sizes_arg, wrap_dim, xp_of
 
@@ -217,9 +218,10 @@ class Cat(Function):
     @staticmethod
     def forward(ctx, dim, *tensors):
         arrays = [t._data for t in tensors]
-        dtype = arrays[0].dtype
-        for a in arrays[1:]:
-            dtype = np.promote_types(dtype, a.dtype)
+        dtype = tensors[0].dtype
+        for t in tensors[1:]:
+            dtype = _dtype.promote(dtype, t.dtype)
+        dtype = dtype.np
         ctx.dim = dim
         ctx.sizes = [a.shape[dim] for a in arrays]
         ctx.dtypes = [a.dtype for a in arrays]
@@ -323,6 +325,8 @@ def _index_key(key):
         key = (key,)
     out = []
     for k in key:
+        if isinstance(k, slice) and k.step is not None and k.step < 0:
+            raise ValueError("step must be greater than zero")
         if isinstance(k, Tensor):
             arr = k._data
             if arr.dtype.kind not in "biu":

@@ -1,0 +1,63 @@
+"""Shared fixtures: the ``device`` fixture, and CI's rule that PyTorch tests may not skip.
+
+Set ``MICROTORCH_REQUIRE_TORCH=1`` (CI does) and a test that would skip because PyTorch is
+missing fails instead, so the oracle comparisons can never silently stop running.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+
+import pytest
+
+import microtorch
+
+CUDA_SKIP_REASON = "CUDA not available (needs CuPy and a GPU)"
+_MENTIONS_TORCH = re.compile(r"(?<![a-z])torch\b", re.IGNORECASE)  # "torch" but not "microtorch"
+
+
+def _torch_required() -> bool:
+    return os.environ.get("MICROTORCH_REQUIRE_TORCH") == "1"
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def device(request) -> str:
+    """Each test that takes ``device`` runs on the CPU and, when present, on the GPU."""
+    if request.param == "cuda" and not microtorch.cuda.is_available():
+        pytest.skip(CUDA_SKIP_REASON)
+    return request.param
+
+
+def pytest_sessionstart(session) -> None:
+    if _torch_required() and importlib.util.find_spec("torch") is None:
+        raise pytest.UsageError("MICROTORCH_REQUIRE_TORCH=1 but PyTorch is not installed: the "
+                                "tests that compare against it would all skip")
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+
+
+def _fail_torch_skip(report) -> None:
+    """Turn a skip whose reason names PyTorch into a failure (under MICROTORCH_REQUIRE_TORCH)."""
+    if _torch_required() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = _skip_reason(report)
+        if _MENTIONS_TORCH.search(reason):
+            report.outcome = "failed"
+            report.longrepr = f"MICROTORCH_REQUIRE_TORCH=1 forbids this skip: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_torch_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    # A module-level pytest.importorskip("torch") skips at collection, not in a test.
+    outcome = yield
+    _fail_torch_skip(outcome.get_result())
