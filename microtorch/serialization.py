@@ -307,7 +307,11 @@ def _read_array(zf: zipfile.ZipFile, name: str, meta: dict) -> np.ndarray:
         if dtype.hasobject or dtype.str != meta["dtype"] or list(shape) != meta["shape"]:
             raise _Corrupt(f"{name}: holds {dtype} {list(shape)}, the header says "
                            f"{meta['dtype']} {meta['shape']}")
-        flat = np.empty(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, np.uint8)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if fh.tell() + nbytes != zf.getinfo(name).file_size:  # before allocating anything
+            raise _Corrupt(f"{name}: {zf.getinfo(name).file_size} bytes cannot hold "
+                           f"{dtype} {list(shape)}")
+        flat = np.empty(nbytes, np.uint8)
         view = memoryview(flat)
         pos = 0
         while pos < flat.size:
