@@ -96,12 +96,14 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1  # PyTorch's arithmetic, off by one and all
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > LINEWIDTH:
+        # Measured as PyTorch's "torch.float64", so lines break where PyTorch breaks them.
+        width = len(suffix.replace("microtorch.", "torch."))
+        if last_line_len + width + 2 > LINEWIDTH:
             parts.append(",\n" + " " * indent + suffix)
-            last_line_len = indent + len(suffix)
+            last_line_len = indent + width
         else:
             parts.append(", " + suffix)
-            last_line_len += len(suffix) + 2
+            last_line_len += width + 2
     return "".join(parts) + ")"
 
 

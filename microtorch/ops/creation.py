@@ -20,25 +20,30 @@ def _finish(arr, requires_grad: bool) -> Tensor:
 
 
 def _infer_dtype(data) -> _dtype.dtype:
-    """PyTorch's dtype for nested Python data: bool < int64 < default float."""
-    category = -1
+    """PyTorch's dtype for nested data: the promotion of every item's own dtype, where a Python
+    bool/int/float counts as bool/int64/the default float and NumPy scalars, arrays and tensors
+    bring their dtype (``[np.float64(1.5), 2.0]`` is float64)."""
+    result = None
     stack = [data]
     while stack:
         item = stack.pop()
         if isinstance(item, Tensor):
-            category = max(category, item.dtype._category)
-        elif isinstance(item, (bool, np.bool_)):
-            category = max(category, 0)
-        elif isinstance(item, (numbers.Integral, np.integer)):
-            category = max(category, 1)
-        elif isinstance(item, (numbers.Real, np.floating)):
-            category = max(category, 2)
+            d = item.dtype
+        elif isinstance(item, (np.generic, np.ndarray)):
+            d = _dtype.from_numpy_dtype(item.dtype)
+        elif isinstance(item, bool):
+            d = _dtype.bool_
+        elif isinstance(item, numbers.Integral):
+            d = _dtype.int64
+        elif isinstance(item, numbers.Real):
+            d = _dtype.get_default_dtype()
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
+            continue
         else:
             raise TypeError(f"Could not infer dtype of {type(item).__name__}")
-    return (_dtype.bool_, _dtype.int64, _dtype.get_default_dtype())[category] if category >= 0 \
-        else _dtype.get_default_dtype()
+        result = d if result is None else _dtype.promote(result, d)
+    return _dtype.get_default_dtype() if result is None else result
 
 
 def _plain(data):
