@@ -68,7 +68,7 @@ def _to_array_like(value, param: Tensor):
     tensor) with ``param``'s dtype on ``param``'s device."""
     if isinstance(value, Tensor):
         value = value._backend.to_numpy(value._data)
-    arr = np.array(value, dtype=param._data.dtype, copy=True)
+    arr = np.asarray(value).astype(param._data.dtype)  # astype copies
     backend = param._backend
     with backend.context():
         return backend.asarray(arr) if param.is_cuda else arr
@@ -115,8 +115,9 @@ class _FlatGradBuffer:
         is zeroed in place where it is.
         """
         grads = list(map(_get_grad, self.params))
-        if (None not in grads and not any(map(_get_requires_grad, grads))
-                and all(map(_is_data_of, grads, self.slots))):
+        # (``None in grads`` would compare tensors elementwise, hence the identity helper.)
+        if (all(map(_is_slot_grad, grads, self.slots))
+                and not any(map(_get_requires_grad, grads))):
             # One memset. The gradients' version counters are not bumped here (that would be
             # a Python loop again); the optimizer's own zero epoch marks the reset.
             self.buffer._backend.fill_zero(self.buffer._data)
@@ -130,8 +131,9 @@ class _FlatGradBuffer:
                 _bump_version(g)
 
 
-def _is_data_of(g: Tensor, slot) -> bool:
-    return g._data is slot
+def _is_slot_grad(g: Tensor | None, slot) -> bool:
+    """True when ``g`` exists and is the flat buffer view ``slot`` (not a user's tensor)."""
+    return g is not None and g._data is slot
 
 
 def _detach_grad(g: Tensor) -> None:
@@ -433,8 +435,8 @@ class Optimizer:
         """A validated copy of one state entry: ``step`` a float32 0-d CPU tensor, tensors
         converted to the parameter's dtype and device."""
         if key == "step":
-            arr = np.array(value._backend.to_numpy(value._data) if isinstance(value, Tensor)
-                           else value, dtype=np.float32)
+            arr = np.asarray(value._backend.to_numpy(value._data) if isinstance(value, Tensor)
+                             else value).astype(np.float32)
             if arr.shape != ():
                 raise ValueError(f"state {key!r} of parameter {index!r} must be a scalar, got "
                                  f"shape {list(arr.shape)}")
