@@ -212,19 +212,29 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     values = (start, end, step)
     if dtype is None:
         integral = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                        for v in values)
         dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
     dt = _dtype.as_dtype(dtype).np
+    if dt.kind != "f":
+        # PyTorch accumulates integer ranges in int64: start and step are truncated first
+        # (and for int64 output the size is counted from a truncated end too).
+        first, inc = int(start), int(step)
+        if inc == 0:
+            raise ValueError("step must be nonzero")
+        if dt == np.int64:
+            start, end, step = first, int(end), inc
     n = int(np.ceil((end - start) / step))
     backend = get_backend(device)
     with backend.context():
-        # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
-        arr = (backend.xp.arange(n, dtype=np.float64) * step + start).astype(dt) \
-            if dt.kind == "f" else backend.xp.arange(start, end, step, dtype=dt)
+        if dt.kind == "f":
+            # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
+            arr = (backend.xp.arange(n, dtype=np.float64) * step + start).astype(dt)
+        else:
+            arr = (backend.xp.arange(n, dtype=np.int64) * inc + first).astype(dt)
     return _finish(arr, requires_grad)
 
 
