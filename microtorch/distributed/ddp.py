@@ -1,0 +1,297 @@
+"""``DistributedDataParallel``: one model replica per process, gradients averaged in buckets.
+
+How a synchronised step works (PyTorch's Reducer, simplified):
+
+* Construction broadcasts rank 0's parameters and buffers, then packs the parameters that
+  require grad into buckets: flat buffers per (device, dtype), filled in *reverse*
+  registration order (roughly the order backward produces gradients), capped at
+  ``bucket_cap_mb`` (the first bucket at 1 MB, so communication starts early). With
+  ``gradient_as_bucket_view`` every parameter's ``_grad_slot`` is its view of a bucket: the
+  autograd engine writes gradients straight into the bucket, nothing is copied.
+* During backward a post-accumulate hook counts each parameter's gradient; once a bucket is
+  complete (and every earlier bucket launched: all ranks must issue collectives in the same
+  order) its all-reduce is launched without blocking, and later hooks drive its progress, so
+  communication overlaps the rest of backward.
+* A final callback of the backward pass launches the buckets still waiting (parameters that
+  got no gradient here) and waits for all of them, with the process group's deadline.
+
+Each bucket carries one extra element per parameter after the gradients: 1 where this rank
+has a gradient for it, else 0. They are summed along with the gradients, so the reduction
+also says, for free, which parameters got a gradient on *any* rank: those end with a
+gradient (a rank without one contributed zeros), the others stay None.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .._tensor import Tensor
+from ..autograd import engine
+from ..autograd.grad_mode import is_grad_enabled
+from ..nn.modules.module import Module
+from . import process_group as pg_api
+from ._common import ReduceOp, Work
+
+__all__ = ["DistributedDataParallel"]
+
+_FIRST_BUCKET_BYTES = 1024 * 1024  # PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES
+
+
+class _Bucket:
+    """A flat buffer holding the gradients of some parameters, plus their used-flags."""
+
+    def __init__(self, params: list[Tensor], as_view: bool) -> None:
+        first = params[0]
+        backend = first._backend
+        self.params = params
+        self.numel = sum(p._data.size for p in params)
+        with backend.context():
+            flat = backend.xp.zeros(self.numel + len(params), dtype=first._data.dtype)
+        # A Tensor, so that the memory statistics count the bucket.
+        self.buffer = Tensor._make(flat)
+        self.flat = flat
+        self.grads = flat[:self.numel]
+        self.flags = flat[self.numel:]
+        self.views = []
+        offset = 0
+        for p in params:
+            n = p._data.size
+            self.views.append(flat[offset:offset + n].reshape(p._data.shape))
+            offset += n
+        if as_view:
+            for p, view in zip(params, self.views):
+                p._grad_slot = view
+                if p._grad is not None:  # an existing gradient moves into the bucket
+                    view[...] = p._grad._data
+                    p._grad = Tensor._make(view, False, None)
+        self.pending = len(params)  # gradients still to come in this backward
+        self.work: Work | None = None
+
+    def launch(self, group) -> Work:
+        """Copy in what is not already in place, then start the all-reduce."""
+        self.flags.fill(1)
+        for k, (p, view) in enumerate(zip(self.params, self.views)):
+            g = p._grad
+            if g is None:  # no gradient here: contribute zeros and say so in the flags
+                view.fill(0)
+                self.flags[k] = 0
+            elif g._data is not view:  # gradient_as_bucket_view=False, or a user-set .grad
+                view[...] = g._data
+        self.work = group.allreduce(self.flat, ReduceOp.SUM)
+        return self.work
+
+    def finish(self, world_size: int, as_view: bool) -> None:
+        """Average, then hand every parameter its reduced gradient."""
+        self.grads[...] /= world_size  # in place: dtype kept; the flags stay counts
+        used = (self.flags > 0).tolist()
+        for p, view, used_anywhere in zip(self.params, self.views, used):
+            g = p._grad
+            if g is None:
+                if used_anywhere:  # a gradient on another rank: this one's is zeros + theirs
+                    p._grad = Tensor._make(view if as_view else view.copy(), False, None)
+            elif g._data is view:
+                g._vbox[0] += 1  # written in place: version counters must see it
+            else:
+                g._data[...] = view
+                g._vbox[0] += 1
+        self.pending = len(self.params)
+        self.work = None
+
+
+def _weak_method(obj, name: str):
+    """A function calling ``obj.<name>(*args)`` while ``obj`` lives (hooks must not keep the
+    wrapper alive through the parameters)."""
+    ref = weakref.ref(obj)
+
+    def call(*args) -> None:
+        target = ref()
+        if target is not None:
+            getattr(target, name)(*args)
+
+    return call
+
+
+def _tensors_in(obj) -> Iterator[Tensor]:
+    """The tensors of a forward output (a tensor, or tuples/lists/dicts of them)."""
+    if isinstance(obj, Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _tensors_in(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _tensors_in(item)
+
+
+class DistributedDataParallel(Module):
+    """Data-parallel training of ``module``: gradients averaged over all ranks after backward.
+
+    Construct it after ``init_process_group`` and after moving the module to its device;
+    build the optimizer from ``ddp.parameters()`` (or the module's: they are the same).
+    ``no_sync()`` accumulates gradients locally; the first backward after it communicates
+    the whole window once. ``zero_grad(set_to_none=True)`` and ``False`` both work: a
+    gradient set to None is written back into its bucket view by the next backward.
+
+    Differences from PyTorch, all deliberate: ``gradient_as_bucket_view`` defaults to True
+    (zero copies); parameters without a gradient in a backward never stall or fail the
+    reduction, so ``find_unused_parameters`` is accepted for compatibility but not needed;
+    ``output_device``/``dim`` are accepted for compatibility only (one device per process).
+    Optimizers' ``flat_grads=True`` would take the parameters' gradient slots away from the
+    buckets: it still trains correctly (gradients copied in and out) but is pointless here.
+    """
+
+    def __init__(self, module: Module, device_ids: list | None = None, output_device=None,
+                 dim: int = 0, broadcast_buffers: bool = True, process_group=None,
+                 bucket_cap_mb: float | None = 25, find_unused_parameters: bool = False,
+                 check_reduction: bool = False, gradient_as_bucket_view: bool = True,
+                 static_graph: bool = False) -> None:
+        super().__init__()
+        if device_ids is not None and len(device_ids) > 1:
+            raise ValueError("device_ids can only be None or contain a single element.")
+        self.module = module
+        self.device_ids = device_ids
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view = gradient_as_bucket_view
+        self.bucket_cap_mb = 25 if bucket_cap_mb is None else bucket_cap_mb
+        self.require_backward_grad_sync = True
+        group = pg_api._default_group()
+        self._group = group
+        self.world_size: int = group.size
+        self.rank: int = group.rank
+        self._sync_module_states()
+        self._buckets = self._build_buckets()
+        self._where: dict[int, _Bucket] = {}
+        for bucket in self._buckets:
+            for p in bucket.params:
+                self._where[id(p)] = bucket
+        on_grad_ready = _weak_method(self, "_on_grad_ready")
+        self._hook_handles = [engine.register_post_accumulate_grad_hook(p, on_grad_ready)
+                              for p in self._params()]
+        self._expect_sync = False  # set by a forward whose backward must communicate
+        self._final_queued = False
+        self._next_bucket = 0  # buckets launch strictly in order (same order on every rank)
+        self.comm_stats: dict[str, float] = {}  # timings of the last synchronised backward
+
+    # -- construction ---------------------------------------------------------------------------
+    def _params(self) -> list[Tensor]:
+        return [p for p in self.module.parameters() if p.requires_grad]
+
+    def _sync_module_states(self) -> None:
+        """Every rank starts from rank 0's parameters and buffers."""
+        if self.world_size == 1:
+            return
+        tensors = list(self.module.parameters()) + [
+            b for b in self.module.buffers() if b is not None]
+        works = [self._group.broadcast(t._data, 0) for t in tensors]
+        for w in works:
+            w.wait()
+        for t in tensors:
+            t._vbox[0] += 1
+
+    def _build_buckets(self) -> list[_Bucket]:
+        """Group parameters, last registered first, into capped flat buckets per device/dtype."""
+        cap = int(self.bucket_cap_mb * 1024 * 1024)
+        open_buckets: dict[tuple, list[Tensor]] = {}
+        open_bytes: dict[tuple, int] = {}
+        closed: list[list[Tensor]] = []
+        first_closed: set[tuple] = set()
+        for p in reversed(self._params()):
+            key = (str(p.device), p._data.dtype)
+            open_buckets.setdefault(key, []).append(p)
+            open_bytes[key] = open_bytes.get(key, 0) + p._data.nbytes
+            limit = cap if key in first_closed else min(cap, _FIRST_BUCKET_BYTES)
+            if open_bytes[key] >= limit:
+                closed.append(open_buckets.pop(key))
+                open_bytes[key] = 0
+                first_closed.add(key)
+        closed.extend(open_buckets.values())
+        return [_Bucket(params, self.gradient_as_bucket_view) for params in closed]
+
+    # -- forward --------------------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        """Run the wrapped module; arm the gradient reduction of the coming backward."""
+        if self.broadcast_buffers and self.world_size > 1:
+            buffers = [b for b in self.module.buffers() if b is not None]
+            works = [self._group.broadcast(b._data, 0) for b in buffers]
+            for w in works:
+                w.wait()
+        sync = is_grad_enabled() and self.require_backward_grad_sync
+        self._expect_sync = sync
+        self._final_queued = False
+        self._next_bucket = 0
+        for bucket in self._buckets:
+            bucket.pending = len(bucket.params)
+        out = self.module(*inputs, **kwargs)
+        if sync:
+            # A hook on the outputs queues the final callback even if no parameter of this
+            # rank gets a gradient: the other ranks still expect this rank's reductions.
+            queue_final = _weak_method(self, "_queue_final")
+            for t in _tensors_in(out):
+                if t.requires_grad and t.grad_fn is not None:
+                    t.register_hook(lambda grad: queue_final())
+        return out
+
+    @contextmanager
+    def no_sync(self):
+        """Inside: forwards and backwards accumulate gradients locally, with no communication."""
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    # -- backward ----------------------------------------------------------------------------------
+    def _queue_final(self) -> None:
+        if self._expect_sync and not self._final_queued:
+            self._final_queued = True
+            self.comm_stats = {"backward_start": time.perf_counter()}
+            engine.queue_callback(self._finish_reduction)
+
+    def _on_grad_ready(self, param: Tensor) -> None:
+        """Post-accumulate hook: count the gradient; launch the buckets that are complete."""
+        if not self._expect_sync:
+            return
+        self._queue_final()
+        bucket = self._where[id(param)]
+        bucket.pending -= 1
+        if bucket.pending == 0:
+            self._launch_ready()
+        else:
+            self._poke()
+
+    def _launch_ready(self) -> None:
+        buckets = self._buckets
+        while self._next_bucket < len(buckets) and buckets[self._next_bucket].pending <= 0:
+            buckets[self._next_bucket].launch(self._group)
+            self._next_bucket += 1
+
+    def _poke(self) -> None:
+        """Let in-flight reductions progress (MPI advances only inside MPI calls)."""
+        for bucket in self._buckets[:self._next_bucket]:
+            if bucket.work is not None and not bucket.work.is_completed():
+                break
+
+    def _finish_reduction(self) -> None:
+        """End of backward: launch what is left, wait for everything, unpack the results."""
+        start = time.perf_counter()
+        self._expect_sync = False
+        launched_early = self._next_bucket
+        for bucket in self._buckets[self._next_bucket:]:
+            bucket.launch(self._group)
+        self._next_bucket = len(self._buckets)
+        for bucket in self._buckets:
+            bucket.work.wait()
+            bucket.finish(self.world_size, self.gradient_as_bucket_view)
+        end = time.perf_counter()
+        self.comm_stats.update(backward_end=start, exposed_s=end - start,
+                               buckets=len(self._buckets), launched_early=launched_early)
+
+    # -- state ------------------------------------------------------------------------------------
+    def bucket_sizes(self) -> list[int]:
+        """How many gradient elements each bucket holds (in launch order)."""
+        return [b.numel for b in self._buckets]
