@@ -24,7 +24,7 @@ import warnings
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -82,7 +82,7 @@ class _FlatGradBuffer:
     gradient lives in the buffer, and zeroing them all is one fill.
     """
 
-    __slots__ = ("buffer", "params", "slots")
+    __slots__ = ("buffer", "params", "slots", "_cached_grads")
 
     def __init__(self, params: list[Tensor]) -> None:
         from ..ops.creation import zeros
@@ -93,6 +93,7 @@ class _FlatGradBuffer:
         self.buffer = zeros(total, dtype=first.dtype, device=first.device)
         flat = self.buffer._data
         self.params = params
+        self._cached_grads: list[Tensor] | None = None
         self.slots = []
         offset = 0
         for p in params:
@@ -114,14 +115,23 @@ class _FlatGradBuffer:
         existing gradients are zeroed then), and a gradient the user assigned (``p.grad = t``)
         is zeroed in place where it is.
         """
+        # Fast path: the gradients are the very objects seen last time, when they were
+        # checked to be slot views (held strongly, so an id cannot be reused meanwhile).
+        # Two C-level passes over the parameters; versions are not bumped (the optimizer's
+        # zero epoch marks the reset for the stale-gradient check).
+        cached = self._cached_grads
+        if (cached is not None and all(map(is_, map(_get_grad, self.params), cached))
+                and not any(map(_get_requires_grad, cached))):
+            self.buffer._backend.fill_zero(self.buffer._data)
+            return
         grads = list(map(_get_grad, self.params))
         # (``None in grads`` would compare tensors elementwise, hence the identity helper.)
         if (all(map(_is_slot_grad, grads, self.slots))
                 and not any(map(_get_requires_grad, grads))):
-            # One memset. The gradients' version counters are not bumped here (that would be
-            # a Python loop again); the optimizer's own zero epoch marks the reset.
+            self._cached_grads = grads
             self.buffer._backend.fill_zero(self.buffer._data)
             return
+        self._cached_grads = None
         for g, slot in zip(grads, self.slots):
             if g is None:
                 continue
@@ -277,10 +287,15 @@ class Optimizer:
 
         With ``flat_grads=True`` the zeroing is one fill of each flat buffer, and with
         ``set_to_none=True`` the buffer stays allocated (the next backward writes into it
-        again): flat storage trades memory for speed.
+        again): flat storage trades memory for speed. The one-fill path does not bump the
+        gradients' version counters (that would be a Python loop again), so a graph that saved
+        a gradient tensor does not notice it was zeroed; the other paths bump them as
+        ``Tensor.zero_`` does.
         """
         self._zero_epoch += 1
         if set_to_none:
+            for flat in self._flat_buffers:
+                flat._cached_grads = None
             for group in self.param_groups:
                 for p in group["params"]:
                     p._grad = None
@@ -289,17 +304,29 @@ class Optimizer:
             for flat in self._flat_buffers:
                 flat.zero_()
             return
-        grads = [p._grad for group in self.param_groups for p in group["params"]
-                 if p._grad is not None]
-        for g in grads:
-            _detach_grad(g)
-        if self.defaults.get("foreach"):
-            _foreach_zero(grads)
-        else:
-            for g in grads:
-                g._backend.fill_zero(g._data)
-        for g in grads:
-            g._vbox[0] += 1
+        # One pass: detach, zero (a fill per array; on CUDA with foreach, contiguous grads
+        # are collected for one multi-tensor launch per device), bump the version.
+        batched: dict[str, list] | None = {} if self.defaults.get("foreach") else None
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if g.requires_grad:  # a grad_fn implies requires_grad
+                    _detach_grad(g)
+                arr = g._data
+                if type(arr) is np.ndarray:
+                    arr.fill(0)
+                elif batched is not None and arr.flags.c_contiguous:
+                    batched.setdefault(str(g.device), []).append(arr)
+                else:
+                    g._backend.fill_zero(arr)
+                g._vbox[0] += 1
+        if batched:
+            from ..backend import kernels
+
+            for arrays in batched.values():
+                kernels.multi_tensor_zero(arrays)
 
     # -- step ----------------------------------------------------------------------------------
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -471,21 +498,6 @@ class Optimizer:
                     lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
-
-
-def _foreach_zero(grads: list[Tensor]) -> None:
-    """Zero gradients grouped by device: one multi-tensor launch per GPU, fills on the CPU."""
-    by_device: dict[str, list] = {}
-    for g in grads:
-        if g.is_cuda and g._data.flags.c_contiguous:
-            by_device.setdefault(str(g.device), []).append(g._data)
-        else:
-            g._backend.fill_zero(g._data)
-    if by_device:
-        from ..backend import kernels
-
-        for arrays in by_device.values():
-            kernels.multi_tensor_zero(arrays)
 
 
 def _step_tensor() -> Tensor:
