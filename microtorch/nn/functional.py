@@ -447,8 +447,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    # softplus(-x) = log1p(exp(-|x|)) + max(-x, 0), never overflowing.
-    softplus_neg = (-input.abs()).exp().log1p() + Relu.apply(-input)
+    # softplus(-x) = m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0): never overflows, and
+    # since the identity holds for any m, autograd's subgradient choice for m at x = 0 cannot
+    # bias the gradient (the log1p(exp(-|x|)) form would lose the -1/2 there).
+    m = Relu.apply(-input).detach()
+    softplus_neg = m + ((-m).exp() + (-input - m).exp()).log()
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * softplus_neg

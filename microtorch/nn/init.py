@@ -62,21 +62,46 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator=None) -> Tensor:
-    """Fill with N(mean, std^2) truncated to [a, b] (inverse-CDF method, as PyTorch)."""
-    from ..ops.nn_ops import erfinv_array
+    """Fill with N(mean, std^2) truncated to [a, b], by PyTorch 2.13's rejection sampling.
 
+    When [a, b] holds more than 30% of the mass, normal draws (of the whole tensor) replace the
+    values outside it until none is left; otherwise uniform proposals on [a, b] are accepted
+    with probability pdf/peak. The draws follow PyTorch's order, so the CPU stream matches.
+    """
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-    uniform_(tensor, 2 * lo - 1, 2 * hi - 1, generator=generator)
-    arr = tensor._data
-    arr[...] = erfinv_array(arr)
-    arr *= std * math.sqrt(2.0)
-    arr += mean
-    xp = tensor._backend.xp
-    xp.clip(arr, a, b, out=arr)
-    return tensor
+    source = tensor._backend if generator is None else generator
+    xp, arr = tensor._backend.xp, tensor._data
+    shape, dt = tuple(arr.shape), arr.dtype
+
+    def draw(kind: str, *args):
+        return tensor._backend.asarray(getattr(source, kind)(shape, dt, *args))
+
+    if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+        lo, hi = dt.type(a), dt.type(b)  # bounds as the tensor's dtype sees them
+        result = draw("normal", mean, std)
+        while True:
+            mask = (result < lo) | (result > hi)
+            if not bool(mask.any()):
+                break
+            result = xp.where(mask, draw("normal", mean, std), result)
+        return _fill(tensor, result)
+
+    log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+    def log_pdf(c):  # the same in-place op sequence as PyTorch, in the tensor's dtype
+        c = (c - mean) / std
+        return c * c * -0.5 - log_peak
+
+    result = draw("uniform", a, b)
+    pending = xp.log(draw("uniform", 0.0, 1.0)) > log_pdf(result)
+    while bool(pending.any()):
+        candidates = draw("uniform", a, b)
+        result = xp.where(pending, candidates, result)
+        pending = xp.where(pending, xp.log(draw("uniform", 0.0, 1.0)) > log_pdf(candidates),
+                           pending)
+    return _fill(tensor, result)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

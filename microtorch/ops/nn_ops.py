@@ -184,9 +184,10 @@ class CrossEntropy(Function):
             denom = 1.0
         else:
             denom = row_w.sum() if reduction == "mean" else xa.dtype.type(1)
-            loss = nll.sum() / denom
-            if eps:
-                loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
+            with np.errstate(invalid="ignore"):  # every row ignored: NaN, as in PyTorch
+                loss = nll.sum() / denom
+                if eps:
+                    loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
         ctx.save_for_backward(x)
         ctx.probs = xp.exp(logp)
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
@@ -208,7 +209,9 @@ class CrossEntropy(Function):
             a = a + (eps / c) * w_sum * keep
             b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
         if reduction == "mean":
-            a, b = a / denom, b / denom
+            # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
+            scale = 1 / denom if denom else 0.0
+            a, b = a * scale, b * scale
         if state.grad_enabled:
             p = Softmax.apply(x, 1)
             g = grad.reshape(-1, 1) if reduction == "none" else grad
@@ -523,22 +526,3 @@ def avg_pool_divisor(xp, dtype, h: int, w: int, kernel, stride, pad, out_hw,
     counts = _windows(ones, kh, kw, *stride, 1, 1, oh, ow).sum(axis=(4, 5))
     return counts
 
-
-def erfinv_array(arr):
-    """Inverse error function of an array (scipy/cupyx when present, else Newton on erf)."""
-    xp = xp_of(arr)
-    if xp is not np:
-        import cupyx.scipy.special
-
-        return cupyx.scipy.special.erfinv(arr)
-    try:
-        from scipy.special import erfinv
-    except ImportError:
-        # Start from Giles' single-precision approximation, polish with Newton steps in float64.
-        x = arr.astype(np.float64)
-        w = -np.log((1.0 - x) * (1.0 + x))
-        y = x * np.where(w < 5.0, 1.4 + 0.2 * (w - 2.5), 2.8 + 0.3 * (np.sqrt(w) - 3.0))
-        for _ in range(6):
-            y = y - (_erf_array(y) - x) / (2.0 / math.sqrt(math.pi) * np.exp(-y * y))
-        return y.astype(arr.dtype)
-    return erfinv(arr).astype(arr.dtype, copy=False)

@@ -169,7 +169,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -179,7 +179,7 @@ class Module:
         elif isinstance(value, Module):
             if "_modules" not in d:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             d["_modules"][name] = value
         elif "_modules" in d and name in d["_modules"]:
             if value is not None:
@@ -194,12 +194,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Drop ``name`` from every registry before it is registered anew."""
+    def _forget(self, name: str, keep: str) -> None:
+        """Drop ``name`` from the other registries (``keep`` keeps its slot and order)."""
         d = self.__dict__
         d.pop(name, None)
         for registry in ("_parameters", "_buffers", "_modules"):
-            d[registry].pop(name, None)
+            if registry != keep:
+                d[registry].pop(name, None)
         d["_non_persistent_buffers_set"].discard(name)
 
     def __getattr__(self, name: str):
