@@ -85,7 +85,8 @@ class _Bucket:
 
     def finish(self, world_size: int, as_view: bool) -> None:
         """Average, then hand every parameter its reduced gradient."""
-        self.grads[...] /= world_size  # in place: dtype kept; the flags stay counts
+        if world_size > 1:
+            self.grads[...] /= world_size  # in place: dtype kept; the flags stay counts
         used = (self.flags > 0).tolist()
         for p, view, used_anywhere in zip(self.params, self.views, used):
             g = p._grad
@@ -286,9 +287,13 @@ class DistributedDataParallel(Module):
         self._next_bucket = len(self._buckets)
         for bucket in self._buckets:
             bucket.work.wait()
+        waited = time.perf_counter()
+        for bucket in self._buckets:
             bucket.finish(self.world_size, self.gradient_as_bucket_view)
-        end = time.perf_counter()
-        self.comm_stats.update(backward_end=start, exposed_s=end - start,
+        # exposed_s: communication backward could not hide; unpack_s: averaging and handing
+        # out the gradients (local work, the same with or without overlap).
+        self.comm_stats.update(backward_end=start, exposed_s=waited - start,
+                               unpack_s=time.perf_counter() - waited,
                                buckets=len(self._buckets), launched_early=launched_early)
 
     # -- state ------------------------------------------------------------------------------------
