@@ -189,3 +189,27 @@ def test_engine_post_accumulate_hooks_and_final_callbacks():
     assert len(log) == 2
     with pytest.raises(RuntimeError, match="during backward"):
         engine.queue_callback(lambda: None)
+
+
+@pytest.mark.mpi
+@pytest.mark.cuda
+def test_nccl_collectives_and_ddp_on_the_gpu(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA not available (needs CuPy and a GPU)")
+    import microtorch.distributed as dist
+
+    if not dist.is_nccl_available():
+        pytest.skip("CuPy has no NCCL bindings here")
+    n = min(2, torch.cuda.device_count())
+    for r in results(run_mpi("nccl.py", out=tmp_path, n=n, timeout=120), tmp_path):
+        total = sum(range(1, n + 1))
+        assert r["backend"] == "nccl" and r["world"] == n
+        assert r["sum"] == [total, 2.0 * total]
+        assert r["avg"] == pytest.approx([total / n, 2 * total / n])
+        assert r["max"] == [n - 1, 0]
+        assert r["noncontig"] == [[0.0, 3.0 * total], [total, 4.0 * total],
+                                  [2.0 * total, 5.0 * total]]
+        assert r["broadcast"] == [n - 1.0, n - 1.0]
+        assert r["all_gather"] == [[float(i)] * 2 for i in range(n)]
+        assert r["cpu_sum"] == [float(n)] * 3
+        assert r["ddp_max_diff"] < 1e-5
