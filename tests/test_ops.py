@@ -665,7 +665,6 @@ def test_inplace_on_leaf_requiring_grad(device):
     assert w.tolist() == pytest.approx([5.0, 0.8, 0.8])
 
 
-@pytest.mark.xfail(strict=True, reason="a saved output has no version check (function.py)")
 def test_inplace_on_saved_output_is_detected(device):
     x = microtorch.ones(3, requires_grad=True, device=device)
     y = x.exp()

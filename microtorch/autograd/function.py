@@ -38,6 +38,7 @@ class Function:
     _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
     _stack: list | None = None  # forward traceback, kept in anomaly mode
     _out_data = None
+    _out_vbox = None  # the output's version counter: in-place changes to it are detected
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -78,6 +79,11 @@ class Function:
         """The op's output as a Tensor whose grad_fn is this node."""
         if self._out_data is None:
             raise RuntimeError(_FREED)
+        if self._out_vbox[0] != 0:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: the output of {self.name()} is at version "
+                f"{self._out_vbox[0]}; expected version 0 instead.")
         return Tensor._make(self._out_data, True, self)
 
     def _free(self) -> None:
@@ -134,11 +140,13 @@ class Function:
         if not (needs_grad and state.grad_enabled):
             return Tensor._make(out, False, None)
         ctx._next = tuple([_edge(a) for a in args[:last + 1]])
-        if ctx._out_data is not None:
-            ctx._out_data = out
         if state.anomaly:
             ctx._stack = traceback.format_stack()[:-2]
-        return Tensor._make(out, True, ctx)
+        result = Tensor._make(out, True, ctx)
+        if ctx._out_data is not None:
+            ctx._out_data = out
+            ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
+        return result
 
 
 def lift(*values) -> tuple:
