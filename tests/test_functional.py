@@ -197,6 +197,13 @@ def test_max_pool2d_ties_go_to_first_max(device):
     compare(lambda a: F.max_pool2d(a, 2), lambda a: TF.max_pool2d(a, 2), [x], "float64", device)
 
 
+def test_max_pool2d_propagates_nan(device):
+    x = np.arange(16.0).reshape(1, 1, 4, 4)
+    x[0, 0, 1, 0] = np.nan
+    compare(lambda a: F.max_pool2d(a, 2), lambda a: TF.max_pool2d(a, 2), [x], "float64", device,
+            equal_nan=True)
+
+
 def test_pool_finite_differences(device):
     x = rng.permutation(49).reshape(1, 1, 7, 7) / 7.0  # distinct values: max is differentiable
     finite_difference_check(lambda a: F.max_pool2d(a, 3, 2, 1, ceil_mode=True), [x], device)

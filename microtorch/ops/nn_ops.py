@@ -349,17 +349,27 @@ def _windows(arr, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, oh: int,
 
 
 def _col2im(target, cols, sh: int, sw: int, dh: int, dw: int) -> None:
-    """target[window positions] += cols, for cols shaped (N, C, OH, OW, KH, KW).
+    """target[..., window positions] += cols, for cols shaped (KH, KW, *lead, OH, OW).
 
     One strided slice-add per kernel offset: windows overlap, so a fancy-index scatter would
-    need an unbuffered add; these slices never repeat a position within one offset.
+    need an unbuffered add; these slices never repeat a position within one offset. Kernel
+    offsets lead so that each ``cols[i, j]`` is a contiguous block.
     """
-    oh, ow, kh, kw = cols.shape[2:]
+    kh, kw = cols.shape[:2]
+    oh, ow = cols.shape[-2:]
     for i in range(kh):
         for j in range(kw):
             h0, w0 = i * dh, j * dw
-            target[:, :, h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw] += \
-                cols[:, :, :, :, i, j]
+            target[..., h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw] += cols[i, j]
+
+
+def _window_slices(arr, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, oh: int,
+                   ow: int):
+    """(k, view) for each kernel offset k = i * kw + j: the (N, C, OH, OW) elements at it."""
+    for i in range(kh):
+        for j in range(kw):
+            h0, w0 = i * dh, j * dw
+            yield i * kw + j, arr[:, :, h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw]
 
 
 def _pad_hw(arr, pads, value=0.0):
@@ -428,10 +438,11 @@ class Conv2d(Function):
         gx = gw = gb = None
         if _needs(ctx, 0):
             gcols = xp.matmul(gm, wa.reshape(g, og, k))  # (G, N*OH*OW, K)
-            gcols = gcols.reshape(g, n, oh, ow, cg, kh, kw).transpose(1, 0, 4, 2, 3, 5, 6) \
-                .reshape(n, c, oh, ow, kh, kw)
+            # Reorder once to (KH, KW, N, G, Cg, OH, OW) so col2im adds contiguous blocks.
+            gcols = xp.ascontiguousarray(
+                gcols.reshape(g, n, oh, ow, cg, kh, kw).transpose(5, 6, 1, 0, 4, 2, 3))
             gpad = xp.zeros((n, c, hp, wp), dtype=ga.dtype)
-            _col2im(gpad, gcols, sh, sw, dh, dw)
+            _col2im(gpad.reshape(n, g, cg, hp, wp), gcols, sh, sw, dh, dw)
             gx = _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w)))
         if _needs(ctx, 1):
             gw = _wrap(xp.matmul(gm.transpose(0, 2, 1), cols).reshape(o, cg, kh, kw))
@@ -441,39 +452,52 @@ class Conv2d(Function):
 
 
 class MaxPool2d(Function):
-    """Max over each window (padding counts as -inf); the gradient goes to the first maximum."""
+    """Max over each window (padding counts as -inf); the gradient goes to the first maximum.
+
+    Forward is a running ``maximum`` over the KH*KW kernel offsets (each a strided view, so
+    memory stays at the output's size; NaN propagates as in PyTorch). Backward hands each
+    output's gradient to the first offset equal to the maximum, like PyTorch's argmax.
+    """
 
     @staticmethod
     def forward(ctx, x, kernel, stride, pads, dilation, out_hw):
         xa = x._data
         if xa.dtype.kind != "f":
             raise RuntimeError("max_pool2d: only floating-point inputs are supported")
+        xp = xp_of(xa)
         xpad = _pad_hw(xa, pads, -math.inf)
-        kh, kw = kernel
-        oh, ow = out_hw
-        win = _windows(xpad, kh, kw, *stride, *dilation, oh, ow)
-        flat = win.reshape(*win.shape[:4], kh * kw)
-        arg = flat.argmax(axis=-1)
-        ctx.arg = arg
-        ctx.geom = xa.shape, xpad.shape, kernel, stride, pads, dilation
-        return xp_of(xa).take_along_axis(flat, arg[..., None], -1)[..., 0]
+        best = None
+        for _, view in _window_slices(xpad, *kernel, *stride, *dilation, *out_hw):
+            if best is None:
+                best = view.copy()
+            else:
+                xp.maximum(best, view, out=best)
+        ctx.save_for_backward(x, best)
+        ctx.geom = kernel, stride, pads, dilation
+        return best
 
     @staticmethod
     def backward(ctx, grad):
         _no_double_backward("max_pool2d")
-        (n, c, h, w), padded, (kh, kw), (sh, sw), pads, (dh, dw) = ctx.geom
-        ga = grad._data
+        x, best = ctx.saved_tensors
+        kernel, stride, pads, dilation = ctx.geom
+        xa, ga = x._data, grad._data
         xp = xp_of(ga)
-        arg = ctx.arg
-        gpad = xp.zeros(padded, dtype=ga.dtype)
-        oh, ow = ga.shape[2:]
-        for i in range(kh):
-            for j in range(kw):
-                h0, w0 = i * dh, j * dw
-                gpad[:, :, h0:h0 + sh * (oh - 1) + 1:sh, w0:w0 + sw * (ow - 1) + 1:sw] += \
-                    ga * (arg == i * kw + j)
-        return _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))), None, None, None, None, \
-            None
+        xpad = _pad_hw(xa, pads, -math.inf)
+        gpad = xp.zeros(xpad.shape, dtype=ga.dtype)
+        claimed = None
+        views = zip(_window_slices(xpad, *kernel, *stride, *dilation, *ga.shape[2:]),
+                    _window_slices(gpad, *kernel, *stride, *dilation, *ga.shape[2:]))
+        for (_, xv), (_, gv) in views:
+            hit = (xv == best) | (xv != xv)  # x != x: a NaN is the maximum it produced
+            if claimed is None:
+                claimed = hit
+            else:
+                hit &= ~claimed
+                claimed |= hit
+            gv += ga * hit
+        return _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, *xa.shape[2:]))), None, None, \
+            None, None, None
 
 
 class AvgPool2d(Function):
@@ -498,7 +522,7 @@ class AvgPool2d(Function):
         share = ga / divisor
         gpad = xp.zeros(padded, dtype=ga.dtype)
         oh, ow = ga.shape[2:]
-        cols = xp.broadcast_to(share[..., None, None], (n, c, oh, ow, kh, kw))
+        cols = xp.broadcast_to(share, (kh, kw) + share.shape)
         _col2im(gpad, cols, sh, sw, 1, 1)
         return _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))), None, None, None, None, \
             None
