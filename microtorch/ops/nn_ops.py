@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..autograd.function import Function
+from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import state
 from ._util import Tensor, wrap_dim, xp_of
 
@@ -64,27 +64,13 @@ class Linear(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, w = ctx.saved_tensors
-        out_f, in_f = w._data.shape
-        gx = gw = gb = None
-        if state.grad_enabled:  # create_graph: stay in Tensor ops so the backward is recorded
-            g2 = grad.reshape(-1, out_f)
-            if _needs(ctx, 0):
-                gx = grad.matmul(w)
-            if _needs(ctx, 1):
-                gw = g2.t().matmul(x.reshape(-1, in_f))
-            if _needs(ctx, 2):
-                gb = g2.sum(0)
-            return gx, gw, gb
-        g = grad._data
+        g, x, w = lift(grad, *ctx.saved_tensors)  # arrays, or tensors under create_graph
+        out_f, in_f = w.shape
         g2 = g.reshape(-1, out_f)
-        if _needs(ctx, 0):
-            gx = _wrap(g @ w._data)
-        if _needs(ctx, 1):
-            gw = _wrap(g2.T @ x._data.reshape(-1, in_f))
-        if _needs(ctx, 2):
-            gb = _wrap(g2.sum(0))
-        return gx, gw, gb
+        gx = g @ w if _needs(ctx, 0) else None
+        gw = g2.T @ x.reshape(-1, in_f) if _needs(ctx, 1) else None
+        gb = g2.sum(0) if _needs(ctx, 2) else None
+        return finish(gx, gw, gb)
 
 
 # -- softmax family -----------------------------------------------------------------------------
@@ -188,14 +174,13 @@ class CrossEntropy(Function):
                 loss = nll.sum() / denom
                 if eps:
                     loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
-        ctx.save_for_backward(x)
-        ctx.probs = xp.exp(logp)
+        ctx.save_for_backward(x, xp.exp(logp))  # the softmax, freed after backward
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
         return xp.asarray(loss, dtype=xa.dtype)
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
+        x, probs = ctx.saved_tensors
         safe_t, keep, row_w, w, denom, eps, reduction = ctx.parts
         xa = x._data
         xp = xp_of(xa)
@@ -217,7 +202,7 @@ class CrossEntropy(Function):
             g = grad.reshape(-1, 1) if reduction == "none" else grad
             return (p * _wrap(a[:, None]) - _wrap(b)) * g, None, None, None, None, None
         g = grad._data.reshape(-1, 1) if reduction == "none" else grad._data
-        out = ctx.probs * a[:, None]
+        out = probs * a[:, None]
         out -= b
         out *= g
         return _wrap(out), None, None, None, None, None
