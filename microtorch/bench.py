@@ -1,0 +1,561 @@
+"""The set_to_none study and the speed comparisons behind ``microtorch bench``.
+
+Everything here measures microtorch and, when it is installed, PyTorch side by side in one run:
+the two contenders of a comparison are timed in alternation (interleaved repetitions, same
+inputs, PyTorch's weights copied from microtorch's), so drift of the machine (frequency
+scaling, other load) hits both alike and the *ratio* is what to read.
+
+Sections (each a function returning plain JSON-able data):
+
+- ``bench_zero_grad``: ``optimizer.zero_grad(set_to_none)`` time for each gradient storage
+  (default, foreach, flat) against the number and the size of parameters, fresh gradients
+  (from a real backward) before every call.
+- ``bench_train_step``: one training step of an MLP (64-256-256-10, batch 128, Adam,
+  cross-entropy) with 1, 4 and 8 accumulation micro-batches; losses checked against PyTorch's.
+- ``bench_memory``: bytes held between steps, the peak of a step, and memory sampled through
+  forward/backward/step/zero_grad (microtorch's exact per-device byte counts).
+- ``bench_op_chain``: a chain of 1,000 small elementwise ops, forward and backward: the per-op
+  overhead of the framework itself.
+
+``run_benchmarks`` runs them all on every requested device; ``write_outputs`` writes
+``results.json``, ``report.md`` and PNG plots. Timings are wall-clock medians with the
+interquartile range; on CUDA each timed region ends with a device synchronize.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import microtorch as mt
+
+__all__ = ["BenchConfig", "run_benchmarks", "write_outputs", "machine_info", "summarize",
+           "STORAGES"]
+
+STORAGES = ("default", "foreach", "flat")
+SET_TO_NONE = (True, False)
+
+
+# ------------------------------------------------------------------------------ configs
+
+@dataclass
+class BenchConfig:
+    """Sizes and repetition counts of one benchmark run."""
+
+    name: str
+    # zero_grad: (number of parameters, shape of each); both sweeps are drawn from this list.
+    zero_grad_cases: list[tuple[int, tuple[int, ...]]]
+    zero_grad_repeats: int
+    big_case_repeats: int  # cases of >= 1M elements per parameter are slow to refresh
+    mlp_dims: tuple[int, ...] = (64, 256, 256, 10)
+    batch_size: int = 128
+    accum_steps: tuple[int, ...] = (1, 4, 8)
+    step_repeats: int = 30
+    step_warmup: int = 3
+    chain_length: int = 1000
+    chain_numel: int = 16
+    chain_repeats: int = 20
+    memory_steps: int = 2
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def full(cls) -> BenchConfig:
+        """Every case with enough repetitions for stable medians (a few minutes)."""
+        return cls("full",
+                   [(10, (64,)), (100, (64,)), (1000, (64,)), (3000, (64,)),
+                    (100, (128, 128)), (100, (512, 512)), (100, (1024, 1024))],
+                   zero_grad_repeats=60, big_case_repeats=15, step_repeats=60,
+                   chain_repeats=30)
+
+    @classmethod
+    def quick(cls) -> BenchConfig:
+        """The DESIGN.md cases at full size with fewer repetitions (under two minutes)."""
+        return cls("quick",
+                   [(10, (64,)), (100, (64,)), (1000, (64,)), (100, (128, 128)),
+                    (100, (1024, 1024))],
+                   zero_grad_repeats=25, big_case_repeats=5, step_repeats=20,
+                   chain_repeats=10)
+
+    @classmethod
+    def tiny(cls) -> BenchConfig:
+        """Toy sizes for tests: exercises every code path in seconds; numbers mean nothing."""
+        return cls("tiny", [(4, (8,)), (16, (8,)), (4, (16, 16))], zero_grad_repeats=3,
+                   big_case_repeats=2, mlp_dims=(8, 16, 4), batch_size=8, step_repeats=3,
+                   step_warmup=1, chain_length=20, chain_numel=4, chain_repeats=2,
+                   memory_steps=2)
+
+
+# ---------------------------------------------------------------------------- statistics
+
+def summarize(seconds: Iterable[float]) -> dict[str, float]:
+    """Median, quartiles, min and max of timings, in microseconds."""
+    us = np.asarray(list(seconds), dtype=np.float64) * 1e6
+    q1, med, q3 = np.percentile(us, [25, 50, 75])
+    return {"median_us": float(med), "q1_us": float(q1), "q3_us": float(q3),
+            "min_us": float(us.min()), "max_us": float(us.max()), "n": int(us.size)}
+
+
+def _ratio(a: dict | None, b: dict | None) -> float | None:
+    if not a or not b or not b["median_us"]:
+        return None
+    return a["median_us"] / b["median_us"]
+
+
+# ------------------------------------------------------------------------------ machine
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _blas() -> str:
+    try:
+        deps = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{deps.get('name', '?')} {deps.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001 - older NumPy has no dict mode; the field is informative
+        return "unknown"
+
+
+def machine_info(torch: Any = None) -> dict[str, Any]:
+    """What the numbers were measured on: CPU, cores, library versions, BLAS, GPU."""
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": _blas(),
+        "microtorch": mt.__version__,
+        "torch": None,
+        "torch_threads": None,
+        "cuda": None,
+    }
+    if torch is not None:
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+    if mt.cuda.is_available():
+        import cupy
+
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        info["cuda"] = {"cupy": cupy.__version__,
+                        "gpu": name.decode() if isinstance(name, bytes) else str(name),
+                        "memory_bytes": int(props["totalGlobalMem"])}
+    return info
+
+
+# --------------------------------------------------------------------------- contenders
+
+def load_torch() -> Any:
+    """PyTorch if installed, else None (the comparisons are then left out)."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    return torch
+
+
+def available_devices(requested: str, torch: Any = None) -> list[str]:
+    """The devices to measure: ``auto`` means the CPU plus CUDA when present."""
+    cuda = mt.cuda.is_available()
+    if requested == "cpu":
+        return ["cpu"]
+    if requested == "cuda":
+        if not cuda:
+            raise RuntimeError("--device cuda: CUDA is not available (needs CuPy and a GPU)")
+        return ["cuda"]
+    if requested != "auto":
+        raise ValueError(f"unknown device {requested!r}: use auto, cpu or cuda")
+    return ["cpu", "cuda"] if cuda else ["cpu"]
+
+
+def _torch_on(torch: Any, dev: str) -> bool:
+    return torch is not None and (dev == "cpu" or torch.cuda.is_available())
+
+
+def _sync(lib: Any, dev: str) -> Callable[[], None]:
+    """A function that waits for queued device work (a no-op on the CPU)."""
+    if dev == "cpu":
+        return lambda: None
+    return lib.cuda.synchronize
+
+
+def _make_optimizer(lib: Any, params: list, storage: str, kind: str = "sgd") -> Any:
+    """An optimizer of ``lib`` (microtorch or torch) with the given gradient storage.
+
+    PyTorch has no flat storage: its counterpart of ``flat`` is its default.
+    """
+    kwargs: dict[str, Any] = {"foreach": storage == "foreach"}
+    if lib is mt:
+        kwargs["flat_grads"] = storage == "flat"
+    if kind == "adam":
+        return lib.optim.Adam(params, lr=1e-3, **kwargs)
+    return lib.optim.SGD(params, lr=0.01, **kwargs)
+
+
+def _to_lib(lib: Any, arr: np.ndarray, dev: str, requires_grad: bool = False) -> Any:
+    t = lib.from_numpy(np.array(arr, copy=True))
+    if dev != "cpu":
+        t = t.to(dev)
+    if requires_grad:
+        t = lib.nn.Parameter(t)
+    return t
+
+
+def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------------- zero_grad
+
+@dataclass
+class _ZeroGradContender:
+    label: str
+    lib: Any
+    params: list
+    optimizer: Any
+    sync: Callable[[], None]
+    samples: list[float] = field(default_factory=list)
+
+    def refresh(self) -> None:
+        """Fresh gradients through a real backward (grads are what training leaves behind)."""
+        loss = self.params[0].sum()
+        for p in self.params[1:]:
+            loss = loss + p.sum()
+        loss.backward()
+        self.sync()
+
+
+def _zero_grad_case(n: int, shape: tuple[int, ...], dev: str, torch: Any, repeats: int,
+                    rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Time zero_grad for every storage and both set_to_none values on one parameter set."""
+    values = [rng.standard_normal(shape, dtype=np.float32) for _ in range(min(n, 4))]
+    rows = []
+    for set_to_none in SET_TO_NONE:
+        contenders: list[_ZeroGradContender] = []
+        for storage in STORAGES:
+            params = [_to_lib(mt, values[i % len(values)], dev, True) for i in range(n)]
+            contenders.append(_ZeroGradContender(
+                f"microtorch/{storage}", mt, params, _make_optimizer(mt, params, storage),
+                _sync(mt, dev)))
+        if _torch_on(torch, dev):
+            for storage in ("default", "foreach"):
+                params = [_to_lib(torch, values[i % len(values)], dev, True) for i in range(n)]
+                contenders.append(_ZeroGradContender(
+                    f"torch/{storage}", torch, params, _make_optimizer(torch, params, storage),
+                    _sync(torch, dev)))
+        for rep in range(repeats + 1):  # the first round warms caches and allocators
+            # Rotate the order so no contender always runs right after another's refresh.
+            k = rep % len(contenders)
+            for c in contenders[k:] + contenders[:k]:
+                c.refresh()
+                seconds = _timed(lambda c=c, stn=set_to_none: c.optimizer.zero_grad(
+                    set_to_none=stn), c.sync)
+                if rep:
+                    c.samples.append(seconds)
+        for c in contenders:
+            lib, storage = c.label.split("/")
+            rows.append({"device": dev, "n_params": n, "shape": list(shape),
+                         "numel": n * int(np.prod(shape)), "lib": lib, "storage": storage,
+                         "set_to_none": set_to_none, **summarize(c.samples)})
+        del contenders
+    return rows
+
+
+def bench_zero_grad(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
+                    ) -> list[dict[str, Any]]:
+    """zero_grad time against the number and size of parameters, on one device."""
+    rng = np.random.default_rng(0)
+    rows: list[dict[str, Any]] = []
+    for n, shape in cfg.zero_grad_cases:
+        big = int(np.prod(shape)) >= 1 << 20
+        rows += _zero_grad_case(n, tuple(shape), dev, torch,
+                                cfg.big_case_repeats if big else cfg.zero_grad_repeats, rng)
+        if progress is not None:
+            progress.update(1)
+    return rows
+
+
+# --------------------------------------------------------------------------- training step
+
+def _build_mlp(lib: Any, dims: tuple[int, ...]) -> Any:
+    layers: list[Any] = []
+    for i in range(len(dims) - 1):
+        layers.append(lib.nn.Linear(dims[i], dims[i + 1]))
+        if i < len(dims) - 2:
+            layers.append(lib.nn.ReLU())
+    return lib.nn.Sequential(*layers)
+
+
+def _mlp_pair(cfg: BenchConfig, dev: str, torch: Any, seed: int = 0) -> tuple[Any, Any]:
+    """A microtorch MLP and (when torch is here) a PyTorch one with the very same weights."""
+    mt.manual_seed(seed)
+    model = _build_mlp(mt, cfg.mlp_dims).to(dev)
+    if not _torch_on(torch, dev):
+        return model, None
+    tmodel = _build_mlp(torch, cfg.mlp_dims).to(dev)
+    with torch.no_grad():
+        for p, tp in zip(model.parameters(), tmodel.parameters()):
+            tp.copy_(torch.from_numpy(p.detach().cpu().numpy().copy()).to(dev))
+    return model, tmodel
+
+
+def _batches(cfg: BenchConfig, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal((cfg.batch_size, cfg.mlp_dims[0]), dtype=np.float32),
+             rng.integers(0, cfg.mlp_dims[-1], cfg.batch_size).astype(np.int64))
+            for _ in range(k)]
+
+
+def train_step(model: Any, optimizer: Any, loss_fn: Callable, batches: list,
+               set_to_none: bool) -> list[Any]:
+    """One optimizer step over ``len(batches)`` micro-batches (each loss scaled by 1/K), then
+    ``zero_grad`` at the end, so that what a step leaves behind is what sits between steps.
+    Returns the detached per-micro-batch losses (scaled)."""
+    k = len(batches)
+    losses = []
+    for x, y in batches:
+        loss = loss_fn(model(x), y) / k
+        loss.backward()
+        losses.append(loss.detach())
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=set_to_none)
+    return losses
+
+
+class _StepContender:
+    def __init__(self, lib: Any, model: Any, storage: str, set_to_none: bool, dev: str,
+                 batches: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.lib, self.model, self.set_to_none = lib, model, set_to_none
+        self.optimizer = _make_optimizer(lib, list(model.parameters()), storage, "adam")
+        self.loss_fn = lib.nn.functional.cross_entropy
+        self.batches = [(_to_lib(lib, x, dev), _to_lib(lib, y, dev)) for x, y in batches]
+        self.sync = _sync(lib, dev)
+        self.samples: list[float] = []
+        self.losses: list[float] = []
+
+    def run(self, record: bool) -> None:
+        out: list[Any] = []
+
+        def step() -> None:
+            out.extend(train_step(self.model, self.optimizer, self.loss_fn, self.batches,
+                                  self.set_to_none))
+
+        seconds = _timed(step, self.sync)
+        self.losses.append(sum(float(loss.item()) for loss in out))
+        if record:
+            self.samples.append(seconds)
+
+
+def bench_train_step(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
+                     ) -> list[dict[str, Any]]:
+    """Training-step time of the MLP with Adam for every setting and accumulation count.
+
+    Each microtorch setting runs interleaved with PyTorch under the same set_to_none and
+    foreach (flat's counterpart is PyTorch's default), from the same weights on the same
+    batches; the loss of every step is compared.
+    """
+    rows: list[dict[str, Any]] = []
+    for k in cfg.accum_steps:
+        batches = _batches(cfg, k, seed=k)
+        for storage in STORAGES:
+            for set_to_none in SET_TO_NONE:
+                model, tmodel = _mlp_pair(cfg, dev, torch)
+                contenders = [_StepContender(mt, model, storage, set_to_none, dev, batches)]
+                if tmodel is not None:
+                    tstorage = "foreach" if storage == "foreach" else "default"
+                    contenders.append(_StepContender(torch, tmodel, tstorage, set_to_none, dev,
+                                                     batches))
+                for rep in range(cfg.step_warmup + cfg.step_repeats):
+                    order = contenders if rep % 2 else contenders[::-1]
+                    for c in order:
+                        c.run(record=rep >= cfg.step_warmup)
+                row: dict[str, Any] = {"device": dev, "storage": storage,
+                                       "set_to_none": set_to_none, "accum_steps": k,
+                                       "batch_size": cfg.batch_size,
+                                       "microtorch": summarize(contenders[0].samples),
+                                       "torch": None, "ratio": None, "max_loss_rel_diff": None}
+                if len(contenders) > 1:
+                    row["torch"] = summarize(contenders[1].samples)
+                    row["ratio"] = _ratio(row["microtorch"], row["torch"])
+                    a = np.asarray(contenders[0].losses)
+                    b = np.asarray(contenders[1].losses)
+                    row["max_loss_rel_diff"] = float(np.max(np.abs(a - b) / np.abs(b)))
+                    row["losses_microtorch"] = a[:5].tolist()
+                    row["losses_torch"] = b[:5].tolist()
+                rows.append(row)
+                if progress is not None:
+                    progress.update(1)
+    return rows
+
+
+# -------------------------------------------------------------------------------- memory
+
+def _memory_api(dev: str) -> Any:
+    return mt.cpu if dev == "cpu" else mt.cuda
+
+
+def bench_memory(cfg: BenchConfig, dev: str, progress: Any = None) -> list[dict[str, Any]]:
+    """Bytes held between steps, peak bytes of a step, and memory through a step.
+
+    Per setting: one warm-up step (creates the optimizer state), then ``memory_steps`` steps
+    sampled after every forward, backward, step and zero_grad. All byte counts are relative
+    to what was allocated before the setting's model was built, so they hold exactly its
+    parameters, optimizer state, gradients, batches and activations:
+    ``allocated_between_steps`` after the last zero_grad, ``peak_of_step`` the highest
+    allocation during a step. ``held_between_steps`` breaks the former down by
+    ``memory_report``.
+    """
+    from .utils.memory import memory_report
+
+    mem = _memory_api(dev)
+    rows: list[dict[str, Any]] = []
+    for k in cfg.accum_steps:
+        np_batches = _batches(cfg, k, seed=100 + k)
+        for storage in STORAGES:
+            for set_to_none in SET_TO_NONE:
+                base = mem.memory_allocated()
+                model, _ = _mlp_pair(cfg, dev, None)
+                optimizer = _make_optimizer(mt, list(model.parameters()), storage, "adam")
+                loss_fn = mt.nn.functional.cross_entropy
+                batches = [(_to_lib(mt, x, dev), _to_lib(mt, y, dev)) for x, y in np_batches]
+                train_step(model, optimizer, loss_fn, batches, set_to_none)  # warm-up
+                timeline: list[tuple[str, int]] = [("start", mem.memory_allocated() - base)]
+                peak = 0
+                for s in range(cfg.memory_steps):
+                    mem.reset_peak_memory_stats()
+                    for j, (x, y) in enumerate(batches):
+                        loss = loss_fn(model(x), y) / k
+                        timeline.append((f"s{s}.fwd{j}", mem.memory_allocated() - base))
+                        loss.backward()
+                        del loss
+                        timeline.append((f"s{s}.bwd{j}", mem.memory_allocated() - base))
+                    optimizer.step()
+                    timeline.append((f"s{s}.step", mem.memory_allocated() - base))
+                    optimizer.zero_grad(set_to_none=set_to_none)
+                    timeline.append((f"s{s}.zero_grad", mem.memory_allocated() - base))
+                    peak = max(peak, mem.max_memory_allocated() - base)
+                report = memory_report(model, optimizer).get(
+                    str(next(model.parameters()).device), {})
+                rows.append({"device": dev, "storage": storage, "set_to_none": set_to_none,
+                             "accum_steps": k, "held_between_steps": report,
+                             "allocated_between_steps": timeline[-1][1],
+                             "peak_of_step": peak,
+                             "timeline": [{"point": p, "bytes": b} for p, b in timeline]})
+                del model, optimizer, batches
+                if progress is not None:
+                    progress.update(1)
+    return rows
+
+
+# ------------------------------------------------------------------------------ op chain
+
+_CHAIN = (lambda y: y * 0.9, lambda y: y + 0.1, lambda y: y.tanh(), lambda y: y - 0.05)
+
+
+def _chain(x: Any, length: int) -> Any:
+    y = x
+    for i in range(length):
+        y = _CHAIN[i % len(_CHAIN)](y)
+    return y
+
+
+def bench_op_chain(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
+                   ) -> list[dict[str, Any]]:
+    """A chain of small elementwise ops (mul, add, tanh, sub), forward and backward."""
+    x0 = np.random.default_rng(1).standard_normal(cfg.chain_numel, dtype=np.float32)
+    libs = [mt] + ([torch] if _torch_on(torch, dev) else [])
+    xs = {lib: _to_lib(lib, x0, dev, True) for lib in libs}
+    samples: dict[tuple[str, Any], list[float]] = {(p, lib): [] for p in ("forward", "backward")
+                                                    for lib in libs}
+    for rep in range(cfg.chain_repeats + 1):
+        for lib in libs if rep % 2 else libs[::-1]:
+            sync = _sync(lib, dev)
+            out: list[Any] = []
+            fwd = _timed(lambda lib=lib, out=out: out.append(_chain(xs[lib], cfg.chain_length)
+                                                            .sum()), sync)
+            bwd = _timed(lambda out=out: out[0].backward(), sync)
+            xs[lib].grad = None
+            if rep:
+                samples[("forward", lib)].append(fwd)
+                samples[("backward", lib)].append(bwd)
+    rows = []
+    for phase in ("forward", "backward"):
+        row: dict[str, Any] = {"device": dev, "phase": phase, "length": cfg.chain_length,
+                               "numel": cfg.chain_numel,
+                               "microtorch": summarize(samples[(phase, mt)]),
+                               "torch": None, "ratio": None}
+        if torch in libs:
+            row["torch"] = summarize(samples[(phase, torch)])
+            row["ratio"] = _ratio(row["microtorch"], row["torch"])
+        row["microtorch_per_op_us"] = row["microtorch"]["median_us"] / cfg.chain_length
+        if row["torch"]:
+            row["torch_per_op_us"] = row["torch"]["median_us"] / cfg.chain_length
+        rows.append(row)
+    if progress is not None:
+        progress.update(1)
+    return rows
+
+
+# ---------------------------------------------------------------------------------- driver
+
+def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = True,
+                   show_progress: bool | None = None) -> dict[str, Any]:
+    """Run every section on every requested device; returns the JSON-able results."""
+    from tqdm.auto import tqdm
+
+    torch = load_torch() if use_torch else None
+    devices = available_devices(device, torch)
+    per_device = (len(cfg.zero_grad_cases) + 2 * len(cfg.accum_steps) * len(STORAGES)
+                  * len(SET_TO_NONE) + 1)
+    results: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(torch),
+                               "devices": devices, "zero_grad": [], "train_step": [],
+                               "memory": [], "op_chain": []}
+    started = time.perf_counter()
+    with tqdm(total=per_device * len(devices), desc="bench", unit="case",
+              disable=None if show_progress is None else not show_progress) as bar:
+        for dev in devices:
+            bar.set_postfix_str(f"{dev} zero_grad")
+            results["zero_grad"] += bench_zero_grad(cfg, dev, torch, bar)
+            bar.set_postfix_str(f"{dev} op chain")
+            results["op_chain"] += bench_op_chain(cfg, dev, torch, bar)
+            bar.set_postfix_str(f"{dev} train step")
+            results["train_step"] += bench_train_step(cfg, dev, torch, bar)
+            bar.set_postfix_str(f"{dev} memory")
+            results["memory"] += bench_memory(cfg, dev, bar)
+    results["seconds"] = time.perf_counter() - started
+    return results
+
+
+# ---------------------------------------------------------------------------------- output
+
+def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+    """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
+    from .bench_report import render_markdown, render_plots
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "results.json", out / "report.md"]
+    paths[0].write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    paths[1].write_text(render_markdown(results), encoding="utf-8")
+    paths += render_plots(results, out)
+    return paths

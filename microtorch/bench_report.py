@@ -1,0 +1,330 @@
+"""Turn ``microtorch.bench`` results into ``report.md`` tables and PNG plots.
+
+Kept apart from the measurements so that a saved ``results.json`` can be re-rendered
+(``render_markdown(json.load(...))``) without running anything again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["render_markdown", "render_plots", "format_us", "headline"]
+
+STORAGES = ("default", "foreach", "flat")
+# The cases DESIGN.md section 4 quotes PyTorch numbers for.
+DESIGN_CASES = ((1000, [64]), (100, [1024, 1024]))
+
+
+def format_us(us: float | None) -> str:
+    """Microseconds in the most readable unit."""
+    if us is None:
+        return "-"
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.1f} µs" if us < 100 else f"{us:.0f} µs"
+
+
+def _cell(stats: dict | None) -> str:
+    """Median with its interquartile range."""
+    if not stats:
+        return "-"
+    return (f"{format_us(stats['median_us'])} "
+            f"[{format_us(stats['q1_us'])}–{format_us(stats['q3_us'])}]")
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}×"
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.2f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B"
+
+
+def _shape(shape: list[int]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _zero_grad_index(results: dict) -> dict[tuple, dict]:
+    return {(r["device"], r["n_params"], tuple(r["shape"]), r["set_to_none"], r["lib"],
+             r["storage"]): r for r in results["zero_grad"]}
+
+
+def headline(results: dict) -> list[dict[str, Any]]:
+    """The DESIGN.md section 4 comparisons as rows: case, microtorch, torch, ratio."""
+    rows: list[dict[str, Any]] = []
+    zg = _zero_grad_index(results)
+    for dev in results["devices"]:
+        for n, shape in DESIGN_CASES:
+            for stn in (True, False):
+                torch_row = zg.get((dev, n, tuple(shape), stn, "torch", "default"))
+                for storage in STORAGES:
+                    row = zg.get((dev, n, tuple(shape), stn, "microtorch", storage))
+                    if row is None:
+                        continue
+                    rows.append({"device": dev,
+                                 "case": f"zero_grad({stn}), {n} params of {_shape(shape)}, "
+                                         f"{storage}",
+                                 "microtorch_us": row["median_us"],
+                                 "torch_us": torch_row["median_us"] if torch_row else None,
+                                 "ratio": (row["median_us"] / torch_row["median_us"]
+                                           if torch_row else None)})
+        for r in results["train_step"]:
+            if (r["device"] == dev and r["accum_steps"] == 1 and r["storage"] == "default"
+                    and r["set_to_none"]):
+                dims = "-".join(map(str, results["config"]["mlp_dims"]))
+                rows.append({"device": dev,
+                             "case": f"MLP {dims}, batch {r['batch_size']}, Adam, one step",
+                             "microtorch_us": r["microtorch"]["median_us"],
+                             "torch_us": r["torch"]["median_us"] if r["torch"] else None,
+                             "ratio": r["ratio"]})
+        for r in results["op_chain"]:
+            if r["device"] == dev:
+                rows.append({"device": dev,
+                             "case": f"chain of {r['length']} elementwise ops, {r['phase']}",
+                             "microtorch_us": r["microtorch"]["median_us"],
+                             "torch_us": r["torch"]["median_us"] if r["torch"] else None,
+                             "ratio": r["ratio"]})
+    return rows
+
+
+def _machine_md(m: dict) -> list[str]:
+    lines = ["## Machine", "",
+             f"- CPU: {m['cpu']}, {m['cores']} cores; {m['platform']}",
+             f"- Python {m['python']}, NumPy {m['numpy']} (BLAS: {m['blas']}), "
+             f"microtorch {m['microtorch']}",
+             f"- PyTorch: {m['torch'] or 'not installed'}"
+             + (f" ({m['torch_threads']} threads)" if m["torch"] else "")]
+    if m.get("cuda"):
+        c = m["cuda"]
+        lines.append(f"- GPU: {c['gpu']} ({c['memory_bytes'] / 2**30:.0f} GiB), "
+                     f"CuPy {c['cupy']}")
+    return lines + [""]
+
+
+def _zero_grad_md(results: dict, dev: str) -> list[str]:
+    zg = _zero_grad_index(results)
+    cases = sorted({(r["n_params"], tuple(r["shape"])) for r in results["zero_grad"]
+                    if r["device"] == dev}, key=lambda c: (c[0] * _numel(c[1]), c[0]))
+    has_torch = any(r["lib"] == "torch" for r in results["zero_grad"] if r["device"] == dev)
+    cols = [("microtorch", s) for s in STORAGES]
+    if has_torch:
+        cols += [("torch", "default"), ("torch", "foreach")]
+    head = ["params", "set_to_none"] + [f"{lib} {s}" for lib, s in cols]
+    if has_torch:
+        head += [f"ratio {s}" for s in STORAGES]
+    lines = [f"### zero_grad on {dev}", "",
+             "Median [IQR] of one `optimizer.zero_grad(set_to_none)` call, fresh gradients "
+             "from a backward before each call. Ratios: microtorch's storage / PyTorch's "
+             "default (lower is better).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n, shape in cases:
+        for stn in (True, False):
+            cells = [f"{n} × {_shape(list(shape))}", str(stn)]
+            cells += [_cell(zg.get((dev, n, shape, stn, lib, s))) for lib, s in cols]
+            if has_torch:
+                base = zg.get((dev, n, shape, stn, "torch", "default"))
+                for s in STORAGES:
+                    row = zg.get((dev, n, shape, stn, "microtorch", s))
+                    cells.append(_ratio(row["median_us"] / base["median_us"]
+                                        if row and base else None))
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _train_step_md(results: dict, dev: str) -> list[str]:
+    dims = "-".join(map(str, results["config"]["mlp_dims"]))
+    lines = [f"### Training step on {dev}", "",
+             f"MLP {dims}, batch {results['config']['batch_size']} per micro-batch, Adam, "
+             "cross-entropy, float32: K micro-batches (loss / K), `step()`, "
+             "`zero_grad(set_to_none)`. PyTorch runs interleaved with the same weights, "
+             "batches, set_to_none and foreach (flat's counterpart: PyTorch's default). "
+             "Loss diff: largest relative difference of the step losses.", "",
+             "| K | storage | set_to_none | microtorch | PyTorch | ratio | loss diff |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results["train_step"]:
+        if r["device"] != dev:
+            continue
+        diff = r.get("max_loss_rel_diff")
+        lines.append(f"| {r['accum_steps']} | {r['storage']} | {r['set_to_none']} | "
+                     f"{_cell(r['microtorch'])} | {_cell(r['torch'])} | {_ratio(r['ratio'])} | "
+                     f"{'-' if diff is None else f'{diff:.1e}'} |")
+    return lines + [""]
+
+
+def _memory_md(results: dict, dev: str) -> list[str]:
+    rows = [r for r in results["memory"] if r["device"] == dev]
+    lines = [f"### Memory on {dev}", "",
+             "Bytes held between steps (after `zero_grad`; the breakdown by "
+             "`microtorch.utils.memory_report`, the total by "
+             f"`microtorch.{'cpu' if dev == 'cpu' else 'cuda'}.memory_allocated`, which also "
+             "counts the batches) and the peak of a step (`max_memory_allocated`), both over "
+             "what was allocated before the model was built.", "",
+             "| K | storage | set_to_none | params | grads | optimizer state | flat buffer | "
+             "total between steps | peak of a step |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        h = r["held_between_steps"]
+        lines.append(f"| {r['accum_steps']} | {r['storage']} | {r['set_to_none']} | "
+                     f"{_bytes(h.get('parameters'))} | {_bytes(h.get('gradients'))} | "
+                     f"{_bytes(h.get('optimizer_state'))} | {_bytes(h.get('flat_buffer'))} | "
+                     f"{_bytes(r['allocated_between_steps'])} | {_bytes(r['peak_of_step'])} |")
+    checks = []
+    for r in rows:
+        if not r["set_to_none"]:
+            continue
+        twin = next((o for o in rows if o["storage"] == r["storage"]
+                     and o["accum_steps"] == r["accum_steps"] and not o["set_to_none"]), None)
+        held = r["held_between_steps"].get("gradients", 0)
+        ok_peak = twin is None or r["peak_of_step"] <= twin["peak_of_step"]
+        checks.append(f"- K={r['accum_steps']}, {r['storage']}: set_to_none=True holds "
+                      f"{_bytes(held)} of gradients between steps; its peak is "
+                      f"{'not above' if ok_peak else 'ABOVE'} set_to_none=False's.")
+    return lines + [""] + checks + [""]
+
+
+def _op_chain_md(results: dict, dev: str) -> list[str]:
+    lines = [f"### Per-op overhead on {dev}", "",
+             "A chain of small elementwise ops (mul, add, tanh, sub cycling) on a tiny "
+             "tensor: the time is framework overhead.", "",
+             "| phase | ops | microtorch | PyTorch | µs/op microtorch | µs/op PyTorch | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results["op_chain"]:
+        if r["device"] != dev:
+            continue
+        lines.append(f"| {r['phase']} | {r['length']} | {_cell(r['microtorch'])} | "
+                     f"{_cell(r['torch'])} | {r['microtorch_per_op_us']:.2f} | "
+                     f"{r.get('torch_per_op_us', float('nan')):.2f} | {_ratio(r['ratio'])} |")
+    return lines + [""]
+
+
+def render_markdown(results: dict) -> str:
+    """The whole report: machine, headline ratios, then every table per device."""
+    cfg = results["config"]
+    lines = ["# microtorch bench", "",
+             f"Configuration `{cfg['name']}`; {results.get('seconds', 0):.0f} s in all. "
+             "Timings are medians with the interquartile range [q1–q3]; ratios are "
+             "microtorch / PyTorch measured interleaved in this run (below 1: microtorch is "
+             "faster).", ""]
+    lines += _machine_md(results["machine"])
+    lines += ["## Headline (the DESIGN.md section 4 cases)", "",
+              "| device | case | microtorch | PyTorch | ratio |", "|---|---|---|---|---|"]
+    for h in headline(results):
+        lines.append(f"| {h['device']} | {h['case']} | {format_us(h['microtorch_us'])} | "
+                     f"{format_us(h['torch_us'])} | {_ratio(h['ratio'])} |")
+    lines.append("")
+    for dev in results["devices"]:
+        lines += [f"## {dev}", ""]
+        lines += _zero_grad_md(results, dev)
+        lines += _train_step_md(results, dev)
+        lines += _memory_md(results, dev)
+        lines += _op_chain_md(results, dev)
+        lines += [f"![zero_grad time on {dev}](zero_grad_{dev}.png)", "",
+                  f"![memory through training steps on {dev}](memory_{dev}.png)", ""]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------- plots
+
+_COLORS = {"default": "tab:blue", "foreach": "tab:orange", "flat": "tab:green"}
+
+
+def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results["zero_grad"] if r["device"] == dev]
+    shapes = {tuple(r["shape"]) for r in rows}
+    counts = {r["n_params"] for r in rows}
+    # Count sweep: the most common small shape; size sweep: the most common count.
+    count_shape = min(shapes, key=lambda s: (-sum(tuple(r["shape"]) == s for r in rows),
+                                             _numel(s)))
+    size_count = max(counts, key=lambda n: (sum(r["n_params"] == n for r in rows), n))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=80)
+    sweeps = [(axes[0], lambda r: tuple(r["shape"]) == count_shape, "n_params",
+               f"number of parameters of shape {_shape(list(count_shape))}"),
+              (axes[1], lambda r: r["n_params"] == size_count,
+               "elements", f"elements per parameter ({size_count} parameters)")]
+    for ax, keep, xkey, xlabel in sweeps:
+        for lib, storages in (("microtorch", STORAGES), ("torch", ("default", "foreach"))):
+            for storage in storages:
+                for stn in (True, False):
+                    pts = sorted((r["n_params"] if xkey == "n_params" else _numel(r["shape"]),
+                                  r["median_us"]) for r in rows
+                                 if keep(r) and r["lib"] == lib and r["storage"] == storage
+                                 and r["set_to_none"] == stn)
+                    if not pts:
+                        continue
+                    ax.plot(*zip(*pts), color=_COLORS[storage],
+                            linestyle="-" if stn else "--",
+                            marker="o" if lib == "microtorch" else "x",
+                            alpha=1.0 if lib == "microtorch" else 0.6,
+                            label=f"{lib} {storage} set_to_none={stn}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("zero_grad time (µs, median)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=6, loc="upper left")
+    fig.suptitle(f"zero_grad time on {dev} (o microtorch, x PyTorch; dashed: set_to_none=False)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _plot_memory(results: dict, dev: str, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results["memory"] if r["device"] == dev]
+    ks = sorted({r["accum_steps"] for r in rows})
+    fig, axes = plt.subplots(1, len(ks), figsize=(5 * len(ks), 4), dpi=80, squeeze=False)
+    for ax, k in zip(axes[0], ks):
+        labels: list[str] = []
+        for r in rows:
+            if r["accum_steps"] != k:
+                continue
+            labels = [p["point"] for p in r["timeline"]]
+            ax.plot(range(len(labels)), [p["bytes"] / 2**10 for p in r["timeline"]],
+                    color=_COLORS[r["storage"]], linestyle="-" if r["set_to_none"] else "--",
+                    marker=".", label=f"{r['storage']} set_to_none={r['set_to_none']}")
+        step = max(1, len(labels) // 12)
+        ax.set_xticks(range(0, len(labels), step))
+        ax.set_xticklabels(labels[::step], rotation=60, fontsize=6)
+        ax.set_ylabel("memory_allocated over baseline (KiB)")
+        ax.set_title(f"accumulation steps K={k}", fontsize=9)
+        ax.grid(True, alpha=0.3)
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle(f"microtorch memory through training steps on {dev}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def render_plots(results: dict, out: Path) -> list[Path]:
+    """One zero_grad plot and one memory plot per device; returns the written paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: works without a display
+    paths = []
+    for dev in results["devices"]:
+        if any(r["device"] == dev for r in results["zero_grad"]):
+            paths.append(out / f"zero_grad_{dev}.png")
+            _plot_zero_grad(results, dev, paths[-1])
+        if any(r["device"] == dev for r in results["memory"]):
+            paths.append(out / f"memory_{dev}.png")
+            _plot_memory(results, dev, paths[-1])
+    return paths

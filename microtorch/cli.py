@@ -1,0 +1,433 @@
+"""The ``microtorch`` command: ``microtorch train`` and ``microtorch bench``.
+
+``train`` fits a small MLP or CNN on the digits that ship with scikit-learn (or MNIST /
+Fashion-MNIST IDX files), with every knob of the set_to_none study exposed: gradient
+accumulation, zero_grad(set_to_none), gradient storage. ``bench`` runs ``microtorch.bench``.
+
+Errors a user can cause (a bad option, a missing file, a corrupt checkpoint) end the program
+with one line on stderr and a non-zero exit status, never a traceback; set
+``MICROTORCH_DEBUG=1`` to get the traceback anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+import microtorch as mt
+
+__all__ = ["main", "build_parser", "train", "window_weights", "CLIError"]
+
+CHECKPOINT_FORMAT = "microtorch-train-checkpoint"
+CHECKPOINT_VERSION = 1
+# Options that must match between a checkpoint and the run resuming it: the model's and the
+# optimizer's state only load into the same architecture and optimizer.
+RESUME_MUST_MATCH = ("model", "data", "optimizer")
+DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3, "adamw": 1e-3}
+MLP_HIDDEN = 256
+NUM_CLASSES = 10
+
+
+class CLIError(Exception):
+    """A user error: reported as one line, exit status 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (argparse prints the whole usage block by default)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+# ---------------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``microtorch`` with its ``train`` and ``bench`` commands."""
+    parser = _Parser(prog="microtorch",
+                     description="microtorch: train small models and measure what "
+                                 "zero_grad(set_to_none) costs and saves.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    tr = commands.add_parser(
+        "train", help="train an MLP or a small CNN on digits or MNIST",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Train a classifier and report its test accuracy. The default run (no "
+                    "options) trains an MLP 64-256-256-10 with SGD (momentum 0.9) for 20 "
+                    "epochs on scikit-learn's 8x8 digits (1438 train / 359 test images) and "
+                    "reaches about 0.98 test accuracy in a few seconds on a 2-core CPU.")
+    tr.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                    help="mlp: flatten, two hidden layers of 256 with ReLU; cnn: two 3x3 "
+                         "convolutions (16 and 32 channels) each with ReLU and 2x2 max-pool, "
+                         "then a linear classifier")
+    tr.add_argument("--data", choices=("digits", "mnist", "fashion-mnist"), default="digits",
+                    help="digits: the 8x8 digits shipped with scikit-learn (no files needed); "
+                         "mnist / fashion-mnist: the four IDX files (raw or .gz) in --data-dir")
+    tr.add_argument("--data-dir", metavar="DIR", default=None,
+                    help="folder holding train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+                         "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (needed for mnist "
+                         "and fashion-mnist; nothing is downloaded)")
+    tr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="where to train; auto: CUDA when CuPy and a GPU are present, else CPU")
+    tr.add_argument("--optimizer", choices=("sgd", "adam", "adamw"), default="sgd",
+                    help="sgd has momentum 0.9; adamw has weight decay 0.01")
+    tr.add_argument("--lr", type=_positive_float, default=None,
+                    help="learning rate (default: 0.05 for sgd, 0.001 for adam and adamw)")
+    tr.add_argument("--epochs", type=_positive_int, default=20,
+                    help="total number of passes over the training set (a resumed run "
+                         "continues up to this count)")
+    tr.add_argument("--batch-size", type=_positive_int, default=32,
+                    help="samples per micro-batch (the last batch of an epoch may be smaller)")
+    tr.add_argument("--accum-steps", type=_positive_int, default=1, metavar="K",
+                    help="gradient accumulation: one optimizer step per K micro-batches. Each "
+                         "micro-batch's mean loss is weighted by its share of the samples in "
+                         "its window (1/K when the batches are equal), so a window's gradient "
+                         "is that of the mean loss over all its samples; the last window of an "
+                         "epoch may hold r < K batches and is then weighted by 1/r")
+    tr.add_argument("--set-to-none", action=argparse.BooleanOptionalAction, default=True,
+                    help="zero_grad(set_to_none=True) frees the gradients after each step; "
+                         "--no-set-to-none fills them with zeros instead")
+    tr.add_argument("--grad-storage", choices=("default", "foreach", "flat"), default="default",
+                    help="default: one gradient buffer per parameter; foreach: multi-tensor "
+                         "zeroing and optimizer steps; flat: all gradients are views of one "
+                         "contiguous buffer (zeroing is one fill; the buffer is kept even with "
+                         "set_to_none)")
+    tr.add_argument("--seed", type=_nonnegative_int, default=0,
+                    help="seed of the weight initialisation and of the shuffling")
+    tr.add_argument("--save", metavar="PATH", default=None,
+                    help="write a checkpoint (model, optimizer, epoch, random state) here after "
+                         "every epoch, atomically")
+    tr.add_argument("--resume", metavar="PATH", default=None,
+                    help="continue from a checkpoint written by --save; the run then ends "
+                         "exactly as an uninterrupted one would")
+    tr.add_argument("--metrics-json", metavar="PATH", default=None,
+                    help="write the final metrics here as JSON: test_accuracy, test_loss, "
+                         "epochs, steps, seconds, peak_memory_bytes (and a few more)")
+    tr.set_defaults(handler=_cmd_train)
+
+    be = commands.add_parser(
+        "bench", help="measure zero_grad, memory and training steps against PyTorch",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Measure zero_grad(set_to_none=True/False) for each gradient storage "
+                    "(default, foreach, flat) against the number and size of parameters, the "
+                    "bytes held between training steps and the peak of a step, training-step "
+                    "time with 1, 4 and 8 accumulation steps, and the per-op overhead of a "
+                    "chain of 1,000 elementwise ops; side by side with PyTorch when it is "
+                    "installed (ratios below 1: microtorch is faster).")
+    size = be.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="the same cases with fewer repetitions (under two minutes on a "
+                           "2-core CPU)")
+    size.add_argument("--tiny", action="store_true",
+                      help="toy sizes that run in seconds, for tests; the numbers mean nothing")
+    be.add_argument("--out", metavar="DIR", default=None,
+                    help="write results.json, report.md and PNG plots into DIR (default: only "
+                         "print the headline table)")
+    be.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="auto: the CPU and, when available, the GPU")
+    be.add_argument("--no-torch", action="store_true",
+                    help="measure microtorch alone even if PyTorch is installed")
+    be.set_defaults(handler=_cmd_bench)
+    return parser
+
+
+# ------------------------------------------------------------------------------- training
+
+def window_weights(batch_sizes: Sequence[int], accum_steps: int) -> list[float]:
+    """Loss weight of each micro-batch under gradient accumulation.
+
+    Batches are grouped into windows of ``accum_steps`` consecutive batches (the last may be
+    shorter). A batch's weight is its sample count over its window's: the summed gradients
+    of a window then equal the gradient of the mean loss over all the window's samples. With
+    equal batches that is 1/K, and 1/r for a last window of r batches.
+    """
+    weights: list[float] = []
+    for start in range(0, len(batch_sizes), accum_steps):
+        window = batch_sizes[start:start + accum_steps]
+        total = sum(window)
+        weights += [n / total for n in window]
+    return weights
+
+
+def _resolve_device(name: str) -> str:
+    if name == "auto":
+        return "cuda" if mt.cuda.is_available() else "cpu"
+    if name == "cuda" and not mt.cuda.is_available():
+        raise CLIError("--device cuda: CUDA is not available (needs CuPy and a GPU); "
+                       "use --device cpu")
+    return name
+
+
+def _load_data(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Train and test sets as TensorDatasets of (image (1, H, W) float32, label int64)."""
+    from .utils.data import TensorDataset
+    from .utils.data.datasets import MNIST, Digits, FashionMNIST
+
+    if args.data == "digits":
+        if args.data_dir is not None:
+            raise CLIError("--data-dir is only used with --data mnist or fashion-mnist")
+        return Digits("train", flatten=False), Digits("test", flatten=False)
+    if args.data_dir is None:
+        raise CLIError(f"--data {args.data} needs --data-dir DIR (the folder with the IDX "
+                       "files; nothing is downloaded)")
+    if not Path(args.data_dir).is_dir():
+        raise CLIError(f"--data-dir {args.data_dir}: no such directory")
+    cls = MNIST if args.data == "mnist" else FashionMNIST
+    # Plain TensorDatasets of the scaled images: batches come straight from the tensors.
+    return tuple(TensorDataset(*cls(args.data_dir, train=train).tensors)
+                 for train in (True, False))
+
+
+def _build_model(kind: str, image_shape: tuple[int, ...]) -> Any:
+    from . import nn
+
+    channels, height, width = image_shape
+    if kind == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(channels * height * width, MLP_HIDDEN),
+                             nn.ReLU(), nn.Linear(MLP_HIDDEN, MLP_HIDDEN), nn.ReLU(),
+                             nn.Linear(MLP_HIDDEN, NUM_CLASSES))
+    if height < 4 or width < 4:
+        raise CLIError(f"--model cnn needs images of at least 4x4, got {height}x{width}")
+    return nn.Sequential(nn.Conv2d(channels, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(32 * (height // 4) * (width // 4), NUM_CLASSES))
+
+
+def _build_optimizer(args: argparse.Namespace, params: list) -> Any:
+    from . import optim
+
+    lr = args.lr
+    storage = {"foreach": args.grad_storage == "foreach",
+               "flat_grads": args.grad_storage == "flat"}
+    if args.optimizer == "sgd":
+        return optim.SGD(params, lr=lr, momentum=0.9, **storage)
+    if args.optimizer == "adam":
+        return optim.Adam(params, lr=lr, **storage)
+    return optim.AdamW(params, lr=lr, **storage)
+
+
+def _memory_api(device: str) -> Any:
+    return mt.cpu if device == "cpu" else mt.cuda
+
+
+def evaluate(model: Any, dataset: Any, device: str, batch_size: int = 1024) -> tuple[float,
+                                                                                       float]:
+    """Mean cross-entropy and accuracy of ``model`` over ``dataset``."""
+    from .nn import functional as F
+
+    images, labels = dataset.tensors
+    total_loss, correct = 0.0, 0
+    model.eval()
+    with mt.no_grad():
+        for start in range(0, len(labels), batch_size):
+            x = images[start:start + batch_size].to(device)
+            y = labels[start:start + batch_size].to(device)
+            out = model(x)
+            total_loss += F.cross_entropy(out, y, reduction="sum").item()
+            correct += int((out.argmax(1) == y).sum().item())
+    model.train()
+    return total_loss / len(labels), correct / len(labels)
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    keys = ("model", "data", "optimizer", "lr", "epochs", "batch_size", "accum_steps",
+            "set_to_none", "grad_storage", "seed")
+    return {k: getattr(args, k) for k in keys}
+
+
+def _save_checkpoint(path: str, args: argparse.Namespace, model: Any, optimizer: Any,
+                     epoch: int, steps: int, loader_gen: Any) -> None:
+    mt.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+             "config": _config(args), "epoch": epoch, "steps": steps,
+             "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             # Both random streams: the global one (init, any future dropout) and the
+             # loader's shuffling, so the next epoch draws what it would have drawn.
+             "rng": {"cpu": mt.get_rng_state(), "loader": loader_gen.get_state()}}, path)
+
+
+def _load_checkpoint(path: str, args: argparse.Namespace, model: Any, optimizer: Any,
+                     loader_gen: Any, device: str) -> tuple[int, int]:
+    if not Path(path).is_file():
+        raise CLIError(f"--resume {path}: no such file")
+    ckpt = mt.load(path, map_location=device)
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise CLIError(f"--resume {path}: not a checkpoint written by microtorch train --save")
+    saved = ckpt["config"]
+    for key in RESUME_MUST_MATCH:
+        if saved.get(key) != getattr(args, key):
+            raise CLIError(f"--resume {path}: the checkpoint was trained with "
+                           f"--{key.replace('_', '-')} {saved.get(key)}, this run asks for "
+                           f"{getattr(args, key)}")
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    mt.set_rng_state(ckpt["rng"]["cpu"].cpu())
+    loader = ckpt["rng"]["loader"]
+    loader_gen.set_state(np.asarray(loader.cpu().numpy() if hasattr(loader, "numpy")
+                                    else loader))
+    return int(ckpt["epoch"]), int(ckpt["steps"])
+
+
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``microtorch train`` with parsed arguments; returns the final metrics."""
+    from tqdm.auto import tqdm
+
+    from .nn import functional as F
+    from .utils.data import DataLoader
+
+    device = _resolve_device(args.device)
+    if args.lr is None:
+        args.lr = DEFAULT_LR[args.optimizer]
+    mt.manual_seed(args.seed)
+    train_set, test_set = _load_data(args)
+    image_shape = tuple(train_set.tensors[0].shape[1:])
+    model = _build_model(args.model, image_shape).to(device)
+    optimizer = _build_optimizer(args, list(model.parameters()))
+    loader_gen = mt.Generator()
+    loader_gen.manual_seed(args.seed)
+    loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
+                        generator=loader_gen)
+    n = len(train_set)
+    batch_sizes = [args.batch_size] * (n // args.batch_size) + (
+        [n % args.batch_size] if n % args.batch_size else [])
+    weights = window_weights(batch_sizes, args.accum_steps)
+    # A step closes each window: after every K-th batch and after the epoch's last one.
+    step_after = {min(i + args.accum_steps, len(batch_sizes)) - 1
+                  for i in range(0, len(batch_sizes), args.accum_steps)}
+
+    start_epoch, steps = 0, 0
+    if args.resume:
+        start_epoch, steps = _load_checkpoint(args.resume, args, model, optimizer, loader_gen,
+                                              device)
+    mem = _memory_api(device)
+    started = time.perf_counter()
+    train_loss = train_acc = float("nan")
+    for epoch in range(start_epoch, args.epochs):
+        seen = correct = 0
+        loss_sum = 0.0
+        bar = tqdm(loader, desc=f"epoch {epoch + 1}/{args.epochs}", unit="batch",
+                   leave=False, disable=None)
+        for i, (x, y) in enumerate(bar):
+            x, y = x.to(device), y.to(device)
+            out = model(x)
+            loss = F.cross_entropy(out, y)
+            (loss * weights[i]).backward()
+            if i in step_after:
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=args.set_to_none)
+                steps += 1
+            seen += len(y)
+            loss_sum += loss.item() * len(y)
+            correct += int((out.argmax(1) == y).sum().item())
+            bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
+        bar.close()
+        train_loss, train_acc = loss_sum / seen, correct / seen
+        test_loss, test_acc = evaluate(model, test_set, device)
+        print(f"epoch {epoch + 1}/{args.epochs}: train loss {train_loss:.4f} acc "
+              f"{train_acc:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} "
+              f"({time.perf_counter() - started:.1f} s)", flush=True)
+        if args.save:
+            _save_checkpoint(args.save, args, model, optimizer, epoch + 1, steps, loader_gen)
+    seconds = time.perf_counter() - started
+    test_loss, test_acc = evaluate(model, test_set, device)
+    return {"test_accuracy": test_acc, "test_loss": test_loss, "epochs": args.epochs,
+            "steps": steps, "seconds": seconds, "peak_memory_bytes": mem.max_memory_allocated(),
+            "train_loss": train_loss, "train_accuracy": train_acc, "device": device,
+            "resumed_from_epoch": start_epoch if args.resume else None,
+            "config": _config(args)}
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    metrics = train(args)
+    print(f"test accuracy {metrics['test_accuracy']:.4f}, test loss {metrics['test_loss']:.4f}"
+          f", {metrics['steps']} steps in {metrics['seconds']:.1f} s on {metrics['device']}")
+    if args.metrics_json:
+        path = Path(args.metrics_json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(metrics, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+# --------------------------------------------------------------------------------- bench
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+    from .bench_report import format_us, headline
+
+    if args.tiny:
+        cfg = bench.BenchConfig.tiny()
+    elif args.quick:
+        cfg = bench.BenchConfig.quick()
+    else:
+        cfg = bench.BenchConfig.full()
+    results = bench.run_benchmarks(cfg, device=args.device, use_torch=not args.no_torch)
+    for row in headline(results):
+        ratio = "" if row["ratio"] is None else f"  ratio {row['ratio']:.2f}x"
+        torch_time = "" if row["torch_us"] is None else f"  torch {format_us(row['torch_us'])}"
+        print(f"[{row['device']}] {row['case']}: microtorch {format_us(row['microtorch_us'])}"
+              f"{torch_time}{ratio}")
+    if args.out:
+        for path in bench.write_outputs(results, args.out):
+            print(f"wrote {path}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------- main
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``microtorch`` console script and ``python -m microtorch``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print("microtorch: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        if os.environ.get("MICROTORCH_DEBUG") == "1":
+            raise
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        prefix = "" if isinstance(exc, CLIError) else f"{type(exc).__name__}: "
+        print(f"microtorch {args.command}: error: {prefix}{message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
