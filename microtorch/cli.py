@@ -12,6 +12,7 @@ with one line on stderr and a non-zero exit status, never a traceback; set
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -141,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--metrics-json", metavar="PATH", default=None,
                     help="write the final metrics here as JSON: test_accuracy, test_loss, "
                          "epochs, steps, seconds, peak_memory_bytes (and a few more)")
+    tr.add_argument("--distributed", action="store_true",  # microtorch.distributed
+                    help="data-parallel over the processes of an MPI launcher "
+                         "(mpiexec -n 2 microtorch train --distributed); only rank 0 prints "
+                         "and writes checkpoints")
     tr.set_defaults(handler=_cmd_train)
 
     be = commands.add_parser(
@@ -165,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="auto: the CPU and, when available, the GPU")
     be.add_argument("--no-torch", action="store_true",
                     help="measure microtorch alone even if PyTorch is installed")
+    be.add_argument("--distributed", action="store_true",  # microtorch.distributed
+                    help="instead: data-parallel communication per step and the fraction "
+                         "hidden behind backward, 1 vs 2 ranks, several bucket sizes")
     be.set_defaults(handler=_cmd_bench)
     return parser
 
@@ -325,6 +333,16 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
                         generator=loader_gen)
     n = len(train_set)
+    # --distributed: DDP replica, this rank's shard, rank 0 alone prints and saves.
+    run = net = None
+    if args.distributed:
+        from .distributed.run import DataParallelRun
+
+        run = DataParallelRun()
+        net = run.wrap(model)
+        loader = run.loader(train_set, args.batch_size, seed=args.seed)
+        n = run.shard_size()
+    is_main = run is None or run.is_main
     batch_sizes = [args.batch_size] * (n // args.batch_size) + (
         [n % args.batch_size] if n % args.batch_size else [])
     weights = window_weights(batch_sizes, args.accum_steps)
@@ -342,13 +360,16 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     for epoch in range(start_epoch, args.epochs):
         seen = correct = 0
         loss_sum = 0.0
+        if run is not None:
+            run.set_epoch(epoch)
         bar = tqdm(loader, desc=f"epoch {epoch + 1}/{args.epochs}", unit="batch",
-                   leave=False, disable=None)
+                   leave=False, disable=None if is_main else True)
         for i, (x, y) in enumerate(bar):
             x, y = x.to(device), y.to(device)
-            out = model(x)
+            out = (model if net is None else net)(x)
             loss = F.cross_entropy(out, y)
-            (loss * weights[i]).backward()
+            with contextlib.nullcontext() if run is None else run.sync(net, i in step_after):
+                (loss * weights[i]).backward()
             if i in step_after:
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=args.set_to_none)
@@ -360,10 +381,11 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         bar.close()
         train_loss, train_acc = loss_sum / seen, correct / seen
         test_loss, test_acc = evaluate(model, test_set, device)
-        print(f"epoch {epoch + 1}/{args.epochs}: train loss {train_loss:.4f} acc "
-              f"{train_acc:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} "
-              f"({time.perf_counter() - started:.1f} s)", flush=True)
-        if args.save:
+        if is_main:
+            print(f"epoch {epoch + 1}/{args.epochs}: train loss {train_loss:.4f} acc "
+                  f"{train_acc:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} "
+                  f"({time.perf_counter() - started:.1f} s)", flush=True)
+        if args.save and is_main:
             _save_checkpoint(args.save, args, model, optimizer, epoch + 1, steps, loader_gen)
     seconds = time.perf_counter() - started
     test_loss, test_acc = evaluate(model, test_set, device)
@@ -371,11 +393,14 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             "steps": steps, "seconds": seconds, "peak_memory_bytes": mem.max_memory_allocated(),
             "train_loss": train_loss, "train_accuracy": train_acc, "device": device,
             "resumed_from_epoch": start_epoch if args.resume else None,
-            "config": _config(args)}
+            "config": _config(args), "is_main": is_main,
+            "world_size": 1 if run is None else run.world_size}
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
     metrics = train(args)
+    if not metrics.pop("is_main"):  # --distributed: the other ranks stay quiet
+        return 0
     print(f"test accuracy {metrics['test_accuracy']:.4f}, test loss {metrics['test_loss']:.4f}"
           f", {metrics['steps']} steps in {metrics['seconds']:.1f} s on {metrics['device']}")
     if args.metrics_json:
@@ -388,6 +413,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------- bench
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.distributed:
+        return _cmd_bench_distributed(args)
     from . import bench
     from .bench_report import format_us, headline
 
@@ -405,6 +432,26 @@ def _cmd_bench(args: argparse.Namespace) -> int:
               f"{torch_time}{ratio}")
     if args.out:
         for path in bench.write_outputs(results, args.out):
+            print(f"wrote {path}")
+    return 0
+
+
+def _cmd_bench_distributed(args: argparse.Namespace) -> int:
+    """``microtorch bench --distributed`` (microtorch.distributed.bench)."""
+    from .bench_report import format_us
+    from .distributed import bench as dbench
+
+    cfg = (dbench.DistributedBenchConfig.tiny() if args.tiny else
+           dbench.DistributedBenchConfig.quick() if args.quick else
+           dbench.DistributedBenchConfig())
+    results = dbench.run_distributed_bench(cfg)
+    for r in results["distributed"]:
+        hidden = "" if r["hidden_fraction"] is None else f", {r['hidden_fraction']:.0%} hidden"
+        print(f"{r['world_size']} rank(s), bucket cap {r['bucket_cap_mb']:g} MB: step "
+              f"{format_us(r['step']['median_us'])}, comm {format_us(r['comm']['median_us'])}, "
+              f"exposed {format_us(r['exposed']['median_us'])}{hidden}")
+    if args.out:
+        for path in dbench.write_outputs(results, args.out):
             print(f"wrote {path}")
     return 0
 

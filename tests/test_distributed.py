@@ -213,3 +213,33 @@ def test_nccl_collectives_and_ddp_on_the_gpu(tmp_path):
         assert r["all_gather"] == [[float(i)] * 2 for i in range(n)]
         assert r["cpu_sum"] == [float(n)] * 3
         assert r["ddp_max_diff"] < 1e-5
+
+
+@pytest.mark.mpi
+def test_cli_train_distributed_rank0_prints_and_saves(tmp_path):
+    launcher = _require_mpi()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    ckpt, metrics = tmp_path / "ckpt.safetensors", tmp_path / "metrics.json"
+    proc = subprocess.run(
+        [launcher, "-n", "2", sys.executable, "-m", "microtorch", "train", "--distributed",
+         "--epochs", "1", "--accum-steps", "2", "--save", str(ckpt), "--metrics-json",
+         str(metrics)], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("epoch 1/1:") == 1  # rank 0 only
+    assert proc.stdout.count("test accuracy") == 1
+    out = json.loads(metrics.read_text())
+    assert out["world_size"] == 2 and out["test_accuracy"] > 0.3
+    assert ckpt.is_file()
+
+
+@pytest.mark.mpi
+def test_cli_bench_distributed_tiny(tmp_path):
+    _require_mpi()
+    from microtorch import cli
+
+    assert cli.main(["bench", "--distributed", "--tiny", "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert {r["world_size"] for r in res["distributed"]} == {1, 2}
+    assert all(r["comm"]["median_us"] >= 0 for r in res["distributed"])
+    assert "hidden" in (tmp_path / "report.md").read_text()
