@@ -40,9 +40,7 @@ from .serialization import load, save
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
-from . import autograd, cpu, cuda, utils  # noqa: E402
-from . import optim  # noqa: E402
-from . import nn  # noqa: E402
+from . import autograd, cpu, cuda, nn, optim, utils  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from .function import Function
 from .grad_mode import set_grad_enabled, state
 
@@ -128,7 +130,8 @@ def _sum_into(buffers: dict, node, grad) -> None:
 
 def _check_anomaly(node: Function, grads: tuple) -> None:
     for i, g in enumerate(grads):
-        if g is not None and not g.isfinite().all().item():
+        arr = g._data if isinstance(g, Tensor) else g
+        if arr is not None and not bool(backend_of(arr).xp.isfinite(arr).all()):
             where = "".join(node._stack or ["(forward trace unavailable)\n"])
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                f"output.\nForward call that created the node:\n{where}")
@@ -192,6 +195,9 @@ def _propagate(order: list, buffers: dict, targets: dict | None, captured: list 
                 continue
             is_leaf = not isinstance(node, Function)
             hooks = node._hooks if is_leaf else node._pre_hooks
+            if type(grad) is not Tensor and (is_leaf or hooks or targets is not None
+                                             or not node.lifted or node._retained is not None):
+                grad = Tensor._make(grad)  # a raw array from a lifted backward
             if hooks:
                 for hook in tuple(hooks):
                     replaced = hook(grad)
@@ -229,8 +235,21 @@ def _propagate(order: list, buffers: dict, targets: dict | None, captured: list 
                 if edge is not None and g is not None:
                     key = id(edge)
                     prev = buffers.get(key)
-                    buffers[key] = g if prev is None else prev + g
+                    buffers[key] = g if prev is None else _add(prev, g)
             grad = out = g = None  # no stray references: they would defeat the ownership test
+
+
+def _add(a, b):
+    """Sum two gradients that may be Tensors or (in a plain backward) raw arrays."""
+    if type(a) is Tensor or type(b) is Tensor:
+        a = a if type(a) is Tensor else Tensor._make(a)
+        b = b if type(b) is Tensor else Tensor._make(b)
+        return a + b
+    out = a + b
+    if isinstance(out, np.generic):  # NumPy turns 0-d sums into scalars
+        out = np.asarray(out)
+    backend_of(out).memory.register(out)
+    return out
 
 
 def _prune(order: list, targets: dict) -> list:
@@ -243,3 +262,4 @@ def _prune(order: list, targets: dict) -> list:
 
 
 from .._tensor import Tensor  # noqa: E402
+from ..backend import backend_of  # noqa: E402

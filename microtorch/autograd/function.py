@@ -37,6 +37,7 @@ class Function:
     _pre_hooks: list | None = None
     _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
     _stack: list | None = None  # forward traceback, kept in anomaly mode
+    lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
     _out_data = None
     _out_vbox = None  # the output's version counter: in-place changes to it are detected
 
@@ -157,17 +158,25 @@ def lift(*values) -> tuple:
     """
     if state.grad_enabled:
         return values
-    return tuple(v._data if isinstance(v, Tensor) else v for v in values)
+    return tuple([v._data if isinstance(v, Tensor) else v for v in values])
 
 
 def finish(*grads) -> tuple:
-    """Gradients from a lifted formula as Tensors (or None)."""
+    """The gradients of a lifted formula, ready for the engine.
+
+    Under ``create_graph`` they are Tensors already. In a plain backward they stay raw arrays
+    (the engine wraps one only where a Tensor is needed: leaves, hooks, non-lifted nodes),
+    counted in the memory statistics like any tensor buffer.
+    """
+    if state.grad_enabled:
+        return grads
     out = []
     for g in grads:
-        if g is None or isinstance(g, Tensor):
-            out.append(g)
-        else:
-            out.append(Tensor._make(np.asarray(g) if isinstance(g, np.generic) else g))
+        if g is not None and not isinstance(g, Tensor):
+            if isinstance(g, np.generic):
+                g = np.asarray(g)
+            (_CPU_MEMORY if type(g) is np.ndarray else backend_of(g).memory).register(g)
+        out.append(g)
     return tuple(out)
 
 
@@ -234,4 +243,7 @@ class _Handle:
         self.remove()
 
 
-from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
+from .._tensor import _CPU_BACKEND, Tensor  # noqa: E402  (Tensor imports this module first)
+from ..backend import backend_of  # noqa: E402
+
+_CPU_MEMORY = _CPU_BACKEND.memory

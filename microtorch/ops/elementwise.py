@@ -19,6 +19,8 @@ def _grad_for(grad, meta):
 
 # -- binary arithmetic ------------------------------------------------------------------------
 class Add(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         xa, xb, _ = promote_operands(a, b)
@@ -39,6 +41,8 @@ def _is_bool(x) -> bool:
 
 
 class Sub(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         if _is_bool(a) or _is_bool(b):
@@ -59,6 +63,8 @@ class Sub(Function):
 
 
 class Mul(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, _ = promote_operands(a, b)
@@ -75,6 +81,8 @@ class Mul(Function):
 
 
 class Div(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
         xa, xb, dt = promote_operands(a, b)
@@ -113,6 +121,8 @@ def _array_of(xa, xb):
 
 
 class Pow(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, dt = promote_operands(a, b)
@@ -150,6 +160,8 @@ class Pow(Function):
 
 
 class Maximum(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, _ = promote_operands(a, b)
@@ -163,6 +175,8 @@ class Maximum(Function):
 
 
 class Minimum(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, _ = promote_operands(a, b)
@@ -188,6 +202,8 @@ def _select_backward(ctx, grad, wins):
 
 
 class Where(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, cond, a, b):
         xa, xb, _ = promote_operands(a, b)
@@ -252,6 +268,8 @@ for _cls in (Add, Sub, Mul, Div, Pow, Maximum, Minimum, Where):
 class Unary(Function):
     """Base of one-input ops: ``compute(xp, x)`` is the forward; ``derivative(g, x, out, F)``
     the backward, written with operators and F's functions so it runs lifted (see ``lift``)."""
+
+    lifted = True
 
     needs = "input"  # what derivative() uses: "input", "output" or "none"
 

@@ -46,6 +46,8 @@ def _no_double_backward(name: str) -> None:
 class Linear(Function):
     """``x @ W.T + b`` as one node: dW = g.T @ x, db = g.sum(0), dx = g @ W."""
 
+    lifted = True
+
     @staticmethod
     def forward(ctx, x, weight, bias=None):
         xa, wa = x._data, weight._data
