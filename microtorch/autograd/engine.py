@@ -1,7 +1,8 @@
-"""The backward pass: topological order, gradient buffers, and PyTorch's accumulation rules."""
+"""The backward pass: node scheduling, gradient buffers, and PyTorch's accumulation rules."""
 
 from __future__ import annotations
 
+import heapq
 import sys
 
 import numpy as np
@@ -10,12 +11,22 @@ from .function import Function
 from .grad_mode import set_grad_enabled, state
 
 
-def _topological_order(roots: list) -> list:
-    """Nodes reachable from ``roots``, each after every node that sends it a gradient.
+def _priority(node) -> int:
+    """Heap key: later-created nodes first, leaves last.
 
-    Iterative post-order DFS (no recursion limit on deep graphs), then reversed.
+    A node is always created after the nodes of its inputs, so its creation number (``_seq``)
+    orders the graph topologically: popping the newest pending node first means every node
+    runs after all nodes that send it a gradient, with no separate sorting pass.
     """
-    order: list = []
+    return -node._seq if isinstance(node, Function) else 1
+
+
+def _useful_nodes(roots: list, targets: dict) -> set[int]:
+    """Ids of the nodes from which a target is reachable (autograd.grad runs no others).
+
+    Iterative post-order DFS, so deep graphs need no recursion.
+    """
+    useful: set[int] = set(targets)
     seen: set[int] = set()
     for root in roots:
         if id(root) in seen:
@@ -31,9 +42,9 @@ def _topological_order(roots: list) -> list:
                     break
             else:
                 stack.pop()
-                order.append(node)
-    order.reverse()
-    return order
+                if any(e is not None and id(e) in useful for e in getattr(node, "_next", ())):
+                    useful.add(id(node))
+    return useful
 
 
 def _refcount_when_owned() -> tuple[int, int]:
@@ -145,24 +156,24 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
     of tensors) nothing accumulates: the summed gradient reaching each captured tensor is
     returned instead, as ``autograd.grad`` does.
     """
-    start = []
     buffers: dict[int, object] = {}
+    pending: list = []  # heap of (priority, id, node) for nodes whose buffer holds a gradient
     for root, grad in zip(roots, grads):
         node = root.grad_fn if root.grad_fn is not None else root
-        start.append(node)
+        if id(node) not in buffers:
+            heapq.heappush(pending, (_priority(node), id(node), node))
         _sum_into(buffers, node, grad)
-    order = _topological_order(start)
 
-    targets = captured = None
+    targets = captured = useful = None
     if capture is not None:
         targets = {id(t.grad_fn if t.grad_fn is not None else t): i for i, t in enumerate(capture)}
         captured = [None] * len(capture)
-        order = _prune(order, targets)
+        useful = _useful_nodes([entry[2] for entry in pending], targets)
 
     global _depth
     _depth += 1
     try:
-        _propagate(order, buffers, targets, captured, retain_graph, create_graph)
+        _propagate(pending, buffers, targets, captured, useful, retain_graph, create_graph)
     except BaseException:
         if _depth == 1:
             _queued_callbacks.clear()  # a failed pass runs no final callbacks
@@ -185,14 +196,14 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
     return tuple(captured)
 
 
-def _propagate(order: list, buffers: dict, targets: dict | None, captured: list | None,
-               retain_graph: bool, create_graph: bool) -> None:
-    """Run each node's backward in ``order``, accumulating into leaves or capturing."""
+def _propagate(pending: list, buffers: dict, targets: dict | None, captured: list | None,
+               useful: set | None, retain_graph: bool, create_graph: bool) -> None:
+    """Run each pending node's backward, newest first, accumulating into leaves or capturing."""
+    heappop, heappush = heapq.heappop, heapq.heappush
     with set_grad_enabled(create_graph):
-        for node in order:
-            grad = buffers.pop(id(node), None)
-            if grad is None:
-                continue
+        while pending:
+            node = heappop(pending)[2]
+            grad = buffers.pop(id(node))
             is_leaf = not isinstance(node, Function)
             hooks = node._hooks if is_leaf else node._pre_hooks
             if type(grad) is not Tensor and (is_leaf or hooks or targets is not None
@@ -235,7 +246,11 @@ def _propagate(order: list, buffers: dict, targets: dict | None, captured: list 
                 if edge is not None and g is not None:
                     key = id(edge)
                     prev = buffers.get(key)
-                    buffers[key] = g if prev is None else _add(prev, g)
+                    if prev is not None:
+                        buffers[key] = _add(prev, g)
+                    elif useful is None or key in useful:
+                        buffers[key] = g
+                        heappush(pending, (_priority(edge), key, edge))
             grad = out = g = None  # no stray references: they would defeat the ownership test
 
 
@@ -250,15 +265,6 @@ def _add(a, b):
         out = np.asarray(out)
     backend_of(out).memory.register(out)
     return out
-
-
-def _prune(order: list, targets: dict) -> list:
-    """Keep only nodes from which some target is reachable (autograd.grad runs no more)."""
-    useful: set[int] = set(targets)
-    for node in reversed(order):  # children before parents
-        if any(e is not None and id(e) in useful for e in getattr(node, "_next", ())):
-            useful.add(id(node))
-    return [n for n in order if id(n) in useful]
 
 
 from .._tensor import Tensor  # noqa: E402

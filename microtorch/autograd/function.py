@@ -16,6 +16,7 @@ extra trailing Nones for non-tensor arguments.
 
 from __future__ import annotations
 
+import itertools
 import traceback
 
 import numpy as np
@@ -27,6 +28,9 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
           "backward through the graph a second time or if you need to access saved tensors after "
           "calling backward.")
+
+
+_next_sequence_number = itertools.count().__next__
 
 
 class Function:
@@ -89,8 +93,7 @@ class Function:
 
     def _free(self) -> None:
         self._saved = None
-        if self._out_data is not None:
-            self._out_data = None
+        self._out_data = None
 
     # -- graph introspection ---------------------------------------------------------------
     def name(self) -> str:
@@ -141,6 +144,7 @@ class Function:
         if not (needs_grad and state.grad_enabled):
             return Tensor._make(out, False, None)
         ctx._next = tuple([_edge(a) for a in args[:last + 1]])
+        ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
         if state.anomaly:
             ctx._stack = traceback.format_stack()[:-2]
         result = Tensor._make(out, True, ctx)
@@ -172,10 +176,14 @@ def finish(*grads) -> tuple:
         return grads
     out = []
     for g in grads:
-        if g is not None and not isinstance(g, Tensor):
+        if type(g) is np.ndarray:
+            _CPU_MEMORY.register(g)
+        elif g is not None and not isinstance(g, Tensor):
             if isinstance(g, np.generic):
                 g = np.asarray(g)
-            (_CPU_MEMORY if type(g) is np.ndarray else backend_of(g).memory).register(g)
+                _CPU_MEMORY.register(g)
+            else:
+                backend_of(g).memory.register(g)
         out.append(g)
     return tuple(out)
 
