@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _dtype
 from .backend import backend_of, get_backend
+from .backend.base import tracking
 from .backend.device import CPU, device
 
 _CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
@@ -39,7 +40,8 @@ class Tensor:
         t.requires_grad = requires_grad
         t.grad_fn = grad_fn
         t._vbox = [0]
-        (_CPU_BACKEND if type(arr) is np.ndarray else backend_of(arr)).memory.register(arr)
+        if tracking.on:
+            (_CPU_BACKEND if type(arr) is np.ndarray else backend_of(arr)).memory.register(arr)
         return t
 
     # -- metadata ---------------------------------------------------------------------------

@@ -81,3 +81,28 @@ def test_memory_stats_per_device(device):
     assert stats.max_memory_allocated() >= peak_before + 256 * 256 * 4
     del t, u
     assert stats.memory_allocated() == before
+
+
+def test_memory_counting_starts_with_a_census_of_live_buffers():
+    """Buffers made before the first stats call are counted (fresh process: tracking off)."""
+    import subprocess
+    import sys
+
+    script = """
+import microtorch as mt
+from microtorch.backend.base import tracking
+a = mt.zeros(1000, dtype=mt.float64)              # 8000 bytes, made while not counting
+x = mt.ones(250, requires_grad=True)              # 1000 bytes
+y = (x * 2).exp()                                 # 1000 + 1000 (exp keeps its output)
+assert not tracking.on
+held = mt.cpu.memory_allocated()
+assert tracking.on
+del a
+after = mt.cpu.memory_allocated()
+print(held, after)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split()
+    held, after = map(int, out)
+    assert held >= 8000 + 3000
+    assert held - after == 8000

@@ -176,14 +176,10 @@ def finish(*grads) -> tuple:
         return grads
     out = []
     for g in grads:
-        if type(g) is np.ndarray:
-            _CPU_MEMORY.register(g)
-        elif g is not None and not isinstance(g, Tensor):
-            if isinstance(g, np.generic):
-                g = np.asarray(g)
-                _CPU_MEMORY.register(g)
-            else:
-                backend_of(g).memory.register(g)
+        if isinstance(g, np.generic):  # NumPy turns 0-d results into scalars
+            g = np.asarray(g)
+        if tracking.on and g is not None and not isinstance(g, Tensor):
+            (_CPU_MEMORY if type(g) is np.ndarray else backend_of(g).memory).register(g)
         out.append(g)
     return tuple(out)
 
@@ -253,5 +249,6 @@ class _Handle:
 
 from .._tensor import _CPU_BACKEND, Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of  # noqa: E402
+from ..backend.base import tracking  # noqa: E402
 
 _CPU_MEMORY = _CPU_BACKEND.memory

@@ -8,6 +8,15 @@ from contextlib import AbstractContextManager, nullcontext
 from .device import device
 
 
+class _Tracking:
+    """Whether buffers are being counted (off until someone asks for memory statistics)."""
+
+    on = False
+
+
+tracking = _Tracking()
+
+
 class _BufferRef(weakref.ref):
     """A weak reference to a counted buffer that remembers its key and size."""
 
@@ -18,7 +27,9 @@ class MemoryStats:
     """Exact byte counts of the buffers microtorch allocated and still holds on one device.
 
     Every array that a tensor is built on is registered once by its root buffer; a weak
-    reference drops the bytes when the buffer is freed. Views cost nothing extra.
+    reference drops the bytes when the buffer is freed. Views cost nothing extra. Counting
+    starts when ``tracking.on`` is switched on (``microtorch._memory.start_tracking`` takes a
+    census of the buffers alive at that moment), so programs that never ask pay nothing.
     """
 
     __slots__ = ("allocated", "peak", "_live", "_release")
@@ -36,7 +47,9 @@ class MemoryStats:
         self._release = release
 
     def register(self, arr) -> None:
-        """Count ``arr``'s root buffer if it is not counted yet."""
+        """Count ``arr``'s root buffer if it is not counted yet (while tracking is on)."""
+        if not tracking.on:
+            return
         base = arr.base
         while base is not None and type(base) is type(arr):  # stop at non-array owners (bytes)
             arr, base = base, base.base

@@ -36,6 +36,13 @@ def set_device(index) -> None:
     _current = index
 
 
+def _stats(dev):
+    from .._memory import start_tracking
+
+    start_tracking()
+    return _backend(dev).memory
+
+
 def _backend(dev):
     if dev is None:
         dev = _current
@@ -63,17 +70,17 @@ def manual_seed_all(seed: int) -> None:
 
 def memory_allocated(device=None) -> int:
     """Bytes of GPU memory held by live microtorch tensors."""
-    return _backend(device).memory.allocated
+    return _stats(device).allocated
 
 
 def max_memory_allocated(device=None) -> int:
     """Peak of ``memory_allocated`` since the start or the last reset."""
-    return _backend(device).memory.peak
+    return _stats(device).peak
 
 
 def reset_peak_memory_stats(device=None) -> None:
     """Restart peak tracking from the current allocation."""
-    _backend(device).memory.reset_peak()
+    _stats(device).reset_peak()
 
 
 def memory_reserved(device=None) -> int:
