@@ -66,3 +66,12 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
            "save", "load", "utils", *_ops_all]
 del _dtype
+
+
+def __getattr__(name: str):
+    # distributed builds on nn and optim (and needs mpi4py or CuPy to run): import on first use.
+    if name == "distributed":
+        import importlib
+
+        return importlib.import_module(".distributed", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

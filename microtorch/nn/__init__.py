@@ -6,3 +6,12 @@ from .modules import __all__ as _modules_all
 from .parameter import Parameter
 
 __all__ = ["Parameter", "functional", "init", "utils", *_modules_all]
+
+
+def __getattr__(name: str):
+    # nn.parallel wraps microtorch.distributed, which builds on nn: import it on first use.
+    if name == "parallel":
+        import importlib
+
+        return importlib.import_module(".parallel", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
