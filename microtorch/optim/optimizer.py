@@ -367,7 +367,7 @@ class Optimizer:
                     "applied: it was accumulated into since, without zero_grad() (or "
                     "p.grad.zero_() / p.grad = None) in between, so old gradients are applied "
                     "again. Call optimizer.zero_grad() once per step.",
-                    StaleGradWarning, stacklevel=4)
+                    StaleGradWarning, stacklevel=3)  # the caller of step()
                 consumed.clear()
                 return
             consumed[p] = (weakref.ref(g), version, epoch)
