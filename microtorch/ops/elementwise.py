@@ -159,46 +159,43 @@ class Pow(Function):
         return finish(ga, gb)
 
 
-class Maximum(Function):
-    lifted = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        xa, xb, _ = promote_operands(a, b)
-        ctx.meta = _meta(a), _meta(b)
-        ctx.save_for_backward(a, b)
-        return xp_of(xa).maximum(xa, xb)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _select_backward(ctx, grad, lambda a, b: a > b)
-
-
-class Minimum(Function):
-    lifted = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        xa, xb, _ = promote_operands(a, b)
-        ctx.meta = _meta(a), _meta(b)
-        ctx.save_for_backward(a, b)
-        return xp_of(xa).minimum(xa, xb)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _select_backward(ctx, grad, lambda a, b: a < b)
-
-
-def _select_backward(ctx, grad, wins):
+class _Select(Function):
     """maximum/minimum: the winner takes the gradient, ties split it in half (as PyTorch)."""
-    ma, mb = ctx.meta
-    g, a, b = lift(grad, *ctx.saved_tensors)
-    F = namespace(g)
-    tie = a == b
-    half = g / 2
-    ga = _grad_for(F.where(tie, half, F.where(wins(a, b), g, 0.0)), ma) if ma else None
-    gb = _grad_for(F.where(tie, half, F.where(wins(b, a), g, 0.0)), mb) if mb else None
-    return finish(ga, gb)
+
+    lifted = True
+    ufunc = ""
+
+    @staticmethod
+    def wins(a, b):
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        xa, xb, _ = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.save_for_backward(a, b)
+        return getattr(xp_of(_array_of(xa, xb)), cls.ufunc)(xa, xb)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        ma, mb = ctx.meta
+        g, a, b = lift(grad, *ctx.saved_tensors)
+        F = namespace(g)
+        tie = a == b
+        half = g / 2
+        ga = _grad_for(F.where(tie, half, F.where(cls.wins(a, b), g, 0.0)), ma) if ma else None
+        gb = _grad_for(F.where(tie, half, F.where(cls.wins(b, a), g, 0.0)), mb) if mb else None
+        return finish(ga, gb)
+
+
+class Maximum(_Select):
+    ufunc = "maximum"
+    wins = staticmethod(lambda a, b: a > b)
+
+
+class Minimum(_Select):
+    ufunc = "minimum"
+    wins = staticmethod(lambda a, b: a < b)
 
 
 class Where(Function):
