@@ -24,6 +24,7 @@ interquartile range; on CUDA each timed region ends with a device synchronize.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import os
@@ -56,6 +57,9 @@ class BenchConfig:
     zero_grad_cases: list[tuple[int, tuple[int, ...]]]
     zero_grad_repeats: int
     big_case_repeats: int  # cases of >= 1M elements per parameter are slow to refresh
+    # Added on GPUs only: 1 GiB of float32 gradients, the flat-buffer bandwidth case.
+    gpu_extra_cases: list[tuple[int, tuple[int, ...]]] = field(
+        default_factory=lambda: [(256, (1024, 1024))])
     mlp_dims: tuple[int, ...] = (64, 256, 256, 10)
     batch_size: int = 128
     accum_steps: tuple[int, ...] = (1, 4, 8)
@@ -65,7 +69,7 @@ class BenchConfig:
     chain_numel: int = 16
     chain_repeats: int = 20
     memory_steps: int = 2
-    notes: list[str] = field(default_factory=list)
+    block: int = 6  # calls per turn in interleaved timing (see ``interleave``)
 
     @classmethod
     def full(cls) -> BenchConfig:
@@ -89,9 +93,9 @@ class BenchConfig:
     def tiny(cls) -> BenchConfig:
         """Toy sizes for tests: exercises every code path in seconds; numbers mean nothing."""
         return cls("tiny", [(4, (8,)), (16, (8,)), (4, (16, 16))], zero_grad_repeats=3,
-                   big_case_repeats=2, mlp_dims=(8, 16, 4), batch_size=8, step_repeats=3,
-                   step_warmup=1, chain_length=20, chain_numel=4, chain_repeats=2,
-                   memory_steps=2)
+                   big_case_repeats=2, gpu_extra_cases=[], mlp_dims=(8, 16, 4), batch_size=8,
+                   step_repeats=3, step_warmup=1, block=2, chain_length=20, chain_numel=4,
+                   chain_repeats=2, memory_steps=2)
 
 
 # ---------------------------------------------------------------------------- statistics
@@ -159,6 +163,14 @@ def machine_info(torch: Any = None) -> dict[str, Any]:
     return info
 
 
+def _load_average() -> list[float] | None:
+    """The 1/5/15-minute load averages: other work on the machine skews every timing."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 # --------------------------------------------------------------------------- contenders
 
 def load_torch() -> Any:
@@ -217,6 +229,24 @@ def _to_lib(lib: Any, arr: np.ndarray, dev: str, requires_grad: bool = False) ->
     return t
 
 
+def interleave(runners: list[Callable[[bool], None]], repeats: int, block: int) -> None:
+    """Call each runner until it has recorded ``repeats`` times, in alternating blocks.
+
+    ``runner(record)`` does one measurement and keeps it when ``record`` is true. Runners take
+    turns a block at a time (the order reversed every round), and the first call of each
+    block is not recorded: it pays for the switch. Why blocks and not strict alternation:
+    PyTorch's OpenMP threads and OpenBLAS's threads spin-wait for a while after their work,
+    so alternating call by call makes each framework run against the other's spinning
+    threads (on 2 cores an MLP step then takes 2-3 times as long for both).
+    """
+    per_block = max(1, block - 1)
+    rounds = max(1, -(-repeats // per_block))
+    for r in range(rounds):
+        for run in runners if r % 2 == 0 else runners[::-1]:
+            for i in range(per_block + 1):
+                run(i > 0)
+
+
 def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
     sync()
     t0 = time.perf_counter()
@@ -246,7 +276,7 @@ class _ZeroGradContender:
 
 
 def _zero_grad_case(n: int, shape: tuple[int, ...], dev: str, torch: Any, repeats: int,
-                    rng: np.random.Generator) -> list[dict[str, Any]]:
+                    block: int, rng: np.random.Generator) -> list[dict[str, Any]]:
     """Time zero_grad for every storage and both set_to_none values on one parameter set."""
     values = [rng.standard_normal(shape, dtype=np.float32) for _ in range(min(n, 4))]
     rows = []
@@ -263,20 +293,24 @@ def _zero_grad_case(n: int, shape: tuple[int, ...], dev: str, torch: Any, repeat
                 contenders.append(_ZeroGradContender(
                     f"torch/{storage}", torch, params, _make_optimizer(torch, params, storage),
                     _sync(torch, dev)))
-        for rep in range(repeats + 1):  # the first round warms caches and allocators
-            # Rotate the order so no contender always runs right after another's refresh.
-            k = rep % len(contenders)
-            for c in contenders[k:] + contenders[:k]:
+        def runner(c: _ZeroGradContender, stn: bool = set_to_none) -> Callable[[bool], None]:
+            def run(record: bool) -> None:
                 c.refresh()
-                seconds = _timed(lambda c=c, stn=set_to_none: c.optimizer.zero_grad(
-                    set_to_none=stn), c.sync)
-                if rep:
+                seconds = _timed(lambda: c.optimizer.zero_grad(set_to_none=stn), c.sync)
+                if record:
                     c.samples.append(seconds)
+            return run
+
+        interleave([runner(c) for c in contenders], repeats, block)
+        numel = n * int(np.prod(shape))
         for c in contenders:
             lib, storage = c.label.split("/")
-            rows.append({"device": dev, "n_params": n, "shape": list(shape),
-                         "numel": n * int(np.prod(shape)), "lib": lib, "storage": storage,
-                         "set_to_none": set_to_none, **summarize(c.samples)})
+            stats = summarize(c.samples)
+            # Zeroing moves 4 bytes per float32 element; freeing (set_to_none) moves none.
+            bandwidth = None if set_to_none else numel * 4 / (stats["median_us"] * 1e-6) / 1e9
+            rows.append({"device": dev, "n_params": n, "shape": list(shape), "numel": numel,
+                         "lib": lib, "storage": storage, "set_to_none": set_to_none,
+                         "bandwidth_gbs": bandwidth, **stats})
         del contenders
     return rows
 
@@ -286,10 +320,12 @@ def bench_zero_grad(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
     """zero_grad time against the number and size of parameters, on one device."""
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
-    for n, shape in cfg.zero_grad_cases:
+    cases = cfg.zero_grad_cases + (cfg.gpu_extra_cases if dev != "cpu" else [])
+    for n, shape in cases:
         big = int(np.prod(shape)) >= 1 << 20
         rows += _zero_grad_case(n, tuple(shape), dev, torch,
-                                cfg.big_case_repeats if big else cfg.zero_grad_repeats, rng)
+                                cfg.big_case_repeats if big else cfg.zero_grad_repeats,
+                                cfg.block, rng)
         if progress is not None:
             progress.update(1)
     return rows
@@ -385,10 +421,10 @@ def bench_train_step(cfg: BenchConfig, dev: str, torch: Any, progress: Any = Non
                     tstorage = "foreach" if storage == "foreach" else "default"
                     contenders.append(_StepContender(torch, tmodel, tstorage, set_to_none, dev,
                                                      batches))
-                for rep in range(cfg.step_warmup + cfg.step_repeats):
-                    order = contenders if rep % 2 else contenders[::-1]
-                    for c in order:
-                        c.run(record=rep >= cfg.step_warmup)
+                for c in contenders:
+                    for _ in range(cfg.step_warmup):
+                        c.run(record=False)
+                interleave([c.run for c in contenders], cfg.step_repeats, cfg.block)
                 row: dict[str, Any] = {"device": dev, "storage": storage,
                                        "set_to_none": set_to_none, "accum_steps": k,
                                        "batch_size": cfg.batch_size,
@@ -433,6 +469,9 @@ def bench_memory(cfg: BenchConfig, dev: str, progress: Any = None) -> list[dict[
         np_batches = _batches(cfg, k, seed=100 + k)
         for storage in STORAGES:
             for set_to_none in SET_TO_NONE:
+                # Objects of the previous setting caught in reference cycles would otherwise be
+                # freed in the middle of this one and shift every reading.
+                gc.collect()
                 base = mem.memory_allocated()
                 model, _ = _mlp_pair(cfg, dev, None)
                 optimizer = _make_optimizer(mt, list(model.parameters()), storage, "adam")
@@ -487,17 +526,20 @@ def bench_op_chain(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
     xs = {lib: _to_lib(lib, x0, dev, True) for lib in libs}
     samples: dict[tuple[str, Any], list[float]] = {(p, lib): [] for p in ("forward", "backward")
                                                     for lib in libs}
-    for rep in range(cfg.chain_repeats + 1):
-        for lib in libs if rep % 2 else libs[::-1]:
-            sync = _sync(lib, dev)
+    def runner(lib: Any) -> Callable[[bool], None]:
+        sync = _sync(lib, dev)
+
+        def run(record: bool) -> None:
             out: list[Any] = []
-            fwd = _timed(lambda lib=lib, out=out: out.append(_chain(xs[lib], cfg.chain_length)
-                                                            .sum()), sync)
-            bwd = _timed(lambda out=out: out[0].backward(), sync)
+            fwd = _timed(lambda: out.append(_chain(xs[lib], cfg.chain_length).sum()), sync)
+            bwd = _timed(lambda: out[0].backward(), sync)
             xs[lib].grad = None
-            if rep:
+            if record:
                 samples[("forward", lib)].append(fwd)
                 samples[("backward", lib)].append(bwd)
+        return run
+
+    interleave([runner(lib) for lib in libs], cfg.chain_repeats, cfg.block)
     rows = []
     for phase in ("forward", "backward"):
         row: dict[str, Any] = {"device": dev, "phase": phase, "length": cfg.chain_length,
@@ -519,29 +561,38 @@ def bench_op_chain(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
 # ---------------------------------------------------------------------------------- driver
 
 def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = True,
-                   show_progress: bool | None = None) -> dict[str, Any]:
+                   show_progress: bool | None = None, torch_threads: int | None = None
+                   ) -> dict[str, Any]:
     """Run every section on every requested device; returns the JSON-able results."""
     from tqdm.auto import tqdm
 
     torch = load_torch() if use_torch else None
+    if torch is not None and torch_threads is not None:
+        torch.set_num_threads(torch_threads)
     devices = available_devices(device, torch)
     per_device = (len(cfg.zero_grad_cases) + 2 * len(cfg.accum_steps) * len(STORAGES)
                   * len(SET_TO_NONE) + 1)
+    total = per_device * len(devices) + len(cfg.gpu_extra_cases) * ("cuda" in devices)
     results: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(torch),
                                "devices": devices, "zero_grad": [], "train_step": [],
                                "memory": [], "op_chain": []}
     started = time.perf_counter()
-    with tqdm(total=per_device * len(devices), desc="bench", unit="case",
+    results["load_average_start"] = _load_average()
+    sections: list[tuple[str, Callable[..., list]]] = [
+        ("zero_grad", lambda dev, bar: bench_zero_grad(cfg, dev, torch, bar)),
+        ("op_chain", lambda dev, bar: bench_op_chain(cfg, dev, torch, bar)),
+        ("train_step", lambda dev, bar: bench_train_step(cfg, dev, torch, bar)),
+        ("memory", lambda dev, bar: bench_memory(cfg, dev, bar))]
+    results["section_seconds"] = {}
+    with tqdm(total=total, desc="bench", unit="case",
               disable=None if show_progress is None else not show_progress) as bar:
         for dev in devices:
-            bar.set_postfix_str(f"{dev} zero_grad")
-            results["zero_grad"] += bench_zero_grad(cfg, dev, torch, bar)
-            bar.set_postfix_str(f"{dev} op chain")
-            results["op_chain"] += bench_op_chain(cfg, dev, torch, bar)
-            bar.set_postfix_str(f"{dev} train step")
-            results["train_step"] += bench_train_step(cfg, dev, torch, bar)
-            bar.set_postfix_str(f"{dev} memory")
-            results["memory"] += bench_memory(cfg, dev, bar)
+            for name, section in sections:
+                bar.set_postfix_str(f"{dev} {name}")
+                t0 = time.perf_counter()
+                results[name] += section(dev, bar)
+                results["section_seconds"][f"{dev}/{name}"] = time.perf_counter() - t0
+    results["load_average_end"] = _load_average()
     results["seconds"] = time.perf_counter() - started
     return results
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_markdown", "render_plots", "format_us", "headline"]
+__all__ = ["render_markdown", "render_plots", "format_us", "headline", "targets"]
 
 STORAGES = ("default", "foreach", "flat")
 # The cases DESIGN.md section 4 quotes PyTorch numbers for.
@@ -96,6 +96,104 @@ def headline(results: dict) -> list[dict[str, Any]]:
     return rows
 
 
+def _zg(results: dict, dev: str, n: int, shape: tuple, stn: bool, lib: str,
+        storage: str) -> dict | None:
+    return _zero_grad_index(results).get((dev, n, shape, stn, lib, storage))
+
+
+def _target(issue: str, text: str, measured: str, ok: bool | None) -> dict[str, Any]:
+    return {"issue": issue, "target": text, "measured": measured, "ok": ok}
+
+
+def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
+    rows = []
+    small, big = (1000, (64,)), (100, (1024, 1024))
+    if dev == "cpu":
+        flat = _zg(results, dev, *small, False, "microtorch", "flat")
+        ref = _zg(results, dev, *small, False, "torch", "default")
+        if flat and ref:
+            r = flat["median_us"] / ref["median_us"]
+            rows.append(_target("4", "cpu: zero_grad(False), 1000 × (64,), flat <= 0.1 × "
+                                "PyTorch", f"{r:.3f}×", r <= 0.1))
+        for storage in STORAGES:
+            mine = _zg(results, dev, *small, True, "microtorch", storage)
+            ref = _zg(results, dev, *small, True, "torch", "default")
+            if mine and ref:
+                r = mine["median_us"] / ref["median_us"]
+                rows.append(_target("4", f"cpu: zero_grad(True), 1000 × (64,), {storage} "
+                                    "no slower than PyTorch", f"{r:.2f}×", r <= 1.0))
+        ref = _zg(results, dev, *big, False, "torch", "default")
+        for storage in STORAGES:
+            mine = _zg(results, dev, *big, False, "microtorch", storage)
+            if mine and ref:
+                rows.append(_target(
+                    "4", f"cpu: zeroing 100 × (1024, 1024), {storage}: bandwidth >= PyTorch's",
+                    f"{mine['bandwidth_gbs']:.1f} vs {ref['bandwidth_gbs']:.1f} GB/s",
+                    mine["bandwidth_gbs"] >= ref["bandwidth_gbs"]))
+    else:
+        ref = _zg(results, dev, *small, False, "torch", "foreach")
+        for storage in ("foreach", "flat"):
+            mine = _zg(results, dev, *small, False, "microtorch", storage)
+            if mine:
+                ok = None if ref is None else mine["median_us"] <= ref["median_us"]
+                versus = "" if ref is None else f" vs {format_us(ref['median_us'])}"
+                rows.append(_target("4", f"{dev}: zero_grad(False), 1000 params, {storage} "
+                                    "no slower than torch._foreach_zero_",
+                                    f"{format_us(mine['median_us'])}{versus}", ok))
+        for (n, shape) in results["config"].get("gpu_extra_cases", []):
+            mine = _zg(results, dev, n, tuple(shape), False, "microtorch", "flat")
+            if mine:
+                tbs = mine["bandwidth_gbs"] / 1e3
+                rows.append(_target("4", f"{dev}: flat-buffer zeroing of {n} × "
+                                    f"{_shape(list(shape))} above 3 TB/s", f"{tbs:.2f} TB/s",
+                                    tbs > 3.0))
+    return rows
+
+
+def targets(results: dict) -> list[dict[str, Any]]:
+    """The performance targets of issues 4 and 5, each with its measured value and verdict
+    (None where the run lacks the data, e.g. PyTorch absent)."""
+    rows: list[dict[str, Any]] = []
+    for dev in results["devices"]:
+        rows += _zero_grad_targets(results, dev)
+        for r in results["train_step"]:
+            if (r["device"] == dev and r["accum_steps"] == 1 and r["storage"] == "default"
+                    and r["set_to_none"] and r["ratio"] is not None):
+                rows.append(_target("5", f"{dev}: MLP training step <= 1.0× PyTorch "
+                                    "(goal 0.85×)", f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
+                rows.append(_target("5", f"{dev}: training-step losses equal PyTorch's",
+                                    f"max rel. diff {r['max_loss_rel_diff']:.1e}",
+                                    r["max_loss_rel_diff"] < 1e-5))
+        for r in results["op_chain"]:
+            if r["device"] == dev and r["ratio"] is not None:
+                rows.append(_target("5", f"{dev}: per-op overhead, {r['phase']}, <= PyTorch",
+                                    f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
+        mem = [r for r in results["memory"] if r["device"] == dev]
+        for r in mem:
+            if not r["set_to_none"]:
+                continue
+            twin = next((o for o in mem if o["storage"] == r["storage"] and not o["set_to_none"]
+                         and o["accum_steps"] == r["accum_steps"]), None)
+            held = r["held_between_steps"].get("gradients", 0)
+            peak_ok = twin is None or r["peak_of_step"] <= twin["peak_of_step"]
+            rows.append(_target("5", f"{dev}: set_to_none=True, K={r['accum_steps']}, "
+                                f"{r['storage']}: no gradient bytes between steps, peak <= "
+                                "set_to_none=False's",
+                                f"{_bytes(held)} held; peak {_bytes(r['peak_of_step'])} vs "
+                                f"{_bytes(twin['peak_of_step']) if twin else '-'}",
+                                held == 0 and peak_ok))
+    return rows
+
+
+def _targets_md(results: dict) -> list[str]:
+    verdict = {True: "yes", False: "**no**", None: "n/a"}
+    lines = ["## Targets (issues 4 and 5)", "", "| issue | target | measured | met |",
+             "|---|---|---|---|"]
+    for t in targets(results):
+        lines.append(f"| {t['issue']} | {t['target']} | {t['measured']} | {verdict[t['ok']]} |")
+    return lines + [""]
+
+
 def _machine_md(m: dict) -> list[str]:
     lines = ["## Machine", "",
              f"- CPU: {m['cpu']}, {m['cores']} cores; {m['platform']}",
@@ -121,10 +219,12 @@ def _zero_grad_md(results: dict, dev: str) -> list[str]:
     head = ["params", "set_to_none"] + [f"{lib} {s}" for lib, s in cols]
     if has_torch:
         head += [f"ratio {s}" for s in STORAGES]
+    head.append("GB/s (best microtorch / PyTorch)")
     lines = [f"### zero_grad on {dev}", "",
              "Median [IQR] of one `optimizer.zero_grad(set_to_none)` call, fresh gradients "
              "from a backward before each call. Ratios: microtorch's storage / PyTorch's "
-             "default (lower is better).", "",
+             "default (lower is better). GB/s: bytes zeroed per second (set_to_none=False).",
+             "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n, shape in cases:
         for stn in (True, False):
@@ -136,8 +236,19 @@ def _zero_grad_md(results: dict, dev: str) -> list[str]:
                     row = zg.get((dev, n, shape, stn, "microtorch", s))
                     cells.append(_ratio(row["median_us"] / base["median_us"]
                                         if row and base else None))
+            cells.append(_bandwidth(zg, dev, n, shape, stn))
             lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
+
+
+def _bandwidth(zg: dict, dev: str, n: int, shape: tuple, stn: bool) -> str:
+    if stn:
+        return "-"
+    mine = [zg[k]["bandwidth_gbs"] for k in zg
+            if k[:4] == (dev, n, shape, stn) and k[4] == "microtorch"]
+    ref = zg.get((dev, n, shape, stn, "torch", "default"))
+    text = f"{max(mine):.1f}" if mine else "-"
+    return text + (f" / {ref['bandwidth_gbs']:.1f}" if ref else "")
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -221,12 +332,21 @@ def render_markdown(results: dict) -> str:
              "microtorch / PyTorch measured interleaved in this run (below 1: microtorch is "
              "faster).", ""]
     lines += _machine_md(results["machine"])
+    load = (results.get("load_average_start"), results.get("load_average_end"))
+    if all(load):
+        lines += [f"Load average (1, 5, 15 min) at the start {load[0]}, at the end {load[1]}: "
+                  f"a load above {results['machine']['cores']} cores means other work "
+                  "competed for the CPU and the absolute times are inflated.", ""]
+    if results.get("section_seconds"):
+        lines += ["Seconds per section: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in results["section_seconds"].items()), ""]
     lines += ["## Headline (the DESIGN.md section 4 cases)", "",
               "| device | case | microtorch | PyTorch | ratio |", "|---|---|---|---|---|"]
     for h in headline(results):
         lines.append(f"| {h['device']} | {h['case']} | {format_us(h['microtorch_us'])} | "
                      f"{format_us(h['torch_us'])} | {_ratio(h['ratio'])} |")
     lines.append("")
+    lines += _targets_md(results)
     for dev in results["devices"]:
         lines += [f"## {dev}", ""]
         lines += _zero_grad_md(results, dev)
@@ -294,13 +414,14 @@ def _plot_memory(results: dict, dev: str, path: Path) -> None:
     fig, axes = plt.subplots(1, len(ks), figsize=(5 * len(ks), 4), dpi=80, squeeze=False)
     for ax, k in zip(axes[0], ks):
         labels: list[str] = []
-        for r in rows:
-            if r["accum_steps"] != k:
-                continue
+        mine = [r for r in rows if r["accum_steps"] == k]
+        for i, r in enumerate(mine):
             labels = [p["point"] for p in r["timeline"]]
+            # Settings often coincide: draw earlier ones wider so every line stays visible.
             ax.plot(range(len(labels)), [p["bytes"] / 2**10 for p in r["timeline"]],
                     color=_COLORS[r["storage"]], linestyle="-" if r["set_to_none"] else "--",
-                    marker=".", label=f"{r['storage']} set_to_none={r['set_to_none']}")
+                    linewidth=1.2 + 1.5 * (len(mine) - 1 - i), alpha=0.8,
+                    label=f"{r['storage']} set_to_none={r['set_to_none']}")
         step = max(1, len(labels) // 12)
         ax.set_xticks(range(0, len(labels), step))
         ax.set_xticklabels(labels[::step], rotation=60, fontsize=6)

@@ -170,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="auto: the CPU and, when available, the GPU")
     be.add_argument("--no-torch", action="store_true",
                     help="measure microtorch alone even if PyTorch is installed")
+    be.add_argument("--torch-threads", type=_positive_int, default=None, metavar="N",
+                    help="PyTorch's intra-op threads (default: PyTorch's own choice, one per "
+                         "core); 1 is steadier on a machine that is also busy with other work")
     be.add_argument("--distributed", action="store_true",  # microtorch.distributed
                     help="instead: data-parallel communication per step and the fraction "
                          "hidden behind backward, 1 vs 2 ranks, several bucket sizes")
@@ -424,7 +427,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         cfg = bench.BenchConfig.quick()
     else:
         cfg = bench.BenchConfig.full()
-    results = bench.run_benchmarks(cfg, device=args.device, use_torch=not args.no_torch)
+    results = bench.run_benchmarks(cfg, device=args.device, use_torch=not args.no_torch,
+                                   torch_threads=args.torch_threads)
     for row in headline(results):
         ratio = "" if row["ratio"] is None else f"  ratio {row['ratio']:.2f}x"
         torch_time = "" if row["torch_us"] is None else f"  torch {format_us(row['torch_us'])}"
