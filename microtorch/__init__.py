@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import warnings as _warnings
+
 from . import _dtype
 from ._dtype import bool_ as bool  # noqa: A004
 from ._dtype import (
@@ -43,6 +45,12 @@ short, int, long = int16, int32, int64  # noqa: A001
 from . import autograd, cpu, cuda, nn, optim, utils  # noqa: E402
 
 __version__ = "0.1.0"
+
+# NumPy warns when an op makes inf or NaN; PyTorch does not. Silence exactly those warnings,
+# and only where microtorch's own code raised them: the user's NumPy calls still warn.
+_warnings.filterwarnings(
+    "ignore", message=r"(invalid value|divide by zero|overflow|underflow) encountered",
+    category=RuntimeWarning, module=r"microtorch\.")
 
 
 def is_tensor(obj) -> bool:  # noqa: D103
