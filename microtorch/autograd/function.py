@@ -143,7 +143,9 @@ class Function:
             out = np.asarray(out)
         if not (needs_grad and state.grad_enabled):
             return Tensor._make(out, False, None)
-        ctx._next = tuple([_edge(a) for a in args[:last + 1]])
+        # Where each argument's gradient goes: its node, the leaf itself, or nowhere.
+        ctx._next = tuple([(a.grad_fn or a) if isinstance(a, Tensor) and a.requires_grad
+                           else None for a in args[:last + 1]])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
         if state.anomaly:
             ctx._stack = traceback.format_stack()[:-2]
@@ -195,13 +197,6 @@ def namespace(x):
     import cupy
 
     return cupy
-
-
-def _edge(arg):
-    """Where the gradient of one argument goes: its node, itself (a leaf), or nowhere."""
-    if isinstance(arg, Tensor) and arg.requires_grad:
-        return arg.grad_fn or arg
-    return None
 
 
 def _edge_node(edge):
