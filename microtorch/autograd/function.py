@@ -134,11 +134,16 @@ class Function:
                 if a.requires_grad:
                     needs_grad = True
                 last = i
-        if first is not None and type(first._data) is not np.ndarray:
-            with first._backend.context():
+        try:
+            if first is not None and type(first._data) is not np.ndarray:
+                with first._backend.context():
+                    out = cls.forward(ctx, *args, **kwargs)
+            else:
                 out = cls.forward(ctx, *args, **kwargs)
-        else:
-            out = cls.forward(ctx, *args, **kwargs)
+        except ValueError as exc:  # NumPy's words for shapes that do not broadcast
+            if "broadcast" not in str(exc):
+                raise
+            raise RuntimeError(broadcast_message(args)) from None
         if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars
             out = np.asarray(out)
         if not (needs_grad and state.grad_enabled):
@@ -154,6 +159,19 @@ class Function:
             ctx._out_data = out
             ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
         return result
+
+
+def broadcast_message(operands) -> str:
+    """PyTorch's error for tensor shapes that do not broadcast (checked from the last dim)."""
+    shapes = [x._data.shape for x in operands if isinstance(x, Tensor)]
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+    for i in range(ndim - 1, -1, -1):
+        sizes = [s[i] for s in padded if s[i] != 1]
+        if len(set(sizes)) > 1:
+            return (f"The size of tensor a ({sizes[0]}) must match the size of tensor b "
+                    f"({sizes[1]}) at non-singleton dimension {i}")
+    return "shapes cannot be broadcast together"
 
 
 def lift(*values) -> tuple:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.function import Function, finish, lift, namespace
+from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
 
 
@@ -229,20 +229,7 @@ def where(condition: Tensor, input, other) -> Tensor:
     return Where.apply(condition, input, other)
 
 
-def _broadcast_message(*operands) -> str:
-    """PyTorch's error for shapes that do not broadcast (checked from the last dimension)."""
-    shapes = [x._data.shape for x in operands if isinstance(x, Tensor)]
-    ndim = max(len(s) for s in shapes)
-    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
-    for i in range(ndim - 1, -1, -1):
-        sizes = [s[i] for s in padded if s[i] != 1]
-        if len(set(sizes)) > 1:
-            return (f"The size of tensor a ({sizes[0]}) must match the size of tensor b "
-                    f"({sizes[1]}) at non-singleton dimension {i}")
-    return "shapes cannot be broadcast together"
-
-
-def _raise_broadcast_errors(fn, skip=0):
+def _raise_broadcast_errors(fn):
     """Turn NumPy's ValueError for unbroadcastable operands into PyTorch's RuntimeError."""
 
     def wrapped(*args, **kwargs):
@@ -251,14 +238,10 @@ def _raise_broadcast_errors(fn, skip=0):
         except ValueError as exc:
             if "broadcast" not in str(exc):
                 raise
-            raise RuntimeError(_broadcast_message(*args[skip:])) from None
+            raise RuntimeError(broadcast_message(args)) from None
 
     wrapped.__name__, wrapped.__doc__ = fn.__name__, fn.__doc__
     return wrapped
-
-
-for _cls in (Add, Sub, Mul, Div, Pow, Maximum, Minimum, Where):
-    _cls.forward = staticmethod(_raise_broadcast_errors(_cls.forward, skip=1))
 
 
 # -- unary ------------------------------------------------------------------------------------
