@@ -363,6 +363,20 @@ def render_markdown(results: dict) -> str:
 _COLORS = {"default": "tab:blue", "foreach": "tab:orange", "flat": "tab:green"}
 
 
+def _save_small_png(fig: Any, path: Path) -> None:
+    """Save as a 64-colour palette PNG: line plots need no more, and the files stay small
+    enough to commit (a third of matplotlib's RGBA output)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    buf.seek(0)
+    with Image.open(buf) as img:
+        img.convert("RGB").quantize(colors=64).save(path, optimize=True)
+
+
 def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
@@ -373,7 +387,7 @@ def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
     count_shape = min(shapes, key=lambda s: (-sum(tuple(r["shape"]) == s for r in rows),
                                              _numel(s)))
     size_count = max(counts, key=lambda n: (sum(r["n_params"] == n for r in rows), n))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=80)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=72)
     sweeps = [(axes[0], lambda r: tuple(r["shape"]) == count_shape, "n_params",
                f"number of parameters of shape {_shape(list(count_shape))}"),
               (axes[1], lambda r: r["n_params"] == size_count,
@@ -402,7 +416,7 @@ def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
     fig.suptitle(f"zero_grad time on {dev} (o microtorch, x PyTorch; dashed: set_to_none=False)",
                  fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
+    _save_small_png(fig, path)
     plt.close(fig)
 
 
@@ -411,7 +425,8 @@ def _plot_memory(results: dict, dev: str, path: Path) -> None:
 
     rows = [r for r in results["memory"] if r["device"] == dev]
     ks = sorted({r["accum_steps"] for r in rows})
-    fig, axes = plt.subplots(1, len(ks), figsize=(5 * len(ks), 4), dpi=80, squeeze=False)
+    fig, axes = plt.subplots(1, len(ks), figsize=(4.5 * len(ks), 3.8), dpi=72,
+                             squeeze=False)
     for ax, k in zip(axes[0], ks):
         labels: list[str] = []
         mine = [r for r in rows if r["accum_steps"] == k]
@@ -420,7 +435,7 @@ def _plot_memory(results: dict, dev: str, path: Path) -> None:
             # Settings often coincide: draw earlier ones wider so every line stays visible.
             ax.plot(range(len(labels)), [p["bytes"] / 2**10 for p in r["timeline"]],
                     color=_COLORS[r["storage"]], linestyle="-" if r["set_to_none"] else "--",
-                    linewidth=1.2 + 1.5 * (len(mine) - 1 - i), alpha=0.8,
+                    linewidth=1.0 + 0.7 * (len(mine) - 1 - i), alpha=0.8,
                     label=f"{r['storage']} set_to_none={r['set_to_none']}")
         step = max(1, len(labels) // 12)
         ax.set_xticks(range(0, len(labels), step))
@@ -431,7 +446,7 @@ def _plot_memory(results: dict, dev: str, path: Path) -> None:
     axes[0][0].legend(fontsize=6)
     fig.suptitle(f"microtorch memory through training steps on {dev}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
+    _save_small_png(fig, path)
     plt.close(fig)
 
 
