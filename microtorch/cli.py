@@ -380,7 +380,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             seen += len(y)
             loss_sum += loss.item() * len(y)
             correct += int((out.argmax(1) == y).sum().item())
-            bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}")
+            # refresh=False: the bar redraws at its own pace, not once per batch.
+            bar.set_postfix(loss=f"{loss_sum / seen:.4f}", acc=f"{correct / seen:.4f}",
+                            refresh=False)
         bar.close()
         train_loss, train_acc = loss_sum / seen, correct / seen
         test_loss, test_acc = evaluate(model, test_set, device)

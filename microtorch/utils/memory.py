@@ -39,7 +39,7 @@ def _tensors_in(obj: Any) -> Iterable[Any]:
 
 
 def _flat_buffers(optimizer: Any) -> list[Any]:
-    """The flat gradient buffers (arrays or tensors) an optimizer holds, if any.
+    """The flat gradient buffers (tensors) an optimizer holds, if any.
 
     microtorch's optimizers keep one ``_FlatGradBuffer`` per (device, dtype) in
     ``_flat_buffers``, each holding its tensor as ``.buffer``; foreign optimizers have none.
@@ -78,17 +78,9 @@ def memory_report(model: Any = None, optimizer: Any = None) -> dict[str, dict[st
         row[category] += int(root.nbytes)
         row["total"] += int(root.nbytes)
 
-    def device_of(arr: Any) -> str:
-        dev = getattr(arr, "device", None)
-        # cupy arrays carry a cupy Device (an id); numpy arrays carry the string "cpu".
-        if dev is None or isinstance(dev, str):
-            return "cpu"
-        return f"cuda:{int(getattr(dev, 'id', 0))}"
-
     if optimizer is not None:
         for buf in _flat_buffers(optimizer):
-            arr = buf._data if isinstance(buf, Tensor) else buf
-            charge("flat_buffer", arr, device_of(arr))
+            charge("flat_buffer", buf._data, str(buf.device))
     for p in params:
         charge("parameters", p._data, str(p.device))
     for p in params:
