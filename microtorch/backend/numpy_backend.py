@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
 import numpy as np
 
 from .base import Backend
 from .device import CPU
+
+_PARALLEL_FILL_BYTES = 2 << 20  # below this, thread hand-off costs more than it saves
+_FILL_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                    else os.cpu_count() or 1, 8)
+
+
+@lru_cache(maxsize=1)
+def _fill_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(_FILL_THREADS, thread_name_prefix="microtorch-fill")
 
 
 class NumpyBackend(Backend):
@@ -32,8 +45,17 @@ class NumpyBackend(Backend):
         return arr
 
     def fill_zero(self, arr) -> None:
-        # ndarray.fill handles every layout and is a memset for contiguous arrays.
-        arr.fill(0)
+        # ndarray.fill handles every layout and is a memset for contiguous arrays. One thread
+        # reaches about half of the memory bandwidth, and fill releases the GIL: large
+        # contiguous buffers are split across a few threads (as PyTorch's parallel fill does).
+        if arr.nbytes < _PARALLEL_FILL_BYTES or not arr.flags.c_contiguous or _FILL_THREADS < 2:
+            arr.fill(0)
+            return
+        flat = arr.reshape(-1)
+        step = -(-flat.size // _FILL_THREADS)
+        chunks = [flat[i:i + step] for i in range(0, flat.size, step)]
+        for _ in _fill_pool().map(np.ndarray.fill, chunks, [0] * len(chunks)):
+            pass
 
     def accumulate(self, grad, incoming) -> None:
         np.add(grad, incoming, out=grad, casting="unsafe")

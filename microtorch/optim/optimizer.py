@@ -315,9 +315,8 @@ class Optimizer:
                 if g.requires_grad:  # a grad_fn implies requires_grad
                     _detach_grad(g)
                 arr = g._data
-                if type(arr) is np.ndarray:
-                    arr.fill(0)
-                elif batched is not None and arr.flags.c_contiguous:
+                if batched is not None and type(arr) is not np.ndarray \
+                        and arr.flags.c_contiguous:
                     batched.setdefault(str(g.device), []).append(arr)
                 else:
                     g._backend.fill_zero(arr)
