@@ -106,3 +106,16 @@ print(held, after)
     held, after = map(int, out)
     assert held == 8000 + 1000 + 1000
     assert held - after == 8000
+
+
+@pytest.mark.parametrize("n", [(3 << 20) // 4 + 7, (8 << 20) // 8 + 1])
+def test_cpu_fill_zero_of_large_buffers_covers_every_element(n):
+    """Large contiguous buffers are zeroed by several threads: no element may be missed."""
+    import numpy as np
+
+    arr = np.ones(n, dtype=np.float32 if n % 2 else np.float64)
+    get_backend("cpu").fill_zero(arr)
+    assert not arr.any()
+    strided = np.ones((2048, 1024), dtype=np.float32)[:, ::2]  # non-contiguous: one fill
+    get_backend("cpu").fill_zero(strided)
+    assert not strided.any()
