@@ -22,9 +22,12 @@ def start_tracking() -> None:
         return
     tracking.on = True
     for obj in gc.get_objects():
-        if isinstance(obj, Tensor):
+        # type() rather than isinstance(): isinstance may read obj.__class__, which wakes
+        # lazy modules of other libraries (and their deprecation warnings).
+        kind = type(obj)
+        if issubclass(kind, Tensor):
             _register(obj._data)
-        elif isinstance(obj, Function):
+        elif issubclass(kind, Function):
             for value in obj._saved or ():
                 if value is not None and not isinstance(value, (Tensor, int, float, bool)):
                     _register(value)

@@ -343,3 +343,12 @@ def test_require_torch_turns_torch_skips_into_failures(tmp_path):
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           str(tmp_path)], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert "2 skipped" in run.stdout, run.stdout
+
+
+def test_comparing_with_none_or_non_numbers_is_identity_like_pytorch():
+    t = microtorch.ones(2)
+    assert (t == None) is False and (t != None) is True  # noqa: E711
+    assert None not in [t] and t in [t]
+    assert (t == "a") is False
+    with pytest.raises(TypeError):
+        t < None  # noqa: B015

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.grad_mode import state
 from . import creation, elementwise, linalg, nn_ops, reduce, shape
-from ._util import Tensor, promote_operands, xp_of
+from ._util import Tensor, is_scalar, promote_operands, xp_of
 from .creation import *  # noqa: F403
 from .elementwise import (
     Abs,
@@ -324,6 +324,18 @@ def setitem(self: Tensor, key, value) -> None:
 
 
 # -- methods and operators ----------------------------------------------------------------------
+def _operator(op):
+    """A comparison operator: ``t == None`` (or any non-number) is False, as in PyTorch."""
+
+    def method(self, other):
+        if not isinstance(other, Tensor) and not is_scalar(other):
+            return NotImplemented  # Python then falls back to identity: == False, != True
+        return op(self, other)
+
+    method.__name__ = op.__name__
+    return method
+
+
 def _reflected(op):
     def method(self, other):
         return op(other, self)
@@ -413,7 +425,8 @@ METHODS = dict(
     __floordiv__=floor_divide, __rfloordiv__=_reflected(floor_divide), __mod__=remainder,
     __rmod__=_reflected(remainder), __pow__=pow, __rpow__=_reflected(pow), __matmul__=matmul,
     __rmatmul__=_reflected(matmul), __neg__=globals()["neg"], __abs__=globals()["abs"],
-    __pos__=lambda self: self, __eq__=eq, __ne__=ne, __lt__=lt, __le__=le, __gt__=gt, __ge__=ge,
+    __pos__=lambda self: self, __eq__=_operator(eq), __ne__=_operator(ne), __lt__=_operator(lt),
+    __le__=_operator(le), __gt__=_operator(gt), __ge__=_operator(ge),
     __and__=bitwise_and, __or__=bitwise_or, __xor__=bitwise_xor, __invert__=bitwise_not,
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
     __getitem__=getitem, __setitem__=setitem,
