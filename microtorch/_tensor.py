@@ -12,6 +12,25 @@ from .backend.device import CPU, device
 _CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
 
 
+class _GradEpoch:
+    """Counts reassignments of leaves' gradients (``p.grad = ...``, backward giving a leaf a new
+    ``.grad`` object, zero_grad(set_to_none=True), ``.data`` swaps).
+
+    Gradients accumulated in place leave it unchanged, so a flat gradient buffer that checked
+    its parameters' gradients at some epoch knows they are still the same while it holds.
+    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``.
+    """
+
+    value = 0
+
+    @classmethod
+    def bump(cls) -> None:
+        cls.value += 1
+
+
+grad_epoch = _GradEpoch
+
+
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
 
@@ -148,10 +167,12 @@ class Tensor:
                 raise RuntimeError(f"assigned grad has data of a different size: "
                                    f"{list(value.shape)} vs the tensor's {list(self.shape)}")
         self._grad = value
+        grad_epoch.bump()
 
     @grad.deleter
     def grad(self) -> None:
         self._grad = None
+        grad_epoch.bump()
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set requires_grad in place (leaves only) and return self."""
@@ -162,6 +183,7 @@ class Tensor:
         if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
+        grad_epoch.bump()  # this may be a gradient tensor whose flags zero_grad must reset
         return self
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
@@ -223,6 +245,7 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._data = value._data
+        grad_epoch.bump()
 
     # -- conversion -----------------------------------------------------------------------
     def item(self):

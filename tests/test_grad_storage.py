@@ -201,6 +201,23 @@ def test_flat_works_with_a_foreign_grad(device) -> None:
     assert not to_numpy(params[0].grad).any()
 
 
+def test_flat_fast_path_notices_a_grad_rebound_after_validation(device) -> None:
+    """The one-fill path is taken only while no leaf's grad was rebound since it checked."""
+    params = make_params(device)
+    opt = optim.SGD(params, lr=1.0, flat_grads=True)
+    for p in params:
+        p.grad = microtorch.ones(p.shape, device=device)  # moved into slots on the next zero
+    opt.zero_grad(set_to_none=False)  # validates: every grad is its slot view
+    opt.zero_grad(set_to_none=False)  # fast path
+    foreign = microtorch.ones(params[2].shape, device=device)
+    params[2].grad = foreign
+    opt.zero_grad(set_to_none=False)
+    assert params[2].grad is foreign and not to_numpy(foreign).any()
+    params[0].grad.data = microtorch.ones(params[0].shape, device=device)
+    opt.zero_grad(set_to_none=False)
+    assert not to_numpy(params[0].grad).any()
+
+
 def test_flat_buffer_per_dtype() -> None:
     a = microtorch.zeros(3, requires_grad=True)
     b = microtorch.zeros(2, dtype=microtorch.float64, requires_grad=True)

@@ -72,6 +72,8 @@ def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
     so it may become ``.grad`` without a copy.
     """
     old = leaf._grad
+    if old is None or create_graph:
+        grad_epoch.bump()  # leaf gets a new .grad object
     if old is None:
         slot = leaf._grad_slot
         if slot is not None and not create_graph:
@@ -267,5 +269,5 @@ def _add(a, b):
     return out
 
 
-from .._tensor import Tensor  # noqa: E402
+from .._tensor import Tensor, grad_epoch  # noqa: E402
 from ..backend import backend_of  # noqa: E402

@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .._tensor import Tensor
+from .._tensor import Tensor, grad_epoch
 from ..autograd import engine
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
@@ -67,6 +67,7 @@ class _Bucket:
                 if p._grad is not None:  # an existing gradient moves into the bucket
                     view[...] = p._grad._data
                     p._grad = Tensor._make(view, False, None)
+                    grad_epoch.bump()
         self.pending = len(params)  # gradients still to come in this backward
         self.work: Work | None = None
 
@@ -93,6 +94,7 @@ class _Bucket:
             if g is None:
                 if used_anywhere:  # a gradient on another rank: this one's is zeros + theirs
                     p._grad = Tensor._make(view if as_view else view.copy(), False, None)
+                    grad_epoch.bump()
             elif g._data is view:
                 g._vbox[0] += 1  # written in place: version counters must see it
             else:

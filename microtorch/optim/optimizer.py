@@ -24,12 +24,12 @@ import warnings
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from operator import attrgetter, is_
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import Tensor, grad_epoch
 from ..autograd.grad_mode import enable_grad
 
 __all__ = ["Optimizer", "StaleGradWarning", "ParamsT"]
@@ -82,7 +82,7 @@ class _FlatGradBuffer:
     gradient lives in the buffer, and zeroing them all is one fill.
     """
 
-    __slots__ = ("buffer", "params", "slots", "_cached_grads")
+    __slots__ = ("buffer", "params", "slots", "_checked_epoch")
 
     def __init__(self, params: list[Tensor]) -> None:
         from ..ops.creation import zeros
@@ -93,7 +93,7 @@ class _FlatGradBuffer:
         self.buffer = zeros(total, dtype=first.dtype, device=first.device)
         flat = self.buffer._data
         self.params = params
-        self._cached_grads: list[Tensor] | None = None
+        self._checked_epoch = -1  # grad_epoch.value when every grad was seen to be its slot
         self.slots = []
         offset = 0
         for p in params:
@@ -106,6 +106,7 @@ class _FlatGradBuffer:
             if g is not None:  # an existing gradient moves into the buffer
                 slot[...] = g._data
                 p._grad = Tensor._make(slot, False, None)
+        grad_epoch.bump()
 
     def zero_(self) -> None:
         """``zero_grad(set_to_none=False)`` for these parameters (DESIGN.md section 3).
@@ -115,23 +116,21 @@ class _FlatGradBuffer:
         existing gradients are zeroed then), and a gradient the user assigned (``p.grad = t``)
         is zeroed in place where it is.
         """
-        # Fast path: the gradients are the very objects seen last time, when they were
-        # checked to be slot views (held strongly, so an id cannot be reused meanwhile).
-        # Two C-level passes over the parameters; versions are not bumped (the optimizer's
-        # zero epoch marks the reset for the stale-gradient check).
-        cached = self._cached_grads
-        if (cached is not None and all(map(is_, map(_get_grad, self.params), cached))
-                and not any(map(_get_requires_grad, cached))):
+        # Fast path: no leaf's gradient was rebound (grad_epoch unchanged) since every gradient
+        # here was checked to be its slot view: one fill, no walk over the parameters.
+        # Versions are not bumped (the optimizer's zero epoch marks the reset for the
+        # stale-gradient check).
+        if self._checked_epoch == grad_epoch.value:
             self.buffer._backend.fill_zero(self.buffer._data)
             return
         grads = list(map(_get_grad, self.params))
         # (``None in grads`` would compare tensors elementwise, hence the identity helper.)
         if (all(map(_is_slot_grad, grads, self.slots))
                 and not any(map(_get_requires_grad, grads))):
-            self._cached_grads = grads
+            self._checked_epoch = grad_epoch.value
             self.buffer._backend.fill_zero(self.buffer._data)
             return
-        self._cached_grads = None
+        self._checked_epoch = -1
         for g, slot in zip(grads, self.slots):
             if g is None:
                 continue
@@ -294,11 +293,10 @@ class Optimizer:
         """
         self._zero_epoch += 1
         if set_to_none:
-            for flat in self._flat_buffers:
-                flat._cached_grads = None
             for group in self.param_groups:
                 for p in group["params"]:
                     p._grad = None
+            grad_epoch.bump()
             return
         if self.flat_grads:  # every floating-point parameter is in a flat buffer
             for flat in self._flat_buffers:

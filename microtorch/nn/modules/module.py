@@ -6,7 +6,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
 from ... import _dtype
-from ..._tensor import Tensor
+from ..._tensor import Tensor, grad_epoch
 from ...autograd.grad_mode import no_grad
 from ...backend import backend_of
 from ...ops.creation import _parse_to
@@ -336,6 +336,7 @@ class Module:
                 continue
             if set_to_none:
                 p._grad = None
+                grad_epoch.bump()
             else:
                 if grad.grad_fn is not None:
                     grad.detach_()
