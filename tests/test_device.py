@@ -119,3 +119,13 @@ def test_cpu_fill_zero_of_large_buffers_covers_every_element(n):
     strided = np.ones((2048, 1024), dtype=np.float32)[:, ::2]  # non-contiguous: one fill
     get_backend("cpu").fill_zero(strided)
     assert not strided.any()
+
+
+def test_cpu_fill_zero_many_shares_out_every_array():
+    import numpy as np
+
+    sizes = [1, 7, 1000, (3 << 20) // 4 + 3, 5, (1 << 20) + 1]
+    arrays = [np.ones(n, dtype=np.float32) for n in sizes]
+    arrays.append(np.ones((512, 1024), dtype=np.float64)[:, ::3])  # non-contiguous
+    get_backend("cpu").fill_zero_many(arrays)
+    assert not any(a.any() for a in arrays)

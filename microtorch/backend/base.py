@@ -95,6 +95,11 @@ class Backend:
         """Zero ``arr`` in place, whatever its layout."""
         raise NotImplementedError
 
+    def fill_zero_many(self, arrays) -> None:
+        """Zero every array of a list in place (backends may batch the work)."""
+        for arr in arrays:
+            self.fill_zero(arr)
+
     def synchronize(self) -> None:
         """Wait for all queued work on this device."""
 

@@ -21,6 +21,23 @@ def _fill_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(_FILL_THREADS, thread_name_prefix="microtorch-fill")
 
 
+def _pieces(arrays, share: int):
+    """The arrays, with contiguous ones larger than ``share`` bytes cut into flat views."""
+    for a in arrays:
+        if a.nbytes <= share or not a.flags.c_contiguous:
+            yield a
+            continue
+        flat = a.reshape(-1)
+        step = max(1, share // a.itemsize)
+        for i in range(0, flat.size, step):
+            yield flat[i:i + step]
+
+
+def _fill_all(arrays) -> None:
+    for a in arrays:
+        a.fill(0)
+
+
 class NumpyBackend(Backend):
     """CPU arrays are NumPy arrays; random numbers replay PyTorch's CPU generator."""
 
@@ -45,16 +62,26 @@ class NumpyBackend(Backend):
         return arr
 
     def fill_zero(self, arr) -> None:
+        self.fill_zero_many([arr])
+
+    def fill_zero_many(self, arrays) -> None:
         # ndarray.fill handles every layout and is a memset for contiguous arrays. One thread
-        # reaches about half of the memory bandwidth, and fill releases the GIL: large
-        # contiguous buffers are split across a few threads (as PyTorch's parallel fill does).
-        if arr.nbytes < _PARALLEL_FILL_BYTES or not arr.flags.c_contiguous or _FILL_THREADS < 2:
-            arr.fill(0)
+        # reaches about half of the memory bandwidth, and fill releases the GIL: when there
+        # are enough bytes, the arrays (large ones cut into pieces) are shared out between a
+        # few threads, as PyTorch's parallel fill does.
+        total = sum(a.nbytes for a in arrays)
+        if total < _PARALLEL_FILL_BYTES or _FILL_THREADS < 2:
+            for a in arrays:
+                a.fill(0)
             return
-        flat = arr.reshape(-1)
-        step = -(-flat.size // _FILL_THREADS)
-        chunks = [flat[i:i + step] for i in range(0, flat.size, step)]
-        for _ in _fill_pool().map(np.ndarray.fill, chunks, [0] * len(chunks)):
+        share = -(-total // _FILL_THREADS)
+        bins: list[list] = [[] for _ in range(_FILL_THREADS)]
+        loads = [0] * _FILL_THREADS
+        for piece in _pieces(arrays, share):
+            i = loads.index(min(loads))  # the least loaded thread takes the next piece
+            bins[i].append(piece)
+            loads[i] += piece.nbytes
+        for _ in _fill_pool().map(_fill_all, bins):
             pass
 
     def accumulate(self, grad, incoming) -> None:

@@ -302,9 +302,10 @@ class Optimizer:
             for flat in self._flat_buffers:
                 flat.zero_()
             return
-        # One pass: detach, zero (a fill per array; on CUDA with foreach, contiguous grads
-        # are collected for one multi-tensor launch per device), bump the version.
-        batched: dict[str, list] | None = {} if self.defaults.get("foreach") else None
+        # One pass: detach and bump versions while collecting the arrays per device, then one
+        # batched zeroing per device: threads share the fills on the CPU; on CUDA, foreach
+        # zeroes the contiguous gradients with one multi-tensor launch.
+        arrays: dict = {}
         for group in self.param_groups:
             for p in group["params"]:
                 g = p._grad
@@ -312,18 +313,18 @@ class Optimizer:
                     continue
                 if g.requires_grad:  # a grad_fn implies requires_grad
                     _detach_grad(g)
-                arr = g._data
-                if batched is not None and type(arr) is not np.ndarray \
-                        and arr.flags.c_contiguous:
-                    batched.setdefault(str(g.device), []).append(arr)
-                else:
-                    g._backend.fill_zero(arr)
+                arrays.setdefault(g._backend, []).append(g._data)
                 g._vbox[0] += 1
-        if batched:
-            from ..backend import kernels
+        foreach = self.defaults.get("foreach")
+        for backend, batch in arrays.items():
+            if foreach and backend.device.type == "cuda":
+                from ..backend import kernels
 
-            for arrays in batched.values():
-                kernels.multi_tensor_zero(arrays)
+                dense = [a for a in batch if a.flags.c_contiguous]
+                kernels.multi_tensor_zero(dense)
+                backend.fill_zero_many([a for a in batch if not a.flags.c_contiguous])
+            else:
+                backend.fill_zero_many(batch)
 
     # -- step ----------------------------------------------------------------------------------
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
