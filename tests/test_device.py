@@ -108,7 +108,7 @@ print(held, after)
     assert held - after == 8000
 
 
-@pytest.mark.parametrize("n", [(3 << 20) // 4 + 7, (8 << 20) // 8 + 1])
+@pytest.mark.parametrize("n", [(33 << 20) // 4 + 7, (40 << 20) // 8 + 1])
 def test_cpu_fill_zero_of_large_buffers_covers_every_element(n):
     """Large contiguous buffers are zeroed by several threads: no element may be missed."""
     import numpy as np
@@ -124,7 +124,7 @@ def test_cpu_fill_zero_of_large_buffers_covers_every_element(n):
 def test_cpu_fill_zero_many_shares_out_every_array():
     import numpy as np
 
-    sizes = [1, 7, 1000, (3 << 20) // 4 + 3, 5, (1 << 20) + 1]
+    sizes = [1, 7, 1000, (33 << 20) // 4 + 3, 5, (1 << 20) + 1]
     arrays = [np.ones(n, dtype=np.float32) for n in sizes]
     arrays.append(np.ones((512, 1024), dtype=np.float64)[:, ::3])  # non-contiguous
     get_backend("cpu").fill_zero_many(arrays)

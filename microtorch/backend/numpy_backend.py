@@ -11,7 +11,10 @@ import numpy as np
 from .base import Backend
 from .device import CPU
 
-_PARALLEL_FILL_BYTES = 2 << 20  # below this, thread hand-off costs more than it saves
+# Below this, gradients are usually still in cache from the backward that wrote them, and one
+# thread zeroes them faster than two (measured: 26 MB of (128, 512) grads, 2.1 vs 2.7 ms);
+# above it, zeroing is memory-bound and two threads double the bandwidth.
+_PARALLEL_FILL_BYTES = 32 << 20
 _FILL_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                     else os.cpu_count() or 1, 8)
 
