@@ -242,8 +242,8 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                                    f"gradients (expected {len(node._next)}, got {len(out)})")
             if state.anomaly:
                 _check_anomaly(node, out)
-            if not retain_graph:
-                node._free()
+            if not retain_graph:  # free what forward saved (node._free(), inlined)
+                node._saved = node._out_data = None
             for edge, g in zip(node._next, out):
                 if edge is not None and g is not None:
                     key = id(edge)
@@ -252,7 +252,9 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                         buffers[key] = _add(prev, g)
                     elif useful is None or key in useful:
                         buffers[key] = g
-                        heappush(pending, (_priority(edge), key, edge))
+                        # _priority(edge), inlined: this is the engine's innermost loop
+                        heappush(pending, (-edge._seq if isinstance(edge, Function) else 1,
+                                           key, edge))
             grad = out = g = None  # no stray references: they would defeat the ownership test
 
 

@@ -121,8 +121,11 @@ class Function:
         ctx = object.__new__(cls)
         first = None
         needs_grad = False
-        last = 0
-        for i, a in enumerate(args):
+        # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
+        # the same pass as the device check (a loop is cheaper here than a comprehension).
+        edges = []
+        n_edges = 0  # up to the last tensor argument
+        for a in args:
             if isinstance(a, Tensor):
                 if first is None:
                     first = a
@@ -133,13 +136,20 @@ class Function:
                         f"devices, {first.device} and {a.device}! (in {cls.__name__})")
                 if a.requires_grad:
                     needs_grad = True
-                last = i
+                    edges.append(a.grad_fn or a)
+                else:
+                    edges.append(None)
+                n_edges = len(edges)
+            else:
+                edges.append(None)
         try:
             if first is not None and type(first._data) is not np.ndarray:
                 with first._backend.context():
                     out = cls.forward(ctx, *args, **kwargs)
-            else:
+            elif kwargs:
                 out = cls.forward(ctx, *args, **kwargs)
+            else:
+                out = cls.forward(ctx, *args)
         except ValueError as exc:  # NumPy's words for shapes that do not broadcast
             if "broadcast" not in str(exc):
                 raise
@@ -148,9 +158,7 @@ class Function:
             out = np.asarray(out)
         if not (needs_grad and state.grad_enabled):
             return Tensor._make(out, False, None)
-        # Where each argument's gradient goes: its node, the leaf itself, or nowhere.
-        ctx._next = tuple([(a.grad_fn or a) if isinstance(a, Tensor) and a.requires_grad
-                           else None for a in args[:last + 1]])
+        ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
         if state.anomaly:
             ctx._stack = traceback.format_stack()[:-2]
@@ -182,7 +190,10 @@ def lift(*values) -> tuple:
     """
     if state.grad_enabled:
         return values
-    return tuple([v._data if isinstance(v, Tensor) else v for v in values])
+    out = []
+    for v in values:  # (a loop: cheaper than a comprehension's frame on Python 3.11)
+        out.append(v._data if isinstance(v, Tensor) else v)
+    return out
 
 
 def finish(*grads) -> tuple:
