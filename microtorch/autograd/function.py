@@ -60,7 +60,10 @@ class Function:
         """Keep tensors (or arrays) for backward; freed after it unless retain_graph."""
         self._saved = values
         # The version of each saved tensor now, to detect later in-place changes.
-        self._versions = [v._vbox[0] if isinstance(v, Tensor) else None for v in values]
+        versions = []
+        for v in values:
+            versions.append(v._vbox[0] if isinstance(v, Tensor) else None)
+        self._versions = versions
 
     @property
     def saved_tensors(self) -> tuple:
