@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _gradcheck import finite_difference_check
 
 import microtorch as mt
 import microtorch.nn.functional as F
@@ -51,28 +52,6 @@ def compare(mt_fn, torch_fn, arrays, dtype, device, grad=True, seed=0, **tol):
             assert m.grad is not None
             np.testing.assert_allclose(m.grad.cpu().numpy(), t.grad.numpy(), **tol)
     return out
-
-
-def finite_difference_check(fn, arrays, device, eps=1e-6, rtol=1e-5, atol=1e-7, seed=1):
-    """Compare autograd gradients of sum(fn(*x) * w) with central differences (float64)."""
-    ins = [mt.tensor(np.asarray(a, np.float64), device=device, requires_grad=True)
-           for a in arrays]
-    out = fn(*ins)
-    w = np.random.default_rng(seed).standard_normal(tuple(out.shape))
-    (out * mt.tensor(w, device=device)).sum().backward()
-    for k, a in enumerate(arrays):
-        a = np.asarray(a, np.float64)
-        numeric = np.zeros_like(a)
-        for idx in np.ndindex(a.shape):
-            vals = []
-            for step in (eps, -eps):
-                moved = a.copy()
-                moved[idx] += step
-                args = [mt.tensor(moved if j == k else np.asarray(b, np.float64), device=device)
-                        for j, b in enumerate(arrays)]
-                vals.append(float((fn(*args).cpu().numpy() * w).sum()))
-            numeric[idx] = (vals[0] - vals[1]) / (2 * eps)
-        np.testing.assert_allclose(ins[k].grad.cpu().numpy(), numeric, rtol=rtol, atol=atol)
 
 
 rng = np.random.default_rng(1234)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _gradcheck import finite_difference_check
 
 import microtorch
 
@@ -17,34 +18,9 @@ EPS = 1e-6
 RTOL, ATOL = 1e-6, 1e-8
 
 
-def numerical_gradient(fn, inputs: list, upstream: np.ndarray) -> list:
-    """d(sum(upstream * fn(inputs)))/d(input) for every input, by central differences."""
-    grads = []
-    for x in inputs:
-        arr = x.detach().cpu().numpy().copy()
-        grad = np.zeros_like(arr)
-        for i in np.ndindex(arr.shape):
-            values = []
-            for delta in (EPS, -EPS):
-                shifted = arr.copy()
-                shifted[i] += delta
-                args = [microtorch.tensor(shifted, device=x.device) if y is x else y.detach()
-                        for y in inputs]
-                values.append(float((fn(*args).detach().cpu().numpy() * upstream).sum()))
-            grad[i] = (values[0] - values[1]) / (2 * EPS)
-        grads.append(grad)
-    return grads
-
-
 def gradcheck(fn, *arrays, device="cpu") -> None:
     """Compare backward's gradients of ``fn`` at ``arrays`` with finite differences."""
-    inputs = [microtorch.tensor(a, dtype=microtorch.float64, device=device, requires_grad=True)
-              for a in arrays]
-    out = fn(*inputs)
-    upstream = np.random.default_rng(0).standard_normal(tuple(out.shape))
-    out.backward(microtorch.tensor(upstream, device=device))
-    for x, expected in zip(inputs, numerical_gradient(fn, inputs, upstream)):
-        np.testing.assert_allclose(x.grad.cpu().numpy(), expected, rtol=RTOL, atol=ATOL)
+    finite_difference_check(fn, arrays, device, eps=EPS, rtol=RTOL, atol=ATOL, seed=0)
 
 
 def gradgradcheck(fn, *arrays, device="cpu") -> None:
