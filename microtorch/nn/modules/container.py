@@ -18,7 +18,49 @@ def _index(idx: int, size: int) -> int:
     return idx + size if idx < 0 else idx
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: modules registered under "0", "1", ... in order."""
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        # By position: a Sequential built from an OrderedDict has named keys.
+        setattr(self, list(self._modules)[_index(idx, len(self._modules))], module)
+
+    def __delitem__(self, idx) -> None:
+        keys = list(self._modules)
+        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]:
+            del self._modules[key]
+        # PyTorch renumbers the remaining modules so indices stay contiguous.
+        self._renumber(list(self._modules.values()))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module):
+        """Add a module at the end."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]):
+        """Append each module of an iterable."""
+        for module in modules:
+            self.append(module)
+        return self
+
+    def _insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._renumber(items)
+
+    def _renumber(self, items: list[Module]) -> None:
+        self._modules.clear()
+        for i, module in enumerate(items):
+            self.add_module(str(i), module)
+
+
+class Sequential(_ModuleSequence):
     """Modules applied one after another; built from modules or an OrderedDict of them."""
 
     def __init__(self, *args: Module) -> None:
@@ -35,47 +77,12 @@ class Sequential(Module):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
         return list(self._modules.values())[_index(idx, len(self._modules))]
 
-    def __setitem__(self, idx: int, module: Module) -> None:
-        key = list(self._modules)[_index(idx, len(self._modules))]
-        setattr(self, key, module)
-
-    def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]:
-            del self._modules[key]
-        # PyTorch renumbers the remaining modules so indices stay contiguous.
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> Sequential:
-        """Add a module at the end."""
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> Sequential:
-        """Append each module of an iterable."""
-        for module in modules:
-            self.append(module)
-        return self
-
     def insert(self, index: int, module: Module) -> Sequential:
         """Insert a module before position ``index``."""
-        items = list(self._modules.values())
-        n = len(items)
+        n = len(self)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
-        items.insert(index if index >= 0 else index + n, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        self._insert(index if index >= 0 else index + n, module)
         return self
 
     def forward(self, input):
@@ -85,7 +92,7 @@ class Sequential(Module):
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of modules whose parameters are registered (it has no forward)."""
 
     def __init__(self, modules: Iterable[Module] | None = None) -> None:
@@ -98,48 +105,15 @@ class ModuleList(Module):
             return type(self)(list(self._modules.values())[idx])
         return self._modules[str(_index(idx, len(self._modules)))]
 
-    def __setitem__(self, idx: int, module: Module) -> None:
-        setattr(self, str(_index(idx, len(self._modules))), module)
-
-    def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]:
-            del self._modules[key]
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
     def __add__(self, other: Iterable[Module]) -> ModuleList:
         return ModuleList([*self, *other])
 
-    def append(self, module: Module) -> ModuleList:
-        """Add a module at the end."""
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        """Append each module of an iterable."""
-        for module in modules:
-            self.append(module)
-        return self
-
     def insert(self, index: int, module: Module) -> None:
         """Insert a module before position ``index``."""
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
+        self._insert(index, module)
 
     def __repr__(self) -> str:
         # PyTorch collapses runs of identical entries: "(0-2): 3 x Linear(...)".
