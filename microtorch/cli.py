@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--optimizer", choices=("sgd", "adam", "adamw"), default="sgd",
                     help="sgd has momentum 0.9; adamw has weight decay 0.01")
     tr.add_argument("--lr", type=_positive_float, default=None,
-                    help="learning rate (default: 0.05 for sgd, 0.001 for adam and adamw)")
+                    help="learning rate; when not given: 0.05 for sgd, 0.001 for adam and "
+                         "adamw (default: %(default)s, i.e. by optimizer)")
     tr.add_argument("--epochs", type=_positive_int, default=20,
                     help="total number of passes over the training set (a resumed run "
                          "continues up to this count)")
