@@ -267,6 +267,12 @@ def _manual_data_zero_(opt, params):
             p.grad.data.zero_()
 
 
+def _manual_fill_0(opt, params):
+    for p in params:
+        if p.grad is not None:
+            p.grad.fill_(0)
+
+
 def _manual_none(opt, params):
     for p in params:
         p.grad = None
@@ -282,7 +288,7 @@ def test_stale_grad_warns_once_without_zero_grad(device, storage) -> None:
 
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("zero", [_opt_zero_none, _opt_zero_inplace, _manual_zero_,
-                                  _manual_data_zero_, _manual_none])
+                                  _manual_data_zero_, _manual_fill_0, _manual_none])
 @pytest.mark.parametrize("accumulate", [1, 3])
 def test_no_stale_warning_when_gradients_are_reset(device, storage, zero, accumulate) -> None:
     assert run_loop(device, storage, zero=zero, accumulate=accumulate, steps=4) == []

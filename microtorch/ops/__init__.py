@@ -290,6 +290,8 @@ def zero_(self: Tensor) -> Tensor:
 
 def fill_(self: Tensor, value) -> Tensor:
     """Fill with ``value`` in place."""
+    if is_scalar(value) and value == 0:
+        return zero_(self)  # the same reset (zero_ also marks it for the stale-gradient check)
     if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
         return _write(self, self * 0 + value)
     self._data.fill(value.item() if isinstance(value, Tensor) else value)
