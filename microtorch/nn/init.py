@@ -164,6 +164,22 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
     return uniform_(tensor, -bound, bound, generator=generator)
 
 
+def _default_affine_(weight: Tensor, bias: Tensor | None, *, zero_fan_bias: bool) -> None:
+    """PyTorch's default reset of Linear and Conv: kaiming_uniform_(a=sqrt(5)) on the weight,
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) on the bias.
+
+    With fan_in 0, Linear still draws the bias (U(0, 0), so zeros: ``zero_fan_bias``) while
+    Conv leaves it untouched, as PyTorch does; the random stream depends on that difference.
+    """
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is None:
+        return
+    fan_in = _calculate_fan_in_and_fan_out(weight)[0]
+    if fan_in or zero_fan_bias:
+        bound = 1 / math.sqrt(fan_in) if fan_in else 0
+        uniform_(bias, -bound, bound)
+
+
 def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan) (He et al.)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
@@ -59,12 +57,7 @@ class Conv2d(Module):
 
     def reset_parameters(self) -> None:
         """PyTorch's default: kaiming_uniform_(a=sqrt(5)), bias U(+-1/sqrt(fan_in))."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight.shape[1] * self.kernel_size[0] * self.kernel_size[1]
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._default_affine_(self.weight, self.bias, zero_fan_bias=False)
 
     def forward(self, input: Tensor) -> Tensor:
         """Convolve ``input`` with the weight."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
@@ -42,11 +40,7 @@ class Linear(Module):
 
     def reset_parameters(self) -> None:
         """kaiming_uniform_(a=sqrt(5)) on the weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight.shape[1]
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._default_affine_(self.weight, self.bias, zero_fan_bias=True)
 
     def forward(self, input: Tensor) -> Tensor:
         """Apply the affine map."""
