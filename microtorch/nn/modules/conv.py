@@ -6,14 +6,11 @@ from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
+from ..functional import _pair
 from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["Conv2d"]
-
-
-def _pair(v) -> tuple[int, int]:
-    return (int(v[0]), int(v[1])) if isinstance(v, (tuple, list)) else (int(v), int(v))
 
 
 class Conv2d(Module):
