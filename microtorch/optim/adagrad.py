@@ -19,6 +19,11 @@ class Adagrad(Optimizer):
     skipped by ``step()`` (its step count does not advance).
     """
 
+    _ranges = (("lr", None, "learning rate", None), ("lr_decay", None, "lr_decay value", None),
+               ("weight_decay", None, "weight_decay value", None),
+               ("initial_accumulator_value", None, "initial_accumulator_value value", None),
+               ("eps", None, "epsilon value", None))
+
     def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
                  eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
@@ -42,19 +47,6 @@ class Adagrad(Optimizer):
             state["sum"] = self._state_tensor(p, float(
                 self.defaults["initial_accumulator_value"]))
         return state
-
-    def _check_hyperparameters(self, group: dict[str, Any]) -> None:
-        if not 0.0 <= group["lr"]:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if not 0.0 <= group["lr_decay"]:
-            raise ValueError(f"Invalid lr_decay value: {group['lr_decay']}")
-        if not 0.0 <= group["weight_decay"]:
-            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
-        if not 0.0 <= group["initial_accumulator_value"]:
-            raise ValueError(f"Invalid initial_accumulator_value value: "
-                             f"{group['initial_accumulator_value']}")
-        if not 0.0 <= group["eps"]:
-            raise ValueError(f"Invalid epsilon value: {group['eps']}")
 
     def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("step", "sum")

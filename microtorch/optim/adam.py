@@ -19,6 +19,11 @@ class Adam(Optimizer):
     gradient storage strategy (see ``Optimizer``).
     """
 
+    _ranges = (("lr", None, "learning rate", None), ("eps", None, "epsilon value", None),
+               ("betas", 0, "beta parameter at index 0", 1.0),
+               ("betas", 1, "beta parameter at index 1", 1.0),
+               ("weight_decay", None, "weight_decay value", None))
+
     def __init__(self, params: ParamsT, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
@@ -33,20 +38,6 @@ class Adam(Optimizer):
                     "capturable": False, "differentiable": False, "fused": None,
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults, flat_grads=flat_grads)
-
-    def _check_hyperparameters(self, group: dict[str, Any]) -> None:
-        lr, eps, betas, weight_decay = (group["lr"], group["eps"], group["betas"],
-                                        group["weight_decay"])
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
     def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
         keys = ("step", "exp_avg", "exp_avg_sq")

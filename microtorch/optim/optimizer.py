@@ -164,8 +164,9 @@ class Optimizer:
     """Base class of the optimizers: holds parameter groups and per-parameter state.
 
     Subclasses define ``_step_group(group, params, grads)`` (the update of the parameters of
-    one group that have gradients), ``_check_hyperparameters(group)`` and
-    ``_required_state(group)`` (the state keys a non-empty state must have).
+    one group that have gradients), ``_ranges`` (the hyperparameter checks of
+    ``_check_hyperparameters(group)``) and ``_required_state(group)`` (the state keys a
+    non-empty state must have).
 
     Stale gradients: ``step()`` warns (``StaleGradWarning``, once per optimizer) when it consumes
     a gradient that an earlier ``step()`` already consumed and that was neither zeroed nor
@@ -186,7 +187,12 @@ class Optimizer:
     gradient that a step already applied warns.
     """
 
-    _hyperparameter_keys: tuple[str, ...] = ()
+    # The range checks of ``_check_hyperparameters``, in PyTorch's order: rows
+    # (group key, index into a tuple value or None, message label, exclusive upper bound or
+    # None); every value must be >= 0. ``_nan_passes``: the check is PyTorch's ``value < 0``
+    # (SGD), which NaN passes, rather than ``not 0 <= value``.
+    _ranges: tuple[tuple[str, int | None, str, float | None], ...] = ()
+    _nan_passes = False
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any], *,
                  flat_grads: bool = False) -> None:
@@ -265,7 +271,12 @@ class Optimizer:
 
     # -- hooks for subclasses -------------------------------------------------------------------
     def _check_hyperparameters(self, group: dict[str, Any]) -> None:
-        """Raise ValueError (PyTorch's messages) for invalid hyperparameters."""
+        """Raise ValueError (PyTorch's messages, in its order) for a value out of ``_ranges``."""
+        for key, index, label, below in self._ranges:
+            value = group[key] if index is None else group[key][index]
+            if (value < 0.0 if self._nan_passes else not 0.0 <= value) or \
+                    (below is not None and not value < below):
+                raise ValueError(f"Invalid {label}: {value}")
 
     def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
         """The keys a non-empty state of a parameter in ``group`` must have."""

@@ -16,6 +16,11 @@ class RMSprop(Optimizer):
     """RMSprop exactly as ``torch.optim.RMSprop``; state keys ``step``, ``square_avg`` and,
     with momentum, ``momentum_buffer``, centered, ``grad_avg``."""
 
+    _ranges = (("lr", None, "learning rate", None), ("eps", None, "epsilon value", None),
+               ("momentum", None, "momentum value", None),
+               ("weight_decay", None, "weight_decay value", None),
+               ("alpha", None, "alpha value", None))
+
     def __init__(self, params: ParamsT, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0, momentum: float = 0,
                  centered: bool = False, capturable: bool = False, foreach: bool | None = None,
@@ -28,18 +33,6 @@ class RMSprop(Optimizer):
                     "centered": centered, "weight_decay": weight_decay, "capturable": False,
                     "foreach": foreach, "maximize": maximize, "differentiable": False}
         super().__init__(params, defaults, flat_grads=flat_grads)
-
-    def _check_hyperparameters(self, group: dict[str, Any]) -> None:
-        if not 0.0 <= group["lr"]:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if not 0.0 <= group["eps"]:
-            raise ValueError(f"Invalid epsilon value: {group['eps']}")
-        if not 0.0 <= group["momentum"]:
-            raise ValueError(f"Invalid momentum value: {group['momentum']}")
-        if not 0.0 <= group["weight_decay"]:
-            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
-        if not 0.0 <= group["alpha"]:
-            raise ValueError(f"Invalid alpha value: {group['alpha']}")
 
     def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
         keys: tuple[str, ...] = ("step", "square_avg")

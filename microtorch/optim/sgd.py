@@ -29,13 +29,12 @@ class SGD(Optimizer):
                     "foreach": foreach, "differentiable": False, "fused": None}
         super().__init__(params, defaults, flat_grads=flat_grads)
 
+    _ranges = (("lr", None, "learning rate", None), ("momentum", None, "momentum value", None),
+               ("weight_decay", None, "weight_decay value", None))
+    _nan_passes = True  # torch.optim.SGD tests ``value < 0.0``
+
     def _check_hyperparameters(self, group: dict[str, Any]) -> None:
-        if group["lr"] < 0.0:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if group["momentum"] < 0.0:
-            raise ValueError(f"Invalid momentum value: {group['momentum']}")
-        if group["weight_decay"] < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {group['weight_decay']}")
+        super()._check_hyperparameters(group)
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
 
