@@ -608,14 +608,23 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
 
 # ---------------------------------------------------------------------------------- output
 
-def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
-    """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
-    from .bench_report import render_markdown, render_plots
-
+def write_report(results: dict[str, Any], out_dir: str | os.PathLike,
+                 render_markdown: Callable[[dict], str],
+                 render_plots: Callable[[dict, Path], list[Path]] | None = None) -> list[Path]:
+    """Write results.json, report.md (``render_markdown(results)``) and the files of
+    ``render_plots(results, out_dir)`` into ``out_dir``; returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "results.json", out / "report.md"]
     paths[0].write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     paths[1].write_text(render_markdown(results), encoding="utf-8")
-    paths += render_plots(results, out)
+    if render_plots is not None:
+        paths += render_plots(results, out)
     return paths
+
+
+def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+    """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
+    from .bench_report import render_markdown, render_plots
+
+    return write_report(results, out_dir, render_markdown, render_plots)

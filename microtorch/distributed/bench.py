@@ -197,12 +197,9 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
     """Write results.json and report.md into ``out_dir``; returns the paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "results.json", out / "report.md"]
-    paths[0].write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    paths[1].write_text(render_markdown(results), encoding="utf-8")
-    return paths
+    from microtorch.bench import write_report
+
+    return write_report(results, out_dir, render_markdown)
 
 
 def _main(argv: list[str] | None = None) -> None:
