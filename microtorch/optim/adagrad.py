@@ -6,7 +6,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..ops._util import xp_of
-from .optimizer import Optimizer, ParamsT, _at_least_1d, _increment, _step_tensor
+from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _increment, _step_tensor
 
 __all__ = ["Adagrad"]
 
@@ -68,12 +68,7 @@ def _adagrad_update(p, g, state_sum, *, clr: float, eps: float, weight_decay: fl
     """One Adagrad step of one array, in place, in PyTorch's single-tensor order."""
     xp = xp_of(p)
     p, g, state_sum = _at_least_1d(p, g, state_sum)
-    if maximize:
-        g = xp.negative(g)
-    if weight_decay != 0:  # grad.add(param, alpha=weight_decay)
-        wd_g = xp.multiply(p, weight_decay)
-        wd_g += g
-        g = wd_g
+    g = _decayed_grad(xp, p, g, weight_decay, maximize)
     state_sum += xp.multiply(g, g)  # state_sum.addcmul_(grad, grad, value=1)
     std = xp.sqrt(state_sum)  # state_sum.sqrt().add_(eps)
     std += eps

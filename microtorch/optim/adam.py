@@ -6,7 +6,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..ops._util import xp_of
-from .optimizer import Optimizer, ParamsT, _at_least_1d, _increment, _step_tensor
+from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _increment, _step_tensor
 
 __all__ = ["Adam", "AdamW"]
 
@@ -114,15 +114,9 @@ def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: 
     xp = xp_of(p)
     p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _at_least_1d(p, g, exp_avg, exp_avg_sq,
                                                              max_exp_avg_sq)
-    if maximize:
-        g = xp.negative(g)
-    if weight_decay != 0:
-        if decoupled:
-            p *= 1.0 - lr * weight_decay
-        else:  # grad.add(param, alpha=weight_decay)
-            wd_g = xp.multiply(p, weight_decay)
-            wd_g += g
-            g = wd_g
+    g = _decayed_grad(xp, p, g, 0.0 if decoupled else weight_decay, maximize)
+    if decoupled and weight_decay != 0:
+        p *= 1.0 - lr * weight_decay
     lerp_(exp_avg, g, 1.0 - beta1)
     exp_avg_sq *= beta2  # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
     tmp = xp.multiply(g, 1.0 - beta2)

@@ -63,6 +63,15 @@ def _at_least_1d(*arrays):
     return tuple(a.reshape(1) if a is not None and a.ndim == 0 else a for a in arrays)
 
 
+def _decayed_grad(xp, p, g, weight_decay: float, maximize: bool):
+    """The gradient a step uses: ``-g`` with ``maximize``, plus ``weight_decay * p``
+    (``grad.add(param, alpha=weight_decay)``); a new array unless it is ``g`` itself."""
+    if weight_decay != 0:
+        d = xp.multiply(p, weight_decay)
+        return xp.subtract(d, g, out=d) if maximize else xp.add(d, g, out=d)
+    return xp.negative(g) if maximize else g
+
+
 def _to_array_like(value, param: Tensor):
     """A fresh copy of ``value`` (a Tensor, NumPy array, or anything array-like such as a torch
     tensor) with ``param``'s dtype on ``param``'s device."""

@@ -7,7 +7,7 @@ from typing import Any
 from .._tensor import Tensor
 from ..ops._util import xp_of
 from .adam import lerp_
-from .optimizer import Optimizer, ParamsT, _at_least_1d, _increment, _step_tensor
+from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _increment, _step_tensor
 
 __all__ = ["RMSprop"]
 
@@ -69,12 +69,7 @@ def _rmsprop_update(p, g, square_avg, momentum_buffer, grad_avg, *, lr: float, a
     xp = xp_of(p)
     p, g, square_avg, momentum_buffer, grad_avg = _at_least_1d(p, g, square_avg,
                                                                momentum_buffer, grad_avg)
-    if maximize:
-        g = xp.negative(g)
-    if weight_decay != 0:  # grad.add(param, alpha=weight_decay)
-        wd_g = xp.multiply(p, weight_decay)
-        wd_g += g
-        g = wd_g
+    g = _decayed_grad(xp, p, g, weight_decay, maximize)
     square_avg *= alpha  # square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
     tmp = xp.multiply(g, 1.0 - alpha)
     tmp *= g

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._tensor import Tensor
 from ..ops._util import xp_of
-from .optimizer import Optimizer, ParamsT, _at_least_1d, _zeros_like
+from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _zeros_like
 
 __all__ = ["SGD"]
 
@@ -79,12 +79,7 @@ def _sgd_update(p, g, buf, first: bool, *, lr: float, momentum: float, dampening
     """
     xp = xp_of(p)
     p, g, buf = _at_least_1d(p, g, buf)
-    d = g
-    if weight_decay != 0:  # grad.add(param, alpha=weight_decay)
-        d = xp.multiply(p, weight_decay)
-        d = xp.subtract(d, g, out=d) if maximize else xp.add(d, g, out=d)
-    elif maximize:
-        d = xp.negative(g)
+    d = _decayed_grad(xp, p, g, weight_decay, maximize)
     if momentum != 0:
         if first:
             buf[...] = d
