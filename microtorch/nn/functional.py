@@ -406,15 +406,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x, t, shape = _class_last(input, target)
-    ta = t._data
-    xp = xp_of(ta)
-    keep = ta != ignore_index
-    safe = xp.where(keep, ta, 0)
-    c = x.shape[1]
-    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
-        raise IndexError(f"Target {int(safe[(safe < 0) | (safe >= c)][0])} is out of bounds.")
     dt = x._data.dtype
-    row_w = keep.astype(dt) if weight is None else weight._data.astype(dt)[safe] * keep
+    w = None if weight is None else weight._data.astype(dt, copy=False)
+    safe, _, row_w = nn_ops.class_targets(t._data, w, ignore_index, x.shape[1], dt)
+    xp = xp_of(safe)
     picked = x.gather(1, Tensor._make(safe[:, None], False, None)).reshape(-1)
     loss = -picked * Tensor._make(row_w, False, None)
     if reduction == "mean":

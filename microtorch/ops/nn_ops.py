@@ -24,7 +24,7 @@ from ._util import Tensor, wrap_dim, xp_of
 
 __all__ = ["Linear", "Softmax", "LogSoftmax", "CrossEntropy", "Conv2d", "MaxPool2d",
            "AvgPool2d", "Erf", "Embedding", "BinaryCrossEntropy", "Pad", "softmax",
-           "log_softmax", "erf", "pool_output_size"]
+           "log_softmax", "erf", "pool_output_size", "class_targets"]
 
 
 def _needs(ctx, i: int) -> bool:
@@ -140,6 +140,21 @@ def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
 
 
 # -- cross entropy with class indices -----------------------------------------------------------
+def class_targets(t, w, ignore_index: int, c: int, dtype):
+    """(safe targets, kept rows, row weights) of class indices ``t`` over ``c`` classes.
+
+    Rows whose target is ``ignore_index`` keep target 0 and weight 0; the others weigh
+    ``w[target]`` (``w`` an array of class weights, or None for ones). A target out of
+    [0, c) raises PyTorch's IndexError.
+    """
+    keep = t != ignore_index
+    safe = xp_of(t).where(keep, t, 0)
+    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
+        raise IndexError(f"Target {int(safe[(safe < 0) | (safe >= c)][0])} is out of bounds.")
+    row_w = keep.astype(dtype) if w is None else w[safe] * keep
+    return safe, keep, row_w
+
+
 class CrossEntropy(Function):
     """log_softmax + nll_loss (+ label smoothing) on (M, C) logits and (M,) class indices.
 
@@ -152,16 +167,10 @@ class CrossEntropy(Function):
     def forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing):
         xa = x._data
         xp = xp_of(xa)
-        t = target._data
         m, c = xa.shape
         logp = _log_softmax_array(xa, 1)
-        keep = t != ignore_index
-        safe_t = xp.where(keep, t, 0)
-        if (safe_t < 0).any() or (safe_t >= c).any():
-            raise IndexError(f"Target {int(safe_t[(safe_t < 0) | (safe_t >= c)][0])} is out of "
-                             f"bounds.")
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
-        row_w = keep.astype(xa.dtype) if w is None else w[safe_t] * keep
+        safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
         picked = xp.take_along_axis(logp, safe_t[:, None], 1)[:, 0]
         nll = -picked * row_w
         eps = float(label_smoothing)
@@ -180,17 +189,18 @@ class CrossEntropy(Function):
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
         return xp.asarray(loss, dtype=xa.dtype)
 
+    lifted = True
+
     @staticmethod
     def backward(ctx, grad):
-        x, probs = ctx.saved_tensors
+        x, p = ctx.saved_tensors
         safe_t, keep, row_w, w, denom, eps, reduction = ctx.parts
-        xa = x._data
-        xp = xp_of(xa)
-        m, c = xa.shape
+        xp = xp_of(p)
+        m, c = p.shape
         # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
         a = (1 - eps) * row_w
-        b = xp.zeros_like(xa)
-        b[xp.arange(m), safe_t] = (1 - eps) * row_w
+        b = xp.zeros_like(p)
+        b[xp.arange(m), safe_t] = a
         if eps:
             w_sum = float(c) if w is None else w.sum()
             a = a + (eps / c) * w_sum * keep
@@ -199,15 +209,13 @@ class CrossEntropy(Function):
             # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
             scale = 1 / denom if denom else 0.0
             a, b = a * scale, b * scale
-        if state.grad_enabled:
-            p = Softmax.apply(x, 1)
-            g = grad.reshape(-1, 1) if reduction == "none" else grad
-            return (p * _wrap(a[:, None]) - _wrap(b)) * g, None, None, None, None, None
-        g = grad._data.reshape(-1, 1) if reduction == "none" else grad._data
-        out = probs * a[:, None]
-        out -= b
-        out *= g
-        return _wrap(out), None, None, None, None, None
+        a = a[:, None]
+        (g,) = lift(grad)
+        if state.grad_enabled:  # create_graph: the softmax again, as a node of x
+            p, a, b = Softmax.apply(x, 1), _wrap(a), _wrap(b)
+        if reduction == "none":
+            g = g.reshape(-1, 1)
+        return finish((p * a - b) * g, None, None, None, None, None)
 
 
 # -- binary cross entropy -----------------------------------------------------------------------
