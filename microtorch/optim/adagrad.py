@@ -54,13 +54,13 @@ class Adagrad(Optimizer):
     def _step_group(self, group: dict[str, Any], params: list[Tensor],
                     grads: list[Tensor]) -> None:
         lr, lr_decay = float(group["lr"]), float(group["lr_decay"])
+        options = {"eps": float(group["eps"]), "weight_decay": float(group["weight_decay"]),
+                   "maximize": bool(group["maximize"])}
         for p, g in zip(params, grads):
             state = self._init_state(p)
             step = _increment(state["step"])
             _adagrad_update(p._data, g._data, state["sum"]._data,
-                            clr=lr / (1 + (step - 1) * lr_decay), eps=float(group["eps"]),
-                            weight_decay=float(group["weight_decay"]),
-                            maximize=bool(group["maximize"]))
+                            clr=lr / (1 + (step - 1) * lr_decay), **options)
 
 
 def _adagrad_update(p, g, state_sum, *, clr: float, eps: float, weight_decay: float,

@@ -45,6 +45,9 @@ class RMSprop(Optimizer):
     def _step_group(self, group: dict[str, Any], params: list[Tensor],
                     grads: list[Tensor]) -> None:
         momentum, centered = float(group["momentum"]), bool(group["centered"])
+        options = {"lr": float(group["lr"]), "alpha": float(group["alpha"]),
+                   "eps": float(group["eps"]), "weight_decay": float(group["weight_decay"]),
+                   "momentum": momentum, "maximize": bool(group["maximize"])}
         for p, g in zip(params, grads):
             state = self.state[p]
             if len(state) == 0:
@@ -57,10 +60,7 @@ class RMSprop(Optimizer):
             _increment(state["step"])
             _rmsprop_update(p._data, g._data, state["square_avg"]._data,
                             state["momentum_buffer"]._data if momentum > 0 else None,
-                            state["grad_avg"]._data if centered else None,
-                            lr=float(group["lr"]), alpha=float(group["alpha"]),
-                            eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
-                            momentum=momentum, maximize=bool(group["maximize"]))
+                            state["grad_avg"]._data if centered else None, **options)
 
 
 def _rmsprop_update(p, g, square_avg, momentum_buffer, grad_avg, *, lr: float, alpha: float,
