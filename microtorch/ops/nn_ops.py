@@ -1,8 +1,9 @@
 """Differentiable ops behind ``microtorch.nn.functional``.
 
 The hot ops of a training step are single graph nodes (``Linear``, ``CrossEntropy``, ``Relu``,
-``Softmax``/``LogSoftmax``) so one step costs few Python-level calls. Their backward uses Tensor
-ops when a graph is being recorded (``create_graph=True``) and plain array math otherwise.
+``Softmax``/``LogSoftmax``) so one step costs few Python-level calls. ``Linear`` and
+``CrossEntropy`` are lifted (one backward formula on arrays, or on tensors under
+``create_graph``); Softmax and LogSoftmax write their backward with Tensor ops.
 
 Convolution and pooling work on windows taken with ``as_strided`` (no copy until the GEMM) and
 scatter gradients back with one strided slice-add per kernel offset (``col2im``), which runs on
@@ -163,6 +164,8 @@ class CrossEntropy(Function):
     as PyTorch does (NaN when every row is ignored, also like PyTorch).
     """
 
+    lifted = True
+
     @staticmethod
     def forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing):
         xa = x._data
@@ -188,8 +191,6 @@ class CrossEntropy(Function):
         ctx.save_for_backward(x, xp.exp(logp))  # the softmax, freed after backward
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
         return xp.asarray(loss, dtype=xa.dtype)
-
-    lifted = True
 
     @staticmethod
     def backward(ctx, grad):
