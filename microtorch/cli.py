@@ -329,7 +329,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                         generator=loader_gen)
     n = len(train_set)
     # --distributed: DDP replica, this rank's shard, rank 0 alone prints and saves.
-    run = net = None
+    run, net = None, model
     if args.distributed:
         from .distributed.run import DataParallelRun
 
@@ -361,7 +361,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                    leave=False, disable=None if is_main else True)
         for i, (x, y) in enumerate(bar):
             x, y = x.to(device), y.to(device)
-            out = (model if net is None else net)(x)
+            out = net(x)
             loss = F.cross_entropy(out, y)
             with contextlib.nullcontext() if run is None else run.sync(net, i in step_after):
                 (loss * weights[i]).backward()
