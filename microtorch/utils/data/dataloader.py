@@ -61,15 +61,13 @@ class DataLoader:
             raise ValueError("persistent_workers option needs num_workers > 0")
 
         if isinstance(dataset, IterableDataset):
-            if shuffle not in (False, None):
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
-                                 f"shuffle option, but got shuffle={shuffle}")
-            if sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
-                                 f"sampler option, but got sampler={sampler}")
-            if batch_sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
-                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
+            for name, value, given in (("shuffle", shuffle, shuffle not in (False, None)),
+                                       ("sampler", sampler, sampler is not None),
+                                       ("batch_sampler", batch_sampler,
+                                        batch_sampler is not None)):
+                if given:
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
+                                     f"{name} option, but got {name}={value}")
         shuffle = bool(shuffle)
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
@@ -129,6 +127,7 @@ class DataLoader:
             return
         fast = self._auto_collation and self.collate_fn is default_collate and \
             type(self.dataset).__getitem__ is TensorDataset.__getitem__
+        getitems = getattr(self.dataset, "__getitems__", None)
         for index in sampler_iter:
             if fast:
                 # One gather per tensor instead of len(batch) row reads and a stack: the
@@ -136,7 +135,6 @@ class DataLoader:
                 yield [t[tensor(np.asarray(index, dtype=np.int64), device=t.device)]
                        for t in self.dataset.tensors]
             elif self._auto_collation:
-                getitems = getattr(self.dataset, "__getitems__", None)
                 data = getitems(index) if getitems else [self.dataset[i] for i in index]
                 yield self.collate_fn(data)
             else:
