@@ -94,7 +94,7 @@ class LRScheduler:
             values = closed_form() if closed_form is not None else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+        self._last_lr = self._current_lrs()
 
     def _current_lrs(self) -> list[float]:
         return [group["lr"] for group in self.optimizer.param_groups]
