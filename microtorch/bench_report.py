@@ -6,12 +6,15 @@ Kept apart from the measurements so that a saved ``results.json`` can be re-rend
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .bench import STORAGES
+
 __all__ = ["render_markdown", "render_plots", "format_us", "headline", "targets"]
 
-STORAGES = ("default", "foreach", "flat")
 # The cases DESIGN.md section 4 quotes PyTorch numbers for.
 DESIGN_CASES = ((1000, [64]), (100, [1024, 1024]))
 
@@ -53,6 +56,25 @@ def _shape(shape: list[int]) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _on(results: dict, section: str, dev: str) -> list[dict]:
+    """The rows of a results section measured on ``dev``."""
+    return [r for r in results[section] if r["device"] == dev]
+
+
+def _table(head: list[str], rows: Iterable[list[str]]) -> list[str]:
+    """A markdown table: the header, its rule, one line per row of cells."""
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+    return [line(head), "|" + "---|" * len(head)] + [line(cells) for cells in rows]
+
+
+def _headline_steps(results: dict, dev: str) -> list[dict]:
+    """The training steps of the headline: one micro-batch, default storage, set_to_none."""
+    return [r for r in _on(results, "train_step", dev)
+            if r["accum_steps"] == 1 and r["storage"] == "default" and r["set_to_none"]]
+
+
 def _zero_grad_index(results: dict) -> dict[tuple, dict]:
     return {(r["device"], r["n_params"], tuple(r["shape"]), r["set_to_none"], r["lib"],
              r["storage"]): r for r in results["zero_grad"]}
@@ -77,28 +99,17 @@ def headline(results: dict) -> list[dict[str, Any]]:
                                  "torch_us": torch_row["median_us"] if torch_row else None,
                                  "ratio": (row["median_us"] / torch_row["median_us"]
                                            if torch_row else None)})
-        for r in results["train_step"]:
-            if (r["device"] == dev and r["accum_steps"] == 1 and r["storage"] == "default"
-                    and r["set_to_none"]):
-                dims = "-".join(map(str, results["config"]["mlp_dims"]))
-                rows.append({"device": dev,
-                             "case": f"MLP {dims}, batch {r['batch_size']}, Adam, one step",
-                             "microtorch_us": r["microtorch"]["median_us"],
-                             "torch_us": r["torch"]["median_us"] if r["torch"] else None,
-                             "ratio": r["ratio"]})
-        for r in results["op_chain"]:
-            if r["device"] == dev:
-                rows.append({"device": dev,
-                             "case": f"chain of {r['length']} elementwise ops, {r['phase']}",
-                             "microtorch_us": r["microtorch"]["median_us"],
-                             "torch_us": r["torch"]["median_us"] if r["torch"] else None,
-                             "ratio": r["ratio"]})
+        dims = "-".join(map(str, results["config"]["mlp_dims"]))
+        cases = [(r, f"MLP {dims}, batch {r['batch_size']}, Adam, one step")
+                 for r in _headline_steps(results, dev)]
+        cases += [(r, f"chain of {r['length']} elementwise ops, {r['phase']}")
+                  for r in _on(results, "op_chain", dev)]
+        for r, case in cases:
+            rows.append({"device": dev, "case": case,
+                         "microtorch_us": r["microtorch"]["median_us"],
+                         "torch_us": r["torch"]["median_us"] if r["torch"] else None,
+                         "ratio": r["ratio"]})
     return rows
-
-
-def _zg(results: dict, dev: str, n: int, shape: tuple, stn: bool, lib: str,
-        storage: str) -> dict | None:
-    return _zero_grad_index(results).get((dev, n, shape, stn, lib, storage))
 
 
 def _target(issue: str, text: str, measured: str, ok: bool | None) -> dict[str, Any]:
@@ -107,33 +118,38 @@ def _target(issue: str, text: str, measured: str, ok: bool | None) -> dict[str, 
 
 def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
     rows = []
+    index = _zero_grad_index(results)
+
+    def _zg(n: int, shape: tuple, stn: bool, lib: str, storage: str) -> dict | None:
+        return index.get((dev, n, shape, stn, lib, storage))
+
     small, big = (1000, (64,)), (100, (1024, 1024))
     if dev == "cpu":
-        flat = _zg(results, dev, *small, False, "microtorch", "flat")
-        ref = _zg(results, dev, *small, False, "torch", "default")
+        flat = _zg(*small, False, "microtorch", "flat")
+        ref = _zg(*small, False, "torch", "default")
         if flat and ref:
             r = flat["median_us"] / ref["median_us"]
             rows.append(_target("4", "cpu: zero_grad(False), 1000 × (64,), flat <= 0.1 × "
                                 "PyTorch", f"{r:.3f}×", r <= 0.1))
         for storage in STORAGES:
-            mine = _zg(results, dev, *small, True, "microtorch", storage)
-            ref = _zg(results, dev, *small, True, "torch", "default")
+            mine = _zg(*small, True, "microtorch", storage)
+            ref = _zg(*small, True, "torch", "default")
             if mine and ref:
                 r = mine["median_us"] / ref["median_us"]
                 rows.append(_target("4", f"cpu: zero_grad(True), 1000 × (64,), {storage} "
                                     "no slower than PyTorch", f"{r:.2f}×", r <= 1.0))
-        ref = _zg(results, dev, *big, False, "torch", "default")
+        ref = _zg(*big, False, "torch", "default")
         for storage in STORAGES:
-            mine = _zg(results, dev, *big, False, "microtorch", storage)
+            mine = _zg(*big, False, "microtorch", storage)
             if mine and ref:
                 rows.append(_target(
                     "4", f"cpu: zeroing 100 × (1024, 1024), {storage}: bandwidth >= PyTorch's",
                     f"{mine['bandwidth_gbs']:.1f} vs {ref['bandwidth_gbs']:.1f} GB/s",
                     mine["bandwidth_gbs"] >= ref["bandwidth_gbs"]))
     else:
-        ref = _zg(results, dev, *small, False, "torch", "foreach")
+        ref = _zg(*small, False, "torch", "foreach")
         for storage in ("foreach", "flat"):
-            mine = _zg(results, dev, *small, False, "microtorch", storage)
+            mine = _zg(*small, False, "microtorch", storage)
             if mine:
                 ok = None if ref is None else mine["median_us"] <= ref["median_us"]
                 versus = "" if ref is None else f" vs {format_us(ref['median_us'])}"
@@ -141,7 +157,7 @@ def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
                                     "no slower than torch._foreach_zero_",
                                     f"{format_us(mine['median_us'])}{versus}", ok))
         for (n, shape) in results["config"].get("gpu_extra_cases", []):
-            mine = _zg(results, dev, n, tuple(shape), False, "microtorch", "flat")
+            mine = _zg(n, tuple(shape), False, "microtorch", "flat")
             if mine:
                 tbs = mine["bandwidth_gbs"] / 1e3
                 rows.append(_target("4", f"{dev}: flat-buffer zeroing of {n} × "
@@ -156,26 +172,18 @@ def targets(results: dict) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for dev in results["devices"]:
         rows += _zero_grad_targets(results, dev)
-        for r in results["train_step"]:
-            if (r["device"] == dev and r["accum_steps"] == 1 and r["storage"] == "default"
-                    and r["set_to_none"] and r["ratio"] is not None):
+        for r in _headline_steps(results, dev):
+            if r["ratio"] is not None:
                 rows.append(_target("5", f"{dev}: MLP training step <= 1.0× PyTorch "
                                     "(goal 0.85×)", f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
                 rows.append(_target("5", f"{dev}: training-step losses equal PyTorch's",
                                     f"max rel. diff {r['max_loss_rel_diff']:.1e}",
                                     r["max_loss_rel_diff"] < 1e-5))
-        for r in results["op_chain"]:
-            if r["device"] == dev and r["ratio"] is not None:
+        for r in _on(results, "op_chain", dev):
+            if r["ratio"] is not None:
                 rows.append(_target("5", f"{dev}: per-op overhead, {r['phase']}, <= PyTorch",
                                     f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
-        mem = [r for r in results["memory"] if r["device"] == dev]
-        for r in mem:
-            if not r["set_to_none"]:
-                continue
-            twin = next((o for o in mem if o["storage"] == r["storage"] and not o["set_to_none"]
-                         and o["accum_steps"] == r["accum_steps"]), None)
-            held = r["held_between_steps"].get("gradients", 0)
-            peak_ok = twin is None or r["peak_of_step"] <= twin["peak_of_step"]
+        for r, twin, held, peak_ok in _set_to_none_checks(_on(results, "memory", dev)):
             rows.append(_target("5", f"{dev}: set_to_none=True, K={r['accum_steps']}, "
                                 f"{r['storage']}: no gradient bytes between steps, peak <= "
                                 "set_to_none=False's",
@@ -185,13 +193,29 @@ def targets(results: dict) -> list[dict[str, Any]]:
     return rows
 
 
+def _set_to_none_checks(rows: list[dict]) -> list[tuple[dict, dict | None, int, bool]]:
+    """Per set_to_none=True memory row: the row, its set_to_none=False twin (same storage and
+    K; None if absent), the gradient bytes it holds between steps, and whether its peak is
+    not above the twin's."""
+    checks = []
+    for r in rows:
+        if not r["set_to_none"]:
+            continue
+        twin = next((o for o in rows if o["storage"] == r["storage"] and not o["set_to_none"]
+                     and o["accum_steps"] == r["accum_steps"]), None)
+        held = r["held_between_steps"].get("gradients", 0)
+        peak_ok = twin is None or r["peak_of_step"] <= twin["peak_of_step"]
+        checks.append((r, twin, held, peak_ok))
+    return checks
+
+
 def _targets_md(results: dict) -> list[str]:
     verdict = {True: "yes", False: "**no**", None: "n/a"}
-    lines = ["## Targets (issues 4 and 5)", "", "| issue | target | measured | met |",
-             "|---|---|---|---|"]
-    for t in targets(results):
-        lines.append(f"| {t['issue']} | {t['target']} | {t['measured']} | {verdict[t['ok']]} |")
-    return lines + [""]
+    return (["## Targets (issues 4 and 5)", ""]
+            + _table(["issue", "target", "measured", "met"],
+                     ([t["issue"], t["target"], t["measured"], verdict[t["ok"]]]
+                      for t in targets(results)))
+            + [""])
 
 
 def _machine_md(m: dict) -> list[str]:
@@ -210,9 +234,10 @@ def _machine_md(m: dict) -> list[str]:
 
 def _zero_grad_md(results: dict, dev: str) -> list[str]:
     zg = _zero_grad_index(results)
-    cases = sorted({(r["n_params"], tuple(r["shape"])) for r in results["zero_grad"]
-                    if r["device"] == dev}, key=lambda c: (c[0] * _numel(c[1]), c[0]))
-    has_torch = any(r["lib"] == "torch" for r in results["zero_grad"] if r["device"] == dev)
+    mine = _on(results, "zero_grad", dev)
+    cases = sorted({(r["n_params"], tuple(r["shape"])) for r in mine},
+                   key=lambda c: (c[0] * math.prod(c[1]), c[0]))
+    has_torch = any(r["lib"] == "torch" for r in mine)
     cols = [("microtorch", s) for s in STORAGES]
     if has_torch:
         cols += [("torch", "default"), ("torch", "foreach")]
@@ -224,8 +249,8 @@ def _zero_grad_md(results: dict, dev: str) -> list[str]:
              "Median [IQR] of one `optimizer.zero_grad(set_to_none)` call, fresh gradients "
              "from a backward before each call. Ratios: microtorch's storage / PyTorch's "
              "default (lower is better). GB/s: bytes zeroed per second (set_to_none=False).",
-             "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             ""]
+    table = []
     for n, shape in cases:
         for stn in (True, False):
             cells = [f"{n} × {_shape(list(shape))}", str(stn)]
@@ -237,8 +262,8 @@ def _zero_grad_md(results: dict, dev: str) -> list[str]:
                     cells.append(_ratio(row["median_us"] / base["median_us"]
                                         if row and base else None))
             cells.append(_bandwidth(zg, dev, n, shape, stn))
-            lines.append("| " + " | ".join(cells) + " |")
-    return lines + [""]
+            table.append(cells)
+    return lines + _table(head, table) + [""]
 
 
 def _bandwidth(zg: dict, dev: str, n: int, shape: tuple, stn: bool) -> str:
@@ -251,13 +276,6 @@ def _bandwidth(zg: dict, dev: str, n: int, shape: tuple, stn: bool) -> str:
     return text + (f" / {ref['bandwidth_gbs']:.1f}" if ref else "")
 
 
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def _train_step_md(results: dict, dev: str) -> list[str]:
     dims = "-".join(map(str, results["config"]["mlp_dims"]))
     lines = [f"### Training step on {dev}", "",
@@ -265,62 +283,50 @@ def _train_step_md(results: dict, dev: str) -> list[str]:
              "cross-entropy, float32: K micro-batches (loss / K), `step()`, "
              "`zero_grad(set_to_none)`. PyTorch runs interleaved with the same weights, "
              "batches, set_to_none and foreach (flat's counterpart: PyTorch's default). "
-             "Loss diff: largest relative difference of the step losses.", "",
-             "| K | storage | set_to_none | microtorch | PyTorch | ratio | loss diff |",
-             "|---|---|---|---|---|---|---|"]
-    for r in results["train_step"]:
-        if r["device"] != dev:
-            continue
+             "Loss diff: largest relative difference of the step losses.", ""]
+    table = []
+    for r in _on(results, "train_step", dev):
         diff = r.get("max_loss_rel_diff")
-        lines.append(f"| {r['accum_steps']} | {r['storage']} | {r['set_to_none']} | "
-                     f"{_cell(r['microtorch'])} | {_cell(r['torch'])} | {_ratio(r['ratio'])} | "
-                     f"{'-' if diff is None else f'{diff:.1e}'} |")
-    return lines + [""]
+        table.append([str(r["accum_steps"]), r["storage"], str(r["set_to_none"]),
+                      _cell(r["microtorch"]), _cell(r["torch"]), _ratio(r["ratio"]),
+                      "-" if diff is None else f"{diff:.1e}"])
+    head = ["K", "storage", "set_to_none", "microtorch", "PyTorch", "ratio", "loss diff"]
+    return lines + _table(head, table) + [""]
 
 
 def _memory_md(results: dict, dev: str) -> list[str]:
-    rows = [r for r in results["memory"] if r["device"] == dev]
+    rows = _on(results, "memory", dev)
     lines = [f"### Memory on {dev}", "",
              "Bytes held between steps (after `zero_grad`; the breakdown by "
              "`microtorch.utils.memory_report`, the total by "
              f"`microtorch.{'cpu' if dev == 'cpu' else 'cuda'}.memory_allocated`, which also "
              "counts the batches) and the peak of a step (`max_memory_allocated`), both over "
-             "what was allocated before the model was built.", "",
-             "| K | storage | set_to_none | params | grads | optimizer state | flat buffer | "
-             "total between steps | peak of a step |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        h = r["held_between_steps"]
-        lines.append(f"| {r['accum_steps']} | {r['storage']} | {r['set_to_none']} | "
-                     f"{_bytes(h.get('parameters'))} | {_bytes(h.get('gradients'))} | "
-                     f"{_bytes(h.get('optimizer_state'))} | {_bytes(h.get('flat_buffer'))} | "
-                     f"{_bytes(r['allocated_between_steps'])} | {_bytes(r['peak_of_step'])} |")
-    checks = []
-    for r in rows:
-        if not r["set_to_none"]:
-            continue
-        twin = next((o for o in rows if o["storage"] == r["storage"]
-                     and o["accum_steps"] == r["accum_steps"] and not o["set_to_none"]), None)
-        held = r["held_between_steps"].get("gradients", 0)
-        ok_peak = twin is None or r["peak_of_step"] <= twin["peak_of_step"]
-        checks.append(f"- K={r['accum_steps']}, {r['storage']}: set_to_none=True holds "
-                      f"{_bytes(held)} of gradients between steps; its peak is "
-                      f"{'not above' if ok_peak else 'ABOVE'} set_to_none=False's.")
+             "what was allocated before the model was built.", ""]
+    head = ["K", "storage", "set_to_none", "params", "grads", "optimizer state", "flat buffer",
+            "total between steps", "peak of a step"]
+    lines += _table(head, ([str(r["accum_steps"]), r["storage"], str(r["set_to_none"])]
+                           + [_bytes(r["held_between_steps"].get(key)) for key in
+                              ("parameters", "gradients", "optimizer_state", "flat_buffer")]
+                           + [_bytes(r["allocated_between_steps"]), _bytes(r["peak_of_step"])]
+                           for r in rows))
+    checks = [f"- K={r['accum_steps']}, {r['storage']}: set_to_none=True holds "
+              f"{_bytes(held)} of gradients between steps; its peak is "
+              f"{'not above' if peak_ok else 'ABOVE'} set_to_none=False's."
+              for r, _, held, peak_ok in _set_to_none_checks(rows)]
     return lines + [""] + checks + [""]
 
 
 def _op_chain_md(results: dict, dev: str) -> list[str]:
     lines = [f"### Per-op overhead on {dev}", "",
              "A chain of small elementwise ops (mul, add, tanh, sub cycling) on a tiny "
-             "tensor: the time is framework overhead.", "",
-             "| phase | ops | microtorch | PyTorch | µs/op microtorch | µs/op PyTorch | ratio |",
-             "|---|---|---|---|---|---|---|"]
-    for r in results["op_chain"]:
-        if r["device"] != dev:
-            continue
-        lines.append(f"| {r['phase']} | {r['length']} | {_cell(r['microtorch'])} | "
-                     f"{_cell(r['torch'])} | {r['microtorch_per_op_us']:.2f} | "
-                     f"{r.get('torch_per_op_us', float('nan')):.2f} | {_ratio(r['ratio'])} |")
-    return lines + [""]
+             "tensor: the time is framework overhead.", ""]
+    head = ["phase", "ops", "microtorch", "PyTorch", "µs/op microtorch", "µs/op PyTorch",
+            "ratio"]
+    return lines + _table(head, ([r["phase"], str(r["length"]), _cell(r["microtorch"]),
+                                  _cell(r["torch"]), f"{r['microtorch_per_op_us']:.2f}",
+                                  f"{r.get('torch_per_op_us', float('nan')):.2f}",
+                                  _ratio(r["ratio"])]
+                                 for r in _on(results, "op_chain", dev))) + [""]
 
 
 def render_markdown(results: dict) -> str:
@@ -340,11 +346,10 @@ def render_markdown(results: dict) -> str:
     if results.get("section_seconds"):
         lines += ["Seconds per section: " + ", ".join(
             f"{k} {v:.1f}" for k, v in results["section_seconds"].items()), ""]
-    lines += ["## Headline (the DESIGN.md section 4 cases)", "",
-              "| device | case | microtorch | PyTorch | ratio |", "|---|---|---|---|---|"]
-    for h in headline(results):
-        lines.append(f"| {h['device']} | {h['case']} | {format_us(h['microtorch_us'])} | "
-                     f"{format_us(h['torch_us'])} | {_ratio(h['ratio'])} |")
+    lines += ["## Headline (the DESIGN.md section 4 cases)", ""]
+    lines += _table(["device", "case", "microtorch", "PyTorch", "ratio"],
+                    ([h["device"], h["case"], format_us(h["microtorch_us"]),
+                      format_us(h["torch_us"]), _ratio(h["ratio"])] for h in headline(results)))
     lines.append("")
     lines += _targets_md(results)
     for dev in results["devices"]:
@@ -380,12 +385,12 @@ def _save_small_png(fig: Any, path: Path) -> None:
 def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    rows = [r for r in results["zero_grad"] if r["device"] == dev]
+    rows = _on(results, "zero_grad", dev)
     shapes = {tuple(r["shape"]) for r in rows}
     counts = {r["n_params"] for r in rows}
     # Count sweep: the most common small shape; size sweep: the most common count.
     count_shape = min(shapes, key=lambda s: (-sum(tuple(r["shape"]) == s for r in rows),
-                                             _numel(s)))
+                                             math.prod(s)))
     size_count = max(counts, key=lambda n: (sum(r["n_params"] == n for r in rows), n))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=72)
     sweeps = [(axes[0], lambda r: tuple(r["shape"]) == count_shape, "n_params",
@@ -396,7 +401,7 @@ def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
         for lib, storages in (("microtorch", STORAGES), ("torch", ("default", "foreach"))):
             for storage in storages:
                 for stn in (True, False):
-                    pts = sorted((r["n_params"] if xkey == "n_params" else _numel(r["shape"]),
+                    pts = sorted((r["n_params"] if xkey == "n_params" else math.prod(r["shape"]),
                                   r["median_us"]) for r in rows
                                  if keep(r) and r["lib"] == lib and r["storage"] == storage
                                  and r["set_to_none"] == stn)
@@ -423,7 +428,7 @@ def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
 def _plot_memory(results: dict, dev: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    rows = [r for r in results["memory"] if r["device"] == dev]
+    rows = _on(results, "memory", dev)
     ks = sorted({r["accum_steps"] for r in rows})
     fig, axes = plt.subplots(1, len(ks), figsize=(4.5 * len(ks), 3.8), dpi=72,
                              squeeze=False)
@@ -457,10 +462,10 @@ def render_plots(results: dict, out: Path) -> list[Path]:
     matplotlib.use("Agg")  # files only: works without a display
     paths = []
     for dev in results["devices"]:
-        if any(r["device"] == dev for r in results["zero_grad"]):
+        if _on(results, "zero_grad", dev):
             paths.append(out / f"zero_grad_{dev}.png")
             _plot_zero_grad(results, dev, paths[-1])
-        if any(r["device"] == dev for r in results["memory"]):
+        if _on(results, "memory", dev):
             paths.append(out / f"memory_{dev}.png")
             _plot_memory(results, dev, paths[-1])
     return paths
