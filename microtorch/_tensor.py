@@ -60,7 +60,7 @@ class Tensor:
         t.grad_fn = grad_fn
         t._vbox = [0]
         if tracking.on:
-            (_CPU_BACKEND if type(arr) is np.ndarray else backend_of(arr)).memory.register(arr)
+            backend_of(arr).memory.register(arr)
         return t
 
     # -- metadata ---------------------------------------------------------------------------

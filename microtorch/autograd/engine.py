@@ -135,12 +135,6 @@ def _run_queued_callbacks() -> None:
         _queued_callbacks.pop(0)()
 
 
-def _sum_into(buffers: dict, node, grad) -> None:
-    key = id(node)
-    prev = buffers.get(key)
-    buffers[key] = grad if prev is None else prev + grad
-
-
 def _check_anomaly(node: Function, grads: tuple) -> None:
     for i, g in enumerate(grads):
         arr = g._data if isinstance(g, Tensor) else g
@@ -162,9 +156,12 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
     pending: list = []  # heap of (priority, id, node) for nodes whose buffer holds a gradient
     for root, grad in zip(roots, grads):
         node = root.grad_fn if root.grad_fn is not None else root
-        if id(node) not in buffers:
-            heapq.heappush(pending, (_priority(node), id(node), node))
-        _sum_into(buffers, node, grad)
+        key = id(node)
+        if key in buffers:
+            buffers[key] = _add(buffers[key], grad)
+        else:
+            buffers[key] = grad
+            heapq.heappush(pending, (_priority(node), key, node))
 
     targets = captured = useful = None
     if capture is not None:
@@ -187,14 +184,13 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
 
     if capture is None:
         return None
-    for i, (t, g) in enumerate(zip(capture, captured)):
+    for i, g in enumerate(captured):
         if g is None and not allow_unused:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) appears to not "
                                f"have been used in the graph. Set allow_unused=True if this is "
                                f"the desired behavior.")
         if g is not None and not create_graph and g.grad_fn is not None:
             captured[i] = g.detach()
-        del t
     return tuple(captured)
 
 
@@ -208,7 +204,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
             grad = buffers.pop(id(node))
             is_leaf = not isinstance(node, Function)
             hooks = node._hooks if is_leaf else node._pre_hooks
-            if type(grad) is not Tensor and (is_leaf or hooks or targets is not None
+            if not isinstance(grad, Tensor) and (is_leaf or hooks or targets is not None
                                              or not node.lifted or node._retained is not None):
                 grad = Tensor._make(grad)  # a raw array from a lifted backward
             if hooks:
@@ -242,7 +238,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                                    f"gradients (expected {len(node._next)}, got {len(out)})")
             if state.anomaly:
                 _check_anomaly(node, out)
-            if not retain_graph:  # free what forward saved (node._free(), inlined)
+            if not retain_graph:  # free what forward saved
                 node._saved = node._out_data = None
             for edge, g in zip(node._next, out):
                 if edge is not None and g is not None:
@@ -260,9 +256,9 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
 
 def _add(a, b):
     """Sum two gradients that may be Tensors or (in a plain backward) raw arrays."""
-    if type(a) is Tensor or type(b) is Tensor:
-        a = a if type(a) is Tensor else Tensor._make(a)
-        b = b if type(b) is Tensor else Tensor._make(b)
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        a = a if isinstance(a, Tensor) else Tensor._make(a)
+        b = b if isinstance(b, Tensor) else Tensor._make(b)
         return a + b
     out = a + b
     if isinstance(out, np.generic):  # NumPy turns 0-d sums into scalars

@@ -4,9 +4,11 @@ An op subclasses Function with two static methods:
 
 - ``forward(ctx, *args, **kwargs)`` gets the op's arguments (tensors stay tensors) and returns
   the result *array*; it saves what backward needs with ``ctx.save_for_backward``.
-- ``backward(ctx, grad)`` gets the gradient of the output as a Tensor and returns one gradient
-  Tensor (or None) per positional argument. It is written with Tensor ops, so under
-  ``create_graph=True`` the backward pass itself is recorded and can be differentiated again.
+- ``backward(ctx, grad)`` gets the gradient of the output and returns one gradient (or None)
+  per positional argument. It is written with Tensor ops, so under ``create_graph=True`` the
+  backward pass itself is recorded and can be differentiated again; a Function with
+  ``lifted = True`` writes it once for arrays and tensors alike (see ``lift``) and then gets
+  and returns raw arrays in a plain backward.
 
 ``Function.apply`` runs forward and, when grad mode is on and an input requires grad, turns the
 ctx into the output's ``grad_fn``: its ``_next`` holds one edge per positional argument up to
@@ -94,10 +96,6 @@ class Function:
                 f"{self._out_vbox[0]}; expected version 0 instead.")
         return Tensor._make(self._out_data, True, self)
 
-    def _free(self) -> None:
-        self._saved = None
-        self._out_data = None
-
     # -- graph introspection ---------------------------------------------------------------
     def name(self) -> str:
         """The node's name as PyTorch prints it, e.g. ``MulBackward0``."""
@@ -157,8 +155,6 @@ class Function:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
-        if isinstance(out, np.generic):  # NumPy turns 0-d results into scalars
-            out = np.asarray(out)
         if not (needs_grad and state.grad_enabled):
             return Tensor._make(out, False, None)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
@@ -167,7 +163,7 @@ class Function:
             ctx._stack = traceback.format_stack()[:-2]
         result = Tensor._make(out, True, ctx)
         if ctx._out_data is not None:
-            ctx._out_data = out
+            ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
             ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
         return result
 
@@ -213,7 +209,7 @@ def finish(*grads) -> tuple:
         if isinstance(g, np.generic):  # NumPy turns 0-d results into scalars
             g = np.asarray(g)
         if tracking.on and g is not None and not isinstance(g, Tensor):
-            (_CPU_MEMORY if type(g) is np.ndarray else backend_of(g).memory).register(g)
+            backend_of(g).memory.register(g)
         out.append(g)
     return tuple(out)
 
@@ -224,11 +220,7 @@ def namespace(x):
         from .. import ops
 
         return ops
-    if type(x) is np.ndarray or isinstance(x, np.generic):
-        return np
-    import cupy
-
-    return cupy
+    return np if isinstance(x, np.generic) else xp_of(x)
 
 
 def _edge_node(edge):
@@ -253,8 +245,6 @@ class AccumulateGrad:
 class _Handle:
     """Removes a registered hook."""
 
-    _next_id = 0
-
     def __init__(self, hooks: list, hook) -> None:
         self._hooks = hooks
         self._hook = hook
@@ -274,8 +264,6 @@ class _Handle:
         self.remove()
 
 
-from .._tensor import _CPU_BACKEND, Tensor  # noqa: E402  (Tensor imports this module first)
-from ..backend import backend_of  # noqa: E402
+from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
+from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402
-
-_CPU_MEMORY = _CPU_BACKEND.memory

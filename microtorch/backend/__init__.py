@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from .base import Backend
 from .device import CPU, device
 
-__all__ = ["Backend", "device", "get_backend", "backend_of", "cuda_available", "cuda_device_count",
-           "canonical_device"]
+__all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "cuda_available",
+           "cuda_device_count", "canonical_device"]
 
 
 @lru_cache(maxsize=1)
@@ -78,9 +80,16 @@ def get_backend(spec=None) -> Backend:
 
 def backend_of(arr) -> Backend:
     """The backend owning an array (NumPy → CPU, CuPy → its GPU)."""
-    if type(arr).__module__ == "numpy":
-        return get_backend(CPU)
+    if type(arr) is np.ndarray or type(arr).__module__ == "numpy":
+        return _backends.get(CPU) or get_backend(CPU)
     return get_backend(device("cuda", arr.device.id))
+
+
+def xp_of(arr):
+    """The array module (numpy or cupy) of an array."""
+    if type(arr) is np.ndarray:
+        return np
+    return backend_of(arr).xp
 
 
 def initialized_backends() -> list[Backend]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
+from ..backend import xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "xp_of", "is_scalar"]
@@ -120,12 +121,3 @@ def reduce_grad(grad, shape: tuple, dtype):
     if grad._data.dtype != dtype:
         grad = grad.to(_dtype.from_numpy_dtype(dtype))
     return grad
-
-
-def xp_of(arr):
-    """The array module (numpy or cupy) of an array."""
-    if type(arr) is np.ndarray:
-        return np
-    import cupy
-
-    return cupy
