@@ -179,11 +179,14 @@ subtract = sub
 
 
 # -- in-place ops ------------------------------------------------------------------------------
-def _can_cast(result: np.dtype, target: np.dtype) -> bool:
-    """PyTorch's canCast: no float -> integer, no non-bool -> bool."""
+def _check_cast(result: np.dtype, target: np.dtype) -> None:
+    """PyTorch's canCast for in-place results: no float -> integer, no non-bool -> bool."""
     order = "biuf"
-    return order.index(result.kind if result.kind in order else "f") <= \
-        order.index(target.kind if target.kind in order else "f") or result.kind == target.kind
+    if order.index(result.kind if result.kind in order else "f") <= \
+            order.index(target.kind if target.kind in order else "f") or result.kind == target.kind:
+        return
+    names = (_dtype.from_numpy_dtype(d).name.capitalize() for d in (result, target))
+    raise RuntimeError("result type {} can't be cast to the desired output type {}".format(*names))
 
 
 def _check_inplace(self: Tensor, *others) -> bool:
@@ -204,10 +207,7 @@ def _check_inplace(self: Tensor, *others) -> bool:
 def _write(self: Tensor, result: Tensor) -> Tensor:
     """Store an out-of-place result into self's storage and take over its graph node."""
     res = result._data
-    if not _can_cast(res.dtype, self._data.dtype):
-        raise RuntimeError(f"result type {_dtype.from_numpy_dtype(res.dtype).name.capitalize()} "
-                           f"can't be cast to the desired output type "
-                           f"{self.dtype.name.capitalize()}")
+    _check_cast(res.dtype, self._data.dtype)
     if res.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
                            f"broadcast shape {list(res.shape)}")
@@ -247,11 +247,8 @@ def _ufunc_inplace(name, op):
             kwargs = {"alpha": alpha} if alpha != 1 else {}
             return _write(self, op(_frozen(self), other, **kwargs))
         arr = self._data
-        xa, xb, dt = promote_operands(self, other)
-        if not _can_cast(dt, arr.dtype):
-            raise RuntimeError(f"result type {_dtype.from_numpy_dtype(dt).name.capitalize()} "
-                               f"can't be cast to the desired output type "
-                               f"{self.dtype.name.capitalize()}")
+        _, xb, dt = promote_operands(self, other)
+        _check_cast(dt, arr.dtype)
         if alpha != 1:
             xb = xb * alpha
         try:
@@ -458,4 +455,16 @@ def install_tensor_methods(cls) -> None:
                       doc="The last two dimensions swapped (batched matrix transpose).")
 
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+# The functions of the ``microtorch`` namespace (as in ``torch``); the rest are Tensor methods.
+__all__ = [
+    *creation.__all__, "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where",
+    "clamp", "clip", "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
+    *UNARY, "eq", "ne", "lt", "le", "gt", "ge", "isfinite", "isnan", "isinf", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
+    "matmul", "mm", "bmm", "dot", "mv", "outer", "softmax", "log_softmax",
+    "sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "prod",
+    "logsumexp", "norm", "cumsum", "all", "any",
+    "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
+    "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
+    "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone",
+]

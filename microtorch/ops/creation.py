@@ -11,6 +11,10 @@ from ..backend import get_backend
 from ..backend.device import device as Device
 from ._util import Tensor, sizes_arg
 
+__all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
+           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
+           "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm"]
+
 
 def _finish(arr, requires_grad: bool) -> Tensor:
     t = Tensor._make(arr, False, None)
