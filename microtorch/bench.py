@@ -182,7 +182,7 @@ def load_torch() -> Any:
     return torch
 
 
-def available_devices(requested: str, torch: Any = None) -> list[str]:
+def available_devices(requested: str) -> list[str]:
     """The devices to measure: ``auto`` means the CPU plus CUDA when present."""
     cuda = mt.cuda.is_available()
     if requested == "cpu":
@@ -259,8 +259,8 @@ def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
 
 @dataclass
 class _ZeroGradContender:
-    label: str
-    lib: Any
+    lib: str  # "microtorch" or "torch"
+    storage: str
     params: list
     optimizer: Any
     sync: Callable[[], None]
@@ -285,13 +285,13 @@ def _zero_grad_case(n: int, shape: tuple[int, ...], dev: str, torch: Any, repeat
         for storage in STORAGES:
             params = [_to_lib(mt, values[i % len(values)], dev, True) for i in range(n)]
             contenders.append(_ZeroGradContender(
-                f"microtorch/{storage}", mt, params, _make_optimizer(mt, params, storage),
+                "microtorch", storage, params, _make_optimizer(mt, params, storage),
                 _sync(mt, dev)))
         if _torch_on(torch, dev):
             for storage in ("default", "foreach"):
                 params = [_to_lib(torch, values[i % len(values)], dev, True) for i in range(n)]
                 contenders.append(_ZeroGradContender(
-                    f"torch/{storage}", torch, params, _make_optimizer(torch, params, storage),
+                    "torch", storage, params, _make_optimizer(torch, params, storage),
                     _sync(torch, dev)))
         def runner(c: _ZeroGradContender, stn: bool = set_to_none) -> Callable[[bool], None]:
             def run(record: bool) -> None:
@@ -304,12 +304,11 @@ def _zero_grad_case(n: int, shape: tuple[int, ...], dev: str, torch: Any, repeat
         interleave([runner(c) for c in contenders], repeats, block)
         numel = n * int(np.prod(shape))
         for c in contenders:
-            lib, storage = c.label.split("/")
             stats = summarize(c.samples)
             # Zeroing moves 4 bytes per float32 element; freeing (set_to_none) moves none.
             bandwidth = None if set_to_none else numel * 4 / (stats["median_us"] * 1e-6) / 1e9
             rows.append({"device": dev, "n_params": n, "shape": list(shape), "numel": numel,
-                         "lib": lib, "storage": storage, "set_to_none": set_to_none,
+                         "lib": c.lib, "storage": c.storage, "set_to_none": set_to_none,
                          "bandwidth_gbs": bandwidth, **stats})
         del contenders
     return rows
@@ -387,7 +386,7 @@ def train_step(model: Any, optimizer: Any, loss_fn: Callable, batches: list,
 class _StepContender:
     def __init__(self, lib: Any, model: Any, storage: str, set_to_none: bool, dev: str,
                  batches: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        self.lib, self.model, self.set_to_none = lib, model, set_to_none
+        self.model, self.set_to_none = model, set_to_none
         self.optimizer = _make_optimizer(lib, list(model.parameters()), storage, "adam")
         self.loss_fn = lib.nn.functional.cross_entropy
         self.batches = [(_to_lib(lib, x, dev), _to_lib(lib, y, dev)) for x, y in batches]
@@ -575,7 +574,7 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
     torch = load_torch() if use_torch else None
     if torch is not None and torch_threads is not None:
         torch.set_num_threads(torch_threads)
-    devices = available_devices(device, torch)
+    devices = available_devices(device)
     per_device = (len(cfg.zero_grad_cases) + 2 * len(cfg.accum_steps) * len(STORAGES)
                   * len(SET_TO_NONE) + 1)
     total = per_device * len(devices) + len(cfg.gpu_extra_cases) * ("cuda" in devices)
