@@ -229,21 +229,6 @@ def where(condition: Tensor, input, other) -> Tensor:
     return Where.apply(condition, input, other)
 
 
-def _raise_broadcast_errors(fn):
-    """Turn NumPy's ValueError for unbroadcastable operands into PyTorch's RuntimeError."""
-
-    def wrapped(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except ValueError as exc:
-            if "broadcast" not in str(exc):
-                raise
-            raise RuntimeError(broadcast_message(args)) from None
-
-    wrapped.__name__, wrapped.__doc__ = fn.__name__, fn.__doc__
-    return wrapped
-
-
 # -- unary ------------------------------------------------------------------------------------
 class Unary(Function):
     """Base of one-input ops: ``compute(xp, x)`` is the forward; ``derivative(g, x, out, F)``
@@ -258,7 +243,7 @@ class Unary(Function):
         raise NotImplementedError
 
     @staticmethod
-    def derivative(grad, x, out):
+    def derivative(grad, x, out, F):
         raise NotImplementedError
 
     @classmethod
@@ -337,6 +322,8 @@ Round = _unary("Round", lambda xp, x: xp.round(x), _zero_derivative, "none", Fal
 
 
 class Clamp(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, x, min=None, max=None):
         if min is None and max is None:
@@ -356,14 +343,13 @@ class Clamp(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        lo, hi = ctx.bounds
+        g, x, lo, hi = lift(grad, *ctx.saved_tensors, *ctx.bounds)
         keep = None
         if lo is not None:
             keep = x >= lo
         if hi is not None:
             keep = (x <= hi) if keep is None else keep & (x <= hi)
-        return grad.where(keep, 0.0), None, None
+        return finish(namespace(g).where(keep, g, 0.0), None, None)
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
@@ -372,42 +358,35 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
 
 
 # -- comparisons and logic (no gradient) --------------------------------------------------------
-def _compare(ufunc_name):
-    def compare(a, b) -> Tensor:
-        xa, xb, _ = promote_operands(a, b)
-        xp = xp_of(_array_of(xa, xb))
-        out = getattr(xp, ufunc_name)(xa, xb)
-        return Tensor._make(xp.asarray(out), False, None)
+def _no_grad_binary(ufunc_name, integral_only=False):
+    """A non-differentiable elementwise op of two operands: a comparison or bitwise logic."""
 
-    compare.__name__ = ufunc_name
-    compare.__doc__ = f"Elementwise ``{ufunc_name}`` as a bool tensor."
-    return compare
-
-
-eq = _raise_broadcast_errors(_compare("equal"))
-ne = _raise_broadcast_errors(_compare("not_equal"))
-lt = _raise_broadcast_errors(_compare("less"))
-le = _raise_broadcast_errors(_compare("less_equal"))
-gt = _raise_broadcast_errors(_compare("greater"))
-ge = _raise_broadcast_errors(_compare("greater_equal"))
-
-
-def _logical(ufunc_name, bitwise_name):
-    def logical(a, b) -> Tensor:
+    def op(a, b) -> Tensor:
         xa, xb, dt = promote_operands(a, b)
-        if dt.kind == "f":
-            raise RuntimeError(f"\"{bitwise_name}_cpu\" not implemented for 'Float'")
-        xp = xp_of(_array_of(xa, xb))
-        return Tensor._make(xp.asarray(getattr(xp, ufunc_name)(xa, xb)), False, None)
+        if integral_only and dt.kind == "f":
+            raise RuntimeError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
+        try:
+            out = getattr(xp_of(_array_of(xa, xb)), ufunc_name)(xa, xb)
+        except ValueError as exc:  # NumPy's words for shapes that do not broadcast
+            if "broadcast" not in str(exc):
+                raise
+            raise RuntimeError(broadcast_message((a, b))) from None
+        return Tensor._make(out, False, None)
 
-    logical.__name__ = bitwise_name
-    logical.__doc__ = f"Elementwise ``{bitwise_name}`` of bool or integer tensors."
-    return logical
+    op.__name__ = ufunc_name
+    op.__doc__ = f"Elementwise ``{ufunc_name}``."
+    return op
 
 
-bitwise_and = _logical("bitwise_and", "bitwise_and")
-bitwise_or = _logical("bitwise_or", "bitwise_or")
-bitwise_xor = _logical("bitwise_xor", "bitwise_xor")
+eq = _no_grad_binary("equal")
+ne = _no_grad_binary("not_equal")
+lt = _no_grad_binary("less")
+le = _no_grad_binary("less_equal")
+gt = _no_grad_binary("greater")
+ge = _no_grad_binary("greater_equal")
+bitwise_and = _no_grad_binary("bitwise_and", integral_only=True)
+bitwise_or = _no_grad_binary("bitwise_or", integral_only=True)
+bitwise_xor = _no_grad_binary("bitwise_xor", integral_only=True)
 
 
 def bitwise_not(x: Tensor) -> Tensor:
