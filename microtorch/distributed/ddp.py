@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .._tensor import Tensor, grad_epoch
 from ..autograd import engine
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
+from ..utils.memory import _tensors_in
 from . import process_group as pg_api
 from ._common import ReduceOp, Work
 
@@ -100,8 +100,7 @@ class _Bucket:
             else:
                 g._data[...] = view
                 g._vbox[0] += 1
-        self.pending = len(self.params)
-        self.work = None
+        self.work = None  # pending is reset by the next forward
 
 
 def _weak_method(obj, name: str):
@@ -115,18 +114,6 @@ def _weak_method(obj, name: str):
             getattr(target, name)(*args)
 
     return call
-
-
-def _tensors_in(obj) -> Iterator[Tensor]:
-    """The tensors of a forward output (a tensor, or tuples/lists/dicts of them)."""
-    if isinstance(obj, Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for item in obj:
-            yield from _tensors_in(item)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _tensors_in(item)
 
 
 class DistributedDataParallel(Module):
@@ -187,13 +174,16 @@ class DistributedDataParallel(Module):
         """Every rank starts from rank 0's parameters and buffers."""
         if self.world_size == 1:
             return
-        tensors = list(self.module.parameters()) + [
-            b for b in self.module.buffers() if b is not None]
+        tensors = list(self.module.parameters()) + list(self.module.buffers())
+        self._broadcast_from_rank0(tensors)
+        for t in tensors:
+            t._vbox[0] += 1
+
+    def _broadcast_from_rank0(self, tensors: list[Tensor]) -> None:
+        """Overwrite ``tensors`` with rank 0's: every broadcast launched, then all awaited."""
         works = [self._group.broadcast(t._data, 0) for t in tensors]
         for w in works:
             w.wait()
-        for t in tensors:
-            t._vbox[0] += 1
 
     def _build_buckets(self) -> list[_Bucket]:
         """Group parameters, last registered first, into capped flat buckets per device/dtype."""
@@ -218,10 +208,7 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         """Run the wrapped module; arm the gradient reduction of the coming backward."""
         if self.broadcast_buffers and self.world_size > 1:
-            buffers = [b for b in self.module.buffers() if b is not None]
-            works = [self._group.broadcast(b._data, 0) for b in buffers]
-            for w in works:
-                w.wait()
+            self._broadcast_from_rank0(list(self.module.buffers()))
         sync = is_grad_enabled() and self.require_backward_grad_sync
         self._expect_sync = sync
         self._final_queued = False

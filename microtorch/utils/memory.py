@@ -25,7 +25,8 @@ def _root(arr: Any) -> Any:
 
 
 def _tensors_in(obj: Any) -> Iterable[Any]:
-    """Every tensor inside a (nested) state value: tensors, dicts, lists, tuples."""
+    """Every tensor inside a nested value (optimizer state, a forward output): tensors,
+    dicts, lists, tuples."""
     from .._tensor import Tensor
 
     if isinstance(obj, Tensor):
