@@ -11,7 +11,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..backend import xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
-           "xp_of", "is_scalar"]
+           "sum_to_shape", "xp_of", "is_scalar"]
 
 wrap_dim = _wrap_dim
 
@@ -100,6 +100,17 @@ def dims_arg(dim, ndim: int) -> tuple | None:
     return dims
 
 
+def sum_to_shape(arr, shape: tuple):
+    """Sum an array over the dimensions that broadcasting added or stretched to reach its shape
+    from ``shape`` (the backward of broadcasting)."""
+    lead = arr.ndim - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"size {list(shape)} is not expandable to size {list(arr.shape)}")
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and arr.shape[lead + i] != 1)
+    return (arr.sum(axis=axes) if axes else arr).reshape(shape)
+
+
 def reduce_grad(grad, shape: tuple, dtype):
     """Sum a broadcast gradient back to an input's shape and cast it to the input's dtype.
 
@@ -108,13 +119,7 @@ def reduce_grad(grad, shape: tuple, dtype):
     if grad is None:
         return None
     if not isinstance(grad, Tensor):
-        if not hasattr(grad, "shape"):  # a NumPy scalar from 0-d arithmetic
-            grad = np.asarray(grad)
-        if grad.shape != shape:
-            lead = grad.ndim - len(shape)
-            axes = tuple(range(lead)) + tuple(
-                lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1)
-            grad = grad.sum(axis=axes).reshape(shape)
+        grad = sum_to_shape(grad, shape) if grad.shape != shape else grad
         return grad if grad.dtype == dtype else grad.astype(dtype)
     if grad._data.shape != shape:
         grad = grad.sum_to_size(shape)

@@ -7,7 +7,7 @@ from collections import namedtuple
 
 from .. import _dtype
 from ..autograd.function import Function
-from ._util import Tensor, dims_arg, wrap_dim, xp_of
+from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -330,15 +330,8 @@ class SumToSize(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        arr = x._data
-        ctx.shape = arr.shape
-        lead = arr.ndim - len(shape)
-        if lead < 0:
-            raise RuntimeError(f"size {list(shape)} is not expandable to size {list(arr.shape)}")
-        axes = tuple(range(lead)) + tuple(
-            lead + i for i, s in enumerate(shape) if s == 1 and arr.shape[lead + i] != 1)
-        out = arr.sum(axis=axes) if axes else arr
-        return out.reshape(shape)
+        ctx.shape = x._data.shape
+        return sum_to_shape(x._data, shape)
 
     @staticmethod
     def backward(ctx, grad):
