@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function
+from ..backend import get_backend
 from ._util import Tensor, sizes_arg, wrap_dim, xp_of
 
 
@@ -54,9 +55,8 @@ class Reshape(Function):
 def reshape(input: Tensor, *shape) -> Tensor:
     """The same elements in a new shape (a view when possible)."""
     new = _infer_shape(sizes_arg(shape), input._data.size)
-    if new == input._data.shape:
-        return input if input.grad_fn is None and not input.requires_grad else \
-            _as_view(Reshape.apply(input, new, False), input)
+    if new == input._data.shape and not input.requires_grad:
+        return input
     return _as_view(Reshape.apply(input, new, False), input)
 
 
@@ -230,14 +230,8 @@ class Cat(Function):
     @staticmethod
     def backward(ctx, grad):
         grads = grad.split(ctx.sizes, ctx.dim)
-        return (None,) + tuple(g if g._data.dtype == dt else g.to(_np_to_dtype(dt))
+        return (None,) + tuple(g if g._data.dtype == dt else g.to(_dtype.from_numpy_dtype(dt))
                                for g, dt in zip(grads, ctx.dtypes))
-
-
-def _np_to_dtype(dt):
-    from .. import _dtype
-
-    return _dtype.from_numpy_dtype(dt)
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -529,14 +523,8 @@ class ToCopy(Function):
 
 def to(input: Tensor, device, dtype, copy: bool = False) -> Tensor:
     """``input`` on ``device`` with ``dtype`` (itself when nothing changes and no copy asked)."""
-    backend = input._backend if device is None else _backend_for(device)
+    backend = input._backend if device is None else get_backend(device)
     np_dtype = input._data.dtype if dtype is None else dtype.np
     if backend is input._backend and np_dtype == input._data.dtype and not copy:
         return input
     return ToCopy.apply(input, backend, np_dtype)
-
-
-def _backend_for(device):
-    from ..backend import get_backend
-
-    return get_backend(device)
