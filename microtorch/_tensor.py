@@ -388,6 +388,24 @@ class Size(tuple):
         return n
 
 
+def mark_reset(t: Tensor) -> None:
+    """Record an in-place zeroing of ``t``: a new version, remembered as its last reset.
+
+    A tensor's version box (shared with its views) is ``[version]``, or ``[version, version
+    right after the last zeroing]`` once zeroed; the optimizer's stale-gradient check tells
+    "accumulated into since the last step" from "reset since" with it.
+    """
+    vbox = t._vbox
+    vbox[0] += 1
+    vbox[1:] = [vbox[0]]
+
+
+def last_reset_version(t: Tensor) -> int:
+    """The version ``t`` had right after its last zeroing (-1 if never zeroed)."""
+    vbox = t._vbox
+    return vbox[1] if len(vbox) > 1 else -1
+
+
 def _wrap_dim(dim: int, ndim: int) -> int:
     """A dimension index in range, negative indices counted from the end."""
     lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)

@@ -11,6 +11,7 @@ import builtins
 import numpy as np
 
 from .. import _dtype
+from .._tensor import mark_reset
 from ..autograd.grad_mode import state
 from . import creation, elementwise, linalg, nn_ops, reduce, shape
 from ._util import Tensor, is_scalar, promote_operands, xp_of
@@ -279,9 +280,7 @@ def zero_(self: Tensor) -> Tensor:
     if state.grad_enabled and self.requires_grad:
         return _write(self, self * 0)
     self._backend.fill_zero(self._data)
-    vbox = self._vbox
-    vbox[0] += 1
-    vbox[1:] = [vbox[0]]  # the version after the last reset: optim's stale-gradient check
+    mark_reset(self)
     return self
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._tensor import Tensor, grad_epoch
+from .._tensor import Tensor, grad_epoch, last_reset_version, mark_reset
 from ..autograd.grad_mode import enable_grad
 
 __all__ = ["Optimizer", "StaleGradWarning", "ParamsT"]
@@ -146,7 +146,7 @@ class _FlatGradBuffer:
             _detach_grad(g)
             g._backend.fill_zero(g._data)
             if g._data is not slot:  # a gradient the user assigned: zero it where it is
-                _bump_version(g)
+                mark_reset(g)
 
 
 def _is_slot_grad(g: Tensor | None, slot) -> bool:
@@ -160,13 +160,6 @@ def _detach_grad(g: Tensor) -> None:
         g.detach_()
     elif g.requires_grad:
         g.requires_grad = False
-
-
-def _bump_version(g: Tensor) -> None:
-    """Record an in-place write (as ``Tensor.zero_`` does), marking it as a reset."""
-    vbox = g._vbox
-    vbox[0] += 1
-    vbox[1:] = [vbox[0]]
 
 
 class Optimizer:
@@ -374,11 +367,10 @@ class Optimizer:
         consumed = self._consumed
         epoch = self._zero_epoch
         for p, g in zip(params, grads):
-            vbox = g._vbox
-            version = vbox[0]
+            version = g._vbox[0]
             record = consumed.get(p)
             if (record is not None and record[2] == epoch and record[0]() is g
-                    and version != record[1] and (len(vbox) < 2 or vbox[1] <= record[1])):
+                    and version != record[1] and last_reset_version(g) <= record[1]):
                 self._stale_warned = True
                 warnings.warn(
                     "optimizer.step() is applying a gradient that an earlier step() already "
