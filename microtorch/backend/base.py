@@ -17,6 +17,15 @@ class _Tracking:
 tracking = _Tracking()
 
 
+def root_buffer(arr):
+    """The array that owns ``arr``'s memory (views chain to it through ``.base``; the walk
+    stops at owners that are not arrays, such as ``bytes``)."""
+    base = arr.base
+    while base is not None and type(base) is type(arr):
+        arr, base = base, base.base
+    return arr
+
+
 class _BufferRef(weakref.ref):
     """A weak reference to a counted buffer that remembers its key and size."""
 
@@ -50,9 +59,7 @@ class MemoryStats:
         """Count ``arr``'s root buffer if it is not counted yet (while tracking is on)."""
         if not tracking.on:
             return
-        base = arr.base
-        while base is not None and type(base) is type(arr):  # stop at non-array owners (bytes)
-            arr, base = base, base.base
+        arr = root_buffer(arr)
         key = id(arr)
         if key in self._live:
             return
