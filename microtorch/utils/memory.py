@@ -11,17 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..backend.base import root_buffer
+
 __all__ = ["memory_report", "MEMORY_REPORT_KEYS"]
 
 MEMORY_REPORT_KEYS = ("parameters", "gradients", "optimizer_state", "flat_buffer", "total")
-
-
-def _root(arr: Any) -> Any:
-    """The array that owns ``arr``'s memory (views chain to it through ``.base``)."""
-    base = arr.base
-    while base is not None and type(base) is type(arr):
-        arr, base = base, base.base
-    return arr
 
 
 def _tensors_in(obj: Any) -> Iterable[Any]:
@@ -71,7 +65,7 @@ def memory_report(model: Any = None, optimizer: Any = None) -> dict[str, dict[st
     seen: set[int] = set()
 
     def charge(category: str, arr: Any, dev: str) -> None:
-        root = _root(arr)
+        root = root_buffer(arr)
         if id(root) in seen:
             return
         seen.add(id(root))
