@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dtype
+from ._hooks import RemovableHandle
 from .backend import backend_of, get_backend
 from .backend.base import tracking
 from .backend.device import CPU, device
@@ -195,15 +196,13 @@ class Tensor:
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
-        from .autograd.function import _Handle
-
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             return self.grad_fn.register_prehook(hook)
         if self._hooks is None:
-            self._hooks = []
-        return _Handle(self._hooks, hook)
+            self._hooks = {}
+        return RemovableHandle(self._hooks, hook)
 
     def retain_grad(self) -> None:
         """Populate ``.grad`` of this non-leaf tensor during backward."""

@@ -119,14 +119,12 @@ def register_post_accumulate_grad_hook(tensor, hook):
 
     PyTorch's ``Tensor.register_post_accumulate_grad_hook``; returns a removable handle.
     """
-    from .function import _Handle
-
     if tensor.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
     hooks = getattr(tensor, "_post_accumulate_hooks", None)
     if hooks is None:
-        hooks = tensor._post_accumulate_hooks = []
-    return _Handle(hooks, hook)
+        hooks = tensor._post_accumulate_hooks = {}
+    return RemovableHandle(hooks, hook)
 
 
 def _run_queued_callbacks() -> None:
@@ -208,7 +206,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                                              or not node.lifted or node._retained is not None):
                 grad = Tensor._make(grad)  # a raw array from a lifted backward
             if hooks:
-                for hook in tuple(hooks):
+                for hook in tuple(hooks.values()):
                     replaced = hook(grad)
                     if replaced is not None:
                         grad = replaced
@@ -223,7 +221,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                     _accumulate(node, grad, create_graph, owned)
                     post = getattr(node, "_post_accumulate_hooks", None)
                     if post:
-                        for hook in tuple(post):
+                        for hook in tuple(post.values()):
                             hook(node)
                 continue
             if node._retained is not None and targets is None:
@@ -267,5 +265,6 @@ def _add(a, b):
     return out
 
 
+from .._hooks import RemovableHandle  # noqa: E402
 from .._tensor import Tensor, grad_epoch  # noqa: E402
 from ..backend import backend_of  # noqa: E402

@@ -40,7 +40,7 @@ class Function:
 
     _next: tuple = ()
     _saved: tuple | None = ()
-    _pre_hooks: list | None = None
+    _pre_hooks: dict | None = None
     _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
     _stack: list | None = None  # forward traceback, kept in anomaly mode
     lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
@@ -112,8 +112,8 @@ class Function:
     def register_prehook(self, hook):
         """Run ``hook(grad)`` on this node's incoming gradient; it may return a replacement."""
         if self._pre_hooks is None:
-            self._pre_hooks = []
-        return _Handle(self._pre_hooks, hook)
+            self._pre_hooks = {}
+        return RemovableHandle(self._pre_hooks, hook)
 
     # -- applying --------------------------------------------------------------------------
     @classmethod
@@ -242,28 +242,7 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
-class _Handle:
-    """Removes a registered hook."""
-
-    def __init__(self, hooks: list, hook) -> None:
-        self._hooks = hooks
-        self._hook = hook
-        hooks.append(hook)
-
-    def remove(self) -> None:
-        """Unregister the hook (no-op if already removed)."""
-        try:
-            self._hooks.remove(self._hook)
-        except ValueError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
+from .._hooks import RemovableHandle  # noqa: E402
 from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402

@@ -6,6 +6,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
 from ... import _dtype
+from ..._hooks import RemovableHandle
 from ..._tensor import Tensor, grad_epoch
 from ...autograd.grad_mode import no_grad
 from ...backend import backend_of
@@ -26,27 +27,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Removes a registered hook (``handle.remove()`` or as a context manager)."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: dict) -> None:
-        self._hooks = hooks
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
-
-    def remove(self) -> None:
-        """Unregister the hook (no-op when already removed)."""
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -106,15 +86,11 @@ class Module:
 
     def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(module, args)`` before forward; a non-None result replaces the args."""
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle(self._forward_pre_hooks, hook)
 
     def register_forward_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(module, args, output)`` after forward; a non-None result replaces it."""
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle(self._forward_hooks, hook)
 
     # -- registration ----------------------------------------------------------------------
     def register_parameter(self, name: str, param: Parameter | None) -> None:
