@@ -268,17 +268,22 @@ def test_fused_sgd_matches_torch(case, dtype) -> None:
                    nesterov=nesterov, maximize=maximize)
     opt = torch.optim.SGD(tparams, foreach=False, **options)
     run = SgdRun(ref.fused_sgd, params, **options)
+    step_both(torch, opt, tparams, run, rng, dtype)
+    for i, t in enumerate(tparams):
+        assert_close_to_scale(params[i], t.detach().numpy(), RTOL[dtype])
+        if momentum:
+            assert_close_to_scale(run.bufs[i], opt.state[t]["momentum_buffer"].numpy(),
+                                  RTOL[dtype])
+
+
+def step_both(torch, opt, tparams, run, rng, dtype) -> None:
+    """STEPS steps of a torch optimizer and a reference run on the same random gradients."""
     for _ in range(STEPS):
         grads = random_arrays(rng, dtype)
         for t, g in zip(tparams, grads, strict=True):
             t.grad = torch.tensor(g)
         opt.step()
         run.step(grads)
-    for i, t in enumerate(tparams):
-        assert_close_to_scale(params[i], t.detach().numpy(), RTOL[dtype])
-        if momentum:
-            assert_close_to_scale(run.bufs[i], opt.state[t]["momentum_buffer"].numpy(),
-                                  RTOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -296,12 +301,7 @@ def test_fused_adam_matches_torch(case, dtype) -> None:
     run = AdamRun(ref.fused_adam, params, lr=0.01, beta1=0.8, beta2=0.99, eps=1e-8,
                   weight_decay=weight_decay, decoupled=decoupled, amsgrad=amsgrad,
                   maximize=maximize)
-    for _ in range(STEPS):
-        grads = random_arrays(rng, dtype)
-        for t, g in zip(tparams, grads, strict=True):
-            t.grad = torch.tensor(g)
-        opt.step()
-        run.step(grads)
+    step_both(torch, opt, tparams, run, rng, dtype)
     for i, t in enumerate(tparams):
         state = opt.state[t]
         assert_close_to_scale(params[i], t.detach().numpy(), RTOL[dtype])
