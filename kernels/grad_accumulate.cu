@@ -13,9 +13,19 @@ struct f16 {
     unsigned short bits;
 };
 
+// The #else branches (here and in Narrow<f16>) exist only for the CPU test emulator
+// (tests/cuda_emulator), which compiles this file as host C++ with g++: the same IEEE
+// conversions with GCC's _Float16, each a single round-to-nearest-even. nvcc -ptx and NVRTC
+// define __CUDA_ARCH__, so the GPU always takes the PTX path.
 __device__ __forceinline__ float widen(f16 h) {
     float f;
+#ifdef __CUDA_ARCH__
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits));
+#else
+    _Float16 x;
+    __builtin_memcpy(&x, &h.bits, 2);
+    f = (float)x;
+#endif
     return f;
 }
 __device__ __forceinline__ float widen(float x) { return x; }
@@ -46,12 +56,22 @@ template <>
 struct Narrow<f16> {
     static __device__ __forceinline__ f16 from(float x) {
         f16 h;
+#ifdef __CUDA_ARCH__
         asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(x));
+#else
+        const _Float16 y = (_Float16)x;  // host branch for the emulator (see widen)
+        __builtin_memcpy(&h.bits, &y, 2);
+#endif
         return h;
     }
     static __device__ __forceinline__ f16 from(double x) {
         f16 h;
+#ifdef __CUDA_ARCH__
         asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.bits) : "d"(x));
+#else
+        const _Float16 y = (_Float16)x;  // one rounding (libgcc __truncdfhf2), not via float
+        __builtin_memcpy(&h.bits, &y, 2);
+#endif
         return h;
     }
 };
