@@ -42,11 +42,14 @@ class CupyBackend(Backend):
             self.xp.cuda.Stream.null.synchronize()
             self.xp.cuda.get_current_stream().synchronize()
 
+    # CuPy's MemoryPool keeps one pool per device and its methods act on the *current* one.
     def memory_reserved(self) -> int:
-        return self._pool.total_bytes()
+        with self._device:
+            return self._pool.total_bytes()
 
     def empty_cache(self) -> None:
-        self._pool.free_all_blocks()
+        with self._device:
+            self._pool.free_all_blocks()
 
     def accumulate(self, grad, incoming) -> None:
         from . import kernels

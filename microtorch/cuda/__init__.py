@@ -89,6 +89,9 @@ def memory_reserved(device=None) -> int:
 
 
 def empty_cache() -> None:
-    """Release unused cached blocks of every GPU's pool."""
-    if is_available():
-        _backend(None).empty_cache()
+    """Release unused cached blocks of every GPU's pool (every GPU microtorch has used)."""
+    from ..backend import initialized_backends
+
+    for backend in initialized_backends():
+        if backend.device.type == "cuda":
+            backend.empty_cache()

@@ -10,6 +10,7 @@ blocked forever.
 from __future__ import annotations
 
 import sys
+import warnings
 from datetime import timedelta
 
 from ._common import ReduceOp, Work
@@ -34,12 +35,15 @@ def is_mpi_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    """Whether CuPy's NCCL bindings can be imported."""
+    """Whether CuPy's NCCL bindings work (CuPy installed with its NCCL library) and mpi4py too."""
     try:
-        from cupy.cuda import nccl  # noqa: F401
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # CuPy warns when libnccl is missing
+            from cupy.cuda import nccl
     except Exception:  # ImportError, or a CUDA library that fails to load
         return False
-    return is_mpi_available()
+    # Without libnccl the module still imports, with ``available = False`` and no API.
+    return bool(getattr(nccl, "available", False)) and is_mpi_available()
 
 
 def is_available() -> bool:
@@ -108,6 +112,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if not is_mpi_available():
         raise RuntimeError("microtorch.distributed needs mpi4py (and an MPI such as the 'mpich' "
                            "wheel): pip install 'microtorch[distributed]'")
+    if backend == "nccl" and not is_nccl_available():
+        raise RuntimeError("backend 'nccl' needs CuPy with its NCCL library (for CUDA 13: pip "
+                           "install 'nvidia-nccl-cu13'); use backend 'mpi' otherwise")
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD.Dup()  # our own context: user MPI traffic never mixes with ours
