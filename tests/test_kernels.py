@@ -1,5 +1,6 @@
 """CUDA kernels: they compile (nvcc), their NumPy references are right (PyTorch as the oracle),
-and on a GPU each launcher agrees with its reference.
+and each launcher, with its kernel, agrees with its reference bit for bit: on the CPU emulator of
+the kernels everywhere, and on a GPU where one is present.
 
 Tolerances against PyTorch: rtol 1e-6 (float32) / 1e-12 (float64), with an absolute term of the
 same size times the tensor's largest magnitude. The absolute term is needed because PyTorch
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import cuda_emulator as emulator
 import numpy as np
 import pytest
 
@@ -346,7 +348,12 @@ def test_fused_optimizers_reject_bad_input() -> None:
         ref.fused_adam(p, p, p, p, None, step=1, lr=0.1, amsgrad=True)
 
 
-# --------------------------------------------------------------------------- (c) CUDA
+# --------------------------------------------------------------------------- (c) launchers
+#
+# The launchers and the kernels themselves run twice: on the CPU emulator of the kernels (the
+# .cu files compiled for the host by tests/cuda_emulator, NumPy arrays standing for device
+# memory) everywhere, and on a GPU through CuPy where one is present. Both must agree with the
+# NumPy references.
 
 
 @pytest.fixture
@@ -362,28 +369,100 @@ def cp():
     return cupy
 
 
-@pytest.mark.cuda
+class EmulatedRuntime(kernels.KernelRuntime):
+    """The launchers' runtime on the CPU: NumPy arrays as device 0, kernels run by the emulator.
+
+    It reports two multiprocessors, so grid-stride launches get fewer blocks than elements and
+    every thread loops, as on a GPU with a large array.
+    """
+
+    def device_id(self, arr) -> int:
+        assert isinstance(arr, np.ndarray), type(arr)
+        return 0
+
+    def pointer(self, arr) -> int:
+        return arr.ctypes.data
+
+    def upload(self, words: np.ndarray, device_id: int) -> np.ndarray:
+        return np.array(words, dtype=np.int64)  # a copy, as a device upload is
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launched: list[str] = []  # kernel names, in launch order
+
+    def launch(self, filename, name, device_id, grid, block, args) -> None:
+        self.launched.append(name)
+        emulator.load(filename).get_function(name)((grid,), (block,), args)
+
+    def multiprocessor_count(self, device_id: int) -> int:
+        return 2
+
+    def add_into(self, grad, incoming) -> None:
+        np.add(grad, incoming, out=grad, casting="unsafe")
+
+
+class HostArrays:
+    """The slice of CuPy's array API the tests use, over NumPy: "device" arrays are copies."""
+
+    asarray = staticmethod(np.array)
+    asnumpy = staticmethod(np.array)
+    broadcast_to = staticmethod(np.broadcast_to)
+
+
+@pytest.fixture(params=["emulated", pytest.param("cuda", marks=pytest.mark.cuda)])
+def xp(request):
+    """Arrays for the launchers: NumPy under the kernel emulator, or CuPy on a GPU."""
+    if request.param == "cuda":
+        yield request.getfixturevalue("cp")
+        return
+    try:
+        emulator.load("multi_tensor_zero.cu")
+    except emulator.EmulatorUnavailable as exc:
+        pytest.skip(f"kernel emulator unavailable: {exc}")
+    with kernels.use_runtime(EmulatedRuntime()):
+        yield HostArrays
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.int64,
                                    np.complex64, np.complex128, np.bool_])
-def test_cuda_fill_strided_matches_reference(cp, dtype) -> None:
+def test_launch_fill_strided_matches_reference(xp, dtype) -> None:
     host = (np.arange(5 * 6 * 7) % 11).reshape(5, 6, 7).astype(dtype)
     for index, value in [((slice(None), slice(None, None, 2)), 0),
                          ((slice(None, None, -2), slice(1, 4), slice(None, None, 3)), 2.5),
                          ((Ellipsis,), 1), ((slice(2, 3), slice(0, 0)), 1)]:
-        device = cp.asarray(host)
+        device = xp.asarray(host)
         expected = host.copy()
         view = device[index]
         kernels.fill_strided(view.transpose() if view.ndim > 1 else view, value)
         ref.fill_strided(expected[index], value)
-        np.testing.assert_array_equal(cp.asnumpy(device), expected)
+        np.testing.assert_array_equal(xp.asnumpy(device), expected)
 
 
-@pytest.mark.cuda
-def test_cuda_multi_tensor_zero_one_launch_many_tensors(cp) -> None:
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64, np.complex128, np.float32])
+def test_launch_fill_strided_narrows_stores_for_misaligned_views(xp, dtype) -> None:
+    """A dtype view at an odd byte offset is filled with stores its address allows."""
+    backing = xp.asarray(np.full(1000, 7, dtype=np.uint8))
+    itemsize = np.dtype(dtype).itemsize
+    try:
+        view = backing[2:2 + 20 * itemsize].view(dtype)[::3]  # 2-byte aligned, strided
+    except ValueError as exc:  # an array library may refuse misaligned views altogether
+        pytest.skip(f"{xp.__name__} makes no misaligned {np.dtype(dtype)} view: {exc}")
+    expected = xp.asnumpy(backing)
+    expected[2:2 + 20 * itemsize].view(dtype)[::3] = 0
+    kernels.fill_strided(view, 0)
+    np.testing.assert_array_equal(xp.asnumpy(backing), expected)
+    if isinstance(kernels.current_runtime(), EmulatedRuntime):
+        assert kernels.current_runtime().launched[-1] == "fill_strided_2"
+    if itemsize > 2:  # a value whose bytes differ can't be written 2 bytes at a time
+        with pytest.raises(ValueError, match="2-byte stores"):
+            kernels.fill_strided(view, 1)
+
+
+def test_launch_multi_tensor_zero_one_launch_many_tensors(xp) -> None:
     """300 tensors (more than PyTorch's 110 per launch), odd sizes, unaligned starts."""
     rng = np.random.default_rng(8)
-    backing = cp.asarray(rng.integers(1, 255, size=3_000_000, dtype=np.uint8))
-    host = cp.asnumpy(backing)
+    backing = xp.asarray(rng.integers(1, 255, size=3_000_000, dtype=np.uint8))
+    host = xp.asnumpy(backing)
     arrays, offset = [], 0
     sizes = list(rng.integers(0, 200, size=296)) + [0, kernels.ZERO_CHUNK_BYTES + 5, 1, 17]
     for n in sizes:
@@ -391,105 +470,112 @@ def test_cuda_multi_tensor_zero_one_launch_many_tensors(cp) -> None:
         arrays.append(backing[offset:offset + n])
         host[offset:offset + n] = 0
         offset += n
-    floats = [cp.asarray(rng.standard_normal(n).astype(dt)) for n, dt in
+    floats = [xp.asarray(rng.standard_normal(n).astype(dt)) for n, dt in
               [(65537, np.float32), (3, np.float16), (70000, np.float64)]]
     kernels.multi_tensor_zero(arrays + floats)
-    np.testing.assert_array_equal(cp.asnumpy(backing), host)
+    np.testing.assert_array_equal(xp.asnumpy(backing), host)
     for arr in floats:
         assert not bool(arr.any())
-    cached = len(kernels._zero_tables)
+    tables = kernels.current_runtime().zero_tables
+    cached = len(tables)
     kernels.multi_tensor_zero(arrays + floats)  # the table is reused, not rebuilt
-    assert len(kernels._zero_tables) == cached
+    assert len(tables) == cached
 
 
-@pytest.mark.cuda
 @pytest.mark.parametrize("grad_dtype", FLOATS)
 @pytest.mark.parametrize("incoming_dtype", FLOATS)
-def test_cuda_accumulate_grad_matches_reference(cp, grad_dtype, incoming_dtype) -> None:
+def test_launch_accumulate_grad_matches_reference(xp, grad_dtype, incoming_dtype) -> None:
     rng = np.random.default_rng(9)
     grad = rng.standard_normal(100_003).astype(grad_dtype)
     incoming = rng.standard_normal(100_003).astype(incoming_dtype)
-    device_grad = cp.asarray(grad)
-    kernels.accumulate_grad(device_grad, cp.asarray(incoming))
+    device_grad = xp.asarray(grad)
+    kernels.accumulate_grad(device_grad, xp.asarray(incoming))
     ref.accumulate_grad(grad, incoming)
-    np.testing.assert_array_equal(cp.asnumpy(device_grad), grad)
-    # A broadcast view takes CuPy's path, with the same result.
-    device_grad = cp.asarray(grad)
-    kernels.accumulate_grad(device_grad, cp.broadcast_to(cp.asarray(incoming[:1]), grad.shape))
+    np.testing.assert_array_equal(xp.asnumpy(device_grad), grad)
+    # A broadcast view takes the array library's path, with the same result.
+    device_grad = xp.asarray(grad)
+    kernels.accumulate_grad(device_grad, xp.broadcast_to(xp.asarray(incoming[:1]), grad.shape))
     ref.accumulate_grad(grad, np.broadcast_to(incoming[:1], grad.shape))
-    np.testing.assert_array_equal(cp.asnumpy(device_grad), grad)
+    np.testing.assert_array_equal(xp.asnumpy(device_grad), grad)
 
 
-CUDA_SHAPES = [(2 * 65536 + 3,), (0,), (1,), (33, 17)] + [(n,) for n in range(1, 200, 7)]
+LAUNCH_SHAPES = [(2 * 65536 + 3,), (0,), (1,), (33, 17)] + [(n,) for n in range(1, 200, 7)]
 
 
-def to_device(cp, arrays):
-    return None if arrays is None else [cp.asarray(a) for a in arrays]
+def to_device(xp, arrays):
+    return None if arrays is None else [xp.asarray(a) for a in arrays]
 
 
-@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", SGD_CASES, ids=sgd_case_id)
-def test_cuda_fused_sgd_matches_reference(cp, case, dtype) -> None:
+def test_launch_fused_sgd_matches_reference(xp, case, dtype) -> None:
     momentum, dampening, nesterov, weight_decay, maximize = case
     rng = np.random.default_rng(10)
-    params = [rng.standard_normal(s).astype(dtype) for s in CUDA_SHAPES]
+    params = [rng.standard_normal(s).astype(dtype) for s in LAUNCH_SHAPES]
     options = dict(lr=0.1, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                    nesterov=nesterov, maximize=maximize)
     host = SgdRun(ref.fused_sgd, params, **options)
-    device = SgdRun(kernels.fused_sgd, to_device(cp, params), **options)
-    device.bufs = to_device(cp, host.bufs)
+    device = SgdRun(kernels.fused_sgd, to_device(xp, params), **options)
+    device.bufs = to_device(xp, host.bufs)
     for _ in range(3):
-        grads = [rng.standard_normal(s).astype(dtype) for s in CUDA_SHAPES]
+        grads = [rng.standard_normal(s).astype(dtype) for s in LAUNCH_SHAPES]
         host.step(grads)
-        device.step(to_device(cp, grads))
+        device.step(to_device(xp, grads))
     for a, b in zip(device.params + (device.bufs or []), host.params + (host.bufs or []),
                     strict=True):
-        assert_close_to_scale(cp.asnumpy(a), b, RTOL[dtype])  # expected bit-exact (--fmad=false)
+        np.testing.assert_array_equal(xp.asnumpy(a), b)  # bit-exact: no FMA (--fmad=false)
 
 
-@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", ADAM_CASES, ids=adam_case_id)
-def test_cuda_fused_adam_matches_reference(cp, case, dtype) -> None:
+def test_launch_fused_adam_matches_reference(xp, case, dtype) -> None:
     decoupled, weight_decay, amsgrad, maximize = case
     rng = np.random.default_rng(11)
-    params = [rng.standard_normal(s).astype(dtype) for s in CUDA_SHAPES]
+    params = [rng.standard_normal(s).astype(dtype) for s in LAUNCH_SHAPES]
     options = dict(lr=0.01, beta1=0.8, beta2=0.99, eps=1e-8, weight_decay=weight_decay,
                    decoupled=decoupled, amsgrad=amsgrad, maximize=maximize)
     host = AdamRun(ref.fused_adam, params, **options)
-    device = AdamRun(kernels.fused_adam, to_device(cp, params), **options)
+    device = AdamRun(kernels.fused_adam, to_device(xp, params), **options)
     for name in ("exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"):
-        setattr(device, name, to_device(cp, getattr(host, name)))
+        setattr(device, name, to_device(xp, getattr(host, name)))
     for _ in range(3):
-        grads = [rng.standard_normal(s).astype(dtype) for s in CUDA_SHAPES]
+        grads = [rng.standard_normal(s).astype(dtype) for s in LAUNCH_SHAPES]
         host.step(grads)
-        device.step(to_device(cp, grads))
+        device.step(to_device(xp, grads))
     for name in ("params", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"):
         for a, b in zip(getattr(device, name) or [], getattr(host, name) or [], strict=True):
-            assert_close_to_scale(cp.asnumpy(a), b, RTOL[dtype])
+            np.testing.assert_array_equal(xp.asnumpy(a), b)
 
 
-@pytest.mark.cuda
-def test_cuda_fused_sgd_mixed_dtypes_one_call(cp) -> None:
+def test_launch_fused_sgd_mixed_dtypes_one_call(xp) -> None:
     """A group with float32 and float64 parameters: one launch per dtype, same result."""
     rng = np.random.default_rng(12)
     params = [rng.standard_normal(5).astype(dt) for dt in (np.float32, np.float64, np.float32)]
     grads = [rng.standard_normal(5).astype(p.dtype) for p in params]
-    device_params = to_device(cp, params)
-    kernels.fused_sgd(device_params, to_device(cp, grads), None, lr=0.5, weight_decay=0.1)
+    device_params = to_device(xp, params)
+    kernels.fused_sgd(device_params, to_device(xp, grads), None, lr=0.5, weight_decay=0.1)
     ref.fused_sgd(params, grads, None, lr=0.5, weight_decay=0.1)
     for a, b in zip(device_params, params, strict=True):
-        assert_close_to_scale(cp.asnumpy(a), b, RTOL[b.dtype.type])
+        np.testing.assert_array_equal(xp.asnumpy(a), b)
+
+
+def test_runtime_is_restored_after_use() -> None:
+    default = kernels.current_runtime()
+    assert isinstance(default, kernels.CupyRuntime)
+    with pytest.raises(KeyError), kernels.use_runtime(EmulatedRuntime()) as runtime:
+        assert kernels.current_runtime() is runtime
+        raise KeyError("inside")
+    assert kernels.current_runtime() is default
 
 
 @pytest.mark.cuda
 def test_cuda_kernels_compiled_once_and_errors_name_the_file(cp, monkeypatch) -> None:
+    runtime = kernels.current_runtime()
     device_id = cp.cuda.Device().id
-    first = kernels.get_kernel("multi_tensor_zero.cu", "multi_tensor_zero", device_id)
-    module = kernels._modules[("multi_tensor_zero.cu", device_id)]
-    assert kernels.get_kernel("multi_tensor_zero.cu", "multi_tensor_zero", device_id) is first
-    assert kernels._module("multi_tensor_zero.cu", device_id) is module
+    first = runtime.kernel("multi_tensor_zero.cu", "multi_tensor_zero", device_id)
+    module = runtime.module("multi_tensor_zero.cu", device_id)
+    assert runtime.kernel("multi_tensor_zero.cu", "multi_tensor_zero", device_id) is first
+    assert runtime.module("multi_tensor_zero.cu", device_id) is module
     monkeypatch.setattr(kernels, "kernel_source", lambda filename: "this is not CUDA")
     with pytest.raises(RuntimeError, match="broken_for_test.cu"):
-        kernels.get_kernel("broken_for_test.cu", "anything", device_id)
+        runtime.kernel("broken_for_test.cu", "anything", device_id)
