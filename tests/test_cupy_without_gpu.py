@@ -3,7 +3,7 @@
 What can be checked without a GPU is checked here, so that CI and developers without one still
 catch a broken CUDA path: microtorch must report CUDA as absent (quickly, without raising),
 refuse CUDA tensors with a clear error, every ``kernels/*.cu`` file must compile through CuPy's
-own NVRTC with the options the loader and CuPy's ``RawModule`` pass, and every CuPy attribute
+own NVRTC with the options the loader passes, and every CuPy attribute
 microtorch calls must exist in the installed CuPy (an API change shows up here, not on the
 first GPU run).
 
@@ -97,19 +97,15 @@ def _nvrtc():
     return nvrtc
 
 
-def _cupy_options(loader_options: tuple[str, ...]) -> tuple[str, ...]:
-    """What ``cupy.RawModule(code=..., options=loader_options)`` hands NVRTC on an sm_90 GPU.
+def _loader_options(filename: str) -> tuple[str, ...]:
+    """What the loader's ``compile_using_nvrtc(source, nvrtc_options(filename))`` hands NVRTC on
+    an sm_90 GPU: our options, then CuPy's target and ``--device-as-default-execution-space``."""
+    return kernels.nvrtc_options(filename) + (f"-arch=sm_{ARCH}",
+                                              "--device-as-default-execution-space")
 
-    CuPy's ``compile_with_cache`` adds the C++ standard and its include paths (and fails when it
-    cannot find the CUDA headers: see the header test), ``_compile_with_cache_cuda`` appends
-    ``-ftz=true``, and the NVRTC step the target and ``--device-as-default-execution-space``.
-    """
-    try:
-        options = cupy._core.core.assemble_cupy_compiler_options(tuple(loader_options))
-    except (AttributeError, RuntimeError):
-        # Another CuPy layout, or no CUDA headers: our kernels include none, so compile anyway.
-        options = tuple(loader_options) + ("--std=c++17",)
-    return options + ("-ftz=true", f"-arch=sm_{ARCH}", "--device-as-default-execution-space")
+
+def _ptx_options(filename: str) -> tuple[str, ...]:
+    return tuple(o.replace("-arch=sm_", "-arch=compute_") for o in _loader_options(filename))
 
 
 def _compile(nvrtc, filename: str, options: tuple[str, ...], output: str) -> bytes:
@@ -134,7 +130,7 @@ def test_cupy_finds_the_cuda_headers_that_rawmodule_needs() -> None:
     except AttributeError:
         pytest.skip("this CuPy assembles its compiler options elsewhere")
     except RuntimeError as exc:
-        pytest.fail(f"every RawModule (and CuPy's own kernels) would fail: "
+        pytest.fail(f"CuPy's own kernels (every elementwise op) would fail: "
                     f"{str(exc).strip().rstrip('.')}. For CUDA 13: pip install "
                     f"'cuda-toolkit[cudart]==13.*'")
 
@@ -142,21 +138,24 @@ def test_cupy_finds_the_cuda_headers_that_rawmodule_needs() -> None:
 @pytest.mark.parametrize("filename", sorted(kernels.KERNELS))
 def test_kernel_file_compiles_through_cupys_nvrtc(filename: str) -> None:
     nvrtc = _nvrtc()
-    options = _cupy_options(kernels._OPTIONS.get(filename, ()))
-    cubin = _compile(nvrtc, filename, options, "cubin")  # what CuPy builds for an sm_90 GPU
-    ptx = _compile(nvrtc, filename, tuple(o.replace("-arch=sm_", "-arch=compute_")
-                                          for o in options), "ptx").decode()
+    cubin = _compile(nvrtc, filename, _loader_options(filename), "cubin")  # for an sm_90 GPU
+    ptx = _compile(nvrtc, filename, _ptx_options(filename), "ptx").decode()
     for name in kernels.KERNELS[filename]:
         assert f".entry {name}(" in ptx, f"{name} missing from kernels/{filename}"
         assert b"\0" + name.encode() + b"\0" in cubin, f"{name} missing from the cubin"
 
 
 def test_optimizer_kernels_keep_multiply_adds_unfused() -> None:
-    nvrtc = _nvrtc()
-    options = _cupy_options(kernels._OPTIONS.get("fused_optim.cu", ()))
-    ptx = _compile(nvrtc, "fused_optim.cu", tuple(o.replace("-arch=sm_", "-arch=compute_")
-                                                  for o in options), "ptx").decode()
+    ptx = _compile(_nvrtc(), "fused_optim.cu", _ptx_options("fused_optim.cu"), "ptx").decode()
     assert not re.search(r"\bfma\.", ptx), "--fmad=false did not reach NVRTC"
+
+
+@pytest.mark.parametrize("filename", sorted(kernels.KERNELS))
+def test_kernels_keep_float32_subnormals(filename: str) -> None:
+    """No flush-to-zero: float32 subnormals survive, as in PyTorch and the NumPy references
+    (``cupy.RawModule`` would have appended ``-ftz=true``)."""
+    ptx = _compile(_nvrtc(), filename, _ptx_options(filename), "ptx").decode()
+    assert ".ftz" not in ptx, f"kernels/{filename} flushes subnormals to zero"
 
 
 # --------------------------------------------------------------------------- CuPy API
@@ -176,7 +175,9 @@ cupy.cuda.Stream cupy.cuda.Stream.null cupy.cuda.Stream.synchronize cupy.cuda.St
 cupy.cuda.get_current_stream cupy.cuda.Event cupy.cuda.Event.record cupy.cuda.Event.done
 cupy.random.seed cupy.random.random cupy.random.standard_normal cupy.random.randint
 cupy.random.permutation
-cupy.RawModule cupy.RawModule.compile cupy.RawModule.get_function cupy.RawKernel
+cupy.cuda.compiler.compile_using_nvrtc cupy.cuda.function.Module
+cupy.cuda.function.Module.load cupy.cuda.function.Module.get_function
+cupy.cuda.function.Function
 cupy.cuda.compiler.CompileException cupy.cuda.nvrtc.getVersion
 cupy.lib.stride_tricks.as_strided cupy.may_share_memory cupy.take_along_axis cupy.broadcast_to
 cupyx.scatter_add cupyx.scipy.special.erf
@@ -258,16 +259,18 @@ def test_cupy_calls_take_the_arguments_we_pass() -> None:
         cupy.cuda.Stream: ["null", "non_blocking"],
         cupy.cuda.Event: ["block", "disable_timing"],
         cupy.cuda.MemoryPool.free_all_blocks: ["stream"],
-        cupy.RawModule: ["code", "path", "options"],
+        cupy.cuda.compiler.compile_using_nvrtc: ["source", "options", "arch", "filename",
+                                                 "name_expressions", "log_stream",
+                                                 "cache_in_memory"],
     }
     for func, leading in expected.items():
         assert _parameters(func)[:len(leading)] == leading, (func, _parameters(func))
     assert {"out", "casting"} <= set(_parameters(cupy.add))  # cupy.add(..., out=, casting=)
 
 
-def test_loader_options_are_tuples_as_rawmodule_requires() -> None:
-    # RawModule declares ``tuple options``: a list raises TypeError at the first launch.
-    assert all(isinstance(v, tuple) for v in kernels._OPTIONS.values())
+def test_loader_options_are_tuples_as_cupys_compiler_requires() -> None:
+    # compile_using_nvrtc appends with ``options += (...)``: a list would raise TypeError.
+    assert all(isinstance(kernels.nvrtc_options(f), tuple) for f in kernels.KERNELS)
 
 
 def test_the_nccl_api_microtorch_uses_exists() -> None:

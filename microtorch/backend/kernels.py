@@ -1,14 +1,14 @@
 """Launch the CUDA kernels of ``kernels/*.cu`` on device arrays.
 
 Every kernel is an ``extern "C"`` function (templates inside the .cu files are instantiated by
-small wrappers), so names are stable, ``RawModule`` needs no ``name_expressions``, and
+small wrappers), so names are stable, NVRTC needs no ``name_expressions``, and
 ``nvcc -ptx`` compiles every instantiation in CI.
 
 The launchers (``fill_strided``, ``multi_tensor_zero``, ``accumulate_grad``, ``fused_sgd``,
 ``fused_adam``) build the kernels' tables and typed arguments and hand them to a *runtime*: six
 primitives that say where arrays live and how a kernel is launched. ``CupyRuntime`` is the real
 one: CuPy arrays, kernels compiled once per process and device by NVRTC and cached (never rebuilt
-per call; CuPy also keeps compiled binaries in its on-disk cache across processes). The test
+per call). The test
 suite swaps in a CPU emulator of the same kernels (``use_runtime``), so the launch code and the
 kernels themselves run, and are checked against the NumPy references, on machines without a GPU.
 
@@ -48,6 +48,16 @@ KERNELS: dict[str, tuple[str, ...]] = {
 # NVRTC options per file. --fmad=false keeps multiply-adds unfused so the optimizer kernels
 # round every operation as the NumPy reference does.
 _OPTIONS: dict[str, tuple[str, ...]] = {"fused_optim.cu": ("--fmad=false",)}
+
+
+def nvrtc_options(filename: str) -> tuple[str, ...]:
+    """The NVRTC options of one kernel file (a tuple, as CuPy's compiler requires).
+
+    ``-ftz=false`` keeps float32 subnormals, as PyTorch's CUDA kernels and the NumPy
+    references do. (``cupy.RawModule`` always appends ``-ftz=true``, which is why the loader
+    compiles with ``compile_using_nvrtc`` instead.)
+    """
+    return ("-ftz=false",) + _OPTIONS.get(filename, ())
 
 ZERO_CHUNK_BYTES = 65536 * 4  # PyTorch's 64K-element chunk, for 4-byte elements
 OPTIM_CHUNK = 65536  # elements per block in the fused optimizers
@@ -160,12 +170,18 @@ class CupyRuntime(KernelRuntime):
             return cupy.asarray(words)
 
     def module(self, filename: str, device_id: int):
-        """The compiled ``RawModule`` of one file on one device (compiled on first use)."""
+        """The loaded module of one file on one device (compiled by NVRTC on first use).
+
+        NVRTC compiles for the device's own architecture (a cubin where the driver allows),
+        with ``nvrtc_options``; the kernels include no headers, so no CUDA include path is
+        needed.
+        """
         key = (filename, device_id)
         module = self._modules.get(key)
         if module is not None:
             return module
         import cupy
+        from cupy.cuda import compiler, function
 
         with self._lock:
             module = self._modules.get(key)
@@ -173,8 +189,10 @@ class CupyRuntime(KernelRuntime):
                 source = kernel_source(filename)
                 with cupy.cuda.Device(device_id):
                     try:
-                        module = cupy.RawModule(code=source, options=_OPTIONS.get(filename, ()))
-                        module.compile()  # RawModule compiles lazily: surface errors here
+                        binary, _ = compiler.compile_using_nvrtc(
+                            source, nvrtc_options(filename), cache_in_memory=True)
+                        module = function.Module()
+                        module.load(binary)
                     except Exception as exc:  # CompileException, driver errors
                         raise RuntimeError(f"failed to compile CUDA kernel file "
                                            f"kernels/{filename} for device {device_id}: "
@@ -183,7 +201,7 @@ class CupyRuntime(KernelRuntime):
         return module
 
     def kernel(self, filename: str, name: str, device_id: int):
-        """The ``RawKernel`` ``name`` of ``kernels/<filename>`` on a device (cached)."""
+        """The kernel ``name`` of ``kernels/<filename>`` on a device (cached)."""
         key = (filename, name, device_id)
         function = self._functions.get(key)
         if function is None:
