@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command for a lent GPU machine: install, run the CUDA tests, run a short GPU benchmark.
+# One command for a lent GPU machine: run the CUDA tests and a short GPU benchmark.
 # Everything it prints also lands under $OUT (or ./gpu-check-out when $OUT is unset).
 #   bash benchmarks/gpu_check.sh
 set -uo pipefail
@@ -10,8 +10,11 @@ export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 
 {
   echo "== machine"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
-  python3 -c "import cupy; print('cupy', cupy.__version__)" || pip install -q cupy-cuda12x
-  python3 -m pip install -q -e ".[test,cli]" 2>&1 | tail -2
+  # A lent GPU machine has no network: use its own CuPy, PyTorch and pytest, and microtorch
+  # from this source tree (no pip install, which would try to fetch build dependencies).
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  python3 -c "import cupy, microtorch; print('cupy', cupy.__version__, '| GPUs',
+cupy.cuda.runtime.getDeviceCount(), '| microtorch', microtorch.__version__)"
 
   echo "== nvcc -ptx"
   for f in kernels/*.cu; do nvcc -ptx -arch=sm_90 "$f" -o /dev/null && echo "ok $f"; done

@@ -16,6 +16,7 @@ that case for real). A working setup without a GPU, for CUDA 13::
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import time
 import warnings
@@ -25,7 +26,22 @@ import pytest
 import microtorch
 from microtorch.backend import _cuda_probe, initialized_backends, kernels
 
-cupy = pytest.importorskip("cupy", reason="CuPy not installed")
+# CI installs CuPy and NVRTC (the ``cuda`` extra) and sets MICROTORCH_REQUIRE_CUPY=1: then a
+# missing CuPy or NVRTC fails these tests instead of skipping them.
+REQUIRED = os.environ.get("MICROTORCH_REQUIRE_CUPY") == "1"
+
+
+def _absent(what: str) -> None:
+    """Skip for a missing dependency (also at module level), or fail where CI requires it."""
+    if REQUIRED:
+        pytest.fail(f"MICROTORCH_REQUIRE_CUPY=1 but {what}", pytrace=False)
+    pytest.skip(what, allow_module_level=True)
+
+
+try:
+    import cupy
+except ImportError:
+    _absent("CuPy not installed")
 
 
 def _gpu_count() -> int:
@@ -92,8 +108,8 @@ def _nvrtc():
     try:
         nvrtc.getVersion()
     except Exception as exc:  # the wheel or toolkit that ships libnvrtc is missing
-        pytest.skip(f"NVRTC is not loadable ({type(exc).__name__}: {str(exc).strip()}); "
-                    f"install nvidia-cuda-nvrtc for CuPy's CUDA version")
+        _absent(f"NVRTC is not loadable ({type(exc).__name__}: {str(exc).strip()}); "
+                f"install nvidia-cuda-nvrtc for CuPy's CUDA version")
     return nvrtc
 
 

@@ -559,6 +559,23 @@ def test_launch_fused_sgd_mixed_dtypes_one_call(xp) -> None:
         np.testing.assert_array_equal(xp.asnumpy(a), b)
 
 
+def test_launch_keeps_float32_subnormals(xp) -> None:
+    """Subnormal float32 values survive accumulation and a fused step (no flush to zero)."""
+    tiny = np.float32(3e-39)  # below float32's smallest normal, 1.18e-38
+    grad, incoming = np.full(1000, tiny), np.full(1000, tiny)  # float32, like tiny
+    device_grad = xp.asarray(grad)
+    kernels.accumulate_grad(device_grad, xp.asarray(incoming))
+    ref.accumulate_grad(grad, incoming)
+    assert grad[0] == 2 * tiny and grad.dtype == np.float32
+    np.testing.assert_array_equal(xp.asnumpy(device_grad), grad)
+    params = [np.full(300, 4 * tiny, dtype=np.float32)]
+    device_params = to_device(xp, params)
+    kernels.fused_sgd(device_params, to_device(xp, [incoming[:300]]), None, lr=1.0)
+    ref.fused_sgd(params, [incoming[:300]], None, lr=1.0)
+    assert params[0][0] == 3 * tiny
+    np.testing.assert_array_equal(xp.asnumpy(device_params[0]), params[0])
+
+
 def test_runtime_is_restored_after_use() -> None:
     default = kernels.current_runtime()
     assert isinstance(default, kernels.CupyRuntime)
