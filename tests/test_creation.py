@@ -76,6 +76,16 @@ def test_tensor_rejects_ragged_and_unknown_data():
         microtorch.tensor(["a"])
 
 
+def test_gpu_memory_without_a_host_copy_is_a_clear_error():
+    class GpuArray:  # exposes GPU memory but, unlike CuPy, has no .get() to copy it back
+        __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False),
+                                    "version": 3}
+        dtype = np.dtype(np.float32)
+
+    with pytest.raises(TypeError, match="GpuArray in GPU memory"):
+        microtorch.tensor(GpuArray())
+
+
 def test_requires_grad_and_device_keywords(device):
     t = microtorch.tensor([1.0], requires_grad=True, device=device)
     assert t.requires_grad and t.is_leaf and t.device.type == device

@@ -78,7 +78,10 @@ class NumpyBackend(Backend):
         return default_generator
 
     def asarray(self, data, dtype=None):
-        if hasattr(data, "__cuda_array_interface__"):
+        if hasattr(data, "__cuda_array_interface__"):  # GPU memory: copy it to the host
+            if not hasattr(data, "get"):  # not CuPy (a PyTorch CUDA tensor, say)
+                raise TypeError(f"can't make a CPU tensor from a {type(data).__name__} in GPU "
+                                f"memory: copy it to the host first (e.g. .cpu())")
             data = data.get()
         return np.asarray(data, dtype=dtype)
 
