@@ -42,7 +42,8 @@ class Tensor:
     _grad = None  # the accumulated gradient (leaves, or non-leaves that retain_grad)
     _hooks = None  # gradient hooks of a leaf
     _grad_slot = None  # an array the first gradient of a backward is written into (flat grads)
-    _is_view = False  # shares storage with the tensor it was computed from
+    _base = None  # views (class _View): the tensor whose storage they view, as PyTorch's _base
+    _vmeta = None  # views made under no_grad or by split/unbind: (kind, output index, op name)
 
     def __new__(cls, *args, **kwargs):
         # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
@@ -134,6 +135,15 @@ class Tensor:
         return self._data.dtype.kind == "f"
 
     @property
+    def _version(self) -> int:
+        """The in-place version counter (shared with views), as PyTorch's ``_version``."""
+        return self._vbox[0]
+
+    def _is_view(self) -> bool:
+        """True for the output of a view op (``_base`` is then the tensor it views)."""
+        return self._base is not None
+
+    @property
     def is_leaf(self) -> bool:
         """True for tensors not produced by a recorded operation."""
         return self.grad_fn is None
@@ -220,15 +230,14 @@ class Tensor:
         return node is not None and node._retained is not None and node._retained() is self
 
     def detach(self) -> Tensor:
-        """A tensor sharing this one's data, cut from the graph."""
+        """A tensor sharing this one's data (and version counter), cut from the graph."""
         out = Tensor._make(self._data, False, None)
         out._vbox = self._vbox
-        out._is_view = True
         return out
 
     def detach_(self) -> Tensor:
         """Cut this tensor from the graph in place."""
-        if self._is_view and self.grad_fn is not None:
+        if self._base is not None and self.grad_fn is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
         self.requires_grad = False
@@ -360,8 +369,9 @@ class Tensor:
         if not self.is_leaf:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
                                "support the deepcopy protocol at the moment.")
-        new = type(self)._make(self._data.copy(), self.requires_grad, None)
-        if type(self) is not Tensor:
+        cls = Tensor if self._base is not None else type(self)  # the copy is not a view
+        new = cls._make(self._data.copy(), self.requires_grad, None)
+        if cls is not Tensor:
             new.__dict__.update(self.__dict__)
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
@@ -371,6 +381,22 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         raise TypeError("microtorch tensors are not picklable; use microtorch.save() (safe, "
                         "no pickle) instead")
+
+
+_GRAD_FN = Tensor.__dict__["grad_fn"]  # the slots behind _View's properties (autograd.views)
+_REQUIRES_GRAD = Tensor.__dict__["requires_grad"]
+
+
+class _View(Tensor):
+    """The class of views once a process has changed the graph of a tensor with views.
+
+    Its ``grad_fn`` and ``requires_grad`` follow PyTorch's rule for views: after the base's
+    graph changed through an in-place op, reading them regenerates the view's node from the
+    base's new one. ``autograd.views.track`` installs them, at the first such op; before
+    that no view can be out of date, and views are plain Tensors.
+    """
+
+    __slots__ = ()
 
 
 class Size(tuple):

@@ -121,7 +121,7 @@ def tensor_str(t, indent: int) -> str:
 def tensor_repr(t) -> str:
     """``tensor([...], dtype=..., device=..., requires_grad=True)`` as PyTorch prints it."""
     cls = type(t).__name__
-    prefix = "tensor(" if cls in ("Tensor", "Parameter") else f"{cls}("
+    prefix = "tensor(" if cls in ("Tensor", "Parameter", "_View") else f"{cls}("
     indent = len(prefix)
     suffixes = []
     if t.device.type != "cpu":
@@ -133,8 +133,13 @@ def tensor_repr(t) -> str:
             suffixes.append(f"dtype={t.dtype}")
     elif t.dtype not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
         suffixes.append(f"dtype={t.dtype}")
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    try:
+        node = t.grad_fn
+        name = None if node is None else node.name().rsplit("::", 1)[-1]
+    except RuntimeError:  # a no_grad view whose base was modified in place since: PyTorch's word
+        name = "Invalid"
+    if name is not None:
+        suffixes.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + tensor_str(t, indent), suffixes, indent)

@@ -98,7 +98,6 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
     out = data.detach()
     out._vbox = [0]
-    out._is_view = False
     if requires_grad:
         out.requires_grad_(True)
     return out

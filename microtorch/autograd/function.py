@@ -117,6 +117,16 @@ class Function:
 
     # -- applying --------------------------------------------------------------------------
     @classmethod
+    def _make_node(cls, edges: tuple) -> Function:
+        """A node put into the graph directly, with no forward (``autograd.views``' nodes)."""
+        node = object.__new__(cls)
+        node._next = edges
+        node._seq = _next_sequence_number()
+        if state.anomaly:
+            node._stack = traceback.format_stack()[:-2]
+        return node
+
+    @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward on ``args`` and record the node when a gradient is needed."""
         ctx = object.__new__(cls)
@@ -135,9 +145,13 @@ class Function:
                     raise RuntimeError(
                         "Expected all tensors to be on the same device, but found at least two "
                         f"devices, {first.device} and {a.device}! (in {cls.__name__})")
-                if a.requires_grad:
+                node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
+                if node is not None:
                     needs_grad = True
-                    edges.append(a.grad_fn or a)
+                    edges.append(node)
+                elif a.requires_grad:
+                    needs_grad = True
+                    edges.append(a)
                 else:
                     edges.append(None)
                 n_edges = len(edges)

@@ -16,8 +16,8 @@ from ..ops.elementwise import Relu, Sigmoid, Tanh, where
 from ..ops.nn_ops import log_softmax, softmax
 
 __all__ = ["linear", "conv2d", "max_pool2d", "avg_pool2d", "dropout", "embedding",
-           "layer_norm", "batch_norm", "relu", "leaky_relu", "gelu", "silu", "sigmoid", "tanh",
-           "softmax", "log_softmax", "one_hot", "pad", "flatten", "mse_loss", "l1_loss",
+           "layer_norm", "batch_norm", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
+           "tanh", "softmax", "log_softmax", "one_hot", "pad", "flatten", "mse_loss", "l1_loss",
            "cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
 
@@ -262,6 +262,11 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0)."""
     return input.relu_() if inplace else Relu.apply(input)
+
+
+def relu_(input: Tensor) -> Tensor:
+    """max(x, 0) in place."""
+    return input.relu_()
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import mark_reset
+from ..autograd import views
 from ..autograd.grad_mode import state
 from . import creation, elementwise, linalg, nn_ops, reduce, shape
 from ._util import Tensor, is_scalar, promote_operands, xp_of
@@ -194,29 +195,34 @@ def _check_inplace(self: Tensor, *others) -> bool:
     """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
     if not state.grad_enabled:
         return False
+    if self._base is not None:
+        return views.check_inplace(self, others)
     recorded = self.requires_grad or builtins.any(
         isinstance(o, Tensor) and o.requires_grad for o in others)
     if self.requires_grad and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    if recorded and self._is_view:
-        raise RuntimeError("microtorch does not record in-place operations on views of tensors "
-                           "that require grad; use the out-of-place form (e.g. x = x + y)")
     return recorded
 
 
 def _write(self: Tensor, result: Tensor) -> Tensor:
-    """Store an out-of-place result into self's storage and take over its graph node."""
+    """Store an out-of-place result into self's storage and take over its graph node (on a
+    view: record the write on its base, ``autograd.views.rebase``)."""
     res = result._data
     _check_cast(res.dtype, self._data.dtype)
     if res.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
                            f"broadcast shape {list(res.shape)}")
+    node = result.grad_fn
+    geom = None
+    if node is not None and self._base is not None:
+        geom = views.Strided.of(self._data, self._base._data)  # raises before any write
     self._data[...] = res
     self._vbox[0] += 1
-    if result.grad_fn is not None:
-        self.grad_fn = result.grad_fn
-        self.requires_grad = True
+    if geom is not None:
+        views.rebase(self, geom, node)
+    elif node is not None:
+        views.set_node(self, node)
     return self
 
 

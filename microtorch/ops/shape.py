@@ -7,18 +7,11 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..autograd.function import Function
+from ..autograd.function import Function, finish
+from ..autograd.views import as_view as _as_view
+from ..autograd.views import mark_multi_output
 from ..backend import get_backend
-from ._util import Tensor, sizes_arg, wrap_dim, xp_of
-
-
-def _as_view(out: Tensor, base: Tensor) -> Tensor:
-    """Mark ``out`` as sharing ``base``'s storage (and so its in-place version counter)."""
-    arr, barr = out._data, base._data
-    if arr.size and xp_of(arr).may_share_memory(arr, barr):
-        out._vbox = base._vbox
-        out._is_view = True
-    return out
+from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
@@ -36,6 +29,8 @@ def _infer_shape(shape: tuple, numel: int) -> tuple:
 
 
 class Reshape(Function):
+    lifted = True  # (the view ops' backward formulas run on raw arrays in a plain backward)
+
     @staticmethod
     def forward(ctx, x, shape, view_only):
         arr = x._data
@@ -49,7 +44,7 @@ class Reshape(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None, None
+        return finish(grad.reshape(ctx.shape), None, None)
 
 
 def reshape(input: Tensor, *shape) -> Tensor:
@@ -69,6 +64,8 @@ def view(input: Tensor, *shape) -> Tensor:
 
 
 class Permute(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.inverse = tuple(np.argsort(dims))
@@ -76,7 +73,9 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.permute(ctx.inverse), None
+        inverse = ctx.inverse
+        return finish(grad.permute(inverse) if isinstance(grad, Tensor)
+                      else grad.transpose(inverse), None)
 
 
 def permute(input: Tensor, *dims) -> Tensor:
@@ -147,6 +146,8 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
 
 
 class Expand(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x._data.shape
@@ -154,7 +155,9 @@ class Expand(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.sum_to_size(ctx.shape), None
+        shape = ctx.shape
+        return finish(grad.sum_to_size(shape) if isinstance(grad, Tensor)
+                      else sum_to_shape(grad, shape), None)
 
 
 def expand(input: Tensor, *sizes) -> Tensor:
@@ -289,7 +292,8 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     for s in sizes:
         out.append(narrow(input, d, start, s))
         start += s
-    return tuple(out)
+    return mark_multi_output(out, "Split" if isinstance(split_size_or_sections, int)
+                             else "SplitWithSizes")
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
@@ -302,7 +306,8 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The slices along ``dim``, without that dimension."""
     d = wrap_dim(dim, input._data.ndim)
     index = [slice(None)] * d
-    return tuple(input[tuple(index + [i])] for i in range(input._data.shape[d]))
+    return mark_multi_output([input[tuple(index + [i])] for i in range(input._data.shape[d])],
+                             "Unbind")
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -350,6 +355,8 @@ def _index_add(xp, target, key, values) -> None:
 
 
 class Index(Function):
+    lifted = True
+
     @staticmethod
     def forward(ctx, x, key):
         arr = x._data
@@ -358,11 +365,26 @@ class Index(Function):
             out = arr[key]
         except IndexError as exc:
             raise IndexError(str(exc).replace("axis", "dimension")) from None
+        if isinstance(out, np.generic):  # an integer per dimension: NumPy copies out a scalar,
+            out = arr[key + (Ellipsis,)]  # PyTorch views the element (a 0-d view here too)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        return IndexScatter.apply(grad, ctx.key, ctx.shape), None
+        if isinstance(grad, Tensor):
+            return IndexScatter.apply(grad, ctx.key, ctx.shape), None
+        return finish(_index_scatter(grad, ctx.key, ctx.shape), None)
+
+
+def _index_scatter(arr, key, shape):
+    """Zeros of ``shape`` with ``arr`` added at ``key`` (arrays)."""
+    xp = xp_of(arr)
+    out = xp.zeros(shape, dtype=arr.dtype)
+    if _is_basic(key):
+        out[key] = arr
+    else:
+        _index_add(xp, out, key, arr)
+    return out
 
 
 class IndexScatter(Function):
@@ -370,15 +392,8 @@ class IndexScatter(Function):
 
     @staticmethod
     def forward(ctx, grad, key, shape):
-        arr = grad._data
         ctx.key = key
-        xp = xp_of(arr)
-        out = xp.zeros(shape, dtype=arr.dtype)
-        if _is_basic(key):
-            out[key] = arr
-        else:
-            _index_add(xp, out, key, arr)
-        return out
+        return _index_scatter(grad._data, key, shape)
 
     @staticmethod
     def backward(ctx, grad):
