@@ -413,22 +413,33 @@ class Size(tuple):
         return n
 
 
-def mark_reset(t: Tensor) -> None:
-    """Record an in-place zeroing of ``t``: a new version, remembered as its last reset.
+def bump_grad_version(t: Tensor) -> None:
+    """Record an in-place write that carries a gradient forward rather than replacing it.
 
-    A tensor's version box (shared with its views) is ``[version]``, or ``[version, version
-    right after the last zeroing]`` once zeroed; the optimizer's stale-gradient check tells
-    "accumulated into since the last step" from "reset since" with it.
+    Backward's accumulation, DDP's averaging and gradient clipping write through here; every
+    other in-place write just bumps the version. The optimizer's stale-gradient check warns
+    only when nothing but such writes touched a gradient since the step that used it, so any
+    reset a user writes (``zero_()``, ``mul_(0)``, ``g[:] = 0``, ``copy_``) silences it.
+
+    A version box (shared with views) is ``[version]``, or ``[version, first, last]`` after
+    such writes: the versions before and after the latest unbroken run of them.
     """
     vbox = t._vbox
+    if len(vbox) == 1:
+        vbox += [-1, -1]
+    if vbox[2] != vbox[0]:  # another write came between: a new run starts here
+        vbox[1] = vbox[0]
     vbox[0] += 1
-    vbox[1:] = [vbox[0]]
+    vbox[2] = vbox[0]
 
 
-def last_reset_version(t: Tensor) -> int:
-    """The version ``t`` had right after its last zeroing (-1 if never zeroed)."""
+def only_grad_writes_since(t: Tensor, version: int) -> bool:
+    """True when every in-place write to ``t`` after ``version`` went through
+    ``bump_grad_version`` (also when there was none)."""
     vbox = t._vbox
-    return vbox[1] if len(vbox) > 1 else -1
+    if vbox[0] == version:
+        return True
+    return len(vbox) == 3 and vbox[2] == vbox[0] and vbox[1] <= version
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

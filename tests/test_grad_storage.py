@@ -278,9 +278,36 @@ def _manual_none(opt, params):
         p.grad = None
 
 
+def _manual_mul_0(opt, params):
+    for p in params:
+        if p.grad is not None:
+            p.grad.mul_(0)
+
+
+def _manual_setitem_0(opt, params):
+    for p in params:
+        if p.grad is not None:
+            p.grad[:] = 0
+
+
+def _manual_copy_zeros(opt, params):
+    for p in params:
+        if p.grad is not None:
+            p.grad.copy_(microtorch.zeros_like(p.grad))
+
+
+def _no_zero_but_clip(opt, params):
+    """Clipping rescales gradients in place but does not reset them."""
+    if params[0].grad is not None:
+        nn = pytest.importorskip("microtorch.nn")
+        nn.utils.clip_grad_norm_(params, 0.5)
+        nn.utils.clip_grad_value_(params, 0.1)
+
+
 @pytest.mark.parametrize("storage", STORAGES)
-def test_stale_grad_warns_once_without_zero_grad(device, storage) -> None:
-    caught = run_loop(device, storage, zero=_no_zero, steps=4)
+@pytest.mark.parametrize("zero", [_no_zero, _no_zero_but_clip])
+def test_stale_grad_warns_once_without_zero_grad(device, storage, zero) -> None:
+    caught = run_loop(device, storage, zero=zero, steps=4)
     assert len(caught) == 1
     assert "zero_grad" in str(caught[0].message)
     assert caught[0].filename == __file__  # points at the user's step() call
@@ -288,7 +315,8 @@ def test_stale_grad_warns_once_without_zero_grad(device, storage) -> None:
 
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("zero", [_opt_zero_none, _opt_zero_inplace, _manual_zero_,
-                                  _manual_data_zero_, _manual_fill_0, _manual_none])
+                                  _manual_data_zero_, _manual_fill_0, _manual_none,
+                                  _manual_mul_0, _manual_setitem_0, _manual_copy_zeros])
 @pytest.mark.parametrize("accumulate", [1, 3])
 def test_no_stale_warning_when_gradients_are_reset(device, storage, zero, accumulate) -> None:
     assert run_loop(device, storage, zero=zero, accumulate=accumulate, steps=4) == []

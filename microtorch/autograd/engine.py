@@ -94,7 +94,7 @@ def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
         leaf._grad = old + grad
     else:
         old._backend.accumulate(old._data, grad._data)
-        old._vbox[0] += 1
+        bump_grad_version(old)
 
 
 # Callbacks queued during a backward pass, run once the outermost pass finishes (PyTorch's
@@ -266,5 +266,5 @@ def _add(a, b):
 
 
 from .._hooks import RemovableHandle  # noqa: E402
-from .._tensor import Tensor, grad_epoch  # noqa: E402
+from .._tensor import Tensor, bump_grad_version, grad_epoch  # noqa: E402
 from ..backend import backend_of  # noqa: E402

@@ -27,7 +27,7 @@ import time
 import weakref
 from contextlib import contextmanager
 
-from .._tensor import Tensor, grad_epoch
+from .._tensor import Tensor, bump_grad_version, grad_epoch
 from ..autograd import engine
 from ..autograd.grad_mode import is_grad_enabled
 from ..nn.modules.module import Module
@@ -95,11 +95,10 @@ class _Bucket:
                 if used_anywhere:  # a gradient on another rank: this one's is zeros + theirs
                     p._grad = Tensor._make(view if as_view else view.copy(), False, None)
                     grad_epoch.bump()
-            elif g._data is view:
-                g._vbox[0] += 1  # written in place: version counters must see it
             else:
-                g._data[...] = view
-                g._vbox[0] += 1
+                if g._data is not view:
+                    g._data[...] = view
+                bump_grad_version(g)  # written in place: version counters must see it
         self.work = None  # pending is reset by the next forward
 
 

@@ -11,7 +11,6 @@ import builtins
 import numpy as np
 
 from .. import _dtype
-from .._tensor import mark_reset
 from ..autograd import views
 from ..autograd.grad_mode import state
 from . import creation, elementwise, linalg, nn_ops, reduce, shape
@@ -286,14 +285,14 @@ def zero_(self: Tensor) -> Tensor:
     if state.grad_enabled and self.requires_grad:
         return _write(self, self * 0)
     self._backend.fill_zero(self._data)
-    mark_reset(self)
+    self._vbox[0] += 1
     return self
 
 
 def fill_(self: Tensor, value) -> Tensor:
     """Fill with ``value`` in place."""
     if is_scalar(value) and value == 0:
-        return zero_(self)  # the same reset (zero_ also marks it for the stale-gradient check)
+        return zero_(self)
     if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
         return _write(self, self * 0 + value)
     self._data.fill(value.item() if isinstance(value, Tensor) else value)

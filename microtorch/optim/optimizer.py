@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._tensor import Tensor, grad_epoch, last_reset_version, mark_reset
+from .._tensor import Tensor, grad_epoch, only_grad_writes_since
 from ..autograd.grad_mode import enable_grad
 
 __all__ = ["Optimizer", "StaleGradWarning", "ParamsT"]
@@ -146,7 +146,7 @@ class _FlatGradBuffer:
             _detach_grad(g)
             g._backend.fill_zero(g._data)
             if g._data is not slot:  # a gradient the user assigned: zero it where it is
-                mark_reset(g)
+                g._vbox[0] += 1
 
 
 def _is_slot_grad(g: Tensor | None, slot) -> bool:
@@ -180,10 +180,11 @@ class Optimizer:
       new one), and
     * its version changed (a backward added into it; an unchanged version means no backward
       touched it, e.g. a parameter unused in this iteration), and
-    * no reset happened in between: neither this optimizer's ``zero_grad`` (either mode), nor
-      ``zero_()`` on the gradient or on a view of it (``p.grad.zero_()``, ``p.grad.data.zero_()``,
-      which ``Module.zero_grad(set_to_none=False)`` uses; ``Tensor.zero_`` records the version
-      it reset to).
+    * nothing but gradient-carrying writes touched it in between (backward's accumulation,
+      DDP's averaging, gradient clipping: ``bump_grad_version``), and this optimizer's
+      ``zero_grad`` (either mode) did not run. Any other in-place write counts as the user
+      resetting the gradient: ``p.grad.zero_()``, ``p.grad.data.zero_()`` (which
+      ``Module.zero_grad(set_to_none=False)`` uses), ``mul_(0)``, ``p.grad[:] = 0``, ``copy_``.
 
     Accumulating several backward passes before one step is therefore fine; only adding into a
     gradient that a step already applied warns.
@@ -370,7 +371,7 @@ class Optimizer:
             version = g._vbox[0]
             record = consumed.get(p)
             if (record is not None and record[2] == epoch and record[0]() is g
-                    and version != record[1] and last_reset_version(g) <= record[1]):
+                    and version != record[1] and only_grad_writes_since(g, record[1])):
                 self._stale_warned = True
                 warnings.warn(
                     "optimizer.step() is applying a gradient that an earlier step() already "

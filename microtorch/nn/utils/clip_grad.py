@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from ..._tensor import Tensor
+from ..._tensor import Tensor, bump_grad_version
 from ...ops.creation import tensor as make_tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
@@ -68,7 +68,7 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
         arr = g._data
         arr *= coef if g._backend is first._backend else \
             g._backend.asarray(first._backend.to_numpy(coef))
-        g._vbox[0] += 1
+        bump_grad_version(g)
     return Tensor._make(total, False, None)
 
 
@@ -79,4 +79,4 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
     for g in _grads(parameters):
         arr = g._data
         g._backend.xp.clip(arr, -clip_value, clip_value, out=arr)
-        g._vbox[0] += 1
+        bump_grad_version(g)
