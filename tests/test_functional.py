@@ -184,8 +184,8 @@ POOL_CASES = [
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kwargs", POOL_CASES + [dict(kernel_size=2, dilation=2, stride=1)],
-                         ids=str)
+@pytest.mark.parametrize("kwargs", POOL_CASES + [dict(kernel_size=2, dilation=2, stride=1),
+                                                  dict(kernel_size=(7, 8))], ids=str)
 def test_max_pool2d(device, dtype, kwargs):
     compare(lambda x: F.max_pool2d(x, **kwargs), lambda x: TF.max_pool2d(x, **kwargs),
             [randn(2, 3, 7, 8)], dtype, device)
@@ -195,7 +195,9 @@ def test_max_pool2d(device, dtype, kwargs):
 @pytest.mark.parametrize("kwargs", POOL_CASES + [
     dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-    dict(kernel_size=2, divisor_override=3)], ids=str)
+    dict(kernel_size=2, divisor_override=3),
+    dict(kernel_size=(7, 8)),  # global pooling: output rows shorter than the kernel's
+    dict(kernel_size=(2, 8), stride=1, padding=(1, 0), count_include_pad=False)], ids=str)
 def test_avg_pool2d(device, dtype, kwargs):
     compare(lambda x: F.avg_pool2d(x, **kwargs), lambda x: TF.avg_pool2d(x, **kwargs),
             [randn(2, 3, 7, 8)], dtype, device)
@@ -223,6 +225,7 @@ def _awkward_pool_input():
     return x
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # (out * w).sum() of inf
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kwargs", [
     dict(kernel_size=2),  # disjoint windows: the blocked path

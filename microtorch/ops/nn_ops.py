@@ -5,8 +5,10 @@ The hot ops of a training step are single graph nodes (``Linear``, ``CrossEntrop
 ``CrossEntropy`` are lifted (one backward formula on arrays, or on tensors under
 ``create_graph``); Softmax and LogSoftmax write their backward with Tensor ops.
 
-Convolution and pooling work on windows taken with ``as_strided`` (no copy until the GEMM) and
-scatter gradients back with one strided slice-add per kernel offset (``col2im``), which runs on
+Convolution and pooling work on strided views of the padded input, one per kernel offset or
+one ``as_strided`` window view: convolution copies them once into im2col columns laid out for
+a few wide GEMMs (see ``Conv2d``), max pooling records each window's index of its maximum.
+Gradients go back with one strided slice-add per kernel offset (``col2im``), which runs on
 NumPy and CuPy alike. Their backward is not itself differentiable: a double backward through
 them raises instead of silently returning wrong higher-order gradients.
 
@@ -578,17 +580,16 @@ class MaxPool2d(Function):
             i0 = -(-xp.maximum(top - sh * xp.arange(oh), 0) // dh)
             j0 = -(-xp.maximum(left - sw * xp.arange(ow), 0) // dw)
             idx += (best == -math.inf) * (i0[:, None] * kw + j0).astype(idx.dtype)
-        ctx.save_for_backward(x)  # for its version: PyTorch also refuses a changed input
-        ctx.idx = idx
+        ctx.save_for_backward(x, idx)  # x for its version: PyTorch refuses a changed input
         ctx.geom = kernel, stride, pads, dilation
         return best
 
     @staticmethod
     def backward(ctx, grad):
         _no_double_backward("max_pool2d")
-        (x,) = ctx.saved_tensors
+        x, idx = ctx.saved_tensors
         kernel, stride, pads, dilation = ctx.geom
-        idx, ga = ctx.idx, grad._data
+        ga = grad._data
         xp = xp_of(ga)
         n, c, h, w = x.shape
         top, bottom, left, right = pads
@@ -616,15 +617,17 @@ class AvgPool2d(Function):
     def forward(ctx, x, kernel, stride, pads, out_hw, divisor):
         xa = x._data
         kh, kw = kernel
+        oh, ow = out_hw
         xpad = _pad_hw(xa, pads)
-        # A running sum over the kernel offsets, in PyTorch's order: each add is a strided
-        # view of runs of OW, where a sum over the window axes iterates runs of KW.
-        total = None
-        for _, v in _window_slices(xpad, kh, kw, *stride, 1, 1, *out_hw):
-            if total is None:
-                total = v.astype(xa.dtype if xa.dtype.kind == "f" else np.float64)
-            else:
-                total += v
+        if kw > 4 * ow:  # short output rows (global pooling, say): sum runs of KW instead
+            total = _windows(xpad, kh, kw, *stride, 1, 1, oh, ow).sum(axis=(4, 5))
+        else:  # a running sum over the kernel offsets, each a strided view in runs of OW
+            total = None
+            for _, v in _window_slices(xpad, kh, kw, *stride, 1, 1, oh, ow):
+                if total is None:
+                    total = v.astype(xa.dtype if xa.dtype.kind == "f" else np.float64)
+                else:
+                    total += v
         ctx.geom = xa.shape, xpad.shape, kernel, stride, pads, divisor
         return total / divisor
 
