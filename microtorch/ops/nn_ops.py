@@ -556,8 +556,8 @@ class MaxPool2d(Function):
         best = views[0].copy()
         for v in views[1:]:
             xp.maximum(best, v, out=best)
-        if not (x.requires_grad and state.grad_enabled):
-            return best  # no backward: no index needed
+        if not ((x.requires_grad or x.grad_fn is not None) and state.grad_enabled):
+            return best  # no node is recorded (Function.apply's test): no index needed
         # Each window's offset of that element, counted with boolean ops (masked writes are
         # several times slower on NumPy): the offsets before the first maximum.
         pending = views[0] != best
