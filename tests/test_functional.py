@@ -9,6 +9,7 @@ from _gradcheck import finite_difference_check
 
 import microtorch as mt
 import microtorch.nn.functional as F
+from microtorch.ops import nn_ops
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -142,6 +143,35 @@ def test_conv2d_errors(device):
                  stride=2, padding="same")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("columns", [1, 60, 10**9], ids=["per-image", "blocks", "one-block"])
+@pytest.mark.parametrize("kwargs, wshape", [
+    (dict(stride=2, dilation=2, padding=2, groups=2), (6, 3, 3, 2)),
+    (dict(stride=(2, 1), padding=(1, 0), groups=3), (6, 2, 3, 3)),
+    (dict(groups=3), (6, 2, 1, 1)),  # 1x1, stride 1, no padding: the input is the columns
+    (dict(stride=2), (4, 6, 1, 1)),
+    (dict(padding="same", dilation=(1, 2)), (4, 6, 2, 3)),
+], ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d_column_blocks(device, monkeypatch, dtype, columns, kwargs, wshape, bias):
+    """The im2col columns in blocks of one image, of several (2 or 3 of 6 here) or of the whole
+    batch, as ``_GEMM_COLUMNS`` picks them, with groups, strides, dilation and padding."""
+    monkeypatch.setattr(nn_ops, "_GEMM_COLUMNS", columns)
+    arrays = [randn(6, 6, 9, 7), randn(*wshape), randn(wshape[0]) if bias else None]
+    compare(lambda x, w, b: F.conv2d(x, w, b, **kwargs),
+            lambda x, w, b: TF.conv2d(x, w, b, **kwargs), arrays, dtype, device)
+
+
+def test_conv2d_non_contiguous_input(device):
+    x = randn(3, 5, 7, 4)
+    compare(lambda a, w: F.conv2d(a.permute(0, 3, 1, 2), w, padding=1),
+            lambda a, w: TF.conv2d(a.permute(0, 3, 1, 2), w, padding=1),
+            [x, randn(2, 4, 3, 3)], "float64", device)
+    compare(lambda a, w: F.conv2d(a.permute(0, 3, 1, 2), w),  # 1x1: columns from the input
+            lambda a, w: TF.conv2d(a.permute(0, 3, 1, 2), w),
+            [x, randn(2, 4, 1, 1)], "float64", device)
+
+
 # -- pooling -----------------------------------------------------------------------------------
 POOL_CASES = [
     dict(kernel_size=2),
@@ -154,8 +184,8 @@ POOL_CASES = [
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kwargs", POOL_CASES + [dict(kernel_size=2, dilation=2, stride=1)],
-                         ids=str)
+@pytest.mark.parametrize("kwargs", POOL_CASES + [dict(kernel_size=2, dilation=2, stride=1),
+                                                  dict(kernel_size=(7, 8))], ids=str)
 def test_max_pool2d(device, dtype, kwargs):
     compare(lambda x: F.max_pool2d(x, **kwargs), lambda x: TF.max_pool2d(x, **kwargs),
             [randn(2, 3, 7, 8)], dtype, device)
@@ -165,7 +195,9 @@ def test_max_pool2d(device, dtype, kwargs):
 @pytest.mark.parametrize("kwargs", POOL_CASES + [
     dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
-    dict(kernel_size=2, divisor_override=3)], ids=str)
+    dict(kernel_size=2, divisor_override=3),
+    dict(kernel_size=(7, 8)),  # global pooling: output rows shorter than the kernel's
+    dict(kernel_size=(2, 8), stride=1, padding=(1, 0), count_include_pad=False)], ids=str)
 def test_avg_pool2d(device, dtype, kwargs):
     compare(lambda x: F.avg_pool2d(x, **kwargs), lambda x: TF.avg_pool2d(x, **kwargs),
             [randn(2, 3, 7, 8)], dtype, device)
@@ -181,6 +213,69 @@ def test_max_pool2d_propagates_nan(device):
     x[0, 0, 1, 0] = np.nan
     compare(lambda a: F.max_pool2d(a, 2), lambda a: TF.max_pool2d(a, 2), [x], "float64", device,
             equal_nan=True)
+
+
+def _awkward_pool_input():
+    x = randn(2, 3, 8, 8)
+    x[0, 0, :2, :2] = np.nan  # windows of NaNs: PyTorch's index is the last NaN
+    x[0, 1, 0, 0] = x[0, 1, 1, 1] = np.nan  # two NaNs in one window
+    x[1, 0, :4, :4] = 1.0  # ties: the first maximum
+    x[1, 1] = -np.inf  # all -inf: the first element inside the input, not the padding
+    x[1, 2, 2:4, 2:4] = np.nan
+    return x
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # (out * w).sum() of inf
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kwargs", [
+    dict(kernel_size=2),  # disjoint windows: the blocked path
+    dict(kernel_size=2, stride=3, dilation=2),  # disjoint too
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=3, stride=1, padding=1),
+    dict(kernel_size=2, stride=2, padding=1, ceil_mode=True),
+    dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 1), dilation=(2, 1)),
+], ids=str)
+def test_max_pool2d_nan_ties_and_neg_inf(device, dtype, kwargs):
+    compare(lambda a: F.max_pool2d(a, **kwargs), lambda a: TF.max_pool2d(a, **kwargs),
+            [_awkward_pool_input()], dtype, device, equal_nan=True)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=16), dict(kernel_size=17, stride=1)],
+                         ids=str)
+def test_max_pool2d_large_kernel(device, kwargs):
+    """256 or more kernel offsets: the index no longer fits in a byte."""
+    x = randn(1, 2, 17, 17)
+    x[0, 0, 3, 4] = x[0, 0, 9, 9] = np.nan
+    compare(lambda a: F.max_pool2d(a, **kwargs), lambda a: TF.max_pool2d(a, **kwargs), [x],
+            "float64", device, equal_nan=True)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=1)],
+                         ids=str)
+def test_max_pool2d_non_finite_upstream_gradient(device, kwargs):
+    """inf and NaN in the incoming gradient reach only the chosen elements (no 0 * inf)."""
+    x = randn(1, 1, 4, 4)
+    g = np.array([[[[np.inf, np.nan], [1.0, -np.inf]]]])
+    a = mt.tensor(x, device=device, requires_grad=True)
+    ta = torch.tensor(x, requires_grad=True)
+    F.max_pool2d(a, **kwargs).backward(mt.tensor(g, device=device))
+    TF.max_pool2d(ta, **kwargs).backward(torch.tensor(g))
+    np.testing.assert_array_equal(a.grad.cpu().numpy(), ta.grad.numpy())
+
+
+def test_max_pool2d_without_grad(device):
+    x = _awkward_pool_input()
+    with mt.no_grad():
+        out = F.max_pool2d(mt.tensor(x, device=device, requires_grad=True), 3, 2, 1)
+    np.testing.assert_array_equal(out.cpu().numpy(), TF.max_pool2d(torch.tensor(x), 3, 2, 1))
+
+
+def test_max_pool2d_input_changed_in_place_raises(device):
+    a = mt.randn(1, 1, 4, 4, device=device, requires_grad=True) * 1
+    y = F.max_pool2d(a, 2)
+    a.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
 
 
 def test_pool_finite_differences(device):
