@@ -15,10 +15,10 @@ from ..ops._util import Tensor, xp_of
 from ..ops.elementwise import Relu, Sigmoid, Tanh, where
 from ..ops.nn_ops import log_softmax, softmax
 
-__all__ = ["linear", "conv2d", "max_pool2d", "avg_pool2d", "dropout", "embedding",
-           "layer_norm", "batch_norm", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
-           "tanh", "softmax", "log_softmax", "one_hot", "pad", "flatten", "mse_loss", "l1_loss",
-           "cross_entropy", "nll_loss", "binary_cross_entropy",
+__all__ = ["linear", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "dropout",
+           "embedding", "layer_norm", "batch_norm", "relu", "relu_", "leaky_relu", "gelu", "silu",
+           "sigmoid", "tanh", "softmax", "log_softmax", "one_hot", "pad", "flatten", "mse_loss",
+           "l1_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -89,6 +89,42 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         ph, pw = _pair(padding, "padding")
         pads = (ph, ph, pw, pw)
     out = nn_ops.Conv2d.apply(x, weight, bias, stride, pads, dilation, int(groups))
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """2-D transposed convolution ("deconvolution"): the input gradient of ``conv2d``.
+
+    ``weight`` is (C_in, C_out / groups, KH, KW); the output is (N, C_out, H_out, W_out) with
+    ``H_out = (H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1``.
+    """
+    x, unbatched = _as_4d(input, "conv_transpose2d")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    (ph, pw), (oph, opw) = _pair(padding, "padding"), _pair(output_padding, "output_padding")
+    cin, cout_g, kh, kw = weight.shape
+    groups = int(groups)
+    if x.shape[1] != cin:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {cin} channels, but got {x.shape[1]} "
+                           f"channels instead")
+    if groups <= 0 or cin % groups:
+        raise RuntimeError(f"in_channels ({cin}) must be divisible by groups ({groups})")
+    for op_, s_, d_ in ((oph, stride[0], dilation[0]), (opw, stride[1], dilation[1])):
+        if not (0 <= op_ < s_ or 0 <= op_ < d_):
+            raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding: {(oph, opw)}, stride: {stride}, "
+                               f"dilation: {dilation}")
+    h, w = x.shape[2:]
+    out_hw = ((h - 1) * stride[0] - 2 * ph + dilation[0] * (kh - 1) + oph + 1,
+              (w - 1) * stride[1] - 2 * pw + dilation[1] * (kw - 1) + opw + 1)
+    if min(out_hw) <= 0:
+        raise RuntimeError(f"Given input size per channel: ({h} x {w}). Calculated output size "
+                           f"per channel: ({out_hw[0]} x {out_hw[1]}). Output size is too small")
+    out = nn_ops.ConvInputGrad.apply(x, weight, out_hw, stride, (ph, ph, pw, pw), dilation,
+                                     groups)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
     return out.squeeze(0) if unbatched else out
 
 

@@ -2,7 +2,7 @@
 
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv2d
+from .conv import Conv2d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
@@ -13,7 +13,7 @@ from .pooling import AvgPool2d, MaxPool2d
 from .sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Conv2d",
-           "MaxPool2d", "AvgPool2d", "Flatten", "Unflatten", "Dropout", "Embedding",
-           "LayerNorm", "BatchNorm1d", "BatchNorm2d", "ReLU", "LeakyReLU", "GELU", "SiLU",
-           "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "CrossEntropyLoss",
-           "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "Unflatten", "Dropout",
+           "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "ReLU", "LeakyReLU", "GELU",
+           "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "L1Loss",
+           "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]

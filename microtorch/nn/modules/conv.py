@@ -1,4 +1,4 @@
-"""``Conv2d``."""
+"""``Conv2d`` and ``ConvTranspose2d``."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ from ..functional import _pair
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv2d"]
+__all__ = ["Conv2d", "ConvTranspose2d"]
 
 
-class Conv2d(Module):
-    """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
+class _ConvNd(Module):
+    """What both convolutions share: argument checks, parameters, default init, repr."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None) -> None:
+    transposed = False
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride, padding,
+                 dilation, groups: int, bias: bool, padding_mode: str, output_padding,
+                 device, dtype) -> None:
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -40,12 +42,14 @@ class Conv2d(Module):
         self.stride = _pair(stride)
         self.padding = padding if isinstance(padding, str) else _pair(padding)
         self.dilation = _pair(dilation)
-        self.transposed = False
-        self.output_padding = (0, 0)
+        self.output_padding = _pair(output_padding)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(empty((out_channels, in_channels // groups, *self.kernel_size),
-                                      device=device, dtype=dtype))
+        # PyTorch's layouts: (out, in / groups, kH, kW), transposed (in, out / groups, kH, kW).
+        channels = ((in_channels, out_channels // groups) if self.transposed
+                    else (out_channels, in_channels // groups))
+        self.weight = Parameter(empty((*channels, *self.kernel_size), device=device,
+                                      dtype=dtype))
         if bias:
             self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
         else:
@@ -56,11 +60,6 @@ class Conv2d(Module):
         """PyTorch's default: kaiming_uniform_(a=sqrt(5)), bias U(+-1/sqrt(fan_in))."""
         init._default_affine_(self.weight, self.bias, zero_fan_bias=False)
 
-    def forward(self, input: Tensor) -> Tensor:
-        """Convolve ``input`` with the weight."""
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
-
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
@@ -68,8 +67,63 @@ class Conv2d(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1, 1):
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0, 0):
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, 0, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Convolve ``input`` with the weight."""
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """2-D transposed convolution over (N, C, H, W) inputs (the gradient of ``Conv2d``)."""
+
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        if isinstance(padding, str):
+            raise ValueError("padding strings are not supported by ConvTranspose2d")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, output_padding, device, dtype)
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:
+        """Transposed-convolve ``input``; ``output_size`` (its last two entries) picks the
+        output padding, as in PyTorch, when several output sizes are possible."""
+        output_padding = self.output_padding
+        if output_size is not None:
+            output_padding = self._output_padding_for(input, list(output_size)[-2:])
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  output_padding, self.groups, self.dilation)
+
+    def _output_padding_for(self, input: Tensor, size: list[int]) -> tuple[int, int]:
+        if len(size) != 2:
+            raise ValueError(f"output_size must have 2 or 4 elements (got {len(size)})")
+        pads = []
+        for d in range(2):
+            smallest = ((input.shape[d - 2] - 1) * self.stride[d] - 2 * self.padding[d]
+                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            largest = smallest + self.stride[d] - 1
+            if not smallest <= size[d] <= largest:
+                raise ValueError(f"requested an output size of {size}, but valid sizes range "
+                                 f"from {smallest} to {largest} (for an input of "
+                                 f"{list(input.shape[-2:])})")
+            pads.append(size[d] - smallest)
+        return pads[0], pads[1]
