@@ -105,7 +105,8 @@ def test_cross_entropy_probability_targets(device, dtype, reduction, smoothing, 
 def test_cross_entropy_is_one_node(device):
     x = mt.randn(4, 3, device=device, requires_grad=True)
     loss = F.cross_entropy(x, mt.tensor([0, 1, 2, 1], device=device))
-    assert loss.grad_fn.name() == "CrossEntropyBackward0"
+    assert type(loss.grad_fn).__name__ == "CrossEntropy"
+    assert loss.grad_fn.name() == "NllLossBackward0"  # as PyTorch prints it
     assert loss.dtype == mt.float32
 
 

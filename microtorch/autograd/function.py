@@ -44,6 +44,7 @@ class Function:
     _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
     _stack: list | None = None  # forward traceback, kept in anomaly mode
     lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
+    torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
     _out_data = None
     _out_vbox = None  # the output's version counter: in-place changes to it are detected
 
@@ -98,8 +99,10 @@ class Function:
 
     # -- graph introspection ---------------------------------------------------------------
     def name(self) -> str:
-        """The node's name as PyTorch prints it, e.g. ``MulBackward0``."""
-        return f"{type(self).__name__}Backward0"
+        """The node's name as PyTorch prints it, e.g. ``MulBackward0``: ``torch_name`` where
+        the op is one that PyTorch names otherwise (set on the class, or on the node when it
+        depends on the arguments), else the class name."""
+        return self.torch_name or f"{type(self).__name__}Backward0"
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"

@@ -121,10 +121,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if min(out_hw) <= 0:
         raise RuntimeError(f"Given input size per channel: ({h} x {w}). Calculated output size "
                            f"per channel: ({out_hw[0]} x {out_hw[1]}). Output size is too small")
-    out = nn_ops.ConvInputGrad.apply(x, weight, out_hw, stride, (ph, ph, pw, pw), dilation,
-                                     groups)
-    if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1)
+    out = nn_ops.ConvInputGrad.apply(x, weight, bias, out_hw, stride, (ph, ph, pw, pw),
+                                     dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 

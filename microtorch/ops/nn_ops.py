@@ -48,6 +48,12 @@ def _no_double_backward(name: str) -> None:
 
 
 # -- linear -------------------------------------------------------------------------------------
+# PyTorch's node for F.linear, by (input is 1-D / 2-D / more, has bias): it decomposes linear.
+_LINEAR_NAMES = {(1, True): "ViewBackward0", (1, False): "SqueezeBackward4",
+                 (2, True): "AddmmBackward0", (2, False): "MmBackward0",
+                 (3, True): "ViewBackward0", (3, False): "UnsafeViewBackward0"}
+
+
 class Linear(Function):
     """``x @ W.T + b`` as one node: dW = g.T @ x, db = g.sum(0), dx = g @ W."""
 
@@ -64,6 +70,7 @@ class Linear(Function):
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
                                f"{xa.shape[-1]} and {wa.shape[1]}x{wa.shape[0]})")
         ctx.save_for_backward(x, weight)
+        ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
         out = xa @ wa.T
         if bias is not None:
             out += bias._data
@@ -169,6 +176,7 @@ class CrossEntropy(Function):
     """
 
     lifted = True
+    torch_name = "NllLossBackward0"  # PyTorch's cross_entropy ends in nll_loss
 
     @staticmethod
     def forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing):
@@ -315,6 +323,8 @@ class Embedding(Function):
 # -- padding ------------------------------------------------------------------------------------
 class Pad(Function):
     """Constant padding; ``pads`` holds (before, after) per dimension, first dimension first."""
+
+    torch_name = "ConstantPadNdBackward0"
 
     @staticmethod
     def forward(ctx, x, pads, value):
@@ -500,6 +510,8 @@ class Conv2d(Function):
     is itself differentiable, to any order. A plain backward reuses the forward's columns.
     """
 
+    torch_name = "ConvolutionBackward0"
+
     @staticmethod
     def forward(ctx, x, weight, bias, stride, pads, dilation, groups):
         xa, wa = x._data, weight._data
@@ -545,9 +557,13 @@ class Conv2d(Function):
         gx = gw = gb = None
         if state.grad_enabled:  # create_graph: gradients as recorded, differentiable nodes
             if _needs(ctx, 0):
-                gx = ConvInputGrad.apply(grad, weight, x.shape[2:], stride, pads, dilation, g)
+                gx = ConvInputGrad.apply(grad, weight, None, x.shape[2:], stride, pads,
+                                         dilation, g)
             if _needs(ctx, 1):
                 gw = ConvWeightGrad.apply(x, grad, weight.shape[2:], stride, pads, dilation, g)
+            for gradient in (gx, gw):
+                if gradient is not None and gradient.grad_fn is not None:
+                    gradient.grad_fn.torch_name = "ConvolutionBackwardBackward0"
             if _needs(ctx, 2):
                 gb = grad.sum((0, 2, 3))
             return gx, gw, gb, None, None, None, None
@@ -569,13 +585,15 @@ class Conv2d(Function):
 class ConvInputGrad(Function):
     """The input gradient of a convolution as an op of its own: ``(g, weight) -> dx``.
 
-    ``F.conv_transpose2d`` is this op (a transposed convolution is the input gradient of a
-    convolution). Its backward: d/dg is the convolution of the incoming gradient with the
-    weight, d/dweight the weight gradient of that convolution.
+    ``F.conv_transpose2d`` is this op, with a bias (a transposed convolution is the input
+    gradient of a convolution). Its backward: d/dg is the convolution of the incoming gradient
+    with the weight, d/dweight the weight gradient of that convolution.
     """
 
+    torch_name = "ConvolutionBackward0"
+
     @staticmethod
-    def forward(ctx, g, weight, x_hw, stride, pads, dilation, groups):
+    def forward(ctx, g, weight, bias, x_hw, stride, pads, dilation, groups):
         ga, wa = g._data, weight._data
         if ga.dtype != wa.dtype:
             raise RuntimeError(f"Input type ({g.dtype}) and weight type ({weight.dtype}) should "
@@ -585,19 +603,24 @@ class ConvInputGrad(Function):
         nb = _images_per_block(n, oh * ow)
         ctx.save_for_backward(g, weight)
         ctx.geom = stride, pads, dilation, groups
-        return _conv_input_grad(_grad_columns(ga, groups, nb), wa, x_shape, stride, pads,
-                                dilation, groups, oh, ow, nb)
+        out = _conv_input_grad(_grad_columns(ga, groups, nb), wa, x_shape, stride, pads,
+                               dilation, groups, oh, ow, nb)
+        if bias is not None:
+            out += bias._data.reshape(1, -1, 1, 1)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
         g, weight = ctx.saved_tensors
         stride, pads, dilation, groups = ctx.geom
-        dg = dw = None
+        dg = dw = db = None
         if _needs(ctx, 0):
             dg = Conv2d.apply(grad, weight, None, stride, pads, dilation, groups)
         if _needs(ctx, 1):
             dw = ConvWeightGrad.apply(grad, g, weight.shape[2:], stride, pads, dilation, groups)
-        return dg, dw, None, None, None, None, None
+        if _needs(ctx, 2):
+            db = grad.sum((0, 2, 3))
+        return dg, dw, db, None, None, None, None, None
 
 
 class ConvWeightGrad(Function):
@@ -606,6 +629,8 @@ class ConvWeightGrad(Function):
     Its backward: d/dx is the input gradient (``ConvInputGrad``) of the incoming weight
     gradient, d/dg the convolution of x with it.
     """
+
+    torch_name = "ConvolutionBackwardBackward0"
 
     @staticmethod
     def forward(ctx, x, g, k_hw, stride, pads, dilation, groups):
@@ -625,7 +650,7 @@ class ConvWeightGrad(Function):
         stride, pads, dilation, groups = ctx.geom
         dx = dg = None
         if _needs(ctx, 0):
-            dx = ConvInputGrad.apply(g, grad, x.shape[2:], stride, pads, dilation, groups)
+            dx = ConvInputGrad.apply(g, grad, None, x.shape[2:], stride, pads, dilation, groups)
         if _needs(ctx, 1):
             dg = Conv2d.apply(x, grad, None, stride, pads, dilation, groups)
         return dx, dg, None, None, None, None, None
@@ -653,6 +678,8 @@ class MaxPool2d(Function):
     on which the later passes run several times faster than on strided views; their
     backward writes instead of adds.
     """
+
+    torch_name = "MaxPool2DWithIndicesBackward0"
 
     @staticmethod
     def forward(ctx, x, kernel, stride, pads, dilation, out_hw):
@@ -726,6 +753,8 @@ class MaxPool2d(Function):
 
 class AvgPool2d(Function):
     """Mean over each window, divided by PyTorch's divisor (see ``avg_pool_divisor``)."""
+
+    torch_name = "AvgPool2DBackward0"
 
     @staticmethod
     def forward(ctx, x, kernel, stride, pads, out_hw, divisor):
