@@ -516,6 +516,8 @@ def _adaptive_sizes(name: str, input: Tensor, output_size, n: int) -> tuple[int,
     else:
         sizes = tuple(output_size)
         if len(sizes) != n:
+            if name == "adaptive_max_pool2d":
+                raise RuntimeError(f"{name}(): internal error: output_size.size() must be {n}")
             raise RuntimeError(f"{name}: output_size must be {n}")
     spatial = input.shape[input.ndim - n:]
     sizes = tuple(int(s) if s is not None else int(spatial[i]) for i, s in enumerate(sizes))
@@ -736,9 +738,12 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
     """'reflect', 'replicate' or 'circular' padding as index_selects along the padded dims."""
     npad = len(pad) // 2
     if len(pad) % 2 or not npad + 1 <= input.ndim <= npad + 2 or npad > 3:
-        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are "
-                                  f"supported for now (got {input.ndim}D input and a pad of "
-                                  f"length {len(pad)} for mode {mode!r})")
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            f"Supported combinations for non-constant padding:\n"
+            f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     out = input
     for i in range(npad):
         d = input.ndim - 1 - i
