@@ -19,7 +19,7 @@ from ._util import Tensor, xp_of
 
 __all__ = ["Elu", "Softplus", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid",
            "Xlogy", "ClampMinValueOnly", "PNorm", "p_norm", "adaptive_windows",
-           "adaptive_avg_matrix", "adaptive_max_indices", "nearest_indices", "linear_matrix"]
+           "adaptive_max_indices", "nearest_indices", "linear_matrix"]
 
 def _needs(ctx, i: int) -> bool:
     """True when positional input ``i`` of the node wants a gradient."""
@@ -261,14 +261,6 @@ def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     return (i * size) // out, -((-(i + 1) * size) // out)
 
 
-def adaptive_avg_matrix(size: int, out: int) -> np.ndarray:
-    """(out, size) float64 matrix whose row i averages window i."""
-    start, end = adaptive_windows(size, out)
-    j = np.arange(size)
-    inside = (j >= start[:, None]) & (j < end[:, None])
-    return inside / (end - start)[:, None].astype(np.float64)
-
-
 def adaptive_max_indices(arr, out_hw: tuple[int, int]):
     """Flat (h * W + w) index of each adaptive window's maximum (the first one in row-major
     order, NaN winning, as PyTorch's kernel) for an (N, C, H, W) array."""
@@ -285,7 +277,7 @@ def adaptive_max_indices(arr, out_hw: tuple[int, int]):
     flat = xp.asarray(flat.reshape(out_hw[0], out_hw[1], kh * kw))
     windows = arr.reshape(n, c, h * w)[:, :, flat]  # (N, C, OH, OW, kh*kw)
     nan = xp.isnan(windows)
-    pick = xp.where(nan.any(-1), nan.argmax(-1), windows.argmax(-1))
+    pick = xp.where(nan.any(-1), nan.astype(xp.int8).argmax(-1), windows.argmax(-1))
     return xp.take_along_axis(xp.broadcast_to(flat, windows.shape), pick[..., None],
                               -1)[..., 0]
 
