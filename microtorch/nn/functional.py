@@ -278,9 +278,15 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
         ) -> Tensor:
-    """Constant padding; ``pad`` lists (left, right) of the last dim, then the one before..."""
+    """Pad with a constant, or by 'reflect', 'replicate' or 'circular'; ``pad`` lists
+    (left, right) of the last dim, then the one before..."""
+    if mode in ("reflect", "replicate", "circular"):
+        from ._functional_extra import pad_index
+
+        return pad_index(input, pad, mode)
     if mode != "constant":
-        raise NotImplementedError(f"pad mode {mode!r} is not supported (only 'constant')")
+        raise NotImplementedError(f"pad mode {mode!r} is not supported (only 'constant', "
+                                  f"'reflect', 'replicate' and 'circular')")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError("Padding length must be divisible by 2 and at most twice the number "
                            "of dimensions of the input")
@@ -495,3 +501,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         loss = loss * weight
     return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
 
+
+
+# -- more layers (activations, losses, normalisation, resizing, ...) in their own module --------
+from . import _functional_extra  # noqa: E402
+from ._functional_extra import *  # noqa: E402,F403
+
+__all__ += _functional_extra.__all__

@@ -1,15 +1,20 @@
 """The layer classes of ``microtorch.nn``."""
 
+from . import activation_extra, loss_extra, normalization_extra, resampling
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation_extra import *  # noqa: F403
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss_extra import *  # noqa: F403
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .normalization_extra import *  # noqa: F403
 from .pooling import AvgPool2d, MaxPool2d
+from .resampling import *  # noqa: F403
 from .sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Conv2d",
@@ -17,3 +22,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identi
            "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "ReLU", "LeakyReLU", "GELU",
            "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "L1Loss",
            "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]
+__all__ += [*activation_extra.__all__, *loss_extra.__all__, *normalization_extra.__all__,
+            *resampling.__all__]

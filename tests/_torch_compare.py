@@ -1,0 +1,54 @@
+"""Shared helper of the extra-layer tests: run microtorch and PyTorch on the same inputs and
+compare outputs and gradients (float64 to 1e-12, float32 to 1e-6)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import microtorch as mt
+
+TOL = {"float32": dict(rtol=1e-6, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-12)}
+
+
+def to_mt(a, dtype, device, grad):
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        return mt.tensor(a.astype(dtype), device=device, requires_grad=grad)
+    return mt.tensor(a, device=device)
+
+
+def to_torch(torch, a, dtype, grad):
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        return torch.tensor(a.astype(dtype), requires_grad=grad)
+    return torch.tensor(a)
+
+
+def compare(torch, mt_fn, torch_fn, arrays, dtype, device, grad=(0,), seed=0, tol=None,
+            outputs=None):
+    """Same output (values, dtype, shape) and the same gradients of the float inputs listed
+    in ``grad`` for a random upstream gradient. Returns the microtorch inputs and output."""
+    tol = {**TOL[dtype], **(tol or {})}
+    mins = [None if a is None else to_mt(a, dtype, device, k in grad)
+            for k, a in enumerate(arrays)]
+    tins = [None if a is None else to_torch(torch, a, dtype, k in grad)
+            for k, a in enumerate(arrays)]
+    out, tout = mt_fn(*mins), torch_fn(*tins)
+    assert tuple(out.shape) == tuple(tout.shape)
+    assert out.dtype.name == str(tout.dtype).split(".")[1]
+    np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), **tol)
+    if not grad or not tout.requires_grad:
+        return mins, out
+    w = np.random.default_rng(seed).standard_normal(tuple(tout.shape)).astype(dtype)
+    (out * mt.tensor(w, device=device)).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+    for k in grad:
+        tg = tins[k].grad
+        mg = mins[k].grad
+        if tg is None:
+            assert mg is None or not np.any(mg.cpu().numpy())
+            continue
+        assert mg is not None, f"no gradient for input {k}"
+        np.testing.assert_allclose(mg.cpu().numpy(), tg.numpy(), **tol,
+                                   err_msg=f"gradient of input {k}")
+    return mins, out
