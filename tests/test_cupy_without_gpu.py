@@ -196,6 +196,7 @@ cupy.cuda.function.Module.load cupy.cuda.function.Module.get_function
 cupy.cuda.function.Function
 cupy.cuda.compiler.CompileException cupy.cuda.nvrtc.getVersion
 cupy.lib.stride_tricks.as_strided cupy.may_share_memory cupy.take_along_axis cupy.broadcast_to
+cupy.matmul cupy.repeat cupy.concatenate cupy.tanh cupy.multiply cupy.subtract cupy.maximum
 cupyx.scatter_add cupyx.scipy.special.erf
 """.split()
 

@@ -15,12 +15,14 @@ from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from .normalization_extra import *  # noqa: F403
 from .pooling import AvgPool2d, MaxPool2d
 from .resampling import *  # noqa: F403
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Conv2d",
            "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "Unflatten", "Dropout",
            "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "ReLU", "LeakyReLU", "GELU",
            "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "L1Loss",
-           "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"]
+           "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN",
+           "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += [*activation_extra.__all__, *loss_extra.__all__, *normalization_extra.__all__,
             *resampling.__all__]

@@ -1,0 +1,344 @@
+"""The recurrences behind ``nn.RNN``/``nn.LSTM``/``nn.GRU`` and their cells.
+
+Two implementations of the same formulas (PyTorch's, gate order i,f,g,o and r,z,n):
+
+- composed: one time step from existing differentiable ops (``Linear``, ``Sigmoid``, ``Tanh``,
+  ``Relu``, chunk). The cells use it, and so does double backward through a layer.
+- ``Recurrence``: one layer and direction over a whole sequence as a single graph node, its
+  forward a loop of array ops and its backward backpropagation through time on arrays.
+  Composing a sequence from per-step ops would slice the input projection once per step, and
+  each slice's backward materialises a gradient of the whole sequence: O(L^2) work. The fused
+  node does O(L), as PyTorch does. Under ``create_graph`` its backward replays the composed
+  steps and differentiates them, so higher-order gradients stay exact.
+
+Both take ``xw``, the input projection ``x @ W_ih^T + b_ih`` of every step at once (one
+matmul per layer and direction, time-major ``(L, N, gates)``), and run only the recurrent part
+per step. This module must not import ``microtorch.nn``.
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Function, finish
+from ..autograd.grad_mode import state
+from ._util import Tensor, xp_of
+from .elementwise import Relu, Sigmoid, Tanh
+from .nn_ops import Linear
+from .shape import cat, stack
+
+__all__ = ["GATES", "Recurrence", "recurrence", "lstm_cell", "gru_cell", "rnn_cell"]
+
+# Gate blocks per hidden unit in each mode's weight matrices.
+GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# -- composed steps --------------------------------------------------------------------------
+def _lstm_step(gx: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
+               w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
+    i, f, g, o = (gx + Linear.apply(h, w_hh, b_hh)).chunk(4, 1)
+    c = Sigmoid.apply(f) * c + Sigmoid.apply(i) * Tanh.apply(g)
+    h = Sigmoid.apply(o) * Tanh.apply(c)
+    if w_hr is not None:
+        h = Linear.apply(h, w_hr)
+    return h, c
+
+
+def _gru_step(gx: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+    xr, xz, xn = gx.chunk(3, 1)
+    hr, hz, hn = Linear.apply(h, w_hh, b_hh).chunk(3, 1)
+    r = Sigmoid.apply(xr + hr)
+    z = Sigmoid.apply(xz + hz)
+    n = Tanh.apply(xn + r * hn)  # b_hn stays inside the reset gate's product (PyTorch's GRU)
+    return n + z * (h - n)  # = (1 - z) * n + z * h, in PyTorch's order of operations
+
+
+def _rnn_step(gx: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
+    pre = gx + Linear.apply(h, w_hh, b_hh)
+    return Relu.apply(pre) if relu else Tanh.apply(pre)
+
+
+def lstm_cell(x: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor,
+              b_ih: Tensor | None, b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
+    """One LSTM step on (N, input) and (N, hidden) tensors: (h', c')."""
+    return _lstm_step(Linear.apply(x, w_ih, b_ih), hx, cx, w_hh, b_hh, None)
+
+
+def gru_cell(x: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
+             b_hh: Tensor | None) -> Tensor:
+    """One GRU step: h'."""
+    return _gru_step(Linear.apply(x, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def rnn_cell(x: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
+             b_hh: Tensor | None, relu: bool = False) -> Tensor:
+    """One Elman RNN step: act(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
+    return _rnn_step(Linear.apply(x, w_ih, b_ih), hx, w_hh, b_hh, relu)
+
+
+def _composed(xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+              w_hr: Tensor | None, mode: str, reverse: bool) -> Tensor:
+    """``Recurrence``'s output (same layout) from per-step ops: differentiable to any order."""
+    steps = xw.shape[0]
+    outs: list = [None] * steps
+    h, c = h0, c0
+    for t in (reversed(range(steps)) if reverse else range(steps)):
+        if mode == "LSTM":
+            h, c = _lstm_step(xw[t], h, c, w_hh, b_hh, w_hr)
+        elif mode == "GRU":
+            h = _gru_step(xw[t], h, w_hh, b_hh)
+        else:
+            h = _rnn_step(xw[t], h, w_hh, b_hh, mode == "RNN_RELU")
+        outs[t] = h
+    out = stack(outs)
+    return cat([out.reshape(-1), c.reshape(-1)]) if mode == "LSTM" else out
+
+
+# -- the fused layer -------------------------------------------------------------------------
+def _needs(ctx, i: int) -> bool:
+    return i < len(ctx._next) and ctx._next[i] is not None
+
+
+def _gate_affine(xp, dtype, blocks: str, hid: int):
+    """Per-column (scale, shift) turning one tanh pass into each block's activation.
+
+    sigmoid(x) = 0.5 * tanh(x / 2) + 0.5, so the sigmoid blocks ("s") are halved before tanh
+    (exactly: a power of two) and mapped back after it; tanh blocks ("t") are left alone.
+    """
+    half = [0.5 if b == "s" else 1.0 for b in blocks]
+    shift = [0.5 if b == "s" else 0.0 for b in blocks]
+    scale = xp.repeat(xp.asarray(half, dtype=dtype), hid)
+    return scale, xp.repeat(xp.asarray(shift, dtype=dtype), hid)
+
+
+class Recurrence(Function):
+    """One layer and direction of an RNN/LSTM/GRU over a sequence, as one node.
+
+    ``apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse)``: ``xw`` (L, N, G) is the input
+    projection, ``h0`` (N, P) and (LSTM) ``c0`` (N, H) the initial state. The result is the
+    outputs (L, N, P) in input time order; for the LSTM, flattened and followed by the final
+    cell state (one node has one output: ``recurrence`` takes the views apart).
+
+    Per step only the recurrent matmul and a few elementwise passes run; whatever does not
+    depend on the recurrence (bias, gate scaling, derivative factors) is done once for the
+    whole sequence.
+    """
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse):
+        xs, whh = xw._data, w_hh._data
+        xp, dt = xp_of(xs), xs.dtype
+        steps, n, g = xs.shape
+        p = whh.shape[1]
+        if reverse:
+            xs = xs[::-1]  # run in processing order; results go back to input order at the end
+        hs = xp.empty((steps + 1, n, p), dt)  # hs[t]: the state step t starts from
+        hs[0] = h0._data
+        extra = ()
+        if mode == "LSTM":
+            hid = g // 4
+            scale, shift = _gate_affine(xp, dt, "ssts", hid)
+            xs = xs + b_hh._data if b_hh is not None else xs * 1  # (a copy to scale in place)
+            xs *= scale
+            whh_t = xp.ascontiguousarray(whh.T)  # (BLAS is faster on a C-contiguous operand)
+            whh_t *= scale
+            acts = xp.empty((steps, n, 4, hid), dt)  # i, f, g, o after their activations
+            cs = xp.empty((steps + 1, n, hid), dt)
+            cs[0] = c0._data
+            tcs = xp.empty((steps, n, hid), dt)  # tanh(c)
+            ms = xp.empty((steps, n, hid), dt) if w_hr is not None else None
+            whr_t = w_hr._data.T if w_hr is not None else None
+            flat = acts.reshape(steps, n, g)
+            for t in range(steps):
+                a, i, f, gg, o = flat[t], *acts[t].transpose(1, 0, 2)
+                xp.matmul(hs[t], whh_t, out=a)
+                a += xs[t]
+                xp.tanh(a, out=a)
+                a *= scale
+                a += shift
+                c = cs[t + 1]
+                xp.multiply(i, gg, out=c)
+                c += f * cs[t]
+                xp.tanh(c, out=tcs[t])
+                if ms is None:
+                    xp.multiply(o, tcs[t], out=hs[t + 1])
+                else:
+                    xp.multiply(o, tcs[t], out=ms[t])
+                    xp.matmul(ms[t], whr_t, out=hs[t + 1])
+            extra = (acts, cs, tcs, ms)
+        elif mode == "GRU":
+            hid = g // 3
+            scale, shift = _gate_affine(xp, dt, "sst", hid)
+            xs = xs * scale
+            whh_t = xp.ascontiguousarray(whh.T)
+            whh_t *= scale
+            bias = b_hh._data * scale if b_hh is not None else None
+            acts = xp.empty((steps, n, 3, hid), dt)  # r, z, n
+            ghs = xp.empty((steps, n, g), dt)  # h W_hh^T + b_hh (r, z halved): n needs W_hn h
+            flat = acts.reshape(steps, n, g)
+            for t in range(steps):
+                a, x, gh = flat[t], xs[t], ghs[t]
+                xp.matmul(hs[t], whh_t, out=gh)
+                if bias is not None:
+                    gh += bias
+                rz = a[:, :2 * hid]
+                xp.add(x[:, :2 * hid], gh[:, :2 * hid], out=rz)
+                xp.tanh(rz, out=rz)
+                rz *= 0.5
+                rz += 0.5
+                new = a[:, 2 * hid:]
+                xp.multiply(a[:, :hid], gh[:, 2 * hid:], out=new)
+                new += x[:, 2 * hid:]
+                xp.tanh(new, out=new)
+                h = hs[t + 1]
+                xp.subtract(hs[t], new, out=h)
+                h *= a[:, hid:2 * hid]
+                h += new
+            extra = (acts, ghs)
+        else:
+            if b_hh is not None:
+                xs = xs + b_hh._data
+            whh_t = xp.ascontiguousarray(whh.T)
+            relu = mode == "RNN_RELU"
+            for t in range(steps):
+                h = hs[t + 1]
+                xp.matmul(hs[t], whh_t, out=h)
+                h += xs[t]
+                if relu:
+                    xp.maximum(h, 0, out=h)
+                else:
+                    xp.tanh(h, out=h)
+        ctx.save_for_backward(xw, h0, c0, w_hh, b_hh, w_hr, hs, *extra)
+        ctx.mode, ctx.reverse = mode, reverse
+        out = hs[1:][::-1] if reverse else hs[1:]
+        if mode == "LSTM":
+            return xp.concatenate([out.reshape(-1), cs[steps].reshape(-1)])
+        return out.copy()  # not a view of hs: in-place ops on the output must not reach it
+
+    @staticmethod
+    def backward(ctx, grad):
+        if state.grad_enabled:  # create_graph: differentiate the composed steps instead
+            return _replay_backward(ctx, grad)
+        if isinstance(grad, Tensor):  # (the root gradient, or one from a non-lifted node)
+            grad = grad._data
+        saved = ctx.saved_tensors
+        xw, h0, c0, w_hh, b_hh, w_hr, hs = saved[:7]
+        mode, reverse = ctx.mode, ctx.reverse
+        xp = xp_of(grad)
+        steps, n, g = xw.shape
+        p = w_hh.shape[1]
+        whh = w_hh._data
+        dout = grad[:steps * n * p].reshape(steps, n, p) if mode == "LSTM" else grad
+        if reverse:
+            dout = dout[::-1]
+        dh = xp.zeros((n, p), grad.dtype)  # gradient reaching h_t through the recurrence
+        gc0 = gwhr = None
+        if mode == "LSTM":
+            acts, cs, tcs, ms = saved[7:]
+            hid = g // 4
+            i, f, gg, o = acts.transpose(2, 0, 1, 3)
+            # Everything that does not depend on the recurrence, for all steps at once:
+            # d pre-activation = dc * k[:, :, :3] (i, f, g blocks), dh_out * k[:, :, 3] (o).
+            k = acts * (1 - acts)  # sigmoid derivatives (the g block is overwritten)
+            k[:, :, 0] *= gg
+            k[:, :, 1] *= cs[:-1]
+            xp.multiply(gg, gg, out=k[:, :, 2])
+            xp.subtract(1, k[:, :, 2], out=k[:, :, 2])
+            k[:, :, 2] *= i
+            k[:, :, 3] *= tcs
+            kc = 1 - tcs * tcs  # dc += dh_out * o * (1 - tanh(c)^2)
+            kc *= o
+            dg4 = xp.empty((steps, n, 4, hid), grad.dtype)
+            dg = dg4.reshape(steps, n, g)
+            dc = grad[steps * n * p:].reshape(n, hid).copy()
+            whr = w_hr._data if w_hr is not None else None
+            dhs = xp.empty((steps, n, p), grad.dtype) if whr is not None else None
+            for t in reversed(range(steps)):
+                dh += dout[t]
+                if whr is not None:
+                    dhs[t] = dh
+                    dh = dh @ whr  # through the projection: gradient of o * tanh(c)
+                dc += dh * kc[t]
+                xp.multiply(dc[:, None, :], k[t, :, :3], out=dg4[t, :, :3])
+                xp.multiply(dh, k[t, :, 3], out=dg4[t, :, 3])
+                dc *= f[t]
+                dh = dg[t] @ whh
+            dgh = dg
+            gc0 = dc
+            if whr is not None and _needs(ctx, 5):
+                gwhr = dhs.reshape(-1, p).T @ ms.reshape(-1, hid)
+        elif mode == "GRU":
+            acts, ghs = saved[7:]
+            hid = g // 3
+            r, z, new = acts.transpose(2, 0, 1, 3)
+            # d(r, z, n pre-activations) = dh_out * kzn (z, n blocks); dr = dn * kr
+            kzn = xp.empty((steps, n, 2, hid), grad.dtype)
+            xp.subtract(hs[:-1], new, out=kzn[:, :, 0])
+            kzn[:, :, 0] *= z
+            kzn[:, :, 0] *= 1 - z
+            xp.multiply(new, new, out=kzn[:, :, 1])
+            xp.subtract(1, kzn[:, :, 1], out=kzn[:, :, 1])
+            kzn[:, :, 1] *= 1 - z
+            kr = r * (1 - r)
+            kr *= ghs[:, :, 2 * hid:]
+            dg4 = xp.empty((steps, n, 3, hid), grad.dtype)
+            dgh4 = xp.empty((steps, n, 3, hid), grad.dtype)  # the n block differs: r * dn
+            dg, dgh = dg4.reshape(steps, n, g), dgh4.reshape(steps, n, g)
+            for t in reversed(range(steps)):
+                dh += dout[t]
+                xp.multiply(dh[:, None, :], kzn[t], out=dg4[t, :, 1:])
+                xp.multiply(dg4[t, :, 2], kr[t], out=dg4[t, :, 0])
+                dgh4[t, :, :2] = dg4[t, :, :2]
+                xp.multiply(dg4[t, :, 2], r[t], out=dgh4[t, :, 2])
+                dh *= z[t]
+                dh += dgh[t] @ whh
+        else:
+            out = hs[1:]
+            k = out > 0 if mode == "RNN_RELU" else 1 - out * out
+            dg = dgh = xp.empty((steps, n, g), grad.dtype)
+            for t in reversed(range(steps)):
+                d = dg[t]
+                xp.add(dout[t], dh, out=d)
+                d *= k[t]
+                dh = d @ whh
+        gwhh = dgh.reshape(-1, g).T @ hs[:steps].reshape(-1, p) if _needs(ctx, 3) else None
+        gbhh = dgh.sum((0, 1)) if b_hh is not None and _needs(ctx, 4) else None
+        gxw = xp.ascontiguousarray(dg[::-1]) if reverse else dg
+        return finish(gxw, dh, gc0, gwhh, gbhh, gwhr, None, None)
+
+
+def _replay_backward(ctx, grad: Tensor) -> tuple:
+    """Gradients under create_graph: rerun the steps as composed ops and differentiate them."""
+    from ..autograd import grad as autograd_grad
+
+    inputs = ctx.saved_tensors[:6]
+    wanted = [i for i, t in enumerate(inputs) if t is not None and _needs(ctx, i)]
+    out = _composed(*inputs, ctx.mode, ctx.reverse)
+    found = autograd_grad(out, [inputs[i] for i in wanted], grad, create_graph=True,
+                          allow_unused=True)
+    grads: list = [None] * 8
+    for i, gi in zip(wanted, found):
+        grads[i] = gi
+    return tuple(grads)
+
+
+def recurrence(mode: str, xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
+               b_hh: Tensor | None, w_hr: Tensor | None = None, reverse: bool = False,
+               fused: bool = True) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Run one layer and direction: (outputs (L, N, P), final h (N, P), final c or None).
+
+    ``fused=False`` composes the steps from per-step ops instead (slower, same values).
+    """
+    if fused:
+        packed = Recurrence.apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse)
+    else:
+        packed = _composed(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse)
+    steps, n = xw.shape[:2]
+    c_n = None
+    if mode == "LSTM":
+        p, k = w_hh.shape[1], steps * n * w_hh.shape[1]
+        out = packed[:k].reshape(steps, n, p)
+        c_n = packed[k:].reshape(n, c0.shape[1])
+    else:
+        out = packed
+    return out, out[0 if reverse else steps - 1], c_n
