@@ -388,13 +388,13 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
     """||x1 - x2 + eps||_p along the last dimension."""
     dim = max(x1.ndim, x2.ndim) - 1
-    return X.p_norm(x1 - x2 + eps, p, dim, keepdim)
+    return vector_norm(x1 - x2 + eps, p, dim, keepdim)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """input / max(||input||_p, eps) along ``dim``."""
-    denom = X.p_norm(input, p, dim, keepdim=True).clamp(min=eps)
+    denom = vector_norm(input, p, dim, keepdim=True).clamp(min=eps)
     result = input / denom
     if out is not None:
         return out.copy_(result)

@@ -10,15 +10,13 @@ here as NumPy arrays (they depend only on the shapes).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..autograd.function import Function, finish, lift, namespace
 from ._util import Tensor, xp_of
 
 __all__ = ["Elu", "Softplus", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid",
-           "Xlogy", "ClampMinValueOnly", "PNorm", "p_norm", "adaptive_windows",
+           "Xlogy", "ClampMinValueOnly", "adaptive_windows",
            "adaptive_max_indices", "nearest_indices", "linear_matrix"]
 
 def _needs(ctx, i: int) -> bool:
@@ -222,38 +220,6 @@ class ClampMinValueOnly(Function):
         return finish(g, None)
 
 
-class PNorm(Function):
-    """(sum |x|^p)^(1/p) along ``dims`` for p >= 1 other than 1, 2 and inf, with PyTorch's
-    ``norm_backward`` (zero gradient where the norm is 0, instead of 0 * inf)."""
-
-    lifted = True
-
-    @staticmethod
-    def forward(ctx, x, p, dims, keepdim):
-        arr = x._data
-        xp = xp_of(arr)
-        ctx.save_for_backward(x)
-        ctx.save_output()
-        ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
-        return (xp.abs(arr) ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
-
-    @staticmethod
-    def backward(ctx, grad):
-        g, x, norm = lift(grad, ctx.saved_tensors[0], ctx.saved_output)
-        F = namespace(g)
-        p = ctx.p
-        if not ctx.keepdim:
-            shape = [1 if i in ctx.dims else s for i, s in enumerate(x.shape)]
-            g, norm = g.reshape(shape), norm.reshape(shape)
-        if p < 2.0:
-            scaled = F.sign(x) * F.abs(x) ** (p - 1.0)
-        else:
-            scaled = x * F.abs(x) ** (p - 2.0)
-        zero = norm == 0
-        scale = F.where(zero, 0.0, g / F.where(zero, 1.0, norm) ** (p - 1.0))
-        return finish(scaled * scale, None, None, None)
-
-
 # -- index and weight tables ---------------------------------------------------------------------
 def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's adaptive pooling windows: start = floor(i*size/out), end = ceil((i+1)*size/out)."""
@@ -317,15 +283,3 @@ def const(like: Tensor, arr) -> Tensor:
     """A constant tensor on ``like``'s device with its dtype."""
     return Tensor._make(like._backend.asarray(np.asarray(arr, dtype=like._data.dtype)), False,
                         None)
-
-
-
-
-def p_norm(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
-    """The p-norm along ``dim`` with PyTorch's gradient at zero vectors (p >= 1)."""
-    from . import vector_norm
-
-    if p in (1, 2) or math.isinf(p) or p < 1:
-        return vector_norm(x, p, dim, keepdim)
-    d = dim % x.ndim if x.ndim else 0
-    return PNorm.apply(x, float(p), (d,), keepdim)

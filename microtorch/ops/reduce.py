@@ -6,7 +6,7 @@ import math
 from collections import namedtuple
 
 from .. import _dtype
-from ..autograd.function import Function
+from ..autograd.function import Function, finish, lift, namespace
 from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -268,6 +268,8 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
 class _Norm2(Function):
     """The Euclidean norm; its gradient is 0 (not NaN) at the origin, as in PyTorch."""
 
+    torch_name = "LinalgVectorNormBackward0"
+
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         arr = x._data
@@ -284,21 +286,58 @@ class _Norm2(Function):
         return (x * (g / out)).where(out != 0, 0.0), None, None
 
 
+class PNorm(Function):
+    """(sum |x|^p)^(1/p) along ``dims`` for p other than 2 and +-inf (p = 0 counts the
+    non-zero elements), with PyTorch's ``norm_backward`` (zero gradient where the norm is 0,
+    instead of 0 * inf)."""
+
+    lifted = True
+    torch_name = "LinalgVectorNormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p, dims, keepdim):
+        arr = x._data
+        xp = xp_of(arr)
+        ctx.save_for_backward(x)
+        ctx.save_output()
+        ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
+        if p == 0.0:
+            return (arr != 0).sum(axis=dims, keepdims=keepdim).astype(arr.dtype)
+        return (xp.abs(arr) ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, x, norm = lift(grad, ctx.saved_tensors[0], ctx.saved_output)
+        F = namespace(g)
+        p = ctx.p
+        if not ctx.keepdim:
+            dims = range(x.ndim) if ctx.dims is None else ctx.dims
+            shape = [1 if i in dims else s for i, s in enumerate(x.shape)]
+            g, norm = g.reshape(shape), norm.reshape(shape)
+        if p == 0.0:  # a count of non-zeros: no gradient (None, as PyTorch leaves it)
+            return None, None, None, None
+        if p < 1.0:  # |x|^(p-1) is infinite at 0, where PyTorch's gradient is 0
+            zero_x = x == 0
+            scaled = F.where(zero_x, 0.0, F.sign(x) * F.where(zero_x, 1.0, F.abs(x)) ** (p - 1.0))
+        elif p < 2.0:
+            scaled = F.sign(x) * F.abs(x) ** (p - 1.0)
+        else:
+            scaled = x * F.abs(x) ** (p - 2.0)
+        zero = norm == 0
+        scale = F.where(zero, 0.0, g / F.where(zero, 1.0, norm) ** (p - 1.0))
+        return finish(scaled * scale, None, None, None)
+
+
+
 def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:
     """The p-norm of the flattened tensor or along ``dim`` (p = 2, 1, inf, -inf, 0 or any p)."""
     dims = dims_arg(dim, input._data.ndim)
     if ord == 2:
         return _Norm2.apply(input, dims, keepdim)
-    a = input.abs()
-    if ord == math.inf:
-        return amax(a, dims if dims is not None else (), keepdim)
-    if ord == -math.inf:
-        return amin(a, dims if dims is not None else (), keepdim)
-    if ord == 0:
-        return (a != 0).to(input.dtype).sum(dims, keepdim=keepdim)
-    if ord == 1:
-        return a.sum(dims, keepdim=keepdim)
-    return (a ** ord).sum(dims, keepdim=keepdim) ** (1.0 / ord)
+    if ord in (math.inf, -math.inf):
+        extreme = amax if ord > 0 else amin
+        return extreme(input.abs(), dims if dims is not None else (), keepdim)
+    return PNorm.apply(input, float(ord), dims, keepdim)
 
 
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
