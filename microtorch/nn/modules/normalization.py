@@ -13,6 +13,24 @@ from .module import Module
 __all__ = ["LayerNorm", "BatchNorm1d", "BatchNorm2d"]
 
 
+def _register_affine(module: Module, shape, affine: bool, bias: bool, device, dtype) -> None:
+    """Register a normalisation's ``weight`` and ``bias`` of ``shape`` (None when ``affine``
+    is off; bias None too when ``bias`` is off), in PyTorch's order."""
+    def make(on: bool):
+        return Parameter(empty(shape, device=device, dtype=dtype)) if on else None
+
+    module.register_parameter("weight", make(affine))
+    module.register_parameter("bias", make(affine and bias))
+
+
+def _reset_affine(module: Module) -> None:
+    """PyTorch's reset of a normalisation's affine parameters: weight ones, bias zeros."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
 
@@ -24,23 +42,12 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight ones, bias zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         """Normalise ``input``."""
@@ -65,15 +72,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_features, affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -95,10 +94,7 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         """Reset the running stats; weight ones, bias zeros."""
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
         """Normalise with batch stats (training) or running stats (eval)."""
