@@ -185,6 +185,16 @@ class Function:
         return result
 
 
+def named(out: Tensor, torch_name: str) -> Tensor:
+    """``out`` with its node named ``torch_name`` (when it has one): for a composite function,
+    several microtorch nodes standing for one PyTorch op, so its result prints as PyTorch's.
+    ``out`` must be a fresh result of the function, never one of its inputs."""
+    node = out.grad_fn
+    if node is not None:
+        node.torch_name = torch_name
+    return out
+
+
 def broadcast_message(operands) -> str:
     """PyTorch's error for tensor shapes that do not broadcast (checked from the last dim)."""
     shapes = [x._data.shape for x in operands if isinstance(x, Tensor)]

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd import views
+from ..autograd.function import named
 from ..autograd.grad_mode import state
 from . import creation, elementwise, linalg, nn_ops, reduce, shape
 from ._util import Tensor, is_scalar, promote_operands, xp_of
@@ -385,11 +386,18 @@ def _reshape_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 def _clamp_min(self, min):  # noqa: A002
-    return clamp(self, min=min)
+    return named(clamp(self, min=min),
+                 "ClampMinBackward1" if isinstance(min, Tensor) else "ClampMinBackward0")
 
 
 def _clamp_max(self, max):  # noqa: A002
-    return clamp(self, max=max)
+    return named(clamp(self, max=max),
+                 "ClampMaxBackward1" if isinstance(max, Tensor) else "ClampMaxBackward0")
+
+
+def _rsub(self: Tensor, other) -> Tensor:
+    out = sub(other, self)
+    return out if isinstance(other, Tensor) else named(out, "RsubBackward1")
 
 
 def _iter(self: Tensor):
@@ -423,7 +431,7 @@ METHODS = dict(
     zero_=zero_, fill_=fill_, copy_=copy_,
     add_=_ufunc_inplace("add", add), sub_=_ufunc_inplace("subtract", sub),
     __iter__=_iter, __contains__=_contains,
-    __add__=add, __radd__=_reflected(add), __sub__=sub, __rsub__=_reflected(sub),
+    __add__=add, __radd__=_reflected(add), __sub__=sub, __rsub__=_rsub,
     __mul__=mul, __rmul__=_reflected(mul), __truediv__=div, __rtruediv__=_rtruediv,
     __floordiv__=floor_divide, __rfloordiv__=_reflected(floor_divide), __mod__=remainder,
     __rmod__=_reflected(remainder), __pow__=pow, __rpow__=_reflected(pow), __matmul__=matmul,

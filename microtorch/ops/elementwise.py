@@ -129,6 +129,8 @@ class Pow(Function):
         ctx.meta = _meta(a), _meta(b)
         ctx.save_for_backward(a, b)
         ctx.save_output()
+        if isinstance(b, Tensor):  # PyTorch's pow.Tensor_Tensor / pow.Scalar
+            ctx.torch_name = "PowBackward1" if isinstance(a, Tensor) else "PowBackward2"
         if dt.kind in "biu" and (b < 0 if is_scalar(b) else bool((b._data < 0).any())):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         xp = xp_of(_array_of(xa, xb))
@@ -269,10 +271,10 @@ class Unary(Function):
     floating = True  # integer inputs are computed in the default float dtype
 
 
-def _unary(name, compute, derivative, needs="input", floating=True):
+def _unary(name, compute, derivative, needs="input", floating=True, torch_name=None):
     cls = type(name, (Unary,), {"compute": staticmethod(compute),
                                 "derivative": staticmethod(derivative),
-                                "needs": needs, "floating": floating})
+                                "needs": needs, "floating": floating, "torch_name": torch_name})
     return cls
 
 
@@ -284,7 +286,8 @@ Log2 = _unary("Log2", lambda xp, x: xp.log2(x),
               lambda g, x, o, F: g / (x * math.log(2.0)))
 Log10 = _unary("Log10", lambda xp, x: xp.log10(x),
                lambda g, x, o, F: g / (x * math.log(10.0)))
-Log1p = _unary("Log1p", lambda xp, x: xp.log1p(x), lambda g, x, o, F: g / (x + 1))
+Log1p = _unary("Log1p", lambda xp, x: xp.log1p(x), lambda g, x, o, F: g / (x + 1),
+               torch_name="Log1PBackward0")
 Expm1 = _unary("Expm1", lambda xp, x: xp.expm1(x), lambda g, x, o, F: g * (o + 1), "output")
 Sqrt = _unary("Sqrt", lambda xp, x: xp.sqrt(x), lambda g, x, o, F: g / (o * 2), "output")
 Rsqrt = _unary("Rsqrt", lambda xp, x: 1 / xp.sqrt(x),
@@ -295,7 +298,8 @@ Tan = _unary("Tan", lambda xp, x: xp.tan(x), lambda g, x, o, F: g * (o * o + 1),
 Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), lambda g, x, o, F: g * (1 - o * o), "output")
 Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
                     lambda g, x, o, F: g * -(o * o), "output")
-Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False)
+Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False,
+                torch_name="PowBackward0")  # (PyTorch's square is pow(x, 2))
 Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False)
 Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
               "output", False)
@@ -323,12 +327,15 @@ Round = _unary("Round", lambda xp, x: xp.round(x), _zero_derivative, "none", Fal
 
 class Clamp(Function):
     lifted = True
+    torch_name = "ClampBackward1"  # (PyTorch's clamp with number bounds)
 
     @staticmethod
     def forward(ctx, x, min=None, max=None):
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         ctx.save_for_backward(x)
+        if isinstance(min, Tensor) or isinstance(max, Tensor):
+            ctx.torch_name = "ClampBackward0"
         ctx.bounds = min, max
         arr = x._data
         xp = xp_of(arr)

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from ..autograd.function import Function
+from ..autograd.function import Function, named
 from ._util import Tensor, promote_operands, reduce_grad
 
 
 class MatMul(Function):
     """Product of tensors with at least 2 dims; batch dims broadcast."""
 
+    torch_name = "MmBackward0"
+
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, _ = promote_operands(a, b)
+        if xa.ndim > 2 or xb.ndim > 2:
+            # PyTorch's matmul ends batched products in a view of mm/bmm's result, or (matrix
+            # @ batch, the matrix requiring grad: folded into one mm) in a transposed copy.
+            ctx.torch_name = "CloneBackward0" if xa.ndim == 2 and a.requires_grad else \
+                "UnsafeViewBackward0"
         if xa.shape[-1] != xb.shape[-2]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
                                f"({'x'.join(map(str, xa.shape[-2:]))} and "
@@ -50,11 +57,14 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
                                f"and src [{other.shape[0]}] to have the same number of elements, "
                                f"but got {input.shape[0]} and {other.shape[0]} elements "
                                f"respectively")
-        return MatMul.apply(input.unsqueeze(0), other.unsqueeze(1)).reshape(())
+        return named(MatMul.apply(input.unsqueeze(0), other.unsqueeze(1)).reshape(()),
+                     "DotBackward0")
     if da == 1:
-        return MatMul.apply(input.unsqueeze(0), other).squeeze(-2)
+        return named(MatMul.apply(input.unsqueeze(0), other).squeeze(-2),
+                     "SqueezeBackward4" if db == 2 else "UnsafeViewBackward0")
     if db == 1:
-        return MatMul.apply(input, other.unsqueeze(1)).squeeze(-1)
+        return named(MatMul.apply(input, other.unsqueeze(1)).squeeze(-1),
+                     "MvBackward0" if da == 2 else "UnsafeViewBackward0")
     return MatMul.apply(input, other)
 
 
@@ -71,7 +81,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError("batch1 and batch2 must be 3D tensors")
     if input._data.shape[0] != mat2._data.shape[0]:
         raise RuntimeError("batch1 and batch2 must have the same batch size")
-    return MatMul.apply(input, mat2)
+    return named(MatMul.apply(input, mat2), "BmmBackward0")
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:

@@ -6,7 +6,7 @@ import math
 from collections import namedtuple
 
 from .. import _dtype
-from ..autograd.function import Function, finish, lift, namespace
+from ..autograd.function import Function, finish, lift, named, namespace
 from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -39,6 +39,8 @@ class Sum(Function):
     def forward(ctx, x, dims, keepdim, dtype):
         arr = x._data
         ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
+        if dims is not None:
+            ctx.torch_name = "SumBackward1"  # (PyTorch's sum.dim_IntList)
         if dtype is None and arr.dtype.kind in "bui":
             dtype = "int64"  # PyTorch sums integers and bools in int64
         return arr.sum(axis=_axis(dims), keepdims=keepdim, dtype=dtype)
@@ -64,6 +66,8 @@ class Mean(Function):
                                f"either a floating point or complex dtype. Got: "
                                f"{x.dtype.name.capitalize()}")
         ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
+        if dims is not None:
+            ctx.torch_name = "MeanBackward1"
         return arr.mean(axis=_axis(dims), keepdims=keepdim)
 
     @staticmethod
@@ -114,7 +118,8 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Standard deviation: the square root of ``var``."""
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    return named(var(input, dim, unbiased, keepdim, correction=correction).sqrt(),
+                 "StdBackward0")
 
 
 class _ExtremeAll(Function):
@@ -128,6 +133,7 @@ class _ExtremeAll(Function):
                                f" == 0. Specify the reduction dim with the 'dim' argument.")
         ctx.save_for_backward(x)
         ctx.save_output()
+        ctx.torch_name = "MaxBackward1" if op == "max" else "MinBackward1"
         return arr.max() if op == "max" else arr.min()
 
     @staticmethod
@@ -146,6 +152,7 @@ class _ExtremeDims(Function):
         ctx.save_for_backward(x)
         ctx.save_output()
         ctx.dims, ctx.keepdim = dims, keepdim
+        ctx.torch_name = "AmaxBackward0" if op == "max" else "AminBackward0"
         return arr.max(axis=dims, keepdims=keepdim) if op == "max" else \
             arr.min(axis=dims, keepdims=keepdim)
 
@@ -170,7 +177,8 @@ def _extreme(op: str, input: Tensor, dim=None, keepdim=False):
     values = input.gather(d, indices)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
-    return values_indices(values, indices)
+    return values_indices(named(values, "MaxBackward0" if op == "max" else "MinBackward0"),
+                          indices)
 
 
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
@@ -223,6 +231,8 @@ class Prod(Function):
         ctx.save_for_backward(x)
         ctx.save_output()
         ctx.dim, ctx.keepdim = dim, keepdim
+        if dim is not None:
+            ctx.torch_name = "ProdBackward1"
         dtype = "int64" if arr.dtype.kind in "bui" else None
         return arr.prod(axis=dim, keepdims=keepdim, dtype=dtype)
 
@@ -262,7 +272,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     peak = amax(input, dims, keepdim=True).detach()
     peak = peak.where(peak.isfinite(), 0.0)
     out = (input - peak).exp().sum(dims, keepdim=True).log() + peak
-    return out if keepdim else out.squeeze(dims)
+    return named(out if keepdim else out.squeeze(dims), "LogsumexpBackward0")
 
 
 class _Norm2(Function):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..autograd.function import Function, finish
+from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
@@ -29,30 +29,43 @@ def _infer_shape(shape: tuple, numel: int) -> tuple:
 
 
 class Reshape(Function):
+    """view/reshape and the ops PyTorch names apart (``name``: unsqueeze, squeeze)."""
+
     lifted = True  # (the view ops' backward formulas run on raw arrays in a plain backward)
+    torch_name = "ViewBackward0"
 
     @staticmethod
-    def forward(ctx, x, shape, view_only):
+    def forward(ctx, x, shape, view_only, name=None):
         arr = x._data
         ctx.shape = arr.shape
         out = arr.reshape(shape)
-        if view_only and out.size and not xp_of(arr).may_share_memory(out, arr):
-            raise RuntimeError("view size is not compatible with input tensor's size and stride "
-                               "(at least one dimension spans across two contiguous subspaces). "
-                               "Use .reshape(...) instead.")
+        if name is not None:
+            ctx.torch_name = name
+        # (a C-contiguous array always reshapes to a view)
+        if not arr.flags.c_contiguous and out.size and \
+                not xp_of(arr).may_share_memory(out, arr):
+            if view_only:
+                raise RuntimeError("view size is not compatible with input tensor's size and "
+                                   "stride (at least one dimension spans across two contiguous "
+                                   "subspaces). Use .reshape(...) instead.")
+            ctx.torch_name = "UnsafeViewBackward0"  # PyTorch's reshape of a copy
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        return finish(grad.reshape(ctx.shape), None, None)
+        return finish(grad.reshape(ctx.shape), None, None, None)
+
+
+def _reshaped(input: Tensor, new: tuple, name=None) -> Tensor:
+    """``input`` in shape ``new`` (itself when unchanged and no gradient is recorded)."""
+    if new == input._data.shape and not input.requires_grad:
+        return input
+    return _as_view(Reshape.apply(input, new, False, name), input)
 
 
 def reshape(input: Tensor, *shape) -> Tensor:
     """The same elements in a new shape (a view when possible)."""
-    new = _infer_shape(sizes_arg(shape), input._data.size)
-    if new == input._data.shape and not input.requires_grad:
-        return input
-    return _as_view(Reshape.apply(input, new, False), input)
+    return _reshaped(input, _infer_shape(sizes_arg(shape), input._data.size))
 
 
 def view(input: Tensor, *shape) -> Tensor:
@@ -64,18 +77,22 @@ def view(input: Tensor, *shape) -> Tensor:
 
 
 class Permute(Function):
+    """permute, and transpose / t (``name``)."""
+
     lifted = True
 
     @staticmethod
-    def forward(ctx, x, dims):
+    def forward(ctx, x, dims, name=None):
         ctx.inverse = tuple(np.argsort(dims))
+        if name is not None:
+            ctx.torch_name = name
         return x._data.transpose(dims)
 
     @staticmethod
     def backward(ctx, grad):
         inverse = ctx.inverse
         return finish(grad.permute(inverse) if isinstance(grad, Tensor)
-                      else grad.transpose(inverse), None)
+                      else grad.transpose(inverse), None, None)
 
 
 def permute(input: Tensor, *dims) -> Tensor:
@@ -89,14 +106,15 @@ def permute(input: Tensor, *dims) -> Tensor:
     return _as_view(Permute.apply(input, dims), input)
 
 
-def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+def transpose(input: Tensor, dim0: int, dim1: int, _name: str = "TransposeBackward0"
+              ) -> Tensor:
     """Swap two dimensions (a view)."""
     ndim = input._data.ndim
     order = list(range(ndim))
     if ndim:
         d0, d1 = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
         order[d0], order[d1] = order[d1], order[d0]
-    return _as_view(Permute.apply(input, tuple(order)), input)
+    return _as_view(Permute.apply(input, tuple(order), _name), input)
 
 
 def t(input: Tensor) -> Tensor:
@@ -104,7 +122,7 @@ def t(input: Tensor) -> Tensor:
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input._data.ndim}D")
-    return transpose(input, 0, 1) if input._data.ndim == 2 else input
+    return transpose(input, 0, 1, "TBackward0") if input._data.ndim == 2 else input
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:
@@ -112,18 +130,20 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     shape = input._data.shape
     if dim is None:
         new = tuple(s for s in shape if s != 1)
+        name = "SqueezeBackward0"
     else:
-        dims = {wrap_dim(d, len(shape)) for d in (dim if isinstance(dim, (tuple, list))
-                                                   else (dim,))}
+        several = isinstance(dim, (tuple, list))
+        dims = {wrap_dim(d, len(shape)) for d in (dim if several else (dim,))}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    return reshape(input, new) if new != shape else input
+        name = "SqueezeBackward2" if several else "SqueezeBackward1"
+    return _reshaped(input, new, name)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 at ``dim``."""
     shape = list(input._data.shape)
     shape.insert(wrap_dim(dim, len(shape) + 1), 1)
-    return reshape(input, tuple(shape))
+    return _reshaped(input, tuple(shape), "UnsqueezeBackward0")
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -134,6 +154,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     s, e = wrap_dim(start_dim, len(shape)), wrap_dim(end_dim, len(shape))
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input  # (PyTorch's flatten returns the tensor itself)
     return reshape(input, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
@@ -175,7 +197,7 @@ def expand(input: Tensor, *sizes) -> Tensor:
             raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
                                f"the existing size ({s}) at non-singleton dimension {lead + i}. "
                                f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
-    if target == shape:
+    if target == shape and not input.requires_grad:
         return input
     return _as_view(Expand.apply(input, target), input)
 
@@ -197,7 +219,8 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     # Interleave a new axis of size ``rep`` before each dimension, expand, then merge.
     inter = x.reshape(tuple(v for s in shape for v in (1, s)))
     expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
-    return expanded.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+    return named(expanded.reshape(tuple(r * s for r, s in zip(sizes, shape))),
+                 "RepeatBackward0")
 
 
 class Flip(Function):
@@ -272,7 +295,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(shape) + 1)
-    return cat([t.unsqueeze(d) for t in tensors], d)
+    return named(cat([t.unsqueeze(d) for t in tensors], d), "StackBackward0")
 
 
 def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
@@ -288,12 +311,12 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got split_sizes="
                                f"{sizes}")
+    name = "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes"
     out, start = [], 0
     for s in sizes:
-        out.append(narrow(input, d, start, s))
+        out.append(named(narrow(input, d, start, s), name + "Backward0"))
         start += s
-    return mark_multi_output(out, "Split" if isinstance(split_size_or_sections, int)
-                             else "SplitWithSizes")
+    return mark_multi_output(out, name)
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
@@ -306,15 +329,15 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     """The slices along ``dim``, without that dimension."""
     d = wrap_dim(dim, input._data.ndim)
     index = [slice(None)] * d
-    return mark_multi_output([input[tuple(index + [i])] for i in range(input._data.shape[d])],
-                             "Unbind")
+    return mark_multi_output([named(input[tuple(index + [i])], "UnbindBackward0")
+                              for i in range(input._data.shape[d])], "Unbind")
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The slice ``start:start+length`` along ``dim`` (a view)."""
     d = wrap_dim(dim, input._data.ndim)
     index = (slice(None),) * d + (slice(start, start + length),)
-    return input[index]
+    return named(input[index], "SliceBackward0")
 
 
 # -- indexing ----------------------------------------------------------------------------------
@@ -400,15 +423,45 @@ class IndexScatter(Function):
         return Index.apply(grad, ctx.key), None, None
 
 
+def _view_index_name(key: tuple, single: bool, shape: tuple) -> str:
+    """PyTorch's node for basic indexing: that of the last op of its chain (select for an
+    integer, slice, unsqueeze for None), skipping full slices inside a tuple; an alias when
+    nothing is left."""
+    if single:
+        k = key[0]
+        return ("UnsqueezeBackward0" if k is None else "AliasBackward0" if k is Ellipsis
+                else "SliceBackward0" if isinstance(k, slice) else "SelectBackward0")
+    name = "AliasBackward0"
+    dim = 0
+    for k in key:
+        if k is None:
+            name = "UnsqueezeBackward0"
+        elif k is Ellipsis:
+            dim = len(shape) - sum(1 for j in key if j is not None and j is not Ellipsis) + dim
+        elif isinstance(k, slice):
+            if k.indices(shape[dim]) != (0, shape[dim], 1):
+                name = "SliceBackward0"
+            dim += 1
+        else:
+            name = "SelectBackward0"
+            dim += 1
+    return name
+
+
 def getitem(input: Tensor, key) -> Tensor:
     """``input[key]``: basic indexing gives a view, integer/bool arrays a copy."""
+    single = not isinstance(key, tuple)
     key = _index_key(key)
     if key and isinstance(key[-1], np.ndarray) and key[-1].dtype == bool and \
             key[-1].shape != input._data.shape[len(key) - 1:len(key) - 1 + key[-1].ndim]:
         raise IndexError(f"The shape of the mask {list(key[-1].shape)} does not match the shape "
                          f"of the indexed tensor {list(input._data.shape)}")
     out = Index.apply(input, key)
-    return _as_view(out, input) if _is_basic(key) else out
+    if not _is_basic(key):
+        return out
+    if out.grad_fn is not None:
+        named(out, _view_index_name(key, single, input._data.shape))
+    return _as_view(out, input)
 
 
 class IndexPut(Function):
@@ -487,7 +540,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, input._data.ndim)
-    return input[(slice(None),) * d + (index,)]
+    return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0")
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
@@ -495,7 +548,8 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     if mask._data.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
-    return input.where(~mask, value)
+    return named(input.where(~mask, value),
+                 "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0")
 
 
 # -- copies and moves ------------------------------------------------------------------------
