@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..autograd.function import named
 from ..ops import _inplace, masked_fill, matmul, vector_norm, where
 from ..ops import nn_extra as X
 from ..ops._util import Tensor, wrap_dim
@@ -41,11 +42,16 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _maybe_inplace(op, input: Tensor, inplace: bool, *args) -> Tensor:
-    """``op(input, *args)``, or written into ``input`` (recorded like any in-place op)."""
+def _maybe_inplace(op, input: Tensor, inplace: bool, *args, names=(None, None)) -> Tensor:
+    """``op(input, *args)``, or written into ``input`` (recorded like any in-place op);
+    ``names``: PyTorch's node names of the two forms, where they are not op's."""
     if inplace:
-        return _inplace(op)(input, *args)
-    return op(input, *args)
+        out, name = _inplace(op)(input, *args), names[1]
+        if out._base is not None:  # (a view written in place reads AsStrided, as in PyTorch)
+            return out
+    else:
+        out, name = op(input, *args), names[0]
+    return out if name is None else named(out, name)
 
 
 def _size(shape) -> str:
@@ -61,7 +67,8 @@ def _elu(x: Tensor, alpha: float, scale: float, input_scale: float,
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha * (exp(x) - 1); the gradient at 0 is alpha (PyTorch's)."""
-    return _maybe_inplace(_elu, input, inplace, float(alpha), 1.0, 1.0)
+    return _maybe_inplace(_elu, input, inplace, float(alpha), 1.0, 1.0,
+                          names=(None, "EluBackward1"))
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -71,7 +78,8 @@ def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with the self-normalising constants of Klambauer et al."""
-    return _maybe_inplace(_elu, input, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0)
+    return _maybe_inplace(_elu, input, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0,
+                          names=(None, "EluBackward1"))
 
 
 def selu_(input: Tensor) -> Tensor:
@@ -85,7 +93,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     # PyTorch's CELU backward uses 1 / float32(alpha) as the input scale.
     return _maybe_inplace(_elu, input, inplace, float(alpha), 1.0, 1.0 / alpha,
-                          1.0 / float(np.float32(alpha)))
+                          1.0 / float(np.float32(alpha)),
+                          names=("CeluBackward0", "CeluBackward1"))
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -164,7 +173,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         w = weight.reshape((n,) + (1,) * (input.ndim - 2))
     else:
         w = weight.reshape((1,) * input.ndim)
-    return where(input > 0, input, w * input)
+    return named(where(input > 0, input, w * input), "PreluKernelBackward0")
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -188,12 +197,14 @@ def _threshold(x: Tensor, th: float, value: float) -> Tensor:
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else value (NaN stays NaN)."""
-    return _maybe_inplace(_threshold, input, inplace, threshold, value)
+    return _maybe_inplace(_threshold, input, inplace, threshold, value,
+                          names=("ThresholdBackward0", "ThresholdBackward1"))
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`."""
-    return _maybe_inplace(_threshold, input, True, threshold, value)
+    return _maybe_inplace(_threshold, input, True, threshold, value,
+                          names=(None, "ThresholdBackward1"))
 
 
 # -- losses --------------------------------------------------------------------------------------
@@ -217,7 +228,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     ad = d.abs()
     if beta == 0:
         return _reduce(ad, reduction)
-    return _reduce(where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta), reduction)
+    return named(_reduce(where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta), reduction),
+                 "SmoothL1LossBackward0")
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -233,8 +245,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if weight is not None:
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")
-        loss = loss * weight
-    return _reduce(loss, reduction)
+        return _reduce(loss * weight, reduction)  # (PyTorch's weighted form is composite)
+    return named(_reduce(loss, reduction), "HuberLossBackward0")
 
 
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
@@ -268,7 +280,8 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     """log(1 + exp(-y x)) for targets y in {1, -1}."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    return _reduce(Log1p.apply(Exp.apply(-input * target)), reduction)
+    return named(_reduce(Log1p.apply(Exp.apply(-input * target)), reduction),
+                 "SoftMarginLossBackward0")
 
 
 def _same_dims(name: str, *tensors: Tensor, labels=("input1", "input2", "target")) -> None:
@@ -388,7 +401,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
     """||x1 - x2 + eps||_p along the last dimension."""
     dim = max(x1.ndim, x2.ndim) - 1
-    return vector_norm(x1 - x2 + eps, p, dim, keepdim)
+    return named(vector_norm(x1 - x2 + eps, p, dim, keepdim), "NormBackward1")  # (at::norm)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
@@ -433,7 +446,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     centred = x - mean
     var = (centred * centred).mean(-1, keepdim=True)
     out = (centred * (var + eps).rsqrt()).reshape(input.shape)
-    return _affine(out, weight, bias)
+    return named(_affine(out, weight, bias), "NativeGroupNormBackward0")
 
 
 def _verify_spatial_size(shape) -> None:
@@ -484,7 +497,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
             raise RuntimeError("Expected running_mean and running_var to be defined when "
                                "use_input_stats is false")
         out = (input - running_mean.reshape(view)) * (running_var.reshape(view) + eps).rsqrt()
-    return _affine(out, weight, bias)
+    # (PyTorch batch-normalises the input viewed as (1, N * C, ...), then views it back)
+    return named(_affine(out, weight, bias), "ViewBackward0")
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
@@ -557,7 +571,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     sh, ch = _window_sum_matrix(input, h, oh)
     sw, cw = _window_sum_matrix(input, w, ow)
     sums = matmul(matmul(sh, input), sw.t())
-    return sums / X.const(input, ch[:, None] * cw[None, :])
+    # (PyTorch takes the mean over the last two dims for a 1 x 1 output)
+    return named(sums / X.const(input, ch[:, None] * cw[None, :]),
+                 "MeanBackward1" if (oh, ow) == (1, 1) else "AdaptiveAvgPool2DBackward0")
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
@@ -565,7 +581,8 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     (ol,) = _adaptive_sizes("adaptive_avg_pool1d", input, output_size, 1)
     _check_adaptive_input("adaptive_avg_pool1d", input, 1)
     s, counts = _window_sum_matrix(input, input.shape[-1], ol)
-    return matmul(input, s.t()) / X.const(input, counts)
+    # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
+    return named(matmul(input, s.t()) / X.const(input, counts), "SqueezeBackward1")
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
@@ -583,6 +600,7 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     indices = index.reshape(n, c, oh, ow)
     if input.ndim == 3:
         out, indices = out.squeeze(0), indices.squeeze(0)
+    named(out, "AdaptiveMaxPool2DBackward0")
     return (out, indices) if return_indices else out
 
 
@@ -663,7 +681,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                  mode == "nearest-exact")
             out = out.index_select(i + 2, Tensor._make(input._backend.asarray(idx), False,
                                                        None))
-        return out
+        exact = "Exact" if mode == "nearest-exact" else ""
+        return named(out, f"UpsampleNearest{exact}{dim}DBackward0")
     if mode == "area" and dim in (1, 2):
         return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(input, out_size)
     if (mode, dim) in (("linear", 1), ("bilinear", 2)):
@@ -675,7 +694,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                 out = matmul(out, X.const(input, m.T))
             else:  # along H: (OH, H) @ (..., H, W)
                 out = matmul(X.const(input, m), out)
-        return out
+        return named(out, "UpsampleLinear1DBackward0" if dim == 1 else
+                     "UpsampleBilinear2DBackward0")
     if mode == "bilinear" and dim != 2:
         raise NotImplementedError(f"Got {input.ndim}D input, but bilinear mode needs 4D input")
     if mode == "linear" and dim != 1:
@@ -709,7 +729,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     k = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return named(x.reshape(*lead, c // (r * r), h * r, w * r), "PixelShuffleBackward0")
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -730,7 +750,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     k = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return named(x.reshape(*lead, c * r * r, h // r, w // r), "PixelUnshuffleBackward0")
 
 
 # -- padding modes (used by ``functional.pad``) --------------------------------------------------
@@ -769,7 +789,12 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
         else:
             j = j % n
         out = out.index_select(d, Tensor._make(input._backend.asarray(j), False, None))
-    return out
+    if out is input:
+        return out
+    if mode == "circular":  # (PyTorch copies the input and its wrapped edges into slices)
+        return named(out, "torch::autograd::CopySlices")
+    return named(out, f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{npad}"
+                      f"DBackward0")
 
 
 # -- channel dropout -----------------------------------------------------------------------------

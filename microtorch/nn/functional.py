@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ..autograd.function import named
 from ..autograd.grad_mode import no_grad
 from ..ops import nn_ops
 from ..ops._util import Tensor, xp_of
@@ -222,7 +223,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out
+    return named(out, "NativeLayerNormBackward0")
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -268,7 +269,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         out = out * weight.reshape(view)
     if bias is not None:
         out = out + bias.reshape(view)
-    return out
+    return named(out, "NativeBatchNormBackward0")
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -299,6 +300,13 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
 
 
 # -- activations ---------------------------------------------------------------------------------
+def _inplace_result(input: Tensor, out: Tensor, torch_name: str) -> Tensor:
+    """``out`` written into ``input``, named as PyTorch's in-place op (a view written in place
+    reads AsStrided, as in PyTorch)."""
+    input.copy_(out)
+    return input if input._base is not None else named(input, torch_name)
+
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0)."""
     return input.relu_() if inplace else Relu.apply(input)
@@ -312,23 +320,26 @@ def relu_(input: Tensor) -> Tensor:
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x."""
     out = where(input > 0, input, input * negative_slope)
-    return input.copy_(out) if inplace else out
+    return _inplace_result(input, out, "LeakyReluBackward1") if inplace else \
+        named(out, "LeakyReluBackward0")
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x) (exact, via erf) or its tanh approximation (``approximate='tanh'``)."""
     if approximate == "none":
-        return input * 0.5 * (1.0 + nn_ops.erf(input * (1.0 / math.sqrt(2.0))))
+        return named(input * 0.5 * (1.0 + nn_ops.erf(input * (1.0 / math.sqrt(2.0)))),
+                     "GeluBackward0")
     if approximate == "tanh":
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (1.0 + inner.tanh())
+        return named(input * 0.5 * (1.0 + inner.tanh()), "GeluBackward0")
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
     out = input * Sigmoid.apply(input)
-    return input.copy_(out) if inplace else out
+    return _inplace_result(input, out, "SiluBackward0") if inplace else \
+        named(out, "SiluBackward0")
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -369,9 +380,10 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     """(input - target)^2, reduced."""
     diff = input - target
     loss = diff * diff
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+    if weight is not None:  # (PyTorch's weighted form is a composition too)
+        return _reduce(loss * weight, _legacy_reduction(size_average, reduce, reduction))
+    return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
+                 "MseLossBackward0")
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
@@ -400,6 +412,14 @@ def _restore_shape(loss: Tensor, shape, reduction: str) -> Tensor:
     return loss.reshape(shape)
 
 
+def _nll_name(ndim: int, reduction: str) -> str:
+    """PyTorch's node ending nll_loss (and cross_entropy) of ``ndim``-d input: nll_loss up to
+    2-d, else nll_loss2d, whose unreduced result of other than 4-d input is viewed back."""
+    if ndim <= 2:
+        return "NllLossBackward0"
+    return "ViewBackward0" if ndim != 4 and reduction == "none" else "NllLoss2DBackward0"
+
+
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -422,8 +442,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     loss = nn_ops.CrossEntropy.apply(x, t, weight, int(ignore_index), reduction,
                                      float(label_smoothing))
     if shape == ():
-        return loss.reshape(()) if reduction == "none" else loss
-    return _restore_shape(loss, shape, reduction)
+        loss = loss.reshape(()) if reduction == "none" else loss
+    else:
+        loss = _restore_shape(loss, shape, reduction)
+    # (with label smoothing, PyTorch's last op mixes the two losses)
+    return named(loss, "AddBackward0" if label_smoothing else _nll_name(input.ndim, reduction))
 
 
 def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
@@ -441,8 +464,10 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
     loss = -terms.sum(class_dim)
     if reduction == "mean" and input.ndim > 1:
         # PyTorch divides by the number of samples (N * d1 * ...), not by the weights.
-        return loss.sum() / (input.numel() // c)
-    return _reduce(loss, reduction)
+        return named(loss.sum() / (input.numel() // c), "DivBackward1")
+    # (PyTorch negates after summing: -(x * t).sum() for 'sum', a division for 'mean')
+    return named(_reduce(loss, reduction), "DivBackward1" if reduction == "mean" else
+                 "NegBackward0")
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
@@ -462,8 +487,10 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     elif reduction == "sum":
         loss = loss.sum()
     if shape == ():
-        return loss.reshape(()) if reduction == "none" else loss
-    return _restore_shape(loss, shape, reduction)
+        loss = loss.reshape(()) if reduction == "none" else loss
+    else:
+        loss = _restore_shape(loss, shape, reduction)
+    return named(loss, _nll_name(input.ndim, reduction))
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -476,7 +503,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = nn_ops.BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+    return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
+                 "BinaryCrossEntropyBackward0")
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
@@ -499,8 +527,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         loss = (1 - target) * input + softplus_neg
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
-
+    return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
+                 "BinaryCrossEntropyWithLogitsBackward0")
 
 
 # -- more layers (activations, losses, normalisation, resizing, ...) in their own module --------

@@ -346,7 +346,8 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor
         return _Norm2.apply(input, dims, keepdim)
     if ord in (math.inf, -math.inf):
         extreme = amax if ord > 0 else amin
-        return extreme(input.abs(), dims if dims is not None else (), keepdim)
+        return named(extreme(input.abs(), dims if dims is not None else (), keepdim),
+                     "LinalgVectorNormBackward0")
     return PNorm.apply(input, float(ord), dims, keepdim)
 
 

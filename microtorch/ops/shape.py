@@ -378,12 +378,17 @@ def _index_add(xp, target, key, values) -> None:
 
 
 class Index(Function):
+    """``x[key]`` (``key`` a tuple; ``single``: written without one, as ``x[k]``)."""
+
     lifted = True
+    single = False
 
     @staticmethod
-    def forward(ctx, x, key):
+    def forward(ctx, x, key, single=False):
         arr = x._data
         ctx.shape, ctx.dtype, ctx.key = arr.shape, arr.dtype, key
+        if single:
+            ctx.single = True
         try:
             out = arr[key]
         except IndexError as exc:
@@ -395,8 +400,14 @@ class Index(Function):
     @staticmethod
     def backward(ctx, grad):
         if isinstance(grad, Tensor):
-            return IndexScatter.apply(grad, ctx.key, ctx.shape), None
-        return finish(_index_scatter(grad, ctx.key, ctx.shape), None)
+            return IndexScatter.apply(grad, ctx.key, ctx.shape), None, None
+        return finish(_index_scatter(grad, ctx.key, ctx.shape), None, None)
+
+    def name(self) -> str:
+        # Basic indexing is named when asked (not on every indexing op): see _view_index_name.
+        if self.torch_name is None and _is_basic(self.key):
+            self.torch_name = _view_index_name(self.key, self.single, self.shape)
+        return super().name()
 
 
 def _index_scatter(arr, key, shape):
@@ -436,8 +447,8 @@ def _view_index_name(key: tuple, single: bool, shape: tuple) -> str:
     for k in key:
         if k is None:
             name = "UnsqueezeBackward0"
-        elif k is Ellipsis:
-            dim = len(shape) - sum(1 for j in key if j is not None and j is not Ellipsis) + dim
+        elif k is Ellipsis:  # (the dimensions no other entry indexes)
+            dim += len(shape) - sum(1 for j in key if j is not None and j is not Ellipsis)
         elif isinstance(k, slice):
             if k.indices(shape[dim]) != (0, shape[dim], 1):
                 name = "SliceBackward0"
@@ -456,12 +467,8 @@ def getitem(input: Tensor, key) -> Tensor:
             key[-1].shape != input._data.shape[len(key) - 1:len(key) - 1 + key[-1].ndim]:
         raise IndexError(f"The shape of the mask {list(key[-1].shape)} does not match the shape "
                          f"of the indexed tensor {list(input._data.shape)}")
-    out = Index.apply(input, key)
-    if not _is_basic(key):
-        return out
-    if out.grad_fn is not None:
-        named(out, _view_index_name(key, single, input._data.shape))
-    return _as_view(out, input)
+    out = Index.apply(input, key, single)
+    return _as_view(out, input) if _is_basic(key) else out
 
 
 class IndexPut(Function):

@@ -12,6 +12,7 @@ import numbers
 import warnings
 
 from ..._tensor import Tensor
+from ...autograd.function import named
 from ...ops import rnn_ops
 from ...ops.creation import empty, zeros
 from ...ops.shape import cat, stack
@@ -186,8 +187,21 @@ class RNNBase(Module):
             if self.dropout and self.training and layer < self.num_layers - 1:
                 # F.dropout on each layer's (time-major) output: PyTorch's CPU draw order.
                 x = F.dropout(x, self.dropout, True)
-        output = x.transpose(0, 1) if self.batch_first else x
-        return output, stack(hs), stack(cs) if c0 is not None else None
+        return self._named_output(x), stack(hs), stack(cs) if c0 is not None else None
+
+    def _named_output(self, x: Tensor) -> Tensor:
+        """The time-major last layer's output ``x``, batch-first if so asked, with the node
+        name PyTorch's CPU output has: the transpose back (a different overload for the
+        LSTM), the concatenated directions, the oneDNN LSTM layer (float32 without
+        projections) or the stacked time steps."""
+        if self.batch_first:
+            return named(x.transpose(0, 1), "TransposeBackward0" if self.mode == "LSTM" else
+                         "TransposeBackward1")
+        if not self.bidirectional:
+            onednn = self.mode == "LSTM" and self.proj_size == 0 and \
+                x._data.dtype.name == "float32"
+            named(x, "MkldnnRnnLayerBackward0" if onednn else "StackBackward0")
+        return x
 
     def extra_repr(self) -> str:
         s = "{input_size}, {hidden_size}"
