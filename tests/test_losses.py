@@ -243,3 +243,22 @@ def test_loss_module_weight_is_a_buffer(device):
 def test_bad_reduction_raises(device):
     with pytest.raises(ValueError):
         F.mse_loss(mt.zeros(2, device=device), mt.zeros(2, device=device), reduction="avg")
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_weighted_mse_and_l1_match_torch(device, name, reduction):
+    """A weighted mean divides by the total weight, as in PyTorch."""
+    rng = np.random.default_rng(5)
+    x, y, w = (rng.standard_normal((3, 4)) for _ in range(3))
+    ours = [mt.tensor(a, device=device, requires_grad=True) for a in (x, y, w)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (x, y, w)]
+    out = getattr(F, name)(*ours[:2], reduction=reduction, weight=ours[2])
+    tout = getattr(TF, name)(*theirs[:2], reduction=reduction, weight=theirs[2])
+    np.testing.assert_allclose(out.detach().cpu().numpy(), tout.detach().numpy(), rtol=1e-12)
+    out.sum().backward()
+    tout.sum().backward()
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.grad.cpu().numpy(), b.grad.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="Weights and input must have the same size"):
+        getattr(F, name)(ours[0], ours[1], weight=mt.ones(4, device=device))

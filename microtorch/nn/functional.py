@@ -375,24 +375,36 @@ def _legacy_reduction(size_average, reduce, reduction: str) -> str:
     return "none" if not reduce else ("mean" if size_average else "sum")
 
 
+def _weighted_reduce(loss: Tensor, input: Tensor, weight: Tensor, reduction: str) -> Tensor:
+    """PyTorch's weighted mse/l1 reduction: ``mean`` divides by the total weight."""
+    _check_reduction(reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / weight.sum()
+
+
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
-    """(input - target)^2, reduced."""
+    """(input - target)^2, reduced; with ``weight`` (input's shape), a weighted mean."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     diff = input - target
     loss = diff * diff
-    if weight is not None:  # (PyTorch's weighted form is a composition too)
-        return _reduce(loss * weight, _legacy_reduction(size_average, reduce, reduction))
-    return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
-                 "MseLossBackward0")
+    if weight is not None:  # PyTorch's weighted form is a composition too
+        return _weighted_reduce(loss, input, weight, reduction)
+    return named(_reduce(loss, reduction), "MseLossBackward0")
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
-    """|input - target|, reduced."""
+    """|input - target|, reduced; with ``weight`` (input's shape), a weighted mean."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = (input - target).abs()
     if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, _legacy_reduction(size_average, reduce, reduction))
+        return _weighted_reduce(loss, input, weight, reduction)
+    return _reduce(loss, reduction)
 
 
 def _class_last(input: Tensor, target: Tensor):
