@@ -21,7 +21,8 @@ TF = torch.nn.functional
 
 pytestmark = [pytest.mark.torch,
               pytest.mark.filterwarnings("ignore:enable_nested_tensor is True"),
-              pytest.mark.filterwarnings("ignore:Support for mismatched")]
+              pytest.mark.filterwarnings("ignore:Support for mismatched"),
+              pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")]
 
 TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
 
@@ -590,6 +591,51 @@ def test_decoder_layer_train_mode_dropout_replays_torch_stream(kw):
     tout.sum().backward()
     _compare_params_grads(layer, tlayer, "float32")
     assert mt.rand(2).tolist() == torch.rand(2).tolist()
+
+
+@pytest.mark.parametrize("grad", [True, False])
+@pytest.mark.parametrize("left_aligned", [True, False])
+def test_encoder_inference_padding_as_torch_nested_path(grad, left_aligned, device):
+    """In eval mode without gradients PyTorch runs padded batches as nested tensors: padded
+    positions come out as zeros before the final norm (but not with a right-aligned mask)."""
+    rng = _rng(18)
+    torch.manual_seed(3)
+    tenc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16,
+                                                                        batch_first=True), 2,
+                                       norm=torch.nn.LayerNorm(8)).eval()
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2,
+                                norm=nn.LayerNorm(8)).to(device).eval()
+    copy_weights(tenc, enc, device)
+    x = rng.standard_normal((3, 5, 8)).astype(np.float32)
+    kpm = np.zeros((3, 5), bool)
+    kpm[0, 3:] = kpm[2, 1:] = True
+    if not left_aligned:
+        kpm[1, 1] = True
+    with torch.set_grad_enabled(grad), mt.set_grad_enabled(grad):
+        out = enc(mt.tensor(x, device=device), src_key_padding_mask=mt.tensor(kpm, device=device))
+        tout = tenc(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm))
+    _close(out, tout, "float32", "output")
+
+
+def test_mha_inference_matches_torch_fast_path():
+    rng = _rng(19)
+    for bf in (True, False):
+        tmod = torch.nn.MultiheadAttention(8, 2, batch_first=bf).eval()
+        mod = nn.MultiheadAttention(8, 2, batch_first=bf).eval()
+        copy_weights(tmod, mod)
+        x = rng.standard_normal((3, 4, 8)).astype(np.float32)
+        kpm = np.zeros((3, 4) if bf else (4, 3), bool)
+        kpm[:, -1] = True
+        for need_weights in (True, False):
+            with torch.no_grad(), mt.no_grad():
+                tx, mx = torch.tensor(x), mt.tensor(x)
+                out, w = mod(mx, mx, mx, key_padding_mask=mt.tensor(kpm),
+                             need_weights=need_weights)
+                tout, tw = tmod(tx, tx, tx, key_padding_mask=torch.tensor(kpm),
+                                need_weights=need_weights)
+            _close(out, tout, "float32", "output")
+            if need_weights:
+                _close(w, tw, "float32", "weights")
 
 
 def test_encoder_nested_tensor_warning_and_errors():

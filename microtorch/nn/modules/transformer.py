@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..._tensor import Tensor
+from ...autograd.grad_mode import is_grad_enabled
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
@@ -291,20 +292,49 @@ class TransformerEncoder(Module):
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
-        """Run the layers in turn (nested tensors are not used: padded positions are
-        computed and returned as PyTorch's reference path does)."""
+        """Run the layers in turn over ``src``, then the optional final norm.
+
+        Where PyTorch would take its nested-tensor inference path (eval mode, no gradient
+        needed, batched input, a left-aligned ``src_key_padding_mask`` and no ``mask``, with
+        ``use_nested_tensor``), its padded positions come out as zeros before the final norm;
+        the same positions are zeroed here (no nested tensors are built), so the numbers agree.
+        """
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
                                                _none_or_dtype(mask), "mask", src.dtype)
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         batch_first = self.layers[0].self_attn.batch_first
+        padded = self._nested_padding(src, mask, src_key_padding_mask)
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal,
                          src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded, 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+    def _nested_padding(self, src: Tensor, mask, key_padding_mask) -> Tensor | None:
+        """The (N, S, 1) padded positions when PyTorch would run its nested-tensor path."""
+        first = self.layers[0]
+        if (not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3
+                or key_padding_mask is None or mask is not None):
+            return None
+        attn = first.self_attn
+        params = (attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                  attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                  first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                  first.linear2.weight, first.linear2.bias)
+        if is_grad_enabled() and any(t is not None and t.requires_grad for t in (src, *params)):
+            return None
+        pad = (key_padding_mask != 0).detach()
+        if self.mask_check:  # PyTorch's left-alignment check: valid tokens first in each row
+            rows = pad.cpu().numpy()
+            if (rows[:, 1:] < rows[:, :-1]).any():
+                return None
+        pad = pad.unsqueeze(-1)
+        return pad if first.self_attn.batch_first else pad.transpose(0, 1)
 
 
 # -- decoder -------------------------------------------------------------------------------------
