@@ -718,3 +718,86 @@ def test_exports():
         assert name in nn.__all__ and hasattr(nn, name)
     for name in ("scaled_dot_product_attention", "multi_head_attention_forward"):
         assert name in F.__all__ and hasattr(F, name)
+
+
+DEC_FWD = [
+    ({}, "tgt_mask"),
+    ({"batch_first": True}, "tgt_mask memory_mask tgt_kpm"),
+    ({"norm_first": True}, "memory_mask memory_kpm"),
+    ({"activation": "gelu", "bias": False}, "tgt_causal tgt_kpm memory_kpm"),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", DEC_FWD, ids=lambda c: f"{c[0]}-{c[1]}")
+def test_decoder_forward_backward_matches_torch(case, dtype, device):
+    kw, masks = case
+    rng = _rng(20)
+    E, H, T, S, N = 8, 2, 4, 5, 3
+    tdt, mdt = getattr(torch, dtype), getattr(mt, dtype)
+    tdec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(E, H, 16, **kw,
+                                                                        dtype=tdt), 2)
+    dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, 16, **kw, dtype=mdt),
+                                2).to(device)
+    copy_weights(tdec, dec, device)
+    dec.eval()
+    tdec.eval()
+    bf = kw.get("batch_first", False)
+    tgt, ttgt = _pair(rng.standard_normal((N, T, E) if bf else (T, N, E)).astype(dtype), device,
+                      grad=True)
+    mem, tmem = _pair(rng.standard_normal((N, S, E) if bf else (S, N, E)).astype(dtype), device,
+                      grad=True)
+    mkw, tkw = {}, {}
+    if "tgt_mask" in masks:
+        m = rng.random((T, T)) > 0.6
+        m[:, 0] = False
+        mkw["tgt_mask"], tkw["tgt_mask"] = _pair(m, device)
+    if "tgt_causal" in masks:
+        m = np.triu(np.full((T, T), -np.inf), 1).astype(dtype)
+        mkw["tgt_mask"], tkw["tgt_mask"] = _pair(m, device)
+        mkw["tgt_is_causal"] = tkw["tgt_is_causal"] = True
+    if "memory_mask" in masks:
+        m = np.where(rng.random((T, S)) > 0.6, -np.inf, rng.standard_normal((T, S)))
+        m[:, 0] = 0.0
+        mkw["memory_mask"], tkw["memory_mask"] = _pair(m.astype(dtype), device)
+    for name, length in (("tgt_kpm", T), ("memory_kpm", S)):
+        if name in masks:
+            m = rng.random((N, length)) > 0.6
+            m[:, 0] = False
+            key = name.replace("kpm", "key_padding_mask")
+            mkw[key], tkw[key] = _pair(m, device)
+    out = dec(tgt, mem, **mkw)
+    tout = tdec(ttgt, tmem, **tkw)
+    _close(out, tout, dtype, "output")
+    w = rng.standard_normal(tuple(tout.shape)).astype(dtype)
+    (out * mt.tensor(w, device=device)).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+    _close(tgt.grad, ttgt.grad, dtype, "tgt grad")
+    _close(mem.grad, tmem.grad, dtype, "memory grad")
+    _compare_params_grads(dec, tdec, dtype)
+
+
+def test_state_dicts_load_into_torch_and_functional_mha_matches():
+    rng = _rng(21)
+    mod = nn.MultiheadAttention(6, 3, kdim=4, vdim=5, add_bias_kv=True, dtype=mt.float64)
+    tmod = torch.nn.MultiheadAttention(6, 3, kdim=4, vdim=5, add_bias_kv=True,
+                                       dtype=torch.float64)
+    tmod.load_state_dict({k: torch.tensor(v.numpy()) for k, v in mod.state_dict().items()})
+    q, k, v = (rng.standard_normal(s) for s in [(3, 2, 6), (4, 2, 4), (4, 2, 5)])
+    out, w = F.multi_head_attention_forward(
+        mt.tensor(q), mt.tensor(k), mt.tensor(v), 6, 3, None, mod.in_proj_bias, mod.bias_k,
+        mod.bias_v, False, 0.0, mod.out_proj.weight, mod.out_proj.bias, training=False,
+        use_separate_proj_weight=True, q_proj_weight=mod.q_proj_weight,
+        k_proj_weight=mod.k_proj_weight, v_proj_weight=mod.v_proj_weight)
+    tout, tw = tmod(torch.tensor(q), torch.tensor(k), torch.tensor(v))
+    _close(out, tout, "float64", "output")
+    _close(w, tw, "float64", "weights")
+
+
+def test_transformer_custom_encoder_and_decoder():
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 1)
+    dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 1)
+    model = nn.Transformer(8, 2, custom_encoder=enc, custom_decoder=dec)
+    assert model.encoder is enc and model.decoder is dec
+    out = model(mt.randn(5, 2, 8), mt.randn(3, 2, 8))
+    assert tuple(out.shape) == (3, 2, 8)
