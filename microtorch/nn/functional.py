@@ -548,3 +548,9 @@ from . import _functional_extra  # noqa: E402
 from ._functional_extra import *  # noqa: E402,F403
 
 __all__ += _functional_extra.__all__
+
+# -- attention (scaled_dot_product_attention, multi_head_attention_forward) ----------------------
+from . import _functional_attention  # noqa: E402
+from ._functional_attention import *  # noqa: E402,F403
+
+__all__ += _functional_attention.__all__

@@ -1,6 +1,6 @@
 """The layer classes of ``microtorch.nn``."""
 
-from . import activation_extra, loss_extra, normalization_extra, resampling
+from . import activation_extra, loss_extra, normalization_extra, resampling, transformer
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .activation_extra import *  # noqa: F403
 from .container import ModuleDict, ModuleList, Sequential
@@ -17,6 +17,7 @@ from .pooling import AvgPool2d, MaxPool2d
 from .resampling import *  # noqa: F403
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
+from .transformer import *  # noqa: F403
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Conv2d",
            "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "Unflatten", "Dropout",
@@ -25,4 +26,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identi
            "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN",
            "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += [*activation_extra.__all__, *loss_extra.__all__, *normalization_extra.__all__,
-            *resampling.__all__]
+            *resampling.__all__, *transformer.__all__]
