@@ -421,3 +421,18 @@ def test_pad(device, pad):
 def test_flatten(device):
     compare(lambda x: F.flatten(x, 1), lambda x: torch.flatten(x, 1), [randn(2, 3, 4)],
             "float32", device)
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.ones(4, 6).t(),
+                                  lambda lib: lib.ones(2, 3, 4).permute(2, 0, 1),
+                                  lambda lib: lib.ones(4, 1, 6).transpose(0, 2),
+                                  lambda lib: lib.ones(3, 5)[:, ::2],
+                                  lambda lib: lib.ones(3, 4)],
+                         ids=["t", "permute", "transpose-with-unit-dim", "strided", "contiguous"])
+def test_dropout_mask_follows_memory_order_like_torch(make):
+    """PyTorch fills the mask of a permuted (dense) input in memory order."""
+    torch.manual_seed(7)
+    mt.manual_seed(7)
+    expected = TF.dropout(make(torch), 0.3)
+    np.testing.assert_array_equal(F.dropout(make(mt), 0.3).numpy(), expected.numpy())
+    assert mt.rand(3).tolist() == torch.rand(3).tolist()  # the streams stay in step

@@ -187,9 +187,9 @@ def _get_clones(module: Module, n: int) -> ModuleList:
 def _drop_seq_first(drop: Module, x: Tensor, batch_first: bool) -> Tensor:
     """``drop(x)`` for MHA's output. With ``batch_first`` PyTorch's output is a transposed
     view of a sequence-first buffer and its dropout mask is drawn in memory order, so draw it
-    on the sequence-first view (the same elements, PyTorch's order)."""
+    on a sequence-first copy (the same elements, PyTorch's order)."""
     if batch_first and x.dim() == 3:
-        return drop(x.transpose(0, 1)).transpose(0, 1)
+        return drop(x.transpose(0, 1).contiguous()).transpose(0, 1)
     return drop(x)
 
 
