@@ -548,3 +548,8 @@ from . import _functional_extra  # noqa: E402
 from ._functional_extra import *  # noqa: E402,F403
 
 __all__ += _functional_extra.__all__
+
+from . import _functional_more  # noqa: E402
+from ._functional_more import *  # noqa: E402,F403
+
+__all__ += _functional_more.__all__
