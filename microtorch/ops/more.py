@@ -17,6 +17,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, named
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, wrap_dim, xp_of
+from .shape import _index_add
 
 __all__ = ["tril", "triu", "sort", "argsort", "topk", "kthvalue", "einsum", "addmm",
            "baddbmm", "diag", "diagonal", "trace", "scatter", "index_add", "masked_select",
@@ -66,13 +67,15 @@ def _sort_indices(arr, dim: int, descending: bool):
     xp = xp_of(arr)
     if arr.ndim == 0:
         return xp.zeros((), np.int64)
+    # (CuPy's sort is always stable and takes no ``kind``)
+    stable = {"kind": "stable"} if xp is np else {}
     if not descending:
-        return xp.argsort(arr, axis=dim, kind="stable").astype(np.int64)
+        return xp.argsort(arr, axis=dim, **stable).astype(np.int64)
     # Descending and stable: sort the reversed array ascending (stable), reverse the result;
     # equal elements then keep their original order and NaNs come first.
     n = arr.shape[dim]
     rev = xp.flip(arr, dim)
-    idx = xp.flip(xp.argsort(rev, axis=dim, kind="stable"), dim)
+    idx = xp.flip(xp.argsort(rev, axis=dim, **stable), dim)
     return (n - 1 - idx).astype(np.int64)
 
 
@@ -304,7 +307,8 @@ class Diagonal(Function):
         arr = x._data
         ctx.args = arr.shape, offset, d1, d2
         perm, rows, cols = _diag_key(arr.shape, offset, d1, d2)
-        return arr.transpose(perm)[..., rows, cols]
+        xp = xp_of(arr)
+        return arr.transpose(perm)[..., xp.asarray(rows), xp.asarray(cols)]
 
     @staticmethod
     def backward(ctx, grad):
@@ -320,9 +324,10 @@ class DiagonalScatter(Function):
     def forward(ctx, src, shape, offset, d1, d2):
         arr = src._data
         ctx.args = offset, d1, d2
-        out = xp_of(arr).zeros(shape, arr.dtype)
+        xp = xp_of(arr)
+        out = xp.zeros(shape, arr.dtype)
         perm, rows, cols = _diag_key(shape, offset, d1, d2)
-        out.transpose(perm)[..., rows, cols] = arr
+        out.transpose(perm)[..., xp.asarray(rows), xp.asarray(cols)] = arr
         return out
 
     @staticmethod
@@ -432,8 +437,9 @@ class IndexAdd(Function):
         ctx.save_for_backward(index)
         out = arr.copy()
         vals = src if alpha == 1 else src * alpha
-        # ufunc.at accumulates repeated indices (plain fancy assignment would not)
-        xp.add.at(xp.moveaxis(out, dim, 0), idx, xp.moveaxis(vals.astype(arr.dtype), dim, 0))
+        # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
+        _index_add(xp, xp.moveaxis(out, dim, 0), idx,
+                   xp.moveaxis(vals.astype(arr.dtype), dim, 0))
         return out
 
     @staticmethod
