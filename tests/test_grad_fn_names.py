@@ -220,6 +220,10 @@ def _cases(lib):
         "conv1d": lambda x: F.conv1d(x[0], lib.ones(2, 5, 3)),
         "max_pool1d": lambda x: F.max_pool1d(x[0], 2),
         "avg_pool1d": lambda x: F.avg_pool1d(x[0], 2),
+        "copysign": lambda x: x.copysign(-1.0),
+        "kron": lambda x: lib.kron(x[0, 0], x[0, 1]),
+        "put": lambda x: x.put(lib.tensor([1, 2]), x[0, 0, 0, :2]),
+        "logcumsumexp": lambda x: x.logcumsumexp(1),
     }
 
 

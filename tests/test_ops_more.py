@@ -124,6 +124,15 @@ ONE_INPUT = {
     "cdist_p3": lambda m, x: m.cdist(x, x[:, :2] * 2, p=3.0),
     "cdist_inf": lambda m, x: m.cdist(x, x.flip(0), p=math.inf),
     "cdist_broadcast": lambda m, x: m.cdist(x, x[:1, :2]),
+    "copysign": lambda m, x: m.copysign(x, x.flip(0)),
+    "copysign_scalar": lambda m, x: x.copysign(-1.0),
+    "copysign_broadcast": lambda m, x: m.copysign(x, x[0, 0]),
+    "kron": lambda m, x: m.kron(x[0], x[1, :2, :2]),
+    "kron_mixed_dims": lambda m, x: m.kron(x, x[0, 0, :2]),
+    "put": lambda m, x: m.put(x, idx(m, [[0, 23], [-1, 5]]), x[0, :2, :2] * 2),
+    "put_accumulate": lambda m, x: x.put(idx(m, [3, 3, 1]), x[1, 0, :3], accumulate=True),
+    "logcumsumexp": lambda m, x: m.logcumsumexp(x, 1),
+    "logcumsumexp_large": lambda m, x: (x * 30).logcumsumexp(-1),
 }
 
 
@@ -248,11 +257,14 @@ def test_inplace_forms(device):
                        ("atan2_", (None,)), ("hypot_", (None,)), ("erfc_", ()),
                        ("cumprod_", (1,)), ("nan_to_num_", ()),
                        ("scatter_", (1, "idx", 2.0)), ("scatter_add_", (1, "idx", None)),
-                       ("index_add_", (0, "row", None))):
+                       ("index_add_", (0, "row", None)), ("copysign_", (-2.0,)),
+                       ("put_", ("flat", "three"))):
         results = []
         for m in (microtorch, torch):
             x = m.tensor(a)
             extra = {"idx": m.tensor([[0, 1], [3, 3], [2, 0]]), "row": m.tensor([2, 0, 2]),
+                     "flat": m.tensor([0, 11, 4]),
+                     "three": m.tensor([1.0, 2.0, 3.0], dtype=m.float64),
                      None: m.tensor(a[::-1].copy())}
             ret = getattr(x, name)(*(extra[v] if v in extra or v is None else v
                                      for v in args))
@@ -281,6 +293,8 @@ FD = {
     "cdist_p3": ([(3, 2), (4, 2)], lambda a, b: microtorch.cdist(a, b, p=3)),
     "lerp": ([(3,), (3,), (3,)], lambda a, b, w: microtorch.lerp(a, b, w)),
     "atan2": ([(4,), (4,)], lambda a, b: microtorch.atan2(a, b)),
+    "logcumsumexp": ([(2, 4)], lambda a: microtorch.logcumsumexp(a, 1)),
+    "kron": ([(2, 2), (3,)], lambda a, b: microtorch.kron(a, b)),
 }
 
 
@@ -349,6 +363,9 @@ ERRORS = [
     (RuntimeError, lambda m: m.cdist(m.ones(2, 3), m.ones(2, 4))),
     (RuntimeError, lambda m: m.cdist(m.ones(3), m.ones(2, 3))),
     (RuntimeError, lambda m: m.cdist(m.ones(2, 3), m.ones(2, 3), p=-1)),
+    (IndexError, lambda m: m.ones(3).put(m.tensor([0, 1]), m.ones(3))),
+    (IndexError, lambda m: m.ones(3).put(m.tensor([3]), m.ones(1))),
+    (RuntimeError, lambda m: m.ones(3, dtype=m.long).logcumsumexp(0)),
 ]
 
 

@@ -448,7 +448,7 @@ METHODS.update({name: getattr(more, name) for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
     "diagonal", "trace", "scatter", "index_add", "masked_select", "take", "roll", "movedim",
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
-    "hypot", "dist")}, erf=erf)
+    "hypot", "dist", "copysign", "kron", "put", "logcumsumexp")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 
 
@@ -462,7 +462,8 @@ def install_tensor_methods(cls) -> None:
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill"):
         methods[name + "_"] = _inplace(methods[name])
     for name in ("tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp",
-                 "erf", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot"):
+                 "erf", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign",
+                 "put"):
         methods[name + "_"] = _inplace(methods[name])
     methods["arctan2_"] = methods["atan2_"]
     methods["clip_"] = methods["clamp_"]

@@ -23,7 +23,8 @@ __all__ = ["tril", "triu", "sort", "argsort", "topk", "kthvalue", "einsum", "add
            "baddbmm", "diag", "diagonal", "trace", "scatter", "index_add", "masked_select",
            "take", "roll", "movedim", "moveaxis", "hstack", "vstack", "dstack", "atleast_1d",
            "atleast_2d", "atleast_3d", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv",
-           "nan_to_num", "cumprod", "hypot", "clamp_min", "clamp_max", "dist", "cdist"]
+           "nan_to_num", "cumprod", "hypot", "clamp_min", "clamp_max", "dist", "cdist",
+           "copysign", "kron", "put", "logcumsumexp"]
 
 # PyTorch's torch.return_types.* are named tuples with these fields.
 sort_result = namedtuple("sort", ["values", "indices"])
@@ -870,3 +871,144 @@ def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
         raise RuntimeError("cdist only supports non-negative p values")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return named(diff.norm(p, -1), "CdistBackward0")
+
+
+# -- optional extras ---------------------------------------------------------------------------
+class Copysign(Function):
+    """|input| with the sign of ``other``; ``other`` gets a zero gradient, as in PyTorch."""
+
+    torch_name = "CopysignBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, dt = _float_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        if not isinstance(b, Tensor):
+            ctx.torch_name = "CopysignBackward1"
+        ctx.save_for_backward(a)
+        ctx.save_output()
+        xp = xp_of(a._data if isinstance(a, Tensor) else b._data)
+        return xp.copysign(xa, xb).astype(dt, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        out = ctx.saved_output
+        ga = gb = None
+        if ctx.meta[0]:
+            xp = xp_of(a._data)
+            zero = Tensor._make(xp.zeros((), out._data.dtype))
+            ga = reduce_grad(grad * (out / a).where(a != 0, zero), *ctx.meta[0])
+        if ctx.meta[1]:
+            gb = reduce_grad(grad * 0, *ctx.meta[1])
+        return ga, gb
+
+
+def copysign(input: Tensor, other) -> Tensor:
+    """The magnitude of ``input`` with the sign of ``other`` (a tensor or a number)."""
+    return Copysign.apply(input, other)
+
+
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """The Kronecker product (block ``input[i, j] * other``), for any number of dims."""
+    nd = builtins.max(input._data.ndim, other._data.ndim)
+    sa = (1,) * (nd - input._data.ndim) + tuple(input._data.shape)
+    sb = (1,) * (nd - other._data.ndim) + tuple(other._data.shape)
+    # interleave the dims: a's (i, 1) and b's (1, k) broadcast to (i, k) pairs
+    a = input.reshape(tuple(x for n in sa for x in (n, 1)))
+    b = other.reshape(tuple(x for n in sb for x in (1, n)))
+    shape = tuple(p * q for p, q in zip(sa, sb))
+    return named((a * b).reshape(shape), "UnsafeViewBackward0")
+
+
+class Put(Function):
+    """A copy of ``x`` with ``source`` written (or added) at flat positions ``index``."""
+
+    torch_name = "PutBackward0"
+
+    @staticmethod
+    def forward(ctx, x, index, source, accumulate):
+        arr = x._data
+        xp = xp_of(arr)
+        ctx.accumulate = accumulate
+        ctx.save_for_backward(index)
+        out = arr.copy()
+        flat = out.reshape(-1)  # a view: out is contiguous
+        idx = index._data.reshape(-1) % builtins.max(arr.size, 1)
+        vals = source._data.reshape(-1).astype(arr.dtype)
+        if accumulate:
+            _index_add(xp, flat, idx, vals)
+        else:
+            flat[idx] = vals
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        gx = grad if ctx.accumulate else Put.apply(grad, index, grad.new_zeros(index.shape),
+                                                   False)
+        return gx, None, take(grad, index), None
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with ``source``'s elements at the flat positions ``index`` (added
+    when ``accumulate``; else, with repeated indices, the last write wins)."""
+    if index._data.dtype != np.int64:
+        raise RuntimeError("put_(): Expected a long tensor for index, but got "
+                           f"{index.dtype.name.capitalize()}")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError("put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {input.dtype.name.capitalize()} and source.dtype = "
+                           f"{source.dtype.name.capitalize()}")
+    if index._data.size != source._data.size:
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source._data.size}, "
+                           f"index.numel() = {index._data.size}")
+    n = input._data.size
+    idx = index._data
+    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
+        bad = int(idx.max()) if int(idx.max()) >= n else int(idx.min())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
+                         "elements.")
+    return Put.apply(input, index, source, accumulate)
+
+
+class Logcumsumexp(Function):
+    """log(cumsum(exp(x))) along dim, computed with running log-add-exps (no overflow)."""
+
+    torch_name = "LogcumsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        arr = x._data
+        ctx.dim = dim
+        ctx.save_for_backward(x)
+        ctx.save_output()
+        if arr.ndim == 0:
+            return arr.copy()
+        return xp_of(arr).logaddexp.accumulate(arr, axis=dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # sum_{j >= i} g_j exp(x_i - out_j), with g split by sign so every sum is a
+        # (reversed) logcumsumexp and nothing overflows (PyTorch's and TensorFlow's formula).
+        (x,) = ctx.saved_tensors
+        out, d = ctx.saved_output, ctx.dim
+        if x.ndim == 0:
+            return grad, None
+        xp = xp_of(x._data)
+        ninf = Tensor._make(xp.full((), -np.inf, x._data.dtype))
+
+        def rev(t):
+            return logcumsumexp(t.flip(d), d).flip(d)
+
+        pos = grad.where(grad > 0, 1.0).log().where(grad > 0, ninf)
+        neg = (-grad).where(grad < 0, 1.0).log().where(grad < 0, ninf)
+        return (rev(pos - out) + x).exp() - (rev(neg - out) + x).exp(), None
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(input))) along ``dim``, without overflow."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("logcumsumexp(): expected a floating point tensor")
+    return Logcumsumexp.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1)))
