@@ -986,7 +986,15 @@ class Logcumsumexp(Function):
         ctx.save_output()
         if arr.ndim == 0:
             return arr.copy()
-        return xp_of(arr).logaddexp.accumulate(arr, axis=dim)
+        xp = xp_of(arr)
+        try:
+            return xp.logaddexp.accumulate(arr, axis=dim)
+        except (AttributeError, NotImplementedError, TypeError):
+            # A CuPy without ufunc.accumulate for logaddexp: shift by the maximum along dim.
+            # (Prefixes far below that maximum underflow to -inf here, unlike PyTorch.)
+            top = arr.max(axis=dim, keepdims=True) if arr.shape[dim] else xp.zeros_like(arr)
+            top = xp.where(xp.isfinite(top), top, 0)
+            return (xp.log(xp.exp(arr - top).cumsum(axis=dim)) + top).astype(arr.dtype)
 
     @staticmethod
     def backward(ctx, grad):
