@@ -172,7 +172,23 @@ def _parse_einsum(equation: str, operands) -> tuple[list[str], str, dict]:
                                    f"(original->remapped): subscript {c} has sizes "
                                    f"{sizes[c]} and {n}")
         spelled.append(s)
+    for pos, c in enumerate(eq):
+        if not (c.isalpha() or c in ".,->"):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {pos} in the "
+                               "equation string, subscripts must be in [a-zA-Z]")
     if arrow:
+        bad = [rhs.find(c) for c in "->," if c in rhs]
+        if bad:
+            raise RuntimeError(f"einsum(): invalid subscript given at index "
+                               f"{len(lhs) + 2 + builtins.min(bad)} in the equation string, "
+                               "subscripts must be in [a-zA-Z]")
+        for c in rhs.replace("...", ""):
+            if c not in lhs:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+            if rhs.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   "the output")
         out = rhs.replace("...", ell)
     else:  # implicit: the ellipsis dims, then the letters used once, in alphabetical order
         counts = {c: lhs.count(c) for c in set(lhs) if c.isalpha()}
