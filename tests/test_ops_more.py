@@ -443,3 +443,21 @@ def test_softmin_and_glu_errors(device):
             m.nn.functional.glu(m.ones(3))
         with pytest.raises(RuntimeError):
             m.nn.functional.conv1d(m.ones(2, 3, 4, 5), m.ones(1, 3, 2))
+
+
+def test_diagonal_is_a_view(device):
+    """Writes through ``diagonal()`` reach the input, and autograd records them (CopySlices)."""
+    results = []
+    for m in (microtorch, torch):
+        x = m.arange(12.0).reshape(3, 4)
+        x.diagonal(1).mul_(10)
+        leaf = m.arange(9.0, requires_grad=True)
+        y = leaf.reshape(3, 3) * 1
+        d = y.diagonal(-1)
+        d.mul_(3)
+        (y * y).sum().backward()
+        results.append((x, y, leaf.grad, d))
+        assert d._base is y if m is microtorch else True
+    for a, b in zip(*results):
+        assert_same(a, b, dict(rtol=1e-6, atol=1e-6))
+    assert results[0][1].grad_fn.name() == results[1][1].grad_fn.name()

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, named
+from ..backend.base import root_buffer
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, wrap_dim, xp_of
 from .shape import _index_add
 
@@ -316,20 +317,42 @@ def _diag_key(shape: tuple, offset: int, d1: int, d2: int):
     return perm, rows, cols
 
 
+def _strided_view(arr, shape: tuple, strides: tuple):
+    """``as_strided(arr, shape, strides)`` (byte strides). On NumPy the result's ``.base`` is
+    the array owning the memory, so autograd's view machinery finds its place in its base
+    (``as_strided`` would hide the owner behind a dummy object)."""
+    xp = xp_of(arr)
+    if xp is np:
+        owner = root_buffer(arr)
+        if type(owner) is np.ndarray and owner.flags.c_contiguous and owner.flags.writeable:
+            start = (arr.__array_interface__["data"][0]
+                     - owner.__array_interface__["data"][0])
+            return np.ndarray(shape, arr.dtype, buffer=owner, offset=start, strides=strides)
+    # (a CuPy view made this way has no ``.base``: in-place ops through it that autograd
+    # must record raise an error; unrecorded writes reach the input as usual)
+    return xp.lib.stride_tricks.as_strided(arr, shape, strides)
+
+
 class Diagonal(Function):
-    """The diagonal of dims (d1, d2) as the last dim (a copy, not a view)."""
+    """The diagonal of dims (d1, d2) as the last dim: a strided view of the input's storage
+    (the diagonal's stride is the sum of the two dims' strides), or a copy (``copy``)."""
 
     @staticmethod
-    def forward(ctx, x, offset, d1, d2):
+    def forward(ctx, x, offset, d1, d2, copy=False):
         arr = x._data
         ctx.args = arr.shape, offset, d1, d2
         perm, rows, cols = _diag_key(arr.shape, offset, d1, d2)
         xp = xp_of(arr)
-        return arr.transpose(perm)[..., xp.asarray(rows), xp.asarray(cols)]
+        moved = arr.transpose(perm)
+        if copy or not len(rows):
+            return moved[..., xp.asarray(rows), xp.asarray(cols)]
+        corner = moved[..., int(rows[0]):, int(cols[0]):]
+        return _strided_view(corner, corner.shape[:-2] + (len(rows),),
+                             corner.strides[:-2] + (corner.strides[-2] + corner.strides[-1],))
 
     @staticmethod
     def backward(ctx, grad):
-        return DiagonalScatter.apply(grad, *ctx.args), None, None, None
+        return DiagonalScatter.apply(grad, *ctx.args), None, None, None, None
 
 
 class DiagonalScatter(Function):
@@ -349,17 +372,19 @@ class DiagonalScatter(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return Diagonal.apply(grad, *ctx.args), None, None, None, None
+        return Diagonal.apply(grad, *ctx.args, True), None, None, None, None
 
 
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal (``offset`` above the main one) of dims ``dim1``, ``dim2``, appended as the
-    last dim. Unlike PyTorch's, the result is a copy, not a view."""
+    last dim (a view: writes to it change ``input``)."""
+    from ..autograd.views import as_view
+
     nd = input._data.ndim
     d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return Diagonal.apply(input, offset, d1, d2)
+    return as_view(Diagonal.apply(input, offset, d1, d2), input)
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
@@ -369,7 +394,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
         n = input._data.shape[0] + builtins.abs(diagonal)
         return DiagonalScatter.apply(input, (n, n), diagonal, 0, 1)
     if nd == 2:
-        return named(Diagonal.apply(input, diagonal, 0, 1), "DiagonalBackward0_copy")
+        return named(Diagonal.apply(input, diagonal, 0, 1, True), "DiagonalBackward0_copy")
     raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
 
 
@@ -380,8 +405,8 @@ def trace(input: Tensor) -> Tensor:
                            f"{input._data.ndim}")
     arr = input._data
     if arr.dtype.kind in "biu":  # integer traces sum to int64, as sum does
-        return Diagonal.apply(input, 0, 0, 1).sum()
-    return named(Diagonal.apply(input, 0, 0, 1).sum(), "TraceBackward0")
+        return Diagonal.apply(input, 0, 0, 1, True).sum()
+    return named(Diagonal.apply(input, 0, 0, 1, True).sum(), "TraceBackward0")
 
 
 # -- scatters ----------------------------------------------------------------------------------
