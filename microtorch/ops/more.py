@@ -841,7 +841,8 @@ def nan_to_num(input: Tensor, nan=0.0, posinf=None, neginf=None) -> Tensor:
 
 
 class Cumprod(Function):
-    """Cumulative product; the backward is exact with zeros in the input."""
+    """Cumulative product; the backward is exact with zeros in the input (then O(n^2) along
+    the dim: one cumprod per position)."""
 
     torch_name = "CumprodBackward0"
 
@@ -860,9 +861,13 @@ class Cumprod(Function):
         d = ctx.dim
         if x.ndim == 0 or x.shape[d] == 0:
             return grad, None
+        xp = xp_of(x._data)
+        if not bool((x._data == 0).any()):
+            # no zeros: d out_j / d x_i = out_j / x_i, so the gradient is a reversed cumsum
+            out = cumprod(x, d)  # (recomputed rather than saved: the input is saved anyway)
+            return (grad * out).flip(d).cumsum(d).flip(d) / x, None
         n = x.shape[d]
         xm, gm = x.movedim(d, -1), grad.movedim(d, -1)
-        xp = xp_of(x._data)
         # d out_j / d x_i = prod_{k <= j, k != i} x_k (j >= i): the cumprod of x with x_i
         # replaced by 1. One row per i (O(n^2)), which needs no division, so zeros are exact.
         eye = Tensor._make(xp.eye(n, dtype=bool))
