@@ -461,3 +461,19 @@ def test_diagonal_is_a_view(device):
     for a, b in zip(*results):
         assert_same(a, b, dict(rtol=1e-6, atol=1e-6))
     assert results[0][1].grad_fn.name() == results[1][1].grad_fn.name()
+
+
+EINSUM = [("iij->j", [(3, 3, 2)]), ("iij,jk->ik", [(3, 3, 2), (2, 4)]),
+          ("ab,ab->", [(2, 3), (2, 3)]), ("Ab,bC->AC", [(2, 3), (3, 4)]),
+          ("...ii->...", [(2, 3, 3)]), ("i,i,i->i", [(4,), (4,), (4,)]),
+          ("ij,ij->ji", [(2, 3), (2, 3)]), ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+          ("ii->", [(3, 3)]), ("...,...->...", [(2, 1), (3,)]),
+          ("i...,j...->ij...", [(2, 3), (4, 3)]), ("ij,jk", [(0, 3), (3, 2)])]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", range(len(EINSUM)))
+def test_einsum_equations(case, dtype, device):
+    equation, shapes = EINSUM[case]
+    check(lambda m, *xs: m.einsum(equation, *xs), inputs("n" * len(shapes), shapes, dtype),
+          device)
