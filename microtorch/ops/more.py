@@ -82,7 +82,11 @@ def _sort_indices(arr, dim: int, descending: bool):
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
-    """(values, indices) sorted along ``dim``; always stable (PyTorch's CPU order)."""
+    """(values, indices) sorted along ``dim``, NaN as the largest value.
+
+    Always stable: PyTorch's order with ``stable=True``; with ``stable=False`` PyTorch's CPU
+    sort may order equal values differently along dims longer than 16.
+    """
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     idx = _tensor_like(_sort_indices(input._data, d, descending), input)
     if input._data.ndim == 0:
@@ -97,7 +101,8 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     return sort(input, dim, descending, stable).indices
 
 
-def _select_sorted(input: Tensor, k: int, dim: int, descending: bool, count: bool):
+def _select_sorted(input: Tensor, dim: int, descending: bool):
+    """(wrapped dim, its size, the sort indices along it) for topk / kthvalue."""
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     size = input._data.shape[d] if input._data.ndim else 1
     return d, size, _tensor_like(_sort_indices(input._data, d, descending), input)
@@ -109,7 +114,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     Among equal values the lower index comes first (PyTorch's CPU partial sort may pick
     another of the tied indices; the values agree).
     """
-    d, size, idx = _select_sorted(input, k, dim, largest, True)
+    d, size, idx = _select_sorted(input, dim, largest)
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     if input._data.ndim == 0:
@@ -119,8 +124,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
-    """The ``k``-th smallest value along ``dim`` and its index (the first among ties)."""
-    d, size, idx = _select_sorted(input, k, dim, False, False)
+    """The ``k``-th smallest value along ``dim`` and its index (the first among ties, where
+    PyTorch's quickselect may return another of the tied indices)."""
+    d, size, idx = _select_sorted(input, dim, False)
     if not 1 <= k <= builtins.max(size, 1):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     if input._data.ndim == 0:
