@@ -471,6 +471,16 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
     _check_index(input, d, index, "scatter")
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    ishape, xshape = index._data.shape, input._data.shape
+    sshape = src._data.shape if isinstance(src, Tensor) else None
+    if index._data.size and (
+            any(n > xshape[k] for k, n in enumerate(ishape) if k != d)
+            or (sshape is not None and (len(sshape) != len(ishape)
+                                        or any(n > m for n, m in zip(ishape, sshape))))):
+        raise RuntimeError(f"Expected index {list(ishape)} to be no larger than self "
+                           f"{list(xshape)} apart from dimension {d}"
+                           + ("" if sshape is None else
+                              f" and to be no larger size than src {list(sshape)}"))
     return Scatter.apply(input, d, index, src)
 
 
