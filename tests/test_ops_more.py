@@ -355,6 +355,8 @@ ERRORS = [
     (RuntimeError, lambda m: m.ones(2, 2).scatter(0, m.tensor([[0, 0, 0]]), 1.0)),
     (RuntimeError, lambda m: m.ones(2, 3).scatter(0, m.tensor([[0, 0, 0]]), m.ones(1, 2))),
     (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([0]), m.ones(2, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([2]), m.ones(1, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([-1]), m.ones(1, 2))),
     (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([0]), m.ones(1, 2,
                                                                             dtype=m.float64))),
     (RuntimeError, lambda m: m.ones(2, 2).masked_select(m.ones(2, 2))),

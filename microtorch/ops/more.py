@@ -525,6 +525,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         expect[d] = index._data.size
     if list(source._data.shape) != expect and not (source._data.ndim == 0 and not expect):
         raise RuntimeError("index_add_(): source and index sizes do not match")
+    idx, n = index._data, (input._data.shape[d] if input._data.ndim else 1)
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):  # (no negative indices)
+        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 
