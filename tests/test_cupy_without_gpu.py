@@ -198,6 +198,10 @@ cupy.cuda.compiler.CompileException cupy.cuda.nvrtc.getVersion
 cupy.lib.stride_tricks.as_strided cupy.may_share_memory cupy.take_along_axis cupy.broadcast_to
 cupy.matmul cupy.repeat cupy.concatenate cupy.tanh cupy.multiply cupy.subtract cupy.maximum
 cupyx.scatter_add cupyx.scipy.special.erf
+cupy.tri cupy.triu cupy.eye cupy.ones cupy.zeros cupy.argsort cupy.flip cupy.einsum
+cupy.indices cupy.moveaxis cupy.roll cupy.arctan2 cupy.hypot cupy.where cupy.isnan
+cupy.isfinite cupy.abs cupy.copysign cupy.logaddexp cupy.exp cupy.log cupy.full cupy.zeros_like
+cupyx.scipy.special.erfc cupyx.scipy.special.erfinv
 """.split()
 
 # The NCCL API of microtorch/distributed/_nccl.py (only there when CuPy finds libnccl).

@@ -571,3 +571,8 @@ from . import _functional_attention  # noqa: E402
 from ._functional_attention import *  # noqa: E402,F403
 
 __all__ += _functional_attention.__all__
+
+from . import _functional_more  # noqa: E402
+from ._functional_more import *  # noqa: E402,F403
+
+__all__ += _functional_more.__all__

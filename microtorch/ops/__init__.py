@@ -14,7 +14,7 @@ from .. import _dtype
 from ..autograd import views
 from ..autograd.function import named
 from ..autograd.grad_mode import state
-from . import creation, elementwise, linalg, nn_ops, reduce, shape
+from . import creation, elementwise, linalg, more, nn_ops, reduce, shape
 from ._util import Tensor, is_scalar, promote_operands, xp_of
 from .creation import *  # noqa: F403
 from .elementwise import (
@@ -68,7 +68,8 @@ from .elementwise import (
     where,
 )
 from .linalg import bmm, dot, matmul, mm, mv, outer
-from .nn_ops import log_softmax, softmax
+from .more import *  # noqa: F403
+from .nn_ops import erf, log_softmax, softmax
 from .reduce import (
     all,
     amax,
@@ -442,6 +443,12 @@ METHODS = dict(
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
     __getitem__=getitem, __setitem__=setitem,
 )
+# The ops of ``more`` whose Tensor methods take the same arguments.
+METHODS.update({name: getattr(more, name) for name in (
+    "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
+    "diagonal", "trace", "scatter", "index_add", "masked_select", "take", "roll", "movedim",
+    "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
+    "hypot", "dist", "copysign", "kron", "put", "logcumsumexp")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 
 
@@ -454,6 +461,11 @@ def install_tensor_methods(cls) -> None:
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill"):
         methods[name + "_"] = _inplace(methods[name])
+    for name in ("tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp",
+                 "erf", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign",
+                 "put"):
+        methods[name + "_"] = _inplace(methods[name])
+    methods["arctan2_"] = methods["atan2_"]
     methods["clip_"] = methods["clamp_"]
     methods["__iadd__"] = methods["add_"]
     methods["__isub__"] = methods["sub_"]
@@ -478,5 +490,6 @@ __all__ = [
     "logsumexp", "norm", "cumsum", "all", "any",
     "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
-    "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone",
+    "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
+    *more.__all__,
 ]

@@ -502,6 +502,9 @@ class Gather(Function):
         arr, idx = x._data, index._data
         ctx.shape, ctx.dim = arr.shape, dim
         ctx.save_for_backward(index)
+        # PyTorch reads only the index's extent in the other dims (take_along_axis would
+        # broadcast a smaller index across them)
+        arr = arr[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
         return xp_of(arr).take_along_axis(arr, idx, dim)
 
     @staticmethod

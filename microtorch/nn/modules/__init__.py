@@ -1,12 +1,13 @@
 """The layer classes of ``microtorch.nn``."""
 
-from . import activation_extra, loss_extra, normalization_extra, resampling, transformer
+from . import activation_extra, layers_1d, loss_extra, normalization_extra, resampling, transformer
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .activation_extra import *  # noqa: F403
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d, ConvTranspose2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
+from .layers_1d import AvgPool1d, Conv1d, MaxPool1d
 from .linear import Identity, Linear
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .loss_extra import *  # noqa: F403
@@ -26,4 +27,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identi
            "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN",
            "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 __all__ += [*activation_extra.__all__, *loss_extra.__all__, *normalization_extra.__all__,
-            *resampling.__all__, *transformer.__all__]
+            *resampling.__all__, *transformer.__all__, *layers_1d.__all__]

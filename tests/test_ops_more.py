@@ -1,0 +1,483 @@
+"""The ops of ``microtorch/ops/more.py`` against PyTorch: values, dtypes, gradients, edge cases
+and errors; finite differences for a representative subset (independent of PyTorch)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from _gradcheck import finite_difference_check
+from test_ops import FLOATS, as_numpy, assert_same, check, inputs
+
+import microtorch
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+NAN = float("nan")
+
+
+def idx(m, values):
+    return m.tensor(values, dtype=m.long)
+
+
+# -- ops of one (2, 3, 4) input ----------------------------------------------------------------
+ONE_INPUT = {
+    "tril": lambda m, x: m.tril(x),
+    "tril_diag": lambda m, x: x.tril(1),
+    "tril_negative": lambda m, x: m.tril(x, diagonal=-1),
+    "triu": lambda m, x: m.triu(x),
+    "triu_diag": lambda m, x: x.triu(-1),
+    "triu_far": lambda m, x: x.triu(7),
+    "sort": lambda m, x: m.sort(x),
+    "sort_dim": lambda m, x: x.sort(0),
+    "sort_descending": lambda m, x: m.sort(x, dim=1, descending=True),
+    "sort_stable": lambda m, x: m.sort(x, stable=True, dim=-2),
+    "argsort": lambda m, x: m.argsort(x, 1),
+    "argsort_descending": lambda m, x: x.argsort(descending=True),
+    "topk": lambda m, x: m.topk(x, 2),
+    "topk_dim": lambda m, x: x.topk(1, dim=0),
+    "topk_smallest": lambda m, x: x.topk(3, 1, largest=False),
+    "topk_all": lambda m, x: x.topk(4),
+    "topk_zero": lambda m, x: x.topk(0),
+    "kthvalue": lambda m, x: m.kthvalue(x, 2),
+    "kthvalue_keepdim": lambda m, x: x.kthvalue(3, 1, keepdim=True),
+    "einsum_transpose": lambda m, x: m.einsum("ijk->kji", x),
+    "einsum_sum": lambda m, x: m.einsum("ijk->", x),
+    "einsum_implicit": lambda m, x: m.einsum("ikj", x),
+    "einsum_batch_matmul": lambda m, x: m.einsum("bij,bkj->bik", x, x * 2),
+    "einsum_ellipsis": lambda m, x: m.einsum("...j,...j->...", x, x.exp()),
+    "einsum_ellipsis_implicit": lambda m, x: m.einsum("i...->...i", x),
+    "einsum_diagonal": lambda m, x: m.einsum("ijj->ij", x[:, :, :3]),
+    "einsum_trace": lambda m, x: m.einsum("ii", x[0, :, :3]),
+    "einsum_three": lambda m, x: m.einsum("bij,bjk,k->bi", x, x.transpose(1, 2), x[0, :, 0]),
+    "einsum_outer": lambda m, x: m.einsum("i,j", x[0, 0], x[1, 1]),
+    "einsum_list": lambda m, x: m.einsum("ij,ij->i", [x[0], x[1]]),
+    "einsum_spaces": lambda m, x: m.einsum("b i j , b i j -> b", x, x),
+    "einsum_broadcast": lambda m, x: m.einsum("...ij,...ij->...i", x, x[:1]),
+    "diagonal": lambda m, x: m.diagonal(x),
+    "diagonal_offset": lambda m, x: x.diagonal(1, 1, 2),
+    "diagonal_negative": lambda m, x: x.diagonal(-1, -1, 0),
+    "diagonal_empty": lambda m, x: x.diagonal(5, 1, 2),
+    "diag_of_matrix": lambda m, x: m.diag(x[0]),
+    "diag_of_matrix_offset": lambda m, x: x[1].diag(-1),
+    "diag_of_vector": lambda m, x: m.diag(x[0, 0]),
+    "diag_of_vector_offset": lambda m, x: m.diag(x[0, 1], 2),
+    "diag_of_vector_negative": lambda m, x: m.diag(x[0, 1], -1),
+    "trace": lambda m, x: m.trace(x[0]),
+    "roll": lambda m, x: m.roll(x, 1),
+    "roll_dim": lambda m, x: x.roll(-2, 2),
+    "roll_dims": lambda m, x: m.roll(x, (1, 5), (0, -1)),
+    "movedim": lambda m, x: m.movedim(x, 0, -1),
+    "movedim_many": lambda m, x: x.movedim((0, 1), (2, 0)),
+    "moveaxis": lambda m, x: m.moveaxis(x, -1, 0),
+    "hstack": lambda m, x: m.hstack([x, x * 2]),
+    "hstack_1d": lambda m, x: m.hstack((x[0, 0], x[1, 1])),
+    "vstack": lambda m, x: m.vstack([x[0], x[1, :1]]),
+    "vstack_1d": lambda m, x: m.vstack([x[0, 0], x[1, 1]]),
+    "dstack": lambda m, x: m.dstack([x[0], x[1]]),
+    "atleast_2d": lambda m, x: m.atleast_2d(x[0, 0]),
+    "rot90": lambda m, x: m.rot90(x),
+    "rot90_k": lambda m, x: x.rot90(2, (1, 2)),
+    "rot90_negative": lambda m, x: x.rot90(-1, [2, 0]),
+    "rot90_zero": lambda m, x: x.rot90(4),
+    "take": lambda m, x: m.take(x, idx(m, [[0, 23], [-1, 5]])),
+    "take_repeated": lambda m, x: x.take(idx(m, [3, 3, 3])),
+    "masked_select": lambda m, x: m.masked_select(x, x > 0),
+    "masked_select_broadcast": lambda m, x: x.masked_select(m.tensor([True, False, False, True])),
+    "index_add": lambda m, x: m.index_add(x, 1, idx(m, [2, 0, 2, 2]), x.repeat(1, 2, 1)[:, :4]
+                                          * 3),
+    "index_add_alpha": lambda m, x: x.index_add(-1, idx(m, [1, 1]), x[..., :2], alpha=2.5),
+    "scatter": lambda m, x: m.scatter(x, 1, idx(m, [[[0, 2, 1, 0]], [[2, 2, 2, 1]]]),
+                                      x[:, :1].flip(0)),
+    "scatter_value": lambda m, x: x.scatter(2, idx(m, [[[0], [3], [1]], [[2], [2], [2]]]), 1.5),
+    "scatter_value_kw": lambda m, x: m.scatter(x, 0, idx(m, [[[1, 0, 1, 0]]]), value=-1.0),
+    "scatter_add_repeated": lambda m, x: m.scatter_add(x, 0, idx(m, [[[1, 1, 0, 0]],
+                                                                    [[1, 1, 1, 1]]]), x[:, :1] * 2),
+    "atan2": lambda m, x: m.atan2(x, x.flip(0)),
+    "arctan2_broadcast": lambda m, x: m.arctan2(x[0, 0], x),
+    "hypot": lambda m, x: m.hypot(x, x.flip(2)),
+    "lerp_scalar": lambda m, x: m.lerp(x, x.flip(1), 0.3),
+    "lerp_scalar_large": lambda m, x: x.lerp(x.flip(1), 0.8),
+    "lerp_tensor": lambda m, x: m.lerp(x, x.flip(0), (x * 3).sigmoid()),
+    "lerp_broadcast": lambda m, x: m.lerp(x, x[0, 0], x[:, :1].sigmoid()),
+    "erf": lambda m, x: m.erf(x),
+    "erfc": lambda m, x: m.erfc(x),
+    "erfinv": lambda m, x: m.erfinv(x.tanh() * 0.9),
+    "cumprod": lambda m, x: m.cumprod(x, 1),
+    "cumprod_negative_dim": lambda m, x: x.cumprod(-1),
+    "cumprod_zeros": lambda m, x: m.cumprod(x * (x.detach() > -0.5), 2),
+    "cumprod_two_zeros": lambda m, x: m.cumprod(x * m.tensor([1.0, 0.0, 1.0, 0.0]).to(x.dtype),
+                                                2),
+    "clamp_min": lambda m, x: m.clamp_min(x, 0.1),
+    "clamp_max": lambda m, x: m.clamp_max(x, 0.1),
+    "softmin": lambda m, x: m.nn.functional.softmin(x, 1),
+    "glu": lambda m, x: m.nn.functional.glu(x),
+    "glu_dim": lambda m, x: m.nn.functional.glu(x, 0),
+    "dist": lambda m, x: m.dist(x, x.flip(0)),
+    "dist_p1": lambda m, x: x.dist(x.flip(0), 1),
+    "dist_inf": lambda m, x: x.dist(x.flip(0), math.inf),
+    "cdist": lambda m, x: m.cdist(x, x.flip(0)),
+    "cdist_unbatched": lambda m, x: m.cdist(x[0], x[1, :2]),
+    "cdist_p1": lambda m, x: m.cdist(x, x.flip(0), p=1),
+    "cdist_p3": lambda m, x: m.cdist(x, x[:, :2] * 2, p=3.0),
+    "cdist_inf": lambda m, x: m.cdist(x, x.flip(0), p=math.inf),
+    "cdist_broadcast": lambda m, x: m.cdist(x, x[:1, :2]),
+    "copysign": lambda m, x: m.copysign(x, x.flip(0)),
+    "copysign_scalar": lambda m, x: x.copysign(-1.0),
+    "copysign_broadcast": lambda m, x: m.copysign(x, x[0, 0]),
+    "kron": lambda m, x: m.kron(x[0], x[1, :2, :2]),
+    "kron_mixed_dims": lambda m, x: m.kron(x, x[0, 0, :2]),
+    "put": lambda m, x: m.put(x, idx(m, [[0, 23], [-1, 5]]), x[0, :2, :2] * 2),
+    "put_accumulate": lambda m, x: x.put(idx(m, [3, 3, 1]), x[1, 0, :3], accumulate=True),
+    "logcumsumexp": lambda m, x: m.logcumsumexp(x, 1),
+    "logcumsumexp_large": lambda m, x: (x * 30).logcumsumexp(-1),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", ONE_INPUT)
+def test_one_input(name, dtype, device):
+    check(ONE_INPUT[name], inputs("n", [(2, 3, 4)], dtype), device)
+
+
+# -- several inputs -----------------------------------------------------------------------------
+SEVERAL = {
+    "addmm": ((3, 4), (3, 5), (5, 4), lambda m, a, b, c: m.addmm(a, b, c)),
+    "addmm_scaled": ((4,), (3, 5), (5, 4), lambda m, a, b, c: a.addmm(b, c, beta=0.5,
+                                                                      alpha=-2)),
+    "addmm_beta0": ((1, 4), (3, 5), (5, 4), lambda m, a, b, c: m.addmm(a, b, c, beta=0)),
+    "baddbmm": ((2, 3, 4), (2, 3, 5), (2, 5, 4), lambda m, a, b, c: m.baddbmm(a, b, c)),
+    "baddbmm_scaled": ((3, 4), (2, 3, 5), (2, 5, 4),
+                       lambda m, a, b, c: a.baddbmm(b, c, beta=2, alpha=0.5)),
+    "einsum_bilinear": ((2, 3), (4, 3, 5), (2, 5), lambda m, a, b, c: m.einsum("bi,oij,bj->bo",
+                                                                              a, b, c)),
+    "outer": ((3,), (4,), (1,), lambda m, a, b, c: m.outer(a, b) * c),
+    "kron_like_einsum": ((2, 3), (4, 5), (1,), lambda m, a, b, c: m.einsum(
+        "ij,kl->ikjl", a, b).reshape(8, 15) * c),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", SEVERAL)
+def test_several_inputs(name, dtype, device):
+    *shapes, fn = SEVERAL[name]
+    check(fn, inputs("nnn", shapes, dtype), device)
+
+
+# -- ties, NaNs, empties, integers ---------------------------------------------------------------
+def test_sort_ties_and_nans(device):
+    data = np.array([3.0, NAN, 1.0, 3.0, NAN, 3.0, -np.inf, np.inf])
+    for kwargs in ({}, {"descending": True}, {"stable": True}, {"stable": True,
+                                                                "descending": True}):
+        ours = microtorch.tensor(data, device=device).sort(**kwargs)
+        theirs = torch.tensor(data).sort(**kwargs)
+        assert type(ours).__name__ == "sort" and ours._fields == ("values", "indices")
+        assert_same(ours.values, theirs.values)
+        assert_same(ours.indices, theirs.indices)
+
+
+def test_topk_ties_and_nans(device):
+    """Values match PyTorch; among ties microtorch picks the lowest indices (PyTorch's CPU
+    partial sort may pick others), so indices are compared by the values they point at."""
+    for data in ([3.0, 1.0, 3.0, 3.0, 1.0, 2.0], [3.0, NAN, 1.0, NAN]):
+        for k, largest in ((2, True), (3, False), (1, True)):
+            ours = microtorch.tensor(data, device=device).topk(k, largest=largest)
+            theirs = torch.tensor(data).topk(k, largest=largest)
+            assert_same(ours.values, theirs.values)
+            np.testing.assert_array_equal(np.asarray(data)[as_numpy(ours.indices)],
+                                          as_numpy(theirs.values))
+    ours = microtorch.tensor([3.0, 1.0, 3.0, 3.0], device=device).topk(2)
+    assert as_numpy(ours.indices).tolist() == [0, 2]
+
+
+def test_integer_and_bool_inputs(device):
+    a = np.array([[3, -1, 2], [0, 5, 5]], dtype=np.int64)
+    for fn in (lambda m, x: m.sort(x, descending=True), lambda m, x: m.topk(x, 2),
+               lambda m, x: m.tril(x), lambda m, x: m.triu(x, 1), lambda m, x: m.cumprod(x, 1),
+               lambda m, x: m.roll(x, 1, 1), lambda m, x: m.diag(x), lambda m, x: m.trace(x),
+               lambda m, x: m.nan_to_num(x), lambda m, x: m.einsum("ij->j", x),
+               lambda m, x: m.cumprod(x.bool(), 0), lambda m, x: m.cumprod(x, 0,
+                                                                          dtype=m.float64),
+               lambda m, x: m.scatter(x, 1, m.tensor([[0], [2]]), 7),
+               lambda m, x: m.index_add(x, 0, m.tensor([1, 1]), x)):
+        check(fn, [a], device, grad=False)
+    # integer inputs of the float functions compute in float32 (libm vs SLEEF: an ulp apart)
+    for fn in (lambda m, x: m.atan2(x, x + 1), lambda m, x: m.erfc(x),
+               lambda m, x: m.hypot(x.double(), x)):
+        check(fn, [a], device, grad=False, tol=dict(rtol=1e-6, atol=1e-7))
+
+
+def test_empty_tensors(device):
+    e = np.zeros((0, 3))
+    for fn in (lambda m, x: m.sort(x, 0), lambda m, x: m.topk(x, 0, 0), lambda m, x: m.tril(x),
+               lambda m, x: m.cumprod(x, 0), lambda m, x: m.einsum("ij->j", x),
+               lambda m, x: m.roll(x, 2), lambda m, x: m.masked_select(x, x > 0),
+               lambda m, x: m.diagonal(x), lambda m, x: m.cdist(x, x),
+               lambda m, x: m.index_add(x, 0, m.tensor([], dtype=m.long), x)):
+        check(fn, [e], device)
+
+
+def test_0d_inputs(device):
+    s = np.array(1.5)
+    for fn in (lambda m, x: m.sort(x), lambda m, x: m.topk(x, 1), lambda m, x: m.cumprod(x, 0),
+               lambda m, x: m.roll(x, 1), lambda m, x: m.einsum("->", x),
+               lambda m, x: m.atleast_2d(x), lambda m, x: m.hstack([x, x])):
+        check(fn, [s], device)
+
+
+def test_nan_to_num(device):
+    data = np.array([NAN, np.inf, -np.inf, 1.5, -0.0])
+    for dtype in FLOATS:
+        for kwargs in ({}, {"nan": 2.0}, {"posinf": 1e3, "neginf": -7.0}):
+            check(lambda m, x, kw=kwargs: m.nan_to_num(x, **kw) * 1, [data.astype(dtype)],
+                  device)
+
+
+def test_erfinv_outside_the_domain(device):
+    check(lambda m, x: m.erfinv(x), [np.array([-1.0, 1.0, 1.5, -2.0, 0.0])], device,
+          grad=False)
+
+
+def test_cumprod_gradient_with_zeros(device):
+    for data in ([2.0, 0.0, 3.0, 4.0], [0.0, 0.0, 5.0], [1.5, 2.0, 0.0], [0.0]):
+        check(lambda m, x: m.cumprod(x, 0), [np.array(data)], device)
+
+
+def test_cdist_gradient_at_zero_distance(device):
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    check(lambda m, x, y: m.cdist(x, y), [a, a.copy()], device)
+
+
+def test_inplace_forms(device):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4))
+    for name, args in (("tril_", ()), ("triu_", (1,)), ("lerp_", (None, 0.25)),
+                       ("atan2_", (None,)), ("hypot_", (None,)), ("erfc_", ()),
+                       ("cumprod_", (1,)), ("nan_to_num_", ()),
+                       ("scatter_", (1, "idx", 2.0)), ("scatter_add_", (1, "idx", None)),
+                       ("index_add_", (0, "row", None)), ("copysign_", (-2.0,)),
+                       ("put_", ("flat", "three"))):
+        results = []
+        for m in (microtorch, torch):
+            x = m.tensor(a)
+            extra = {"idx": m.tensor([[0, 1], [3, 3], [2, 0]]), "row": m.tensor([2, 0, 2]),
+                     "flat": m.tensor([0, 11, 4]),
+                     "three": m.tensor([1.0, 2.0, 3.0], dtype=m.float64),
+                     None: m.tensor(a[::-1].copy())}
+            ret = getattr(x, name)(*(extra[v] if v in extra or v is None else v
+                                     for v in args))
+            assert ret is x
+            results.append(x)
+        assert_same(results[0], results[1], dict(rtol=1e-12, atol=1e-12))
+
+
+def test_inplace_recorded(device):
+    for m in (microtorch, torch):
+        x = m.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        y = x * 1
+        y.tril_().scatter_(1, m.tensor([[1], [0]]), 5.0)
+        y.sum().backward()
+        assert x.grad.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+
+
+# -- finite differences (independent of PyTorch) ------------------------------------------------
+FD = {
+    "einsum": ([(2, 3), (3, 4), (4,)], lambda a, b, c: microtorch.einsum("ij,jk,k->i", a, b, c)),
+    "einsum_diagonal": ([(3, 3)], lambda a: microtorch.einsum("ii->i", a)),
+    "einsum_summed_operand": ([(2, 3), (3,)], lambda a, b: microtorch.einsum("ij,k->i", a, b)),
+    "cumprod_zeros": ([(2, 5)], lambda a: microtorch.cumprod(a * microtorch.tensor(
+        [1.0, 0.0, 1.0, 0.0, 1.0], dtype=microtorch.float64, device=a.device), 1)),
+    "cdist": ([(3, 2), (4, 2)], lambda a, b: microtorch.cdist(a, b)),
+    "cdist_p3": ([(3, 2), (4, 2)], lambda a, b: microtorch.cdist(a, b, p=3)),
+    "lerp": ([(3,), (3,), (3,)], lambda a, b, w: microtorch.lerp(a, b, w)),
+    "atan2": ([(4,), (4,)], lambda a, b: microtorch.atan2(a, b)),
+    "logcumsumexp": ([(2, 4)], lambda a: microtorch.logcumsumexp(a, 1)),
+    "kron": ([(2, 2), (3,)], lambda a, b: microtorch.kron(a, b)),
+}
+
+
+@pytest.mark.parametrize("name", FD)
+def test_finite_differences(name, device):
+    shapes, fn = FD[name]
+    arrays = inputs("n" * len(shapes), shapes, "float64", seed=3)
+    finite_difference_check(fn, arrays, device)
+
+
+@pytest.mark.parametrize("name", ["einsum", "einsum_diagonal", "cumprod_zeros", "atan2"])
+def test_second_derivatives(name, device):
+    """Gradients of gradients (create_graph) match PyTorch's."""
+    shapes, _ = FD[name]
+    fns = {"einsum": lambda m, a, b, c: m.einsum("ij,jk,k->i", a, b, c),
+           "einsum_diagonal": lambda m, a: m.einsum("ii->i", a) ** 3,
+           "cumprod_zeros": lambda m, a: m.cumprod(a * m.tensor([1.0, 0.0, 1.0, 0.0, 1.0],
+                                                                dtype=m.float64), 1),
+           "cdist": lambda m, a, b: m.cdist(a, b),
+           "atan2": lambda m, a, b: m.atan2(a, b)}
+    arrays = inputs("n" * len(shapes), shapes, "float64", seed=3)
+    grads = []
+    for m in (microtorch, torch):
+        xs = [m.tensor(a, requires_grad=True) for a in arrays]
+        out = fns[name](m, *xs)
+        g = m.autograd.grad((out * out).sum(), xs, create_graph=True)
+        total = sum((gi * gi).sum() for gi in g)
+        grads.append([t.detach().numpy() if m is torch else t.detach().cpu().numpy()
+                      for t in m.autograd.grad(total, xs)])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+# -- errors -------------------------------------------------------------------------------------
+ERRORS = [
+    (RuntimeError, lambda m: m.tril(m.ones(3))),
+    (RuntimeError, lambda m: m.ones(3).topk(4)),
+    (RuntimeError, lambda m: m.ones(3).topk(-1)),
+    (RuntimeError, lambda m: m.ones(3).kthvalue(0)),
+    (RuntimeError, lambda m: m.ones(3).kthvalue(4)),
+    (IndexError, lambda m: m.ones(2, 3).sort(2)),
+    (RuntimeError, lambda m: m.einsum("ij,jk", m.ones(2, 3))),
+    (RuntimeError, lambda m: m.einsum("ij", m.ones(2, 3), m.ones(2))),
+    (RuntimeError, lambda m: m.einsum("ij,jk", m.ones(2, 3), m.ones(2, 3))),
+    (RuntimeError, lambda m: m.einsum("ijk", m.ones(2, 3))),
+    (RuntimeError, lambda m: m.einsum("ij,jk", m.ones(2, 3), m.ones(3, 2, dtype=m.float64))),
+    (RuntimeError, lambda m: m.einsum("ij->ii", m.ones(2, 2))),
+    (RuntimeError, lambda m: m.einsum("ij->k", m.ones(2, 2))),
+    (RuntimeError, lambda m: m.einsum("i->i->", m.ones(2))),
+    (RuntimeError, lambda m: m.einsum("i1->i", m.ones(2, 2))),
+    (RuntimeError, lambda m: m.addmm(m.ones(2, 2), m.ones(2), m.ones(2, 2))),
+    (RuntimeError, lambda m: m.diag(m.ones(2, 2, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).diagonal(0, 1, 1)),
+    (RuntimeError, lambda m: m.trace(m.ones(2))),
+    (RuntimeError, lambda m: m.ones(2, 2).scatter(0, m.tensor([[2]]), 1.0)),
+    (RuntimeError, lambda m: m.ones(2, 2).scatter(0, m.tensor([[0.0]]), 1.0)),
+    (RuntimeError, lambda m: m.ones(2, 2).scatter(0, m.tensor([0]), 1.0)),
+    (RuntimeError, lambda m: m.ones(2, 2).scatter(0, m.tensor([[0, 0, 0]]), 1.0)),
+    (RuntimeError, lambda m: m.ones(2, 3).scatter(0, m.tensor([[0, 0, 0]]), m.ones(1, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([0]), m.ones(2, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([2]), m.ones(1, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([-1]), m.ones(1, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).index_add(0, m.tensor([0]), m.ones(1, 2,
+                                                                            dtype=m.float64))),
+    (RuntimeError, lambda m: m.ones(2, 2).masked_select(m.ones(2, 2))),
+    (RuntimeError, lambda m: m.ones(2, 2).masked_select(m.ones(3, dtype=m.bool))),
+    (IndexError, lambda m: m.ones(2, 2).take(m.tensor([4]))),
+    (RuntimeError, lambda m: m.ones(2, 2).roll((1, 1), 0)),
+    (RuntimeError, lambda m: m.ones(2, 2).movedim((0, 1), (0,))),
+    (RuntimeError, lambda m: m.ones(2, 2).movedim((0, 0), (0, 1))),
+    (RuntimeError, lambda m: m.ones(2, 2).rot90(1, (0, 0))),
+    (RuntimeError, lambda m: m.ones(2).rot90()),
+    (RuntimeError, lambda m: m.lerp(m.ones(2), m.ones(2, dtype=m.float64), 0.5)),
+    (RuntimeError, lambda m: m.cdist(m.ones(2, 3), m.ones(2, 4))),
+    (RuntimeError, lambda m: m.cdist(m.ones(3), m.ones(2, 3))),
+    (RuntimeError, lambda m: m.cdist(m.ones(2, 3), m.ones(2, 3), p=-1)),
+    (IndexError, lambda m: m.ones(3).put(m.tensor([0, 1]), m.ones(3))),
+    (IndexError, lambda m: m.ones(3).put(m.tensor([3]), m.ones(1))),
+    (RuntimeError, lambda m: m.ones(3, dtype=m.long).logcumsumexp(0)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(ERRORS)))
+def test_errors_like_pytorch(case, device):
+    exc, fn = ERRORS[case]
+    with pytest.raises(exc):
+        fn(torch)
+    with pytest.raises(exc):
+        fn(microtorch)
+
+
+def test_sort_gradient_and_result_types(device):
+    x = microtorch.tensor([[3.0, 1.0, 2.0]], device=device, requires_grad=True)
+    values, indices = x.sort(descending=True)
+    assert indices.dtype == microtorch.int64 and not indices.requires_grad
+    values.backward(microtorch.tensor([[1.0, 2.0, 3.0]], device=device))
+    assert x.grad.tolist() == [[1.0, 3.0, 2.0]]
+    t = microtorch.tensor([[1.0, 5.0, 2.0]], device=device).topk(2)
+    assert type(t).__name__ == "topk" and t.values.tolist() == [[5.0, 2.0]]
+    k = microtorch.tensor([1.0, 5.0, 2.0], device=device).kthvalue(2)
+    assert type(k).__name__ == "kthvalue" and (k.values.item(), k.indices.item()) == (2.0, 2)
+
+
+# -- 1-D convolution and pooling ----------------------------------------------------------------
+LAYERS_1D = {
+    "conv1d": lambda m, x, w: m.nn.functional.conv1d(x, w),
+    "conv1d_bias_stride": lambda m, x, w: m.nn.functional.conv1d(x, w, w[:, 0, 0], stride=2,
+                                                                 padding=1),
+    "conv1d_dilation": lambda m, x, w: m.nn.functional.conv1d(x, w, dilation=2, padding=2),
+    "conv1d_same": lambda m, x, w: m.nn.functional.conv1d(x, w, padding="same"),
+    "conv1d_groups": lambda m, x, w: m.nn.functional.conv1d(x[:, :2], w[:, :1], groups=2),
+    "conv1d_unbatched": lambda m, x, w: m.nn.functional.conv1d(x[0], w),
+    "max_pool1d": lambda m, x, w: m.nn.functional.max_pool1d(x, 2) * w.sum(),
+    "max_pool1d_stride_pad": lambda m, x, w: m.nn.functional.max_pool1d(x, 3, 2, 1),
+    "max_pool1d_ceil": lambda m, x, w: m.nn.functional.max_pool1d(x, 3, ceil_mode=True),
+    "max_pool1d_unbatched": lambda m, x, w: m.nn.functional.max_pool1d(x[1], 2, dilation=2),
+    "avg_pool1d": lambda m, x, w: m.nn.functional.avg_pool1d(x, 2),
+    "avg_pool1d_pad": lambda m, x, w: m.nn.functional.avg_pool1d(x, 3, 2, 1,
+                                                                 count_include_pad=False),
+    "avg_pool1d_ceil": lambda m, x, w: m.nn.functional.avg_pool1d(x[0], 3, ceil_mode=True),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", LAYERS_1D)
+def test_layers_1d(name, dtype, device):
+    check(LAYERS_1D[name], inputs("nn", [(2, 4, 9), (6, 4, 3)], dtype), device)
+
+
+def test_1d_modules_match_pytorch(device):
+    x = np.random.default_rng(0).standard_normal((2, 3, 10)).astype(np.float32)
+    outs = []
+    for m in (microtorch, torch):
+        m.manual_seed(0)
+        conv = m.nn.Conv1d(3, 5, 3, stride=2, padding=1)
+        layers = [conv, m.nn.Conv1d(3, 4, 2, bias=False, groups=1, dilation=2),
+                  m.nn.MaxPool1d(2), m.nn.AvgPool1d(3, stride=2)]
+        if m is microtorch:
+            layers = [layer.to(device) for layer in layers]
+        xt = m.tensor(x, device=device) if m is microtorch else m.tensor(x)
+        outs.append([layer(xt) for layer in layers] + [conv.weight, conv.bias])
+        assert repr(conv) == "Conv1d(3, 5, kernel_size=(3,), stride=(2,), padding=(1,))"
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(as_numpy(a), as_numpy(b), rtol=1e-5, atol=1e-6)
+
+
+def test_softmin_and_glu_errors(device):
+    for m in (microtorch, torch):
+        with pytest.raises(RuntimeError, match="Halving dimension must be even"):
+            m.nn.functional.glu(m.ones(3))
+        with pytest.raises(RuntimeError):
+            m.nn.functional.conv1d(m.ones(2, 3, 4, 5), m.ones(1, 3, 2))
+
+
+def test_diagonal_is_a_view(device):
+    """Writes through ``diagonal()`` reach the input, and autograd records them (CopySlices)."""
+    results = []
+    for m in (microtorch, torch):
+        x = m.arange(12.0).reshape(3, 4)
+        x.diagonal(1).mul_(10)
+        leaf = m.arange(9.0, requires_grad=True)
+        y = leaf.reshape(3, 3) * 1
+        d = y.diagonal(-1)
+        d.mul_(3)
+        (y * y).sum().backward()
+        results.append((x, y, leaf.grad, d))
+        assert d._base is y if m is microtorch else True
+    for a, b in zip(*results):
+        assert_same(a, b, dict(rtol=1e-6, atol=1e-6))
+    assert results[0][1].grad_fn.name() == results[1][1].grad_fn.name()
+
+
+EINSUM = [("iij->j", [(3, 3, 2)]), ("iij,jk->ik", [(3, 3, 2), (2, 4)]),
+          ("ab,ab->", [(2, 3), (2, 3)]), ("Ab,bC->AC", [(2, 3), (3, 4)]),
+          ("...ii->...", [(2, 3, 3)]), ("i,i,i->i", [(4,), (4,), (4,)]),
+          ("ij,ij->ji", [(2, 3), (2, 3)]), ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+          ("ii->", [(3, 3)]), ("...,...->...", [(2, 1), (3,)]),
+          ("i...,j...->ij...", [(2, 3), (4, 3)]), ("ij,jk", [(0, 3), (3, 2)])]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", range(len(EINSUM)))
+def test_einsum_equations(case, dtype, device):
+    equation, shapes = EINSUM[case]
+    check(lambda m, *xs: m.einsum(equation, *xs), inputs("n" * len(shapes), shapes, dtype),
+          device)
