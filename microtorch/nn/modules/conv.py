@@ -1,4 +1,4 @@
-"""``Conv2d`` and ``ConvTranspose2d``."""
+"""``Conv1d``, ``Conv2d`` and ``ConvTranspose2d``."""
 
 from __future__ import annotations
 
@@ -6,17 +6,27 @@ from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
-from ..functional import _pair
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
 
 class _ConvNd(Module):
-    """What both convolutions share: argument checks, parameters, default init, repr."""
+    """What the convolutions share: argument checks, parameters, default init, repr."""
 
     transposed = False
+    spatial_dims = 2  # the kernel's dimensions (1 for Conv1d)
+
+    @classmethod
+    def _tuple(cls, v) -> tuple[int, ...]:
+        """An int or a sequence as one int per spatial dimension."""
+        values = tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),)
+        if len(values) == 1:
+            values *= cls.spatial_dims
+        if len(values) != cls.spatial_dims:
+            raise ValueError(f"expected an int or {cls.spatial_dims} ints, got {v!r}")
+        return values
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride, padding,
                  dilation, groups: int, bias: bool, padding_mode: str, output_padding,
@@ -34,15 +44,15 @@ class _ConvNd(Module):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of "
                                  f"{{'valid', 'same'}}")
-            if padding == "same" and _pair(stride) != (1, 1):
+            if padding == "same" and any(d != 1 for d in self._tuple(stride)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = _pair(kernel_size)
-        self.stride = _pair(stride)
-        self.padding = padding if isinstance(padding, str) else _pair(padding)
-        self.dilation = _pair(dilation)
-        self.output_padding = _pair(output_padding)
+        self.kernel_size = self._tuple(kernel_size)
+        self.stride = self._tuple(stride)
+        self.padding = padding if isinstance(padding, str) else self._tuple(padding)
+        self.dilation = self._tuple(dilation)
+        self.output_padding = self._tuple(output_padding)
         self.groups = groups
         self.padding_mode = padding_mode
         # PyTorch's layouts: (out, in / groups, kH, kW), transposed (in, out / groups, kH, kW).
@@ -63,17 +73,35 @@ class _ConvNd(Module):
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        if isinstance(self.padding, str) or self.padding != (0, 0):
+        zeros, ones = (0,) * self.spatial_dims, (1,) * self.spatial_dims
+        if isinstance(self.padding, str) or self.padding != zeros:
             s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != ones:
             s += f", dilation={self.dilation}"
-        if self.output_padding != (0, 0):
+        if self.output_padding != zeros:
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution (cross-correlation) over (N, C, L) inputs."""
+
+    spatial_dims = 1
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, 0, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Convolve ``input`` with the weight."""
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
 
 
 class Conv2d(_ConvNd):
