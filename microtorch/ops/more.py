@@ -289,15 +289,18 @@ def _ignored(input: Tensor) -> Tensor:
         xp.zeros((), input._data.dtype)))
 
 
+def _beta_alpha(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:
+    """beta * input + alpha * prod, skipping unit factors; beta == 0 ignores ``input``."""
+    prod = prod if alpha == 1 else prod * alpha
+    return prod + (_ignored(input) if beta == 0 else input if beta == 1 else input * beta)
+
+
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); with beta == 0 ``input`` is ignored (NaNs too)."""
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
                            "mat2 must be a matrix")
-    prod = mat1.mm(mat2)
-    prod = prod if alpha == 1 else prod * alpha
-    out = prod + (_ignored(input) if beta == 0 else input if beta == 1 else input * beta)
-    return named(out, "AddmmBackward0")
+    return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0")
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
@@ -305,10 +308,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     if batch1._data.ndim != 3 or batch2._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1._data.ndim != 3 else
                            "batch2 must be a 3D tensor")
-    prod = batch1.bmm(batch2)
-    prod = prod if alpha == 1 else prod * alpha
-    out = prod + (_ignored(input) if beta == 0 else input if beta == 1 else input * beta)
-    return named(out, "BaddbmmBackward0")
+    return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0")
 
 
 # -- diagonals ---------------------------------------------------------------------------------
