@@ -1,8 +1,10 @@
-"""Transposed convolution and higher-order gradients through convolution, against PyTorch.
+"""Transposed convolution, and higher-order gradients through convolution and pooling,
+against PyTorch.
 
 Convolution, its input gradient (= transposed convolution) and its weight gradient are three
-nodes whose backward passes are made of each other, so gradients of gradients (gradient
-penalties, meta-learning) flow through ``conv2d`` and ``conv_transpose2d`` to any order.
+nodes whose backward passes are made of each other; max pooling's backward is a scatter whose
+adjoint is a gather, average pooling's a spread whose adjoint is the pooling. So gradients of
+gradients (gradient penalties, meta-learning) flow through them to any order.
 """
 
 from __future__ import annotations
@@ -191,3 +193,58 @@ def test_conv2d_gradient_is_differentiable_by_finite_differences(device, which):
         return g
 
     finite_difference_check(gradient, [randn(1, 4, 5, 5), randn(2, 2, 3, 3)], device)
+
+
+# -- pooling: gradients of gradients --------------------------------------------------------------
+POOL_CASES = [
+    ("max", dict(kernel_size=2)),
+    ("max", dict(kernel_size=3, stride=2, padding=1)),
+    ("max", dict(kernel_size=2, stride=1, dilation=2)),
+    ("max", dict(kernel_size=3, stride=2, ceil_mode=True)),
+    ("avg", dict(kernel_size=2)),
+    ("avg", dict(kernel_size=3, stride=2, padding=1, count_include_pad=False)),
+    ("avg", dict(kernel_size=3, stride=2, ceil_mode=True)),
+    ("avg", dict(kernel_size=2, divisor_override=3)),
+]
+
+
+@pytest.mark.parametrize("kind,kwargs", POOL_CASES, ids=str)
+def test_pool_double_backward_matches_torch(device, kind, kwargs):
+    """A gradient penalty through a pool: d/dx of |d loss / dx|^2, and the pooled gradient."""
+    arrays = [randn(2, 3, 7, 6)]
+    (x,), (tx,) = both(arrays, "float64", device)
+    ours = F.max_pool2d if kind == "max" else F.avg_pool2d
+    theirs = TF.max_pool2d if kind == "max" else TF.avg_pool2d
+    (gx,) = mt.autograd.grad((ours(x * x, **kwargs) ** 2).sum(), [x], create_graph=True)
+    (tgx,) = torch.autograd.grad((theirs(tx * tx, **kwargs) ** 2).sum(), [tx],
+                                 create_graph=True)
+    assert_close(gx, tgx, "float64")
+    assert gx.grad_fn.name() == tgx.grad_fn.name()
+    (gx.sin().sum()).backward()
+    (tgx.sin().sum()).backward()
+    assert_close(x.grad, tx.grad, "float64")
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool_third_order_matches_torch(device, kind):
+    arrays = [randn(1, 2, 6, 6)]
+    (x,), (tx,) = both(arrays, "float64", device)
+    results = []
+    for lib, pool, a in ((mt, F, x), (torch, TF, tx)):
+        fn = pool.max_pool2d if kind == "max" else pool.avg_pool2d
+        (g1,) = lib.autograd.grad((fn(a ** 3, 3, 1, 1) ** 2).sum(), [a], create_graph=True)
+        (g2,) = lib.autograd.grad((g1 ** 2).sum(), [a], create_graph=True)
+        (g3,) = lib.autograd.grad(g2.sum(), [a])
+        results.append(g3)
+    assert_close(*results, "float64")
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool_gradient_is_differentiable_by_finite_differences(device, kind):
+    def gradient(x):
+        x = x if x.requires_grad else x.detach().requires_grad_()
+        fn = F.max_pool2d if kind == "max" else F.avg_pool2d
+        (g,) = mt.autograd.grad((fn(x * x, 3, 2, 1) ** 2).sum(), [x], create_graph=True)
+        return g
+
+    finite_difference_check(gradient, [randn(1, 2, 5, 5)], device)

@@ -9,9 +9,9 @@ Convolution and pooling work on strided views of the padded input, one per kerne
 one ``as_strided`` window view: convolution copies them once into im2col columns laid out for
 a few wide GEMMs (see ``Conv2d``), max pooling records each window's index of its maximum.
 Gradients go back with one strided slice-add per kernel offset (``col2im``), which runs on
-NumPy and CuPy alike. Convolution's backward is made of differentiable nodes (any order);
-the pools' backward is not: a double backward through them raises instead of silently
-returning wrong higher-order gradients.
+NumPy and CuPy alike. Their backward passes are themselves differentiable nodes (any order):
+convolution's are convolutions, max pooling's a scatter whose adjoint is a gather, average
+pooling's a spread whose adjoint is the pooling.
 
 This module must not import ``microtorch.nn`` (one direction of dependency).
 """
@@ -27,7 +27,7 @@ from ..autograd.grad_mode import state
 from ._util import Tensor, wrap_dim, xp_of
 
 __all__ = ["Linear", "Softmax", "LogSoftmax", "CrossEntropy", "Conv2d", "ConvInputGrad",
-           "ConvWeightGrad", "MaxPool2d",
+           "ConvWeightGrad", "MaxPool2d", "MaxPoolScatter", "MaxPoolGather", "AvgPoolSpread",
            "AvgPool2d", "Erf", "Embedding", "BinaryCrossEntropy", "Pad", "softmax",
            "log_softmax", "erf", "pool_output_size", "class_targets"]
 
@@ -39,12 +39,6 @@ def _needs(ctx, i: int) -> bool:
 
 def _wrap(arr) -> Tensor:
     return Tensor._make(arr, False, None)
-
-
-def _no_double_backward(name: str) -> None:
-    if state.grad_enabled:
-        raise NotImplementedError(f"double backward (create_graph=True) through {name} is not "
-                                  f"supported by microtorch")
 
 
 # -- linear -------------------------------------------------------------------------------------
@@ -727,28 +721,79 @@ class MaxPool2d(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        _no_double_backward("max_pool2d")
         x, idx = ctx.saved_tensors
-        kernel, stride, pads, dilation = ctx.geom
-        ga = grad._data
-        xp = xp_of(ga)
-        n, c, h, w = x.shape
-        top, bottom, left, right = pads
-        gpad = xp.zeros((n, c, h + top + bottom, w + left + right), dtype=ga.dtype)
-        # ga * hit is exact for finite ga (not 0 * inf) and several times faster than
-        # where on NumPy.
-        product = xp is np and bool(np.isfinite(ga).all())
-        disjoint = _disjoint(kernel, stride, dilation)
-        for k, gv in _window_slices(gpad, *kernel, *stride, *dilation, *ga.shape[2:]):
-            hit = idx == k
-            if disjoint and product:
-                xp.multiply(ga, hit, out=gv)
-            elif disjoint:
-                gv[...] = xp.where(hit, ga, 0)
-            else:
-                gv += ga * hit if product else xp.where(hit, ga, 0)
-        return _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))), None, None, \
-            None, None, None
+        geom = ctx.geom
+        if state.grad_enabled:  # create_graph: the scatter as a differentiable node
+            return MaxPoolScatter.apply(grad, idx, x.shape, *geom), None, None, None, None, None
+        return _wrap(_max_pool_scatter(grad._data, idx, x.shape, *geom)), None, None, None, \
+            None, None
+
+
+def _max_pool_scatter(ga, idx, x_shape, kernel, stride, pads, dilation):
+    """Each output gradient written to the input element its window's index points to."""
+    xp = xp_of(ga)
+    n, c, h, w = x_shape
+    top, bottom, left, right = pads
+    gpad = xp.zeros((n, c, h + top + bottom, w + left + right), dtype=ga.dtype)
+    # ga * hit is exact for finite ga (not 0 * inf) and several times faster than
+    # where on NumPy.
+    product = xp is np and bool(np.isfinite(ga).all())
+    disjoint = _disjoint(kernel, stride, dilation)
+    for k, gv in _window_slices(gpad, *kernel, *stride, *dilation, *ga.shape[2:]):
+        hit = idx == k
+        if disjoint and product:
+            xp.multiply(ga, hit, out=gv)
+        elif disjoint:
+            gv[...] = xp.where(hit, ga, 0)
+        else:
+            gv += ga * hit if product else xp.where(hit, ga, 0)
+    return xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))
+
+
+def _max_pool_gather(xa, idx, kernel, stride, pads, dilation):
+    """The element of each window that its index points to (the adjoint of the scatter)."""
+    xp = xp_of(xa)
+    out = xp.zeros(idx.shape, dtype=xa.dtype)
+    for k, v in _window_slices(_pad_hw(xa, pads), *kernel, *stride, *dilation, *idx.shape[2:]):
+        out += xp.where(idx == k, v, 0)
+    return out
+
+
+class MaxPoolScatter(Function):
+    """max_pool2d's backward as a node: output gradients scattered to the recorded maxima.
+
+    Linear in the gradient, with the indices fixed, so its own backward is the gather of
+    the same elements (``MaxPoolGather``), and that one's is this scatter: max_pool2d is
+    differentiable to any order (the indices are piecewise constant in the input).
+    """
+
+    torch_name = "MaxPool2DWithIndicesBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, x_shape, kernel, stride, pads, dilation):
+        ctx.idx, ctx.geom = idx, (kernel, stride, pads, dilation)
+        return _max_pool_scatter(g._data, idx, x_shape, kernel, stride, pads, dilation)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolGather.apply(grad, ctx.idx, tuple(grad.shape), *ctx.geom),
+                None, None, None, None, None, None)
+
+
+class MaxPoolGather(Function):
+    """The adjoint of ``MaxPoolScatter``: each window's recorded element."""
+
+    torch_name = "MaxPool2DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, x_shape, kernel, stride, pads, dilation):
+        ctx.idx, ctx.x_shape, ctx.geom = idx, x_shape, (kernel, stride, pads, dilation)
+        return _max_pool_gather(x._data, idx, kernel, stride, pads, dilation)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolScatter.apply(grad, ctx.idx, ctx.x_shape, *ctx.geom),
+                None, None, None, None, None, None)
 
 
 class AvgPool2d(Function):
@@ -776,17 +821,37 @@ class AvgPool2d(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        _no_double_backward("avg_pool2d")
-        (n, c, h, w), padded, (kh, kw), (sh, sw), pads, divisor = ctx.geom
-        ga = grad._data
-        xp = xp_of(ga)
-        share = ga / divisor
-        gpad = xp.zeros(padded, dtype=ga.dtype)
-        oh, ow = ga.shape[2:]
-        cols = xp.broadcast_to(share, (kh, kw) + share.shape)
-        _col2im(gpad, cols, sh, sw, 1, 1)
-        return _wrap(xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))), None, None, None, None, \
-            None
+        if state.grad_enabled:  # create_graph: the spreading as a differentiable node
+            return AvgPoolSpread.apply(grad, ctx.geom), None, None, None, None, None
+        return _wrap(_avg_pool_spread(grad._data, ctx.geom)), None, None, None, None, None
+
+
+def _avg_pool_spread(ga, geom):
+    """avg_pool2d's input gradient: each output gradient / divisor added over its window."""
+    (n, c, h, w), padded, (kh, kw), (sh, sw), pads, divisor = geom
+    xp = xp_of(ga)
+    share = ga / divisor
+    gpad = xp.zeros(padded, dtype=ga.dtype)
+    cols = xp.broadcast_to(share, (kh, kw) + share.shape)
+    _col2im(gpad, cols, sh, sw, 1, 1)
+    return xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))
+
+
+class AvgPoolSpread(Function):
+    """avg_pool2d's backward as a node. It is linear, and its adjoint is average pooling with
+    the same windows and divisor, so gradients of gradients are pools and spreads in turn."""
+
+    torch_name = "AvgPool2DBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, geom):
+        ctx.geom, ctx.out_hw = geom, g.shape[2:]
+        return _avg_pool_spread(g._data, geom)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _, _, kernel, stride, pads, divisor = ctx.geom
+        return AvgPool2d.apply(grad, kernel, stride, pads, ctx.out_hw, divisor), None
 
 
 def avg_pool_divisor(xp, dtype, h: int, w: int, kernel, stride, pad, out_hw,
