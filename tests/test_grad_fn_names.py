@@ -179,7 +179,7 @@ def _cases(lib):
         "gru": lambda x: gru(x[0])[0],
         "gru batch_first": lambda x: gru_bf(x[0])[0],
         "gru unbatched": lambda x: gru(x[0, 0])[0],
-        # more ops (microtorch/ops/more.py) and the 1-D layers
+        # sorting, matrix, scatter, arrange and special ops, and the 1-D layers
         "tril": lambda x: x.tril(),
         "triu": lambda x: lib.triu(x, 1),
         "sort": lambda x: x.sort(1).values,

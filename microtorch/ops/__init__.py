@@ -14,8 +14,21 @@ from .. import _dtype
 from ..autograd import views
 from ..autograd.function import named
 from ..autograd.grad_mode import state
-from . import creation, elementwise, linalg, more, nn_ops, reduce, shape
+from . import (
+    arrange,
+    creation,
+    elementwise,
+    indexed,
+    linalg,
+    matrix,
+    nn_ops,
+    reduce,
+    shape,
+    sorting,
+    special,
+)
 from ._util import Tensor, is_scalar, promote_operands, xp_of
+from .arrange import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
     Abs,
@@ -67,8 +80,9 @@ from .elementwise import (
     remainder,
     where,
 )
+from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
-from .more import *  # noqa: F403
+from .matrix import *  # noqa: F403
 from .nn_ops import erf, log_softmax, softmax
 from .reduce import (
     all,
@@ -121,6 +135,8 @@ from .shape import (
     unsqueeze,
     view,
 )
+from .sorting import *  # noqa: F403
+from .special import *  # noqa: F403
 
 
 def add(input, other, *, alpha=1) -> Tensor:
@@ -443,8 +459,8 @@ METHODS = dict(
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
     __getitem__=getitem, __setitem__=setitem,
 )
-# The ops of ``more`` whose Tensor methods take the same arguments.
-METHODS.update({name: getattr(more, name) for name in (
+# The ops of the smaller op modules whose Tensor methods take the same arguments.
+METHODS.update({name: globals()[name] for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
     "diagonal", "trace", "scatter", "index_add", "masked_select", "take", "roll", "movedim",
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
@@ -491,5 +507,5 @@ __all__ = [
     "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
-    *more.__all__,
+    *arrange.__all__, *indexed.__all__, *matrix.__all__, *sorting.__all__, *special.__all__,
 ]

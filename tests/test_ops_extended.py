@@ -1,5 +1,6 @@
-"""The ops of ``microtorch/ops/more.py`` against PyTorch: values, dtypes, gradients, edge cases
-and errors; finite differences for a representative subset (independent of PyTorch)."""
+"""The ops of ``microtorch/ops/{sorting,matrix,indexed,arrange,special}.py`` against PyTorch:
+values, dtypes, gradients, edge cases and errors; finite differences for a representative subset
+(independent of PyTorch)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,330 @@
+"""Matrix ops: triangles, ``einsum``, products with an added term, diagonals, ``kron``.
+
+Most are composed of existing differentiable ops (so gradients of gradients come for free) and
+carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
+Tensor ops.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Function, named
+from ..backend.base import root_buffer
+from ._util import Tensor, wrap_dim, xp_of
+
+__all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron"]
+
+
+def _triangle(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
+    arr = input._data
+    if arr.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    xp = xp_of(arr)
+    n, m = arr.shape[-2:]
+    keep = xp.tri(n, m, diagonal, dtype=bool)
+    if not lower:
+        keep = ~xp.tri(n, m, diagonal - 1, dtype=bool)
+    zero = xp.zeros((), arr.dtype)
+    # where(mask, x, 0): zeros (not NaN * 0) outside the triangle, and a masked gradient
+    return named(input.where(Tensor._make(keep), Tensor._make(zero)),
+                 "TrilBackward0" if lower else "TriuBackward0")
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims (on and below ``diagonal``), zeros elsewhere."""
+    return _triangle(input, diagonal, True, "tril")
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims (on and above ``diagonal``), zeros elsewhere."""
+    return _triangle(input, diagonal, False, "triu")
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _parse_einsum(equation: str, operands) -> tuple[list[str], str, dict]:
+    """Operand subscripts and output subscripts with every ellipsis spelled out in unused
+    letters, and the size of each letter (ellipsis dims broadcast)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation" if len(operands) > len(subs) else
+                           "einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    free = [c for c in _LETTERS if c not in eq]
+    ell_ndim = 0
+    for s, op in zip(subs, operands):
+        if "..." in s:
+            ell_ndim = builtins.max(ell_ndim, op._data.ndim - (len(s) - 3))
+    ell = "".join(free[-ell_ndim:]) if ell_ndim else ""
+    spelled = []
+    sizes: dict[str, int] = {}
+    for s, op in zip(subs, operands):
+        shape = op._data.shape
+        if "..." in s:
+            n = len(shape) - (len(s) - 3)
+            s = s.replace("...", ell[len(ell) - n:] if n else "")
+        if len(s) != len(shape):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) "
+                               f"does not match the number of dimensions ({len(shape)}) for "
+                               f"operand {len(spelled)}"
+                               + ("" if "..." in lhs else " and no ellipsis was given"))
+        for c, n in zip(s, shape):
+            if c in ell:
+                sizes[c] = builtins.max(sizes.get(c, 1), n)
+            elif sizes.setdefault(c, n) != n:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
+                                   f"(original->remapped): subscript {c} has sizes "
+                                   f"{sizes[c]} and {n}")
+        spelled.append(s)
+    for pos, c in enumerate(eq):
+        if not (c.isalpha() or c in ".,->"):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {pos} in the "
+                               "equation string, subscripts must be in [a-zA-Z]")
+    if arrow:
+        bad = [rhs.find(c) for c in "->," if c in rhs]
+        if bad:
+            raise RuntimeError(f"einsum(): invalid subscript given at index "
+                               f"{len(lhs) + 2 + builtins.min(bad)} in the equation string, "
+                               "subscripts must be in [a-zA-Z]")
+        for c in rhs.replace("...", ""):
+            if c not in lhs:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+            if rhs.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   "the output")
+        out = rhs.replace("...", ell)
+    else:  # implicit: the ellipsis dims, then the letters used once, in alphabetical order
+        counts = {c: lhs.count(c) for c in set(lhs) if c.isalpha()}
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1))
+    return spelled, out, sizes
+
+
+class Einsum(Function):
+    """Einstein summation of spelled-out subscripts; each operand's gradient is an einsum of
+    the output gradient with the other operands (eye / ones operands put back repeated and
+    summed-away letters), so gradients of any order flow."""
+
+    torch_name = "EinsumBackward0"
+
+    @staticmethod
+    def forward(ctx, spec, *operands):
+        ctx.spec = spec
+        ctx.save_for_backward(*operands)
+        arrays = [op._data for op in operands]
+        return xp_of(arrays[0]).einsum(spec, *arrays, optimize=len(arrays) > 2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        operands = ctx.saved_tensors
+        lhs, out = ctx.spec.split("->")
+        subs = lhs.split(",")
+        grads = []
+        for i, (s, x) in enumerate(zip(subs, operands)):
+            if not (i + 1 < len(ctx._next) and ctx._next[i + 1] is not None):
+                grads.append(None)
+                continue
+            sizes = dict(zip(s, x.shape))
+            others = [(t, o) for j, (t, o) in enumerate(zip(subs, operands)) if j != i]
+            avail = set(out).union(*(t for t, _ in others))
+            terms, ops, target = [out], [grad], ""
+            used = set(ctx.spec)
+            spare = [c for c in _LETTERS if c not in used]
+            seen = set()
+            for c in s:
+                if c in seen:  # repeated letter: a diagonal; an eye operand spreads it out
+                    new = spare.pop()
+                    terms.append(c + new)
+                    ops.append(_eye(sizes[c], x))
+                    target += new
+                    continue
+                seen.add(c)
+                target += c
+                if c not in avail:  # summed away inside this operand: broadcast back
+                    terms.append(c)
+                    ops.append(_ones(sizes[c], x))
+            for t, o in others:
+                terms.append(t)
+                ops.append(o)
+            g = Einsum.apply(",".join(terms) + "->" + target, *ops)
+            grads.append(g)
+        return (None, *grads)
+
+
+def _eye(n: int, like: Tensor) -> Tensor:
+    return Tensor._make(xp_of(like._data).eye(n, dtype=like._data.dtype))
+
+
+def _ones(n: int, like: Tensor) -> Tensor:
+    return Tensor._make(xp_of(like._data).ones(n, dtype=like._data.dtype))
+
+
+def einsum(equation: str, *operands) -> Tensor:
+    """Einstein summation (``einsum('ij,jk->ik', a, b)``): explicit or implicit output,
+    ellipsis broadcasting, repeated subscripts for diagonals."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    dtypes = {op._data.dtype for op in operands}
+    if len(dtypes) > 1:
+        names = [_dtype.from_numpy_dtype(op._data.dtype).name.capitalize() for op in operands]
+        raise RuntimeError(f"expected scalar type {names[0]} but found {names[1]}")
+    subs, out, sizes = _parse_einsum(equation, operands)
+    ops = []
+    for s, op in zip(subs, operands):  # ellipsis dims of size 1 broadcast: expand them
+        target = tuple(sizes[c] for c in s)
+        ops.append(op.expand(target) if target != op._data.shape else op)
+    return Einsum.apply(",".join(subs) + "->" + out, *ops)
+
+
+def _ignored(input: Tensor) -> Tensor:
+    """Zeros in place of ``input`` (its NaNs and infs too), with a zero gradient: beta == 0."""
+    xp = xp_of(input._data)
+    return input.where(Tensor._make(xp.zeros((), bool)), Tensor._make(
+        xp.zeros((), input._data.dtype)))
+
+
+def _beta_alpha(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:
+    """beta * input + alpha * prod, skipping unit factors; beta == 0 ignores ``input``."""
+    prod = prod if alpha == 1 else prod * alpha
+    return prod + (_ignored(input) if beta == 0 else input if beta == 1 else input * beta)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * (mat1 @ mat2); with beta == 0 ``input`` is ignored (NaNs too)."""
+    if mat1._data.ndim != 2 or mat2._data.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
+                           "mat2 must be a matrix")
+    return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0")
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * (batch1 @ batch2), batched matrix products."""
+    if batch1._data.ndim != 3 or batch2._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if batch1._data.ndim != 3 else
+                           "batch2 must be a 3D tensor")
+    return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0")
+
+
+def _diag_key(shape: tuple, offset: int, d1: int, d2: int):
+    """(permutation moving d1, d2 last, row indices, column indices) of a diagonal."""
+    n1, n2 = shape[d1], shape[d2]
+    start1, start2 = (0, offset) if offset >= 0 else (-offset, 0)
+    length = builtins.max(0, builtins.min(n1 - start1, n2 - start2))
+    rows = np.arange(start1, start1 + length)
+    cols = np.arange(start2, start2 + length)
+    perm = [i for i in range(len(shape)) if i not in (d1, d2)] + [d1, d2]
+    return perm, rows, cols
+
+
+def _strided_view(arr, shape: tuple, strides: tuple):
+    """``as_strided(arr, shape, strides)`` (byte strides). On NumPy the result's ``.base`` is
+    the array owning the memory, so autograd's view machinery finds its place in its base
+    (``as_strided`` would hide the owner behind a dummy object)."""
+    xp = xp_of(arr)
+    if xp is np:
+        owner = root_buffer(arr)
+        if type(owner) is np.ndarray and owner.flags.c_contiguous and owner.flags.writeable:
+            start = (arr.__array_interface__["data"][0]
+                     - owner.__array_interface__["data"][0])
+            return np.ndarray(shape, arr.dtype, buffer=owner, offset=start, strides=strides)
+    # (a CuPy view made this way has no ``.base``: in-place ops through it that autograd
+    # must record raise an error; unrecorded writes reach the input as usual)
+    return xp.lib.stride_tricks.as_strided(arr, shape, strides)
+
+
+class Diagonal(Function):
+    """The diagonal of dims (d1, d2) as the last dim: a strided view of the input's storage
+    (the diagonal's stride is the sum of the two dims' strides), or a copy (``copy``)."""
+
+    @staticmethod
+    def forward(ctx, x, offset, d1, d2, copy=False):
+        arr = x._data
+        ctx.args = arr.shape, offset, d1, d2
+        perm, rows, cols = _diag_key(arr.shape, offset, d1, d2)
+        xp = xp_of(arr)
+        moved = arr.transpose(perm)
+        if copy or not len(rows):
+            return moved[..., xp.asarray(rows), xp.asarray(cols)]
+        corner = moved[..., int(rows[0]):, int(cols[0]):]
+        return _strided_view(corner, corner.shape[:-2] + (len(rows),),
+                             corner.strides[:-2] + (corner.strides[-2] + corner.strides[-1],))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return DiagonalScatter.apply(grad, *ctx.args), None, None, None, None
+
+
+class DiagonalScatter(Function):
+    """A zero tensor of ``shape`` with ``src`` written on a diagonal (Diagonal's backward)."""
+
+    torch_name = "DiagEmbedBackward0"
+
+    @staticmethod
+    def forward(ctx, src, shape, offset, d1, d2):
+        arr = src._data
+        ctx.args = offset, d1, d2
+        xp = xp_of(arr)
+        out = xp.zeros(shape, arr.dtype)
+        perm, rows, cols = _diag_key(shape, offset, d1, d2)
+        out.transpose(perm)[..., xp.asarray(rows), xp.asarray(cols)] = arr
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Diagonal.apply(grad, *ctx.args, True), None, None, None, None
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal (``offset`` above the main one) of dims ``dim1``, ``dim2``, appended as the
+    last dim (a view: writes to it change ``input``)."""
+    from ..autograd.views import as_view
+
+    nd = input._data.ndim
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return as_view(Diagonal.apply(input, offset, d1, d2), input)
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A 1-D tensor's square matrix with it on a diagonal, or a matrix's diagonal (1-D)."""
+    nd = input._data.ndim
+    if nd == 1:
+        n = input._data.shape[0] + builtins.abs(diagonal)
+        return DiagonalScatter.apply(input, (n, n), diagonal, 0, 1)
+    if nd == 2:
+        return named(Diagonal.apply(input, diagonal, 0, 1, True), "DiagonalBackward0_copy")
+    raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
+
+
+def trace(input: Tensor) -> Tensor:
+    """The sum of a matrix's main diagonal."""
+    if input._data.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
+                           f"{input._data.ndim}")
+    arr = input._data
+    if arr.dtype.kind in "biu":  # integer traces sum to int64, as sum does
+        return Diagonal.apply(input, 0, 0, 1, True).sum()
+    return named(Diagonal.apply(input, 0, 0, 1, True).sum(), "TraceBackward0")
+
+
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    """The Kronecker product (block ``input[i, j] * other``), for any number of dims."""
+    nd = builtins.max(input._data.ndim, other._data.ndim)
+    sa = (1,) * (nd - input._data.ndim) + tuple(input._data.shape)
+    sb = (1,) * (nd - other._data.ndim) + tuple(other._data.shape)
+    # interleave the dims: a's (i, 1) and b's (1, k) broadcast to (i, k) pairs
+    a = input.reshape(tuple(x for n in sa for x in (n, 1)))
+    b = other.reshape(tuple(x for n in sb for x in (1, n)))
+    shape = tuple(p * q for p, q in zip(sa, sb))
+    return named((a * b).reshape(shape), "UnsafeViewBackward0")

@@ -1,0 +1,344 @@
+"""Elementwise and pairwise functions: ``atan2``, ``hypot``, ``lerp``, ``erfc``/``erfinv``,
+``nan_to_num``, ``cumprod``, ``logcumsumexp``, ``clamp_min``/``clamp_max``, ``copysign``,
+``dist``/``cdist``.
+
+Most are composed of existing differentiable ops (so gradients of gradients come for free) and
+carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
+Tensor ops.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Function, named
+from ._util import Tensor, is_scalar, promote_operands, reduce_grad, wrap_dim, xp_of
+
+__all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
+           "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp"]
+
+
+def _float_operands(a, b):
+    """Promoted arrays of two operands, integers going to the default float dtype."""
+    xa, xb, dt = promote_operands(a, b)
+    if dt.kind != "f":
+        dt = _dtype.get_default_dtype().np
+        xa = xa.astype(dt) if hasattr(xa, "astype") else dt.type(xa)
+        xb = xb.astype(dt) if hasattr(xb, "astype") else dt.type(xb)
+    return xa, xb, dt
+
+
+def _meta(x):
+    return (x._data.shape, x._data.dtype) if isinstance(x, Tensor) and x.requires_grad else None
+
+
+class Atan2(Function):
+    torch_name = "Atan2Backward0"
+
+    @staticmethod
+    def forward(ctx, y, x):
+        ya, xa, dt = _float_operands(y, x)
+        ctx.meta = _meta(y), _meta(x)
+        ctx.save_for_backward(y, x)
+        return xp_of(ya if hasattr(ya, "dtype") and not is_scalar(ya) else xa).arctan2(
+            ya, xa).astype(dt, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, x = ctx.saved_tensors
+        r2 = x * x + y * y
+        gy = grad * x / r2 if ctx.meta[0] else None
+        gx = grad * -y / r2 if ctx.meta[1] else None
+        return (None if gy is None else reduce_grad(gy, *ctx.meta[0]),
+                None if gx is None else reduce_grad(gx, *ctx.meta[1]))
+
+
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point (other, input): arctan(input / other) in the right quadrant."""
+    return Atan2.apply(input, other)
+
+
+arctan2 = atan2
+
+
+class Hypot(Function):
+    torch_name = "HypotBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, dt = promote_operands(a, b)
+        if dt.kind != "f":
+            raise RuntimeError("\"hypot_cpu\" not implemented for '"
+                               f"{_dtype.from_numpy_dtype(dt).name.capitalize()}'")
+        ctx.meta = _meta(a), _meta(b)
+        ctx.save_for_backward(a, b)
+        ctx.save_output()
+        return xp_of(xa).hypot(xa, xb)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        out = ctx.saved_output
+        ga = reduce_grad(grad * a / out, *ctx.meta[0]) if ctx.meta[0] else None
+        gb = reduce_grad(grad * b / out, *ctx.meta[1]) if ctx.meta[1] else None
+        return ga, gb
+
+
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    """sqrt(input^2 + other^2) without overflow."""
+    return Hypot.apply(input, other)
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """input + weight * (end - input), evaluated as PyTorch does (from ``end`` when
+    |weight| >= 0.5, for accuracy near 1)."""
+    if input._data.dtype != end._data.dtype:
+        raise RuntimeError(f"expected dtype {input.dtype.name} for `end` but got dtype "
+                           f"{end.dtype.name}")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("\"lerp_kernel_scalar\" not implemented for "
+                           f"'{input.dtype.name.capitalize()}'")
+    diff = end - input
+    if is_scalar(weight):
+        w = float(weight)
+        out = input + w * diff if builtins.abs(w) < 0.5 else end - diff * (1.0 - w)
+        return named(out, "LerpBackward0")
+    if weight._data.dtype != input._data.dtype:
+        raise RuntimeError(f"expected dtype {input.dtype.name} for `weight` but got dtype "
+                           f"{weight.dtype.name}")
+    small = Tensor._make(xp_of(weight._data).abs(weight._data) < 0.5)
+    out = (input + weight * diff).where(small, end - diff * (1 - weight))
+    return named(out, "LerpBackward1")
+
+
+def _special(name: str, arr):
+    xp = xp_of(arr)
+    if xp is not np:
+        import cupyx.scipy.special as sp
+    else:
+        import scipy.special as sp
+    return getattr(sp, name)(arr).astype(arr.dtype, copy=False)
+
+
+class Erfc(Function):
+    torch_name = "ErfcBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        from .nn_ops import _float_array
+
+        ctx.save_for_backward(x)
+        return _special("erfc", _float_array(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x * x).neg().exp() * (-2.0 / math.sqrt(math.pi))
+
+
+class Erfinv(Function):
+    torch_name = "ErfinvBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        from .nn_ops import _float_array
+
+        ctx.save_output()
+        return _special("erfinv", _float_array(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = ctx.saved_output
+        return grad * (out * out).exp() * (math.sqrt(math.pi) / 2.0)
+
+
+def erfc(input: Tensor) -> Tensor:
+    """Elementwise complementary error function 1 - erf(x)."""
+    return Erfc.apply(input)
+
+
+def erfinv(input: Tensor) -> Tensor:
+    """Elementwise inverse error function (NaN outside [-1, 1])."""
+    return Erfinv.apply(input)
+
+
+def nan_to_num(input: Tensor, nan=0.0, posinf=None, neginf=None) -> Tensor:
+    """NaN -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (default: the dtype's largest
+    and lowest finite values); gradients pass where the input is finite."""
+    arr = input._data
+    if arr.dtype.kind != "f":
+        return input.clone()
+    info = np.finfo(arr.dtype)
+    pos = float(info.max) if posinf is None else float(posinf)
+    neg = float(info.min) if neginf is None else float(neginf)
+    xp = xp_of(arr)
+    fill = xp.where(xp.isnan(arr), nan, xp.where(arr > 0, pos, neg)).astype(arr.dtype)
+    finite = Tensor._make(xp.isfinite(arr))
+    return named(input.where(finite, Tensor._make(fill)), "NanToNumBackward0")
+
+
+class Cumprod(Function):
+    """Cumulative product; the backward is exact with zeros in the input (then O(n^2) along
+    the dim: one cumprod per position)."""
+
+    torch_name = "CumprodBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        arr = x._data
+        ctx.dim = dim
+        ctx.save_for_backward(x)
+        if arr.dtype.kind in "bui":
+            return arr.cumprod(axis=dim, dtype=np.int64).reshape(arr.shape)
+        return arr.cumprod(axis=dim).reshape(arr.shape)  # (NumPy makes 0-d inputs 1-d)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        d = ctx.dim
+        if x.ndim == 0 or x.shape[d] == 0:
+            return grad, None
+        xp = xp_of(x._data)
+        if not bool((x._data == 0).any()):
+            # no zeros: d out_j / d x_i = out_j / x_i, so the gradient is a reversed cumsum
+            out = cumprod(x, d)  # (recomputed rather than saved: the input is saved anyway)
+            return (grad * out).flip(d).cumsum(d).flip(d) / x, None
+        n = x.shape[d]
+        xm, gm = x.movedim(d, -1), grad.movedim(d, -1)
+        # d out_j / d x_i = prod_{k <= j, k != i} x_k (j >= i): the cumprod of x with x_i
+        # replaced by 1. One row per i (O(n^2)), which needs no division, so zeros are exact.
+        eye = Tensor._make(xp.eye(n, dtype=bool))
+        one = Tensor._make(xp.ones((), x._data.dtype))
+        rows = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n).where(~eye, one)
+        upper = Tensor._make(xp.triu(xp.ones((n, n), dtype=bool)))  # j >= i
+        zero = Tensor._make(xp.zeros((), x._data.dtype))
+        terms = (cumprod(rows, -1) * gm.unsqueeze(-2)).where(upper, zero)
+        return terms.sum(-1).movedim(-1, d), None
+
+
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """Cumulative product along ``dim``."""
+    if dtype is not None:
+        input = input.to(_dtype.as_dtype(dtype))
+    return Cumprod.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1)))
+
+
+def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+    """max(input, min) elementwise."""
+    return input.clamp_min(min)
+
+
+def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+    """min(input, max) elementwise."""
+    return input.clamp_max(max)
+
+
+def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
+    """The p-norm of input - other."""
+    return named((input - other).norm(p), "DistBackward0")
+
+
+def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
+    """Pairwise p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M).
+
+    Computed directly (no matrix-product shortcut), so results equal PyTorch's up to rounding;
+    the gradient at zero distance is zero.
+    """
+    if x1._data.ndim < 2 or x2._data.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.ndim < 2 else 2}"
+                           f" got: {(x1 if x1.ndim < 2 else x2).ndim}D")
+    if x1._data.shape[-1] != x2._data.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return named(diff.norm(p, -1), "CdistBackward0")
+
+
+class Copysign(Function):
+    """|input| with the sign of ``other``; ``other`` gets a zero gradient, as in PyTorch."""
+
+    torch_name = "CopysignBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, dt = _float_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        if not isinstance(b, Tensor):
+            ctx.torch_name = "CopysignBackward1"
+        ctx.save_for_backward(a)
+        ctx.save_output()
+        xp = xp_of(a._data if isinstance(a, Tensor) else b._data)
+        return xp.copysign(xa, xb).astype(dt, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        out = ctx.saved_output
+        ga = gb = None
+        if ctx.meta[0]:
+            xp = xp_of(a._data)
+            zero = Tensor._make(xp.zeros((), out._data.dtype))
+            ga = reduce_grad(grad * (out / a).where(a != 0, zero), *ctx.meta[0])
+        if ctx.meta[1]:
+            gb = reduce_grad(grad * 0, *ctx.meta[1])
+        return ga, gb
+
+
+def copysign(input: Tensor, other) -> Tensor:
+    """The magnitude of ``input`` with the sign of ``other`` (a tensor or a number)."""
+    return Copysign.apply(input, other)
+
+
+class Logcumsumexp(Function):
+    """log(cumsum(exp(x))) along dim, computed with running log-add-exps (no overflow)."""
+
+    torch_name = "LogcumsumexpBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        arr = x._data
+        ctx.dim = dim
+        ctx.save_for_backward(x)
+        ctx.save_output()
+        if arr.ndim == 0:
+            return arr.copy()
+        xp = xp_of(arr)
+        try:
+            return xp.logaddexp.accumulate(arr, axis=dim)
+        except (AttributeError, NotImplementedError, TypeError):
+            # A CuPy without ufunc.accumulate for logaddexp: shift by the maximum along dim.
+            # (Prefixes far below that maximum underflow to -inf here, unlike PyTorch.)
+            top = arr.max(axis=dim, keepdims=True) if arr.shape[dim] else xp.zeros_like(arr)
+            top = xp.where(xp.isfinite(top), top, 0)
+            return (xp.log(xp.exp(arr - top).cumsum(axis=dim)) + top).astype(arr.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # sum_{j >= i} g_j exp(x_i - out_j), with g split by sign so every sum is a
+        # (reversed) logcumsumexp and nothing overflows (PyTorch's and TensorFlow's formula).
+        (x,) = ctx.saved_tensors
+        out, d = ctx.saved_output, ctx.dim
+        if x.ndim == 0:
+            return grad, None
+        xp = xp_of(x._data)
+        ninf = Tensor._make(xp.full((), -np.inf, x._data.dtype))
+
+        def rev(t):
+            return logcumsumexp(t.flip(d), d).flip(d)
+
+        pos = grad.where(grad > 0, 1.0).log().where(grad > 0, ninf)
+        neg = (-grad).where(grad < 0, 1.0).log().where(grad < 0, ninf)
+        return (rev(pos - out) + x).exp() - (rev(neg - out) + x).exp(), None
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(input))) along ``dim``, without overflow."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError("logcumsumexp(): expected a floating point tensor")
+    return Logcumsumexp.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1)))
