@@ -351,3 +351,28 @@ def test_fused_recurrence_with_batch_sizes_equals_composed(device, mode, reverse
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-12)
     # Padding positions get no gradient.
     np.testing.assert_array_equal(_np(results[0][2 + sorted(values).index("xw")])[~mask], 0)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_packed_dropout_between_layers_matches_torch(name):
+    """Dropout on each layer's packed output: the same masks as PyTorch after the same seed."""
+    torch.manual_seed(0)
+    tmod = getattr(torch.nn, name)(3, 4, 3, dropout=0.5, bidirectional=True,
+                                   dtype=torch.float64)
+    mod = getattr(nn, name)(3, 4, 3, dropout=0.5, bidirectional=True, dtype=mt.float64)
+    _copy_weights(tmod, mod, "cpu")
+    arrays = _seqs([2, 5, 3], np.random.default_rng(10))
+    torch.manual_seed(3)
+    mt.manual_seed(3)
+    tout, _ = tmod(TR.pack_sequence([torch.tensor(a) for a in arrays], False))
+    out, _ = mod(R.pack_sequence([mt.tensor(a) for a in arrays], False))
+    np.testing.assert_allclose(_np(out.data), _np(tout.data), **TOL)
+
+
+def test_padding_value_is_not_mixed_with_the_data():
+    packed = R.pack_sequence([mt.tensor([1.0, float("nan"), float("inf")]), mt.tensor([2.0])])
+    padded, _ = R.pad_packed_sequence(packed, padding_value=-2.0)
+    tpadded, _ = TR.pad_packed_sequence(
+        TR.pack_sequence([torch.tensor([1.0, float("nan"), float("inf")]),
+                          torch.tensor([2.0])]), padding_value=-2.0)
+    np.testing.assert_array_equal(_np(padded), tpadded.numpy())

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._tensor import Tensor
+from ...ops.creation import full
 from ...ops.creation import tensor as _tensor
 from ...ops.shape import cat, stack
 
@@ -168,9 +169,9 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     # Each padded position takes its packed row, or the padding row appended after the data.
     src = np.full(steps * batch, data.shape[0], dtype=np.int64)
     src[_packed_rows(sizes, batch)] = np.arange(data.shape[0])
-    pad = (data[:1] * 0 + padding_value).detach() if data.shape[0] else data[:1]
-    full = cat([data, pad])[_index(data.device)(src)]
-    padded = full.reshape(steps, batch, *data.shape[1:])
+    pad = full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
+    rows = cat([data, pad])[_index(data.device)(src)]
+    padded = rows.reshape(steps, batch, *data.shape[1:])
     lengths = np.asarray([sum(1 for b in sizes if b > j) for j in range(batch)],
                          dtype=np.int64)
     if batch_first:
