@@ -305,7 +305,9 @@ class RNN(RNNBase):
     """Elman RNN: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``, act tanh or relu.
 
     ``forward(input, hx=None)`` -> ``(output, h_n)``; input (L, N, H_in), (N, L, H_in) with
-    ``batch_first`` or unbatched (L, H_in); hx (num_layers * directions, N, H).
+    ``batch_first`` or unbatched (L, H_in), or a ``PackedSequence`` (then output is packed and
+    h_n holds each sequence's state after its own last step); hx (num_layers * directions, N,
+    H).
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
