@@ -75,21 +75,35 @@ def rnn_cell(x: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | N
 
 
 def _composed(xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
-              w_hr: Tensor | None, mode: str, reverse: bool) -> Tensor:
-    """``Recurrence``'s output (same layout) from per-step ops: differentiable to any order."""
-    steps = xw.shape[0]
+              w_hr: Tensor | None, mode: str, reverse: bool,
+              batch_sizes: tuple | None = None) -> Tensor:
+    """``Recurrence``'s output (same layout) from per-step ops: differentiable to any order.
+
+    With ``batch_sizes`` only the first ``batch_sizes[t]`` rows step at time ``t``; the others
+    keep their state (the padded layout of a packed batch, sorted by decreasing length)."""
+    steps, n = xw.shape[:2]
     outs: list = [None] * steps
     h, c = h0, c0
     for t in (reversed(range(steps)) if reverse else range(steps)):
-        if mode == "LSTM":
-            h, c = _lstm_step(xw[t], h, c, w_hh, b_hh, w_hr)
-        elif mode == "GRU":
-            h = _gru_step(xw[t], h, w_hh, b_hh)
+        b = n if batch_sizes is None else batch_sizes[t]
+        if b < n:
+            h_new, c_new = _composed_step(xw[t][:b], h[:b], None if c is None else c[:b],
+                                          w_hh, b_hh, w_hr, mode)
+            h = cat([h_new, h[b:]])
+            c = None if c is None else cat([c_new, c[b:]])
         else:
-            h = _rnn_step(xw[t], h, w_hh, b_hh, mode == "RNN_RELU")
+            h, c = _composed_step(xw[t], h, c, w_hh, b_hh, w_hr, mode)
         outs[t] = h
     out = stack(outs)
     return cat([out.reshape(-1), c.reshape(-1)]) if mode == "LSTM" else out
+
+
+def _composed_step(gx, h, c, w_hh, b_hh, w_hr, mode):
+    if mode == "LSTM":
+        return _lstm_step(gx, h, c, w_hh, b_hh, w_hr)
+    if mode == "GRU":
+        return _gru_step(gx, h, w_hh, b_hh), None
+    return _rnn_step(gx, h, w_hh, b_hh, mode == "RNN_RELU"), None
 
 
 # -- the fused layer -------------------------------------------------------------------------
@@ -112,8 +126,12 @@ def _gate_affine(xp, dtype, blocks: str, hid: int):
 class Recurrence(Function):
     """One layer and direction of an RNN/LSTM/GRU over a sequence, as one node.
 
-    ``apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse)``: ``xw`` (L, N, G) is the input
-    projection, ``h0`` (N, P) and (LSTM) ``c0`` (N, H) the initial state. The result is the
+    ``apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)``: ``xw`` (L, N, G) is
+    the input projection, ``h0`` (N, P) and (LSTM) ``c0`` (N, H) the initial state.
+    ``batch_sizes`` (a packed batch, padded: rows sorted by decreasing length) says how many
+    leading rows are active at each input time step; the others neither compute nor change
+    their state, so the final state is each row's state after its own last step (reverse:
+    each row starts at its own last element). ``None``: all rows at every step. The result is the
     outputs (L, N, P) in input time order; for the LSTM, flattened and followed by the final
     cell state (one node has one output: ``recurrence`` takes the views apart).
 
@@ -125,11 +143,14 @@ class Recurrence(Function):
     lifted = True
 
     @staticmethod
-    def forward(ctx, xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse):
+    def forward(ctx, xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes=None):
         xs, whh = xw._data, w_hh._data
         xp, dt = xp_of(xs), xs.dtype
         steps, n, g = xs.shape
         p = whh.shape[1]
+        bs = _step_sizes(batch_sizes, steps, n, reverse)
+        # Packed: rows past a step's batch size are never written, so start them at zero.
+        empty = xp.empty if batch_sizes is None else xp.zeros
         if reverse:
             xs = xs[::-1]  # run in processing order; results go back to input order at the end
         hs = xp.empty((steps + 1, n, p), dt)  # hs[t]: the state step t starts from
@@ -142,29 +163,33 @@ class Recurrence(Function):
             xs *= scale
             whh_t = xp.ascontiguousarray(whh.T)  # (BLAS is faster on a C-contiguous operand)
             whh_t *= scale
-            acts = xp.empty((steps, n, 4, hid), dt)  # i, f, g, o after their activations
+            acts = empty((steps, n, 4, hid), dt)  # i, f, g, o after their activations
             cs = xp.empty((steps + 1, n, hid), dt)
             cs[0] = c0._data
-            tcs = xp.empty((steps, n, hid), dt)  # tanh(c)
-            ms = xp.empty((steps, n, hid), dt) if w_hr is not None else None
+            tcs = empty((steps, n, hid), dt)  # tanh(c)
+            ms = empty((steps, n, hid), dt) if w_hr is not None else None
             whr_t = w_hr._data.T if w_hr is not None else None
             flat = acts.reshape(steps, n, g)
             for t in range(steps):
-                a, i, f, gg, o = flat[t], *acts[t].transpose(1, 0, 2)
-                xp.matmul(hs[t], whh_t, out=a)
-                a += xs[t]
+                b = bs[t]
+                a, i, f, gg, o = flat[t, :b], *acts[t, :b].transpose(1, 0, 2)
+                xp.matmul(hs[t, :b], whh_t, out=a)
+                a += xs[t, :b]
                 xp.tanh(a, out=a)
                 a *= scale
                 a += shift
-                c = cs[t + 1]
+                c = cs[t + 1, :b]
                 xp.multiply(i, gg, out=c)
-                c += f * cs[t]
-                xp.tanh(c, out=tcs[t])
+                c += f * cs[t, :b]
+                xp.tanh(c, out=tcs[t, :b])
                 if ms is None:
-                    xp.multiply(o, tcs[t], out=hs[t + 1])
+                    xp.multiply(o, tcs[t, :b], out=hs[t + 1, :b])
                 else:
-                    xp.multiply(o, tcs[t], out=ms[t])
-                    xp.matmul(ms[t], whr_t, out=hs[t + 1])
+                    xp.multiply(o, tcs[t, :b], out=ms[t, :b])
+                    xp.matmul(ms[t, :b], whr_t, out=hs[t + 1, :b])
+                if b < n:  # finished rows keep their state
+                    hs[t + 1, b:] = hs[t, b:]
+                    cs[t + 1, b:] = cs[t, b:]
             extra = (acts, cs, tcs, ms)
         elif mode == "GRU":
             hid = g // 3
@@ -173,12 +198,13 @@ class Recurrence(Function):
             whh_t = xp.ascontiguousarray(whh.T)
             whh_t *= scale
             bias = b_hh._data * scale if b_hh is not None else None
-            acts = xp.empty((steps, n, 3, hid), dt)  # r, z, n
-            ghs = xp.empty((steps, n, g), dt)  # h W_hh^T + b_hh (r, z halved): n needs W_hn h
+            acts = empty((steps, n, 3, hid), dt)  # r, z, n
+            ghs = empty((steps, n, g), dt)  # h W_hh^T + b_hh (r, z halved): n needs W_hn h
             flat = acts.reshape(steps, n, g)
             for t in range(steps):
-                a, x, gh = flat[t], xs[t], ghs[t]
-                xp.matmul(hs[t], whh_t, out=gh)
+                b = bs[t]
+                a, x, gh = flat[t, :b], xs[t, :b], ghs[t, :b]
+                xp.matmul(hs[t, :b], whh_t, out=gh)
                 if bias is not None:
                     gh += bias
                 rz = a[:, :2 * hid]
@@ -190,10 +216,12 @@ class Recurrence(Function):
                 xp.multiply(a[:, :hid], gh[:, 2 * hid:], out=new)
                 new += x[:, 2 * hid:]
                 xp.tanh(new, out=new)
-                h = hs[t + 1]
-                xp.subtract(hs[t], new, out=h)
+                h = hs[t + 1, :b]
+                xp.subtract(hs[t, :b], new, out=h)
                 h *= a[:, hid:2 * hid]
                 h += new
+                if b < n:
+                    hs[t + 1, b:] = hs[t, b:]
             extra = (acts, ghs)
         else:
             if b_hh is not None:
@@ -201,22 +229,25 @@ class Recurrence(Function):
             whh_t = xp.ascontiguousarray(whh.T)
             relu = mode == "RNN_RELU"
             for t in range(steps):
-                h = hs[t + 1]
-                xp.matmul(hs[t], whh_t, out=h)
-                h += xs[t]
+                b = bs[t]
+                h = hs[t + 1, :b]
+                xp.matmul(hs[t, :b], whh_t, out=h)
+                h += xs[t, :b]
                 if relu:
                     xp.maximum(h, 0, out=h)
                 else:
                     xp.tanh(h, out=h)
+                if b < n:
+                    hs[t + 1, b:] = hs[t, b:]
         ctx.save_for_backward(xw, h0, c0, w_hh, b_hh, w_hr, hs, *extra)
-        ctx.mode, ctx.reverse = mode, reverse
+        ctx.mode, ctx.reverse, ctx.batch_sizes, ctx.bs = mode, reverse, batch_sizes, bs
         out = hs[1:][::-1] if reverse else hs[1:]
         if mode == "LSTM":
             return xp.concatenate([out.reshape(-1), cs[steps].reshape(-1)])
         return out.copy()  # not a view of hs: in-place ops on the output must not reach it
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx, grad):  # noqa: C901 (three modes' loops, kept side by side)
         if state.grad_enabled:  # create_graph: differentiate the composed steps instead
             return _replay_backward(ctx, grad)
         if isinstance(grad, Tensor):  # (the root gradient, or one from a non-lifted node)
@@ -232,6 +263,9 @@ class Recurrence(Function):
         if reverse:
             dout = dout[::-1]
         dh = xp.zeros((n, p), grad.dtype)  # gradient reaching h_t through the recurrence
+        bs = ctx.bs  # active rows per processing step (finished rows: dh passes through)
+        # Gradients of the pre-activations: zero for rows that did not step (packed input).
+        empty = xp.empty if ctx.batch_sizes is None else xp.zeros
         gc0 = gwhr = None
         if mode == "LSTM":
             acts, cs, tcs, ms = saved[7:]
@@ -248,21 +282,26 @@ class Recurrence(Function):
             k[:, :, 3] *= tcs
             kc = 1 - tcs * tcs  # dc += dh_out * o * (1 - tanh(c)^2)
             kc *= o
-            dg4 = xp.empty((steps, n, 4, hid), grad.dtype)
+            dg4 = empty((steps, n, 4, hid), grad.dtype)
             dg = dg4.reshape(steps, n, g)
             dc = grad[steps * n * p:].reshape(n, hid).copy()
             whr = w_hr._data if w_hr is not None else None
-            dhs = xp.empty((steps, n, p), grad.dtype) if whr is not None else None
+            dhs = empty((steps, n, p), grad.dtype) if whr is not None else None
             for t in reversed(range(steps)):
+                b = bs[t]
                 dh += dout[t]
+                dm, dcb = dh[:b], dc[:b]
                 if whr is not None:
-                    dhs[t] = dh
-                    dh = dh @ whr  # through the projection: gradient of o * tanh(c)
-                dc += dh * kc[t]
-                xp.multiply(dc[:, None, :], k[t, :, :3], out=dg4[t, :, :3])
-                xp.multiply(dh, k[t, :, 3], out=dg4[t, :, 3])
-                dc *= f[t]
-                dh = dg[t] @ whh
+                    dhs[t, :b] = dm
+                    dm = dm @ whr  # through the projection: gradient of o * tanh(c)
+                dcb += dm * kc[t, :b]
+                xp.multiply(dcb[:, None, :], k[t, :b, :3], out=dg4[t, :b, :3])
+                xp.multiply(dm, k[t, :b, 3], out=dg4[t, :b, 3])
+                dcb *= f[t, :b]
+                if b < n:
+                    dh[:b] = dg[t, :b] @ whh
+                else:
+                    dh = dg[t] @ whh
             dgh = dg
             gc0 = dc
             if whr is not None and _needs(ctx, 5):
@@ -281,22 +320,31 @@ class Recurrence(Function):
             kzn[:, :, 1] *= 1 - z
             kr = r * (1 - r)
             kr *= ghs[:, :, 2 * hid:]
-            dg4 = xp.empty((steps, n, 3, hid), grad.dtype)
-            dgh4 = xp.empty((steps, n, 3, hid), grad.dtype)  # the n block differs: r * dn
+            dg4 = empty((steps, n, 3, hid), grad.dtype)
+            dgh4 = empty((steps, n, 3, hid), grad.dtype)  # the n block differs: r * dn
             dg, dgh = dg4.reshape(steps, n, g), dgh4.reshape(steps, n, g)
             for t in reversed(range(steps)):
+                b = bs[t]
                 dh += dout[t]
-                xp.multiply(dh[:, None, :], kzn[t], out=dg4[t, :, 1:])
-                xp.multiply(dg4[t, :, 2], kr[t], out=dg4[t, :, 0])
-                dgh4[t, :, :2] = dg4[t, :, :2]
-                xp.multiply(dg4[t, :, 2], r[t], out=dgh4[t, :, 2])
-                dh *= z[t]
-                dh += dgh[t] @ whh
+                dhb = dh[:b]
+                xp.multiply(dhb[:, None, :], kzn[t, :b], out=dg4[t, :b, 1:])
+                xp.multiply(dg4[t, :b, 2], kr[t, :b], out=dg4[t, :b, 0])
+                dgh4[t, :b, :2] = dg4[t, :b, :2]
+                xp.multiply(dg4[t, :b, 2], r[t, :b], out=dgh4[t, :b, 2])
+                dhb *= z[t, :b]
+                dhb += dgh[t, :b] @ whh
         else:
             out = hs[1:]
             k = out > 0 if mode == "RNN_RELU" else 1 - out * out
-            dg = dgh = xp.empty((steps, n, g), grad.dtype)
+            dg = dgh = empty((steps, n, g), grad.dtype)
             for t in reversed(range(steps)):
+                b = bs[t]
+                if b < n:
+                    dh += dout[t]
+                    d = dg[t, :b]
+                    xp.multiply(dh[:b], k[t, :b], out=d)
+                    dh[:b] = d @ whh
+                    continue
                 d = dg[t]
                 xp.add(dout[t], dh, out=d)
                 d *= k[t]
@@ -304,7 +352,14 @@ class Recurrence(Function):
         gwhh = dgh.reshape(-1, g).T @ hs[:steps].reshape(-1, p) if _needs(ctx, 3) else None
         gbhh = dgh.sum((0, 1)) if b_hh is not None and _needs(ctx, 4) else None
         gxw = xp.ascontiguousarray(dg[::-1]) if reverse else dg
-        return finish(gxw, dh, gc0, gwhh, gbhh, gwhr, None, None)
+        return finish(gxw, dh, gc0, gwhh, gbhh, gwhr, None, None, None)
+
+
+def _step_sizes(batch_sizes: tuple | None, steps: int, n: int, reverse: bool) -> tuple:
+    """Active rows at each processing step: all ``n``, or ``batch_sizes`` in processing order."""
+    if batch_sizes is None:
+        return (n,) * steps
+    return tuple(batch_sizes[::-1]) if reverse else tuple(batch_sizes)
 
 
 def _replay_backward(ctx, grad: Tensor) -> tuple:
@@ -313,10 +368,10 @@ def _replay_backward(ctx, grad: Tensor) -> tuple:
 
     inputs = ctx.saved_tensors[:6]
     wanted = [i for i, t in enumerate(inputs) if t is not None and _needs(ctx, i)]
-    out = _composed(*inputs, ctx.mode, ctx.reverse)
+    out = _composed(*inputs, ctx.mode, ctx.reverse, ctx.batch_sizes)
     found = autograd_grad(out, [inputs[i] for i in wanted], grad, create_graph=True,
                           allow_unused=True)
-    grads: list = [None] * 8
+    grads: list = [None] * 9
     for i, gi in zip(wanted, found):
         grads[i] = gi
     return tuple(grads)
@@ -324,15 +379,20 @@ def _replay_backward(ctx, grad: Tensor) -> tuple:
 
 def recurrence(mode: str, xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
                b_hh: Tensor | None, w_hr: Tensor | None = None, reverse: bool = False,
-               fused: bool = True) -> tuple[Tensor, Tensor, Tensor | None]:
+               fused: bool = True, batch_sizes: tuple | None = None
+               ) -> tuple[Tensor, Tensor, Tensor | None]:
     """Run one layer and direction: (outputs (L, N, P), final h (N, P), final c or None).
 
     ``fused=False`` composes the steps from per-step ops instead (slower, same values).
+    ``batch_sizes``: active leading rows per time step (a padded packed batch, see
+    ``Recurrence``); the final states are then each row's own last.
     """
+    if batch_sizes is not None:
+        batch_sizes = tuple(int(b) for b in batch_sizes)
     if fused:
-        packed = Recurrence.apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse)
+        packed = Recurrence.apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)
     else:
-        packed = _composed(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse)
+        packed = _composed(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)
     steps, n = xw.shape[:2]
     c_n = None
     if mode == "LSTM":

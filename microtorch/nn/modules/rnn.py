@@ -11,10 +11,12 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 from ..._tensor import Tensor
 from ...autograd.function import named
 from ...ops import rnn_ops
-from ...ops.creation import empty, zeros
+from ...ops.creation import empty, tensor, zeros
 from ...ops.shape import cat, stack
 from .. import functional as F
 from .. import init
@@ -189,6 +191,85 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         return self._named_output(x), stack(hs), stack(cs) if c0 is not None else None
 
+    def _run_packed(self, data: Tensor, batch_sizes: Tensor, h0: Tensor, c0: Tensor | None
+                    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``_run`` on packed data (T, H_in) with its batch sizes (sorted batch order):
+        (packed output data, h_n, c_n). Each layer's input projection runs on the packed rows
+        only; the recurrence takes them padded (time-major) and steps only each time step's
+        leading ``batch_sizes[t]`` rows, so every sequence's final state is its own last."""
+        from ..utils.rnn import _packed_rows
+
+        sizes = [int(b) for b in batch_sizes.cpu().numpy().tolist()]
+        steps, n = len(sizes), sizes[0]
+        rows = _packed_rows(sizes, n)
+        src = np.full(steps * n, data.shape[0], dtype=np.int64)
+        src[rows] = np.arange(data.shape[0])
+        gather = tensor(src, device=data.device)  # padded position -> packed row (or the zero row)
+        scatter = tensor(rows, device=data.device)  # packed row -> padded position
+        directions = 2 if self.bidirectional else 1
+        x, hs, cs = data, [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(directions):
+                k = layer * directions + direction
+                names = self._all_weights[k]
+                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+                b_ih = getattr(self, names[2]) if self.bias else None
+                b_hh = getattr(self, names[3]) if self.bias else None
+                w_hr = getattr(self, names[-1]) if self.proj_size > 0 else None
+                xw = F.linear(x, w_ih, b_ih)
+                pad = zeros((1, xw.shape[1]), dtype=xw.dtype, device=xw.device)
+                xw = cat([xw, pad])[gather].reshape(steps, n, xw.shape[1])
+                out, h, c = rnn_ops.recurrence(self.mode, xw, h0[k],
+                                               None if c0 is None else c0[k], w_hh, b_hh,
+                                               w_hr, reverse=direction == 1, batch_sizes=sizes)
+                outs.append(out.reshape(steps * n, out.shape[2])[scatter])
+                hs.append(h)
+                cs.append(c)
+            x = outs[0] if directions == 1 else cat(outs, 1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, stack(hs), stack(cs) if c0 is not None else None
+
+    def _forward_packed(self, input, hx: Tensor | None, cx: Tensor | None, lstm: bool):
+        """forward of a PackedSequence: PyTorch's order (states into sorted batch order, run,
+        states back into the original order)."""
+        from ..utils.rnn import PackedSequence
+
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        n = int(batch_sizes[0])
+        directions = 2 if self.bidirectional else 1
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        h_shape = (self.num_layers * directions, n, real_hidden)
+        c_shape = (self.num_layers * directions, n, self.hidden_size)
+        if hx is None:
+            hx = zeros(h_shape, dtype=data.dtype, device=data.device)
+            cx = zeros(c_shape, dtype=data.dtype, device=data.device) if lstm else None
+        elif sorted_indices is not None:
+            hx = hx.index_select(1, sorted_indices)
+            cx = cx.index_select(1, sorted_indices) if lstm else None
+        weight = self.weight_ih_l0
+        if data.dtype != weight.dtype:
+            raise ValueError(f"RNN input dtype ({data.dtype}) does not match weight dtype "
+                             f"({weight.dtype}). Convert input: input.to({weight.dtype}), or "
+                             f"convert model: model.to({data.dtype})")
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        if self.input_size != data.shape[-1]:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        if lstm:
+            self._check_state(data, hx, h_shape, "Expected hidden[0] size {}, got {}")
+            self._check_state(data, cx, c_shape, "Expected hidden[1] size {}, got {}")
+        else:
+            self._check_state(data, hx, h_shape)
+        out, h_n, c_n = self._run_packed(data, batch_sizes, hx, cx)
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = c_n.index_select(1, unsorted_indices) if lstm else None
+        packed = PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices)
+        return (packed, (h_n, c_n)) if lstm else (packed, h_n)
+
     def _named_output(self, x: Tensor) -> Tensor:
         """The time-major last layer's output ``x``, batch-first if so asked, with the node
         name PyTorch's CPU output has: the transpose back (a different overload for the
@@ -224,7 +305,9 @@ class RNN(RNNBase):
     """Elman RNN: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``, act tanh or relu.
 
     ``forward(input, hx=None)`` -> ``(output, h_n)``; input (L, N, H_in), (N, L, H_in) with
-    ``batch_first`` or unbatched (L, H_in); hx (num_layers * directions, N, H).
+    ``batch_first`` or unbatched (L, H_in), or a ``PackedSequence`` (then output is packed and
+    h_n holds each sequence's state after its own last step); hx (num_layers * directions, N,
+    H).
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
@@ -271,6 +354,8 @@ class GRU(RNNBase):
 def _single_state_forward(module: RNNBase, name: str, input: Tensor, hx: Tensor | None
                           ) -> tuple[Tensor, Tensor]:
     """RNN's and GRU's forward: PyTorch's checks in PyTorch's order, then the layer loop."""
+    if _is_packed(input):
+        return module._forward_packed(input, hx, None, lstm=False)
     x, batched = module._batch(input, name)
     if hx is not None:
         rank = 3 if batched else 2
@@ -288,6 +373,11 @@ def _single_state_forward(module: RNNBase, name: str, input: Tensor, hx: Tensor 
     if not batched:
         return output.squeeze(0 if module.batch_first else 1), h_n.squeeze(1)
     return output, h_n
+
+
+def _is_packed(input) -> bool:
+    from ..utils.rnn import PackedSequence
+    return isinstance(input, PackedSequence)
 
 
 class LSTM(RNNBase):
@@ -311,6 +401,11 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Run the sequence: (output, (h_n, c_n))."""
+        if _is_packed(input):
+            if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+                raise TypeError("LSTM: hx must be a tuple (h_0, c_0) of two tensors")
+            h0, c0 = (None, None) if hx is None else hx
+            return self._forward_packed(input, h0, c0, lstm=True)
         x, batched = self._batch(input, "LSTM")
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         h_shape = self._state_shape(x, real_hidden)

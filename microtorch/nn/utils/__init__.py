@@ -1,7 +1,9 @@
-"""``microtorch.nn.utils``: gradient clipping and flat parameter vectors."""
+"""``microtorch.nn.utils``: gradient clipping, flat parameter vectors, and ``rnn`` (packing
+and padding of variable-length sequences)."""
 
+from . import rnn
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
-           "vector_to_parameters"]
+           "vector_to_parameters", "rnn"]
