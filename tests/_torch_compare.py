@@ -1,5 +1,5 @@
-"""Shared helper of the extra-layer tests: run microtorch and PyTorch on the same inputs and
-compare outputs and gradients (float64 to 1e-12, float32 to 1e-6)."""
+"""Shared helpers of the layer tests: run microtorch and PyTorch on the same inputs and compare
+outputs and gradients (float64 to 1e-12, float32 to 1e-6); copy a PyTorch module's weights."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ import numpy as np
 import microtorch as mt
 
 TOL = {"float32": dict(rtol=1e-6, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-12)}
+
+
+def copy_weights(src_torch, dst, device: str = "cpu") -> None:
+    """Load a PyTorch module's state_dict into a microtorch module (via NumPy)."""
+    result = dst.load_state_dict({k: mt.tensor(v.detach().numpy(), device=device)
+                                  for k, v in src_torch.state_dict().items()})
+    assert not result.missing_keys and not result.unexpected_keys
 
 
 def to_mt(a, dtype, device, grad):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _torch_compare import copy_weights
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -29,12 +30,6 @@ def _np(t) -> np.ndarray:
 
 def _seqs(lengths, rng, feat=(3,)) -> list[np.ndarray]:
     return [rng.standard_normal((n, *feat)) for n in lengths]
-
-
-def _copy_weights(tmod, mod, device) -> None:
-    result = mod.load_state_dict({k: mt.tensor(v.detach().numpy(), device=device)
-                                  for k, v in tmod.state_dict().items()})
-    assert not result.missing_keys and not result.unexpected_keys
 
 
 def _assert_packed_equal(mp, tp) -> None:
@@ -206,7 +201,7 @@ def _make(name, kwargs, device, seed=0):
     torch.manual_seed(seed)
     tmod = getattr(torch.nn, name)(3, 4, dtype=torch.float64, **kwargs)
     mod = getattr(nn, name)(3, 4, dtype=mt.float64, **kwargs).to(device)
-    _copy_weights(tmod, mod, device)
+    copy_weights(tmod, mod, device)
     return tmod, mod
 
 
@@ -288,7 +283,7 @@ def test_packed_layer_batch_first_and_float32(device):
     torch.manual_seed(5)
     tmod = torch.nn.LSTM(3, 4, 2, batch_first=True, bidirectional=True)
     mod = nn.LSTM(3, 4, 2, batch_first=True, bidirectional=True).to(device)
-    _copy_weights(tmod, mod, device)
+    copy_weights(tmod, mod, device)
     arrays = [a.astype("float32") for a in _seqs([2, 4, 3], np.random.default_rng(6))]
     tout, (th, tc) = tmod(TR.pack_sequence([torch.tensor(a) for a in arrays], False))
     out, (h, c) = mod(R.pack_sequence([mt.tensor(a, device=device) for a in arrays], False))
@@ -360,7 +355,7 @@ def test_packed_dropout_between_layers_matches_torch(name):
     tmod = getattr(torch.nn, name)(3, 4, 3, dropout=0.5, bidirectional=True,
                                    dtype=torch.float64)
     mod = getattr(nn, name)(3, 4, 3, dropout=0.5, bidirectional=True, dtype=mt.float64)
-    _copy_weights(tmod, mod, "cpu")
+    copy_weights(tmod, mod, "cpu")
     arrays = _seqs([2, 5, 3], np.random.default_rng(10))
     torch.manual_seed(3)
     mt.manual_seed(3)

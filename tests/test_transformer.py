@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
+from _torch_compare import copy_weights
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -29,13 +30,6 @@ TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "float64": dict(rtol=1e-10, atol=1
 
 def _rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
-
-
-def copy_weights(src_torch, dst, device: str = "cpu") -> None:
-    """Load a PyTorch module's state_dict into a microtorch module (via NumPy)."""
-    result = dst.load_state_dict({k: mt.tensor(v.detach().numpy(), device=device)
-                                  for k, v in src_torch.state_dict().items()})
-    assert not result.missing_keys and not result.unexpected_keys
 
 
 def _close(a, b, dtype: str, what: str) -> None:

@@ -125,14 +125,15 @@ class RNNBase(Module):
         return [[getattr(self, name) for name in names] for names in self._all_weights]
 
     # -- checks ------------------------------------------------------------------------------
-    def _check_input(self, input: Tensor) -> None:
+    def _check_input(self, input: Tensor, dims: int = 3) -> None:
+        """PyTorch's checks of an input of ``dims`` dimensions (2: a packed sequence's data)."""
         weight = self.weight_ih_l0
         if input.dtype != weight.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({weight.dtype}). Convert input: input.to({weight.dtype}), or "
                              f"convert model: model.to({input.dtype})")
-        if input.dim() != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        if input.dim() != dims:
+            raise RuntimeError(f"input must have {dims} dimensions, got {input.dim()}")
         if self.input_size != input.shape[-1]:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
@@ -248,16 +249,7 @@ class RNNBase(Module):
         elif sorted_indices is not None:
             hx = hx.index_select(1, sorted_indices)
             cx = cx.index_select(1, sorted_indices) if lstm else None
-        weight = self.weight_ih_l0
-        if data.dtype != weight.dtype:
-            raise ValueError(f"RNN input dtype ({data.dtype}) does not match weight dtype "
-                             f"({weight.dtype}). Convert input: input.to({weight.dtype}), or "
-                             f"convert model: model.to({data.dtype})")
-        if data.dim() != 2:
-            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
-        if self.input_size != data.shape[-1]:
-            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
-                               f"{self.input_size}, got {data.shape[-1]}")
+        self._check_input(data, 2)
         if lstm:
             self._check_state(data, hx, h_shape, "Expected hidden[0] size {}, got {}")
             self._check_state(data, cx, c_shape, "Expected hidden[1] size {}, got {}")
