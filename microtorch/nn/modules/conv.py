@@ -87,36 +87,32 @@ class _ConvNd(Module):
         return s
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """A (non-transposed) convolution; subclasses name their dimensions and functional."""
+
+    functional = "conv2d"  # the ``nn.functional`` op forward calls
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, 0, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Convolve ``input`` with the weight."""
+        return getattr(F, self.functional)(input, self.weight, self.bias, self.stride,
+                                           self.padding, self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
     """1-D convolution (cross-correlation) over (N, C, L) inputs."""
 
     spatial_dims = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, 0, device, dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        """Convolve ``input`` with the weight."""
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+    functional = "conv1d"
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, 0, device, dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        """Convolve ``input`` with the weight."""
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
