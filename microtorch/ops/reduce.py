@@ -317,15 +317,14 @@ class PNorm(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        g, x, norm = lift(grad, ctx.saved_tensors[0], ctx.saved_output)
-        F = namespace(g)
         p = ctx.p
-        if not ctx.keepdim:
-            dims = range(x.ndim) if ctx.dims is None else ctx.dims
-            shape = [1 if i in dims else s for i, s in enumerate(x.shape)]
-            g, norm = g.reshape(shape), norm.reshape(shape)
         if p == 0.0:  # a count of non-zeros: no gradient (None, as PyTorch leaves it)
             return None, None, None, None
+        g, x, norm = lift(grad, ctx.saved_tensors[0], ctx.saved_output)
+        F = namespace(g)
+        if not ctx.keepdim:
+            shape = _kept_shape(x.shape, ctx.dims)
+            g, norm = g.reshape(shape), norm.reshape(shape)
         if p < 1.0:  # |x|^(p-1) is infinite at 0, where PyTorch's gradient is 0
             zero_x = x == 0
             scaled = F.where(zero_x, 0.0, F.sign(x) * F.where(zero_x, 1.0, F.abs(x)) ** (p - 1.0))
@@ -336,7 +335,6 @@ class PNorm(Function):
         zero = norm == 0
         scale = F.where(zero, 0.0, g / F.where(zero, 1.0, norm) ** (p - 1.0))
         return finish(scaled * scale, None, None, None)
-
 
 
 def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:
