@@ -475,11 +475,9 @@ def install_tensor_methods(cls) -> None:
     methods["div_"] = _inplace(div)
     for name in ("neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs",
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
-                 "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill"):
-        methods[name + "_"] = _inplace(methods[name])
-    for name in ("tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp",
-                 "erf", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign",
-                 "put"):
+                 "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill",
+                 "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
+                 "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put"):
         methods[name + "_"] = _inplace(methods[name])
     methods["arctan2_"] = methods["atan2_"]
     methods["clip_"] = methods["clamp_"]

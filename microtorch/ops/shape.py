@@ -106,15 +106,14 @@ def permute(input: Tensor, *dims) -> Tensor:
     return _as_view(Permute.apply(input, dims), input)
 
 
-def transpose(input: Tensor, dim0: int, dim1: int, _name: str = "TransposeBackward0"
-              ) -> Tensor:
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions (a view)."""
     ndim = input._data.ndim
     order = list(range(ndim))
     if ndim:
         d0, d1 = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
         order[d0], order[d1] = order[d1], order[d0]
-    return _as_view(Permute.apply(input, tuple(order), _name), input)
+    return _as_view(Permute.apply(input, tuple(order), "TransposeBackward0"), input)
 
 
 def t(input: Tensor) -> Tensor:
@@ -122,7 +121,7 @@ def t(input: Tensor) -> Tensor:
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input._data.ndim}D")
-    return transpose(input, 0, 1, "TBackward0") if input._data.ndim == 2 else input
+    return named(transpose(input, 0, 1), "TBackward0") if input._data.ndim == 2 else input
 
 
 def squeeze(input: Tensor, dim=None) -> Tensor:
