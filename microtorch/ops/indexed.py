@@ -150,17 +150,21 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     return named(x[Tensor._make(m)], "MaskedSelectBackward0")
 
 
-def take(input: Tensor, index: Tensor) -> Tensor:
-    """Elements of ``input`` (as if flattened) at ``index``; the result has index's shape."""
-    if index._data.dtype != np.int64:
-        raise RuntimeError("take(): Expected a long tensor for index, but got "
-                           f"{index.dtype.name.capitalize()}")
-    n = input._data.size
+def _check_flat_index(index: Tensor, n: int) -> None:
+    """IndexError unless every entry of ``index`` lies in [-n, n)."""
     idx = index._data
     if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
         bad = int(idx.max()) if int(idx.max()) >= n else int(idx.min())
         raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
                          "elements.")
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """Elements of ``input`` (as if flattened) at ``index``; the result has index's shape."""
+    if index._data.dtype != np.int64:
+        raise RuntimeError("take(): Expected a long tensor for index, but got "
+                           f"{index.dtype.name.capitalize()}")
+    _check_flat_index(index, input._data.size)
     return named(input.reshape(-1)[index], "TakeBackward0")
 
 
@@ -207,10 +211,5 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source._data.size}, "
                            f"index.numel() = {index._data.size}")
-    n = input._data.size
-    idx = index._data
-    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
-        bad = int(idx.max()) if int(idx.max()) >= n else int(idx.min())
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                         "elements.")
+    _check_flat_index(index, input._data.size)
     return Put.apply(input, index, source, accumulate)

@@ -14,14 +14,11 @@ import numpy as np
 
 from ..autograd.function import Function, finish, lift, namespace
 from ._util import Tensor, xp_of
+from .nn_ops import _float_array, _needs
 
 __all__ = ["Elu", "Softplus", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid",
            "Xlogy", "ClampMinValueOnly", "adaptive_windows",
-           "adaptive_max_indices", "nearest_indices", "linear_matrix"]
-
-def _needs(ctx, i: int) -> bool:
-    """True when positional input ``i`` of the node wants a gradient."""
-    return i < len(ctx._next) and ctx._next[i] is not None
+           "adaptive_max_indices", "source_scale", "nearest_indices", "linear_matrix"]
 
 
 # PyTorch's hardsigmoid backward multiplies by the float literal 1.0f / 6.0f, in every dtype.
@@ -44,11 +41,7 @@ class _Pointwise(Function):
 
     @classmethod
     def forward(cls, ctx, x, *params):
-        arr = x._data
-        if arr.dtype.kind != "f":
-            from .. import _dtype
-
-            arr = arr.astype(_dtype.get_default_dtype().np)
+        arr = _float_array(x)
         ctx.save_for_backward(x)
         ctx.params = params
         return cls.compute(xp_of(arr), arr, *params)
@@ -248,11 +241,16 @@ def adaptive_max_indices(arr, out_hw: tuple[int, int]):
                               -1)[..., 0]
 
 
+def source_scale(size: int, out: int, scale: float | None, ft=np.float32):
+    """Input positions per output position, in ``ft``: 1/scale_factor when one is given (and
+    positive), else size/out (PyTorch's ``area_pixel_compute_scale``)."""
+    return ft(1.0 / scale) if scale is not None and scale > 0 else ft(size) / ft(out)
+
+
 def nearest_indices(size: int, out: int, scale: float | None) -> np.ndarray:
     """Source index of each output position for mode='nearest': min(floor(i * s), size - 1) with
     s = 1/scale_factor (or size/out) in float32 arithmetic, as PyTorch's kernel."""
-    s = np.float32(1.0 / scale) if scale is not None and scale > 0 else \
-        np.float32(size) / np.float32(out)
+    s = source_scale(size, out, scale)
     src = np.floor(np.arange(out, dtype=np.float32) * s).astype(np.int64)
     return np.minimum(src, size - 1)
 
@@ -266,7 +264,7 @@ def linear_matrix(size: int, out: int, align_corners: bool, scale: float | None,
         s = ft(size - 1) / ft(out - 1) if out > 1 else ft(0.0)
         src = np.arange(out, dtype=ft) * s
     else:
-        s = ft(1.0 / scale) if scale is not None and scale > 0 else ft(size) / ft(out)
+        s = source_scale(size, out, scale, ft)
         src = np.maximum(s * (np.arange(out, dtype=ft) + ft(0.5)) - ft(0.5), ft(0.0))
     i0 = np.minimum(np.floor(src).astype(np.int64), size - 1)
     i1 = np.where(i0 < size - 1, i0 + 1, i0)

@@ -17,6 +17,8 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, named
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, wrap_dim, xp_of
+from .elementwise import _meta
+from .nn_ops import _float_array
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
            "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp"]
@@ -30,10 +32,6 @@ def _float_operands(a, b):
         xa = xa.astype(dt) if hasattr(xa, "astype") else dt.type(xa)
         xb = xb.astype(dt) if hasattr(xb, "astype") else dt.type(xb)
     return xa, xb, dt
-
-
-def _meta(x):
-    return (x._data.shape, x._data.dtype) if isinstance(x, Tensor) and x.requires_grad else None
 
 
 class Atan2(Function):
@@ -129,8 +127,6 @@ class Erfc(Function):
 
     @staticmethod
     def forward(ctx, x):
-        from .nn_ops import _float_array
-
         ctx.save_for_backward(x)
         return _special("erfc", _float_array(x))
 
@@ -145,8 +141,6 @@ class Erfinv(Function):
 
     @staticmethod
     def forward(ctx, x):
-        from .nn_ops import _float_array
-
         ctx.save_output()
         return _special("erfinv", _float_array(x))
 
