@@ -610,8 +610,7 @@ _MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exa
 
 def _nearest_index(size: int, out: int, scale: float | None, exact: bool) -> np.ndarray:
     if exact:
-        s = np.float32(1.0 / scale) if scale is not None and scale > 0 else \
-            np.float32(size) / np.float32(out)
+        s = X.source_scale(size, out, scale)
         src = np.floor(((np.arange(out) + 0.5) * np.float64(s)).astype(np.float32))
         return np.minimum(src.astype(np.int64), size - 1)
     if out == size:
@@ -619,6 +618,21 @@ def _nearest_index(size: int, out: int, scale: float | None, exact: bool) -> np.
     if out == 2 * size:
         return np.arange(out) >> 1
     return X.nearest_indices(size, out, scale)
+
+
+def _per_dim(v, input: Tensor, cast, what: str, given: str, form: str) -> list:
+    """``size`` / ``scale_factor`` (a number, or one per spatial dim) as one value per spatial
+    dim of ``input``; the ValueError reads as PyTorch's (``what``, ``given`` and ``form`` name
+    the argument)."""
+    dim = input.ndim - 2
+    if not isinstance(v, (list, tuple)):
+        return [cast(v)] * dim
+    if len(v) != dim:
+        raise ValueError(f"Input and {what} must have the same number of spatial dimensions, but "
+                         f"got input with spatial dimensions of {list(input.shape[2:])} and "
+                         f"{given} {v}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                         f"format and {form} format.")
+    return [cast(s) for s in v]
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -639,32 +653,15 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise ValueError("only one of size or scale_factor should be defined")
     scales: list | None = None
     if size is not None:
-        if isinstance(size, (list, tuple)):
-            if len(size) != dim:
-                raise ValueError(f"Input and output must have the same number of spatial "
-                                 f"dimensions, but got input with spatial dimensions of "
-                                 f"{list(input.shape[2:])} and output size of {size}. Please "
-                                 f"provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                                 f"output size in (o1, o2, ...,oK) format.")
-            out_size = [int(s) for s in size]
-        else:
-            out_size = [int(size)] * dim
+        out_size = _per_dim(size, input, int, "output", "output size of",
+                            "output size in (o1, o2, ...,oK)")
     elif scale_factor is not None:
-        if isinstance(scale_factor, (list, tuple)):
-            if len(scale_factor) != dim:
-                raise ValueError(f"Input and scale_factor must have the same number of spatial "
-                                 f"dimensions, but got input with spatial dimensions of "
-                                 f"{list(input.shape[2:])} and scale_factor of shape "
-                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, "
-                                 f"d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
-                                 f"format.")
-            scales = [float(s) for s in scale_factor]
-        else:
-            scales = [float(scale_factor)] * dim
+        scales = _per_dim(scale_factor, input, float, "scale_factor", "scale_factor of shape",
+                          "scale_factor in (s1, s2, ...,sK)")
         out_size = [int(math.floor(input.shape[i + 2] * scales[i])) for i in range(dim)]
     else:
         raise ValueError("either size or scale_factor should be defined")
-    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+    if recompute_scale_factor and size is not None:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     if mode == "area" and size is None:
         recompute_scale_factor = True
