@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 from ..backend import xp_of
-from ..backend.base import root_buffer
+from ..backend.base import dense_order, root_buffer
 from .function import Function, finish
 from .grad_mode import state
 
@@ -74,21 +74,16 @@ class Strided:
         """The geometry of array ``arr`` inside array ``base`` (it must lie in it)."""
         if root_buffer(arr) is not root_buffer(base) or arr.dtype != base.dtype:
             raise _unsupported("it no longer shares storage with its base")
-        item, shape, bstrides = base.itemsize, base.shape, base.strides
+        item, shape = base.itemsize, base.shape
         geom = object.__new__(cls)
         geom.numel = base.size
         geom.perm = geom.inverse = None
         geom.mshape = shape
         if not base.flags.c_contiguous:
-            # Dense in another order (a result laid out like a transposed input): sort the
-            # dimensions by stride; size-1 dimensions do not move any address.
-            perm = tuple(sorted(range(len(shape)), key=lambda d: -bstrides[d]))
-            expected = item
-            for d in reversed(perm):
-                if shape[d] != 1:
-                    if bstrides[d] != expected:
-                        raise _unsupported("its base's storage is not dense")
-                    expected *= shape[d]
+            # Dense in another order (a result laid out like a transposed input).
+            perm = dense_order(base)
+            if perm is None:
+                raise _unsupported("its base's storage is not dense")
             geom.perm, geom.inverse = perm, tuple(int(i) for i in np.argsort(perm))
             geom.mshape = tuple(shape[d] for d in perm)
         offset = _address(arr) - _address(base)

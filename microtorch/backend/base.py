@@ -26,6 +26,21 @@ def root_buffer(arr):
     return arr
 
 
+def dense_order(arr) -> tuple[int, ...] | None:
+    """The axes of ``arr`` from outermost to innermost in memory (size-1 axes first) when its
+    elements fill one block without gaps or overlaps, whatever the axis order (a transposed
+    or permuted dense array); None for any other layout."""
+    ones = [a for a in range(arr.ndim) if arr.shape[a] == 1]
+    order = sorted((a for a in range(arr.ndim) if arr.shape[a] != 1),
+                   key=lambda a: -arr.strides[a])
+    step = arr.itemsize
+    for a in reversed(order):  # dense: each stride is the product of the inner sizes
+        if arr.strides[a] != step:
+            return None
+        step *= arr.shape[a]
+    return tuple(ones + order)
+
+
 class _BufferRef(weakref.ref):
     """A weak reference to a counted buffer that remembers its key and size."""
 

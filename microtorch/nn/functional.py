@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ..autograd.function import named
 from ..autograd.grad_mode import no_grad
+from ..backend.base import dense_order
 from ..ops import nn_ops
 from ..ops._util import Tensor, xp_of
 from ..ops.elementwise import Relu, Sigmoid, Tanh, where
@@ -171,20 +172,6 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     return out.squeeze(0) if unbatched else out
 
 
-def _memory_order(arr) -> tuple[int, ...]:
-    """The axes of a dense, non-overlapping array from outermost to innermost in memory (as
-    PyTorch's TensorIterator walks it); the logical order for any other layout."""
-    axes = [a for a in range(arr.ndim) if arr.shape[a] != 1]
-    by_stride = sorted(axes, key=lambda a: -arr.strides[a])
-    step = arr.itemsize
-    for a in reversed(by_stride):  # dense: each stride is the product of the inner sizes
-        if arr.strides[a] != step:
-            return tuple(range(arr.ndim))
-        step *= arr.shape[a]
-    ones = [a for a in range(arr.ndim) if arr.shape[a] == 1]
-    return tuple(ones + by_stride)
-
-
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p).
 
@@ -201,7 +188,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     arr = input._data
     # PyTorch draws the mask into a tensor laid out like the input and fills it in memory
     # order: draw it in that order, then view it in the input's axis order.
-    order = _memory_order(arr)
+    order = dense_order(arr) or tuple(range(arr.ndim))  # (any other layout: logical order)
     mask = input._backend.bernoulli(1.0 - p, tuple(arr.shape[a] for a in order), arr.dtype)
     mask = input._backend.asarray(mask).transpose(sorted(range(arr.ndim), key=order.__getitem__))
     mask /= 1.0 - p
