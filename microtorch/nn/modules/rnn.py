@@ -11,8 +11,6 @@ import math
 import numbers
 import warnings
 
-import numpy as np
-
 from ..._tensor import Tensor
 from ...autograd.function import named
 from ...ops import rnn_ops
@@ -21,11 +19,20 @@ from ...ops.shape import cat, stack
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _lengths_list, _pack_index
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
+
+
+def _reset_uniform(module: Module) -> None:
+    """Every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in registration order
+    (PyTorch's draw order)."""
+    stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for weight in module.parameters():
+        init.uniform_(weight, -stdv, stdv)
 
 
 def _no_proj_size(kwargs: dict, name: str) -> None:
@@ -82,7 +89,7 @@ class RNNBase(Module):
         self.proj_size = proj_size
 
         gate_size = rnn_ops.GATES[mode] * hidden_size
-        real_hidden = proj_size if proj_size > 0 else hidden_size
+        real_hidden = proj_size or hidden_size
         directions = 2 if bidirectional else 1
         self._flat_weights_names: list[str] = []
         self._all_weights: list[list[str]] = []
@@ -106,11 +113,7 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in registration
-        order (PyTorch's draw order)."""
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _reset_uniform(self)
 
     def flatten_parameters(self) -> None:
         """A no-op kept for compatibility (cuDNN's weight packing in PyTorch)."""
@@ -138,9 +141,11 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
 
-    def _state_shape(self, input: Tensor, size: int) -> tuple[int, int, int]:
-        batch = input.shape[0] if self.batch_first else input.shape[1]
-        return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
+    def _state_shapes(self, batch: int) -> tuple[tuple, tuple]:
+        """Shapes of h0 (proj_size or hidden_size) and c0 (hidden_size) for ``batch``."""
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        return (layers, batch, self.proj_size or self.hidden_size), \
+            (layers, batch, self.hidden_size)
 
     @staticmethod
     def _check_state(input: Tensor, hx: Tensor, expected: tuple,
@@ -168,6 +173,35 @@ class RNNBase(Module):
         x = input.transpose(0, 1) if self.batch_first else input  # time-major from here on
         if x.shape[0] == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        x, h_n, c_n = self._layers(x, h0, c0)
+        return self._named_output(x), h_n, c_n
+
+    def _run_packed(self, data: Tensor, sizes: list[int], h0: Tensor, c0: Tensor | None
+                    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``_run`` on packed data (T, H_in) with its batch sizes (sorted batch order):
+        (packed output data, h_n, c_n). Each layer's input projection runs on the packed rows
+        only; the recurrence takes them padded (time-major) and steps only each time step's
+        leading ``batch_sizes[t]`` rows, so every sequence's final state is its own last."""
+        steps, n = len(sizes), sizes[0]
+        rows, src = _pack_index(sizes, n, steps, data.shape[0])
+        gather = tensor(src, device=data.device)  # padded position -> packed row (or the zero row)
+        scatter = tensor(rows, device=data.device)  # packed row -> padded position
+        gates = rnn_ops.GATES[self.mode] * self.hidden_size
+        zero_row = zeros((1, gates), dtype=data.dtype, device=data.device)
+
+        def to_padded(xw: Tensor) -> Tensor:
+            return cat([xw, zero_row])[gather].reshape(steps, n, gates)
+
+        def to_packed(out: Tensor) -> Tensor:
+            return out.reshape(steps * n, out.shape[2])[scatter]
+
+        return self._layers(data, h0, c0, sizes, to_padded, to_packed)
+
+    def _layers(self, x: Tensor, h0: Tensor, c0: Tensor | None, batch_sizes=None,
+                to_padded=None, to_packed=None) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Every layer and direction over ``x``: time-major (L, N, H_in), or packed rows with
+        their ``batch_sizes`` and the maps between packed rows and the padded (L, N, G) layout
+        the recurrence runs on. (last layer's output, h_n, c_n)."""
         directions = 2 if self.bidirectional else 1
         hs, cs = [], []
         for layer in range(self.num_layers):
@@ -180,69 +214,27 @@ class RNNBase(Module):
                 b_hh = getattr(self, names[3]) if self.bias else None
                 w_hr = getattr(self, names[-1]) if self.proj_size > 0 else None
                 xw = F.linear(x, w_ih, b_ih)  # every time step's input part in one matmul
+                if to_padded is not None:
+                    xw = to_padded(xw)
                 out, h, c = rnn_ops.recurrence(self.mode, xw, h0[k],
                                                None if c0 is None else c0[k], w_hh, b_hh,
-                                               w_hr, reverse=direction == 1)
-                outs.append(out)
+                                               w_hr, reverse=direction == 1,
+                                               batch_sizes=batch_sizes)
+                outs.append(out if to_packed is None else to_packed(out))
                 hs.append(h)
                 cs.append(c)
-            x = outs[0] if directions == 1 else cat(outs, 2)
+            x = outs[0] if directions == 1 else cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 # F.dropout on each layer's (time-major) output: PyTorch's CPU draw order.
-                x = F.dropout(x, self.dropout, True)
-        return self._named_output(x), stack(hs), stack(cs) if c0 is not None else None
-
-    def _run_packed(self, data: Tensor, batch_sizes: Tensor, h0: Tensor, c0: Tensor | None
-                    ) -> tuple[Tensor, Tensor, Tensor | None]:
-        """``_run`` on packed data (T, H_in) with its batch sizes (sorted batch order):
-        (packed output data, h_n, c_n). Each layer's input projection runs on the packed rows
-        only; the recurrence takes them padded (time-major) and steps only each time step's
-        leading ``batch_sizes[t]`` rows, so every sequence's final state is its own last."""
-        from ..utils.rnn import _packed_rows
-
-        sizes = [int(b) for b in batch_sizes.cpu().numpy().tolist()]
-        steps, n = len(sizes), sizes[0]
-        rows = _packed_rows(sizes, n)
-        src = np.full(steps * n, data.shape[0], dtype=np.int64)
-        src[rows] = np.arange(data.shape[0])
-        gather = tensor(src, device=data.device)  # padded position -> packed row (or the zero row)
-        scatter = tensor(rows, device=data.device)  # packed row -> padded position
-        directions = 2 if self.bidirectional else 1
-        x, hs, cs = data, [], []
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(directions):
-                k = layer * directions + direction
-                names = self._all_weights[k]
-                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
-                b_ih = getattr(self, names[2]) if self.bias else None
-                b_hh = getattr(self, names[3]) if self.bias else None
-                w_hr = getattr(self, names[-1]) if self.proj_size > 0 else None
-                xw = F.linear(x, w_ih, b_ih)
-                pad = zeros((1, xw.shape[1]), dtype=xw.dtype, device=xw.device)
-                xw = cat([xw, pad])[gather].reshape(steps, n, xw.shape[1])
-                out, h, c = rnn_ops.recurrence(self.mode, xw, h0[k],
-                                               None if c0 is None else c0[k], w_hh, b_hh,
-                                               w_hr, reverse=direction == 1, batch_sizes=sizes)
-                outs.append(out.reshape(steps * n, out.shape[2])[scatter])
-                hs.append(h)
-                cs.append(c)
-            x = outs[0] if directions == 1 else cat(outs, 1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
         return x, stack(hs), stack(cs) if c0 is not None else None
 
     def _forward_packed(self, input, hx: Tensor | None, cx: Tensor | None, lstm: bool):
         """forward of a PackedSequence: PyTorch's order (states into sorted batch order, run,
         states back into the original order)."""
-        from ..utils.rnn import PackedSequence
-
         data, batch_sizes, sorted_indices, unsorted_indices = input
-        n = int(batch_sizes[0])
-        directions = 2 if self.bidirectional else 1
-        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-        h_shape = (self.num_layers * directions, n, real_hidden)
-        c_shape = (self.num_layers * directions, n, self.hidden_size)
+        sizes = _lengths_list(batch_sizes)
+        h_shape, c_shape = self._state_shapes(sizes[0])
         if hx is None:
             hx = zeros(h_shape, dtype=data.dtype, device=data.device)
             cx = zeros(c_shape, dtype=data.dtype, device=data.device) if lstm else None
@@ -255,7 +247,7 @@ class RNNBase(Module):
             self._check_state(data, cx, c_shape, "Expected hidden[1] size {}, got {}")
         else:
             self._check_state(data, hx, h_shape)
-        out, h_n, c_n = self._run_packed(data, batch_sizes, hx, cx)
+        out, h_n, c_n = self._run_packed(data, sizes, hx, cx)
         if unsorted_indices is not None:
             h_n = h_n.index_select(1, unsorted_indices)
             c_n = c_n.index_select(1, unsorted_indices) if lstm else None
@@ -346,7 +338,7 @@ class GRU(RNNBase):
 def _single_state_forward(module: RNNBase, name: str, input: Tensor, hx: Tensor | None
                           ) -> tuple[Tensor, Tensor]:
     """RNN's and GRU's forward: PyTorch's checks in PyTorch's order, then the layer loop."""
-    if _is_packed(input):
+    if isinstance(input, PackedSequence):
         return module._forward_packed(input, hx, None, lstm=False)
     x, batched = module._batch(input, name)
     if hx is not None:
@@ -357,7 +349,7 @@ def _single_state_forward(module: RNNBase, name: str, input: Tensor, hx: Tensor 
         if not batched:
             hx = hx.unsqueeze(1)
     module._check_input(x)
-    expected = module._state_shape(x, module.hidden_size)
+    expected = module._state_shapes(x.shape[0 if module.batch_first else 1])[0]
     if hx is None:
         hx = zeros(expected, dtype=x.dtype, device=x.device)
     module._check_state(x, hx, expected)
@@ -365,11 +357,6 @@ def _single_state_forward(module: RNNBase, name: str, input: Tensor, hx: Tensor 
     if not batched:
         return output.squeeze(0 if module.batch_first else 1), h_n.squeeze(1)
     return output, h_n
-
-
-def _is_packed(input) -> bool:
-    from ..utils.rnn import PackedSequence
-    return isinstance(input, PackedSequence)
 
 
 class LSTM(RNNBase):
@@ -393,15 +380,13 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         """Run the sequence: (output, (h_n, c_n))."""
-        if _is_packed(input):
+        if isinstance(input, PackedSequence):
             if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
                 raise TypeError("LSTM: hx must be a tuple (h_0, c_0) of two tensors")
             h0, c0 = (None, None) if hx is None else hx
             return self._forward_packed(input, h0, c0, lstm=True)
         x, batched = self._batch(input, "LSTM")
-        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-        h_shape = self._state_shape(x, real_hidden)
-        c_shape = self._state_shape(x, self.hidden_size)
+        h_shape, c_shape = self._state_shapes(x.shape[0 if self.batch_first else 1])
         if hx is None:
             h0 = zeros(h_shape, dtype=x.dtype, device=x.device)
             c0 = zeros(c_shape, dtype=x.dtype, device=x.device)
@@ -448,10 +433,7 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Every parameter ~ U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in order."""
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _reset_uniform(self)
 
     def extra_repr(self) -> str:
         s = "{input_size}, {hidden_size}"

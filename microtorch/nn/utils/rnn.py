@@ -109,6 +109,17 @@ def _packed_rows(batch_sizes: list[int], n: int) -> np.ndarray:
     return np.concatenate([t * n + np.arange(b) for t, b in enumerate(batch_sizes)])
 
 
+def _pack_index(batch_sizes: list[int], n: int, steps: int, count: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Between ``count`` packed rows and a time-major (steps, n) layout (flat positions
+    t * n + j): each packed row's position, and each position's packed row, or ``count`` (a
+    padding row appended after the data) where no row lands."""
+    rows = _packed_rows(batch_sizes, n)
+    src = np.full(steps * n, count, dtype=np.int64)
+    src[rows] = np.arange(count)
+    return rows, src
+
+
 def _index(device) -> object:
     return lambda idx: _tensor(np.asarray(idx, dtype=np.int64), device=device)
 
@@ -158,7 +169,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     """Undo ``pack_padded_sequence``: (padded (T, B, *) or (B, T, *), lengths (B,) int64),
     in the original batch order. ``total_length`` pads to that many steps."""
     data = sequence.data
-    sizes = [int(b) for b in sequence.batch_sizes.cpu().numpy().tolist()]
+    sizes = _lengths_list(sequence.batch_sizes)
     steps, batch = len(sizes), sizes[0]
     if total_length is not None:
         if total_length < steps:
@@ -167,8 +178,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                              f"sequence length being {steps}")
         steps = total_length
     # Each padded position takes its packed row, or the padding row appended after the data.
-    src = np.full(steps * batch, data.shape[0], dtype=np.int64)
-    src[_packed_rows(sizes, batch)] = np.arange(data.shape[0])
+    _, src = _pack_index(sizes, batch, steps, data.shape[0])
     pad = full((1, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
     rows = cat([data, pad])[_index(data.device)(src)]
     padded = rows.reshape(steps, batch, *data.shape[1:])
