@@ -23,10 +23,14 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 _NEG_INF = float("-inf")
 
 
+def _causal_array(L: int, S: int) -> np.ndarray:
+    """(L, S) float64: 0 on and below the diagonal (top-left aligned), -inf above."""
+    return np.triu(np.full((L, S), -np.inf), 1)
+
+
 def _causal_bias(L: int, S: int, like: Tensor) -> Tensor:
-    """(L, S) float mask: 0 on and below the diagonal (top-left aligned), -inf above."""
-    allowed = np.tril(np.ones((L, S), dtype=bool))
-    bias = np.where(allowed, 0.0, -np.inf).astype(like.dtype.np)
+    """``_causal_array`` as a constant tensor in ``like``'s dtype, on its device."""
+    bias = _causal_array(L, S).astype(like.dtype.np)
     return Tensor._make(like._backend.asarray(bias), False, None)
 
 
@@ -126,40 +130,33 @@ def _none_or_dtype(input: Tensor | None):
 
 def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
     """PyTorch's checks of the input ranks; True for batched (3-D) input."""
-    if query.dim() == 3:
-        if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be 3-D"
-                                 f" but found {key.dim()}-D and {value.dim()}-D tensors "
-                                 "respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 2-D but found {key_padding_mask.dim()}-D tensor "
-                                 "instead")
-        if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, "
-                                 f"2-D or 3-D but found {attn_mask.dim()}-D tensor instead")
-        return True
-    if query.dim() == 2:
-        if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be "
-                                 f"2-D but found {key.dim()}-D and {value.dim()}-D tensors "
-                                 "respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be "
-                                 f"`None` or 1-D but found {key_padding_mask.dim()}-D tensor "
-                                 "instead")
-        if attn_mask is not None:
-            if attn_mask.dim() not in (2, 3):
-                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be "
-                                     f"`None`, 2-D or 3-D but found {attn_mask.dim()}-D tensor "
-                                     "instead")
-            expected = (num_heads, query.shape[0], key.shape[0])
-            if attn_mask.dim() == 3 and tuple(attn_mask.shape) != expected:
-                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
-                                     f"{attn_mask.shape}")
-        return False
-    raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
-                         f"{query.dim()}-D query tensor")
+    rank = query.dim()
+    if rank not in (2, 3):
+        raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
+                             f"{rank}-D query tensor")
+    which = f"For {'batched' if rank == 3 else 'unbatched'} ({rank}-D) `query`"
+    if key.dim() != rank or value.dim() != rank:
+        raise AssertionError(f"{which}, expected `key` and `value` to be {rank}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != rank - 1:
+        raise AssertionError(f"{which}, expected `key_padding_mask` to be `None` or "
+                             f"{rank - 1}-D but found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"{which}, expected `attn_mask` to be `None`, 2-D or 3-D but "
+                                 f"found {attn_mask.dim()}-D tensor instead")
+        expected = (num_heads, query.shape[0], key.shape[0])
+        if rank == 2 and attn_mask.dim() == 3 and tuple(attn_mask.shape) != expected:
+            raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                 f"{attn_mask.shape}")
+    return rank == 3
+
+
+def _pad_key(*masks):
+    """The masks (None stays None) with a column for one more key (``bias_k`` or the zero
+    key of ``add_zero_attn``)."""
+    from .functional import pad
+    return tuple(None if m is None else pad(m, (0, 1)) for m in masks)
 
 
 def _in_projection(query, key, value, w, b, w_q=None, w_k=None, w_v=None):
@@ -193,7 +190,7 @@ def multi_head_attention_forward(
     PyTorch); otherwise through ``scaled_dot_product_attention`` (zeros there, as PyTorch).
     Returns ``(attn_output, attn_weights or None)``.
     """
-    from .functional import linear, pad
+    from .functional import linear
 
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
@@ -260,10 +257,7 @@ def multi_head_attention_forward(
             raise AssertionError("bias cannot be added to static value.")
         k = cat([k, bias_k.repeat(1, bsz, 1)])
         v = cat([v, bias_v.repeat(1, bsz, 1)])
-        if attn_mask is not None:
-            attn_mask = pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = pad(key_padding_mask, (0, 1))
+        attn_mask, key_padding_mask = _pad_key(attn_mask, key_padding_mask)
     elif bias_k is not None:
         raise AssertionError("bias_k is set but bias_v is None")
     elif bias_v is not None:
@@ -278,10 +272,7 @@ def multi_head_attention_forward(
         zero_shape = (bsz * num_heads, 1, head_dim)
         k = cat([k, zeros(zero_shape, dtype=k.dtype, device=k.device)], dim=1)
         v = cat([v, zeros(zero_shape, dtype=v.dtype, device=v.device)], dim=1)
-        if attn_mask is not None:
-            attn_mask = pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = pad(key_padding_mask, (0, 1))
+        attn_mask, key_padding_mask = _pad_key(attn_mask, key_padding_mask)
     src_len = k.shape[1]
     if key_padding_mask is not None:
         if key_padding_mask.shape[0] != bsz:

@@ -15,12 +15,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..._dtype import float32
 from ..._tensor import Tensor
 from ...autograd.grad_mode import is_grad_enabled
-from ...ops.creation import empty
+from ...ops.creation import empty, tensor
 from .. import functional as F
 from .. import init
-from .._functional_attention import _canonical_mask, _none_or_dtype
+from .._functional_attention import _canonical_mask, _causal_array, _none_or_dtype
 from ..parameter import Parameter
 from .activation import GELU, ReLU
 from .container import ModuleList
@@ -144,12 +145,9 @@ class MultiheadAttention(Module):
 
 # -- helpers -------------------------------------------------------------------------------------
 def _generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
-    """(sz, sz) float mask: -inf above the diagonal, 0 elsewhere."""
-    from ...ops.creation import tensor
-    arr = np.triu(np.full((sz, sz), -np.inf), 1)
-    arr[arr == 0] = 0.0  # no -0.0
-    return tensor(arr, dtype=dtype, device=device) if dtype is not None else \
-        tensor(arr.astype(np.float32), device=device)
+    """(sz, sz) float mask: -inf above the diagonal, 0 elsewhere (float32 by default)."""
+    return tensor(_causal_array(sz, sz), dtype=float32 if dtype is None else dtype,
+                  device=device)
 
 
 def _get_seq_len(src: Tensor, batch_first: bool) -> int:
@@ -165,14 +163,17 @@ def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None,
     if is_causal is None and mask is not None:
         sz = size if size is not None else mask.shape[-2]
         if tuple(mask.shape) == (sz, sz) and mask.dtype.is_floating_point:
-            ref = np.triu(np.full((sz, sz), -np.inf), 1)
-            make_causal = bool(np.array_equal(mask.detach().cpu().numpy(), ref))
+            make_causal = bool(np.array_equal(mask.detach().cpu().numpy(),
+                                              _causal_array(sz, sz)))
         else:
             make_causal = False
     return make_causal
 
 
-def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
+def _get_activation_fn(activation) -> Callable[[Tensor], Tensor]:
+    """``"relu"``/``"gelu"`` as ``F.relu``/``F.gelu``; a callable as given."""
+    if not isinstance(activation, str):
+        return activation
     if activation == "relu":
         return F.relu
     if activation == "gelu":
@@ -184,11 +185,15 @@ def _get_clones(module: Module, n: int) -> ModuleList:
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
-def _drop_seq_first(drop: Module, x: Tensor, batch_first: bool) -> Tensor:
-    """``drop(x)`` for MHA's output. With ``batch_first`` PyTorch's output is a transposed
-    view of a sequence-first buffer and its dropout mask is drawn in memory order, so draw it
-    on a sequence-first copy (the same elements, PyTorch's order)."""
-    if batch_first and x.dim() == 3:
+def _attn_block(attn: MultiheadAttention, drop: Module, x: Tensor, mem: Tensor, attn_mask,
+                key_padding_mask, is_causal: bool) -> Tensor:
+    """``drop(attn(x, mem, mem)[0])``, without weights (self-attention: ``mem is x``). With
+    ``batch_first`` PyTorch's output is a transposed view of a sequence-first buffer and its
+    dropout mask is drawn in memory order, so draw it on a sequence-first copy (the same
+    elements, PyTorch's order)."""
+    x = attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+             need_weights=False, is_causal=is_causal)[0]
+    if attn.batch_first and x.dim() == 3:
         return drop(x.transpose(0, 1).contiguous()).transpose(0, 1)
     return drop(x)
 
@@ -221,8 +226,7 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            activation = _get_activation_fn(activation)
+        activation = _get_activation_fn(activation)
         self.activation_relu_or_gelu = _activation_kind(activation)
         self.activation = activation
 
@@ -243,9 +247,8 @@ class TransformerEncoderLayer(Module):
         return x
 
     def _sa_block(self, x: Tensor, attn_mask, key_padding_mask, is_causal: bool = False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return _drop_seq_first(self.dropout1, x, self.self_attn.batch_first)
+        return _attn_block(self.self_attn, self.dropout1, x, x, attn_mask, key_padding_mask,
+                           is_causal)
 
     def _ff_block(self, x: Tensor) -> Tensor:
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
@@ -318,7 +321,7 @@ class TransformerEncoder(Module):
     def _nested_padding(self, src: Tensor, mask, key_padding_mask) -> Tensor | None:
         """The (N, S, 1) padded positions when PyTorch would run its nested-tensor path."""
         first = self.layers[0]
-        if (not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3
+        if (not self.use_nested_tensor or first.training or src.dim() != 3
                 or key_padding_mask is None or mask is not None):
             return None
         attn = first.self_attn
@@ -334,7 +337,7 @@ class TransformerEncoder(Module):
             if (rows[:, 1:] < rows[:, :-1]).any():
                 return None
         pad = pad.unsqueeze(-1)
-        return pad if first.self_attn.batch_first else pad.transpose(0, 1)
+        return pad if attn.batch_first else pad.transpose(0, 1)
 
 
 # -- decoder -------------------------------------------------------------------------------------
@@ -361,9 +364,7 @@ class TransformerDecoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
-        if isinstance(activation, str):
-            activation = _get_activation_fn(activation)
-        self.activation = activation
+        self.activation = _get_activation_fn(activation)
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
@@ -386,15 +387,12 @@ class TransformerDecoderLayer(Module):
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal: bool = False) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           is_causal=is_causal, need_weights=False)[0]
-        return _drop_seq_first(self.dropout1, x, self.self_attn.batch_first)
+        return _attn_block(self.self_attn, self.dropout1, x, x, attn_mask, key_padding_mask,
+                           is_causal)
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal: bool = False):
-        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
-                                key_padding_mask=key_padding_mask, is_causal=is_causal,
-                                need_weights=False)[0]
-        return _drop_seq_first(self.dropout2, x, self.multihead_attn.batch_first)
+        return _attn_block(self.multihead_attn, self.dropout2, x, mem, attn_mask,
+                           key_padding_mask, is_causal)
 
     def _ff_block(self, x: Tensor) -> Tensor:
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
