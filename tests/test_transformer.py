@@ -46,6 +46,25 @@ def _pair(arr, device, dtype=None, grad=False):
             torch.tensor(arr, requires_grad=grad))
 
 
+def _mask_kwargs(device, is_causal: bool = False, **masks):
+    """Keyword arguments for microtorch and for torch: each mask array given (None left out)
+    as a pair of tensors, and ``is_causal=True`` when asked."""
+    mkw, tkw = {}, {}
+    for name, arr in masks.items():
+        if arr is not None:
+            mkw[name], tkw[name] = _pair(arr, device)
+    if is_causal:
+        mkw["is_causal"] = tkw["is_causal"] = True
+    return mkw, tkw
+
+
+def _backward_both(out, tout, rng, dtype: str, device) -> None:
+    """Backpropagate ``sum(out * w)`` through both, for one random ``w``."""
+    w = rng.standard_normal(tuple(tout.shape)).astype(dtype)
+    (out * mt.tensor(w, device=device)).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+
+
 def _compare_params_grads(mod, tmod, dtype: str) -> None:
     named = dict(mod.named_parameters())
     tnamed = dict(tmod.named_parameters())
@@ -116,9 +135,7 @@ def test_sdpa_forward_backward_matches_torch(case, dtype, device):
     out = F.scaled_dot_product_attention(*[p[0] for p in pairs], **mkw)
     tout = TF.scaled_dot_product_attention(*[p[1] for p in pairs], **tkw)
     _close(out, tout, dtype, "output")
-    w = rng.standard_normal(tuple(tout.shape)).astype(dtype)
-    (out * mt.tensor(w, device=device)).sum().backward()
-    (tout * torch.tensor(w)).sum().backward()
+    _backward_both(out, tout, rng, dtype, device)
     for name, (a, b) in zip("qkv", pairs):
         _close(a.grad, b.grad, dtype, f"grad of {name}")
         assert np.isfinite(a.grad.cpu().numpy()).all()
@@ -293,13 +310,7 @@ def test_mha_forward_backward_matches_torch(case, dtype, device):
                          kwargs.get("batch_first", False))
     pairs = [_pair(a, device, grad=True) for a in arrays]
     attn, kpm = _mha_masks(mask_kind, L, S, N, H, rng, dtype)
-    mkw, tkw = {}, {}
-    if attn is not None:
-        mkw["attn_mask"], tkw["attn_mask"] = _pair(attn, device)
-    if kpm is not None:
-        mkw["key_padding_mask"], tkw["key_padding_mask"] = _pair(kpm, device)
-    if "causal" in mask_kind:
-        mkw["is_causal"] = tkw["is_causal"] = True
+    mkw, tkw = _mask_kwargs(device, "causal" in mask_kind, attn_mask=attn, key_padding_mask=kpm)
     ins = [p[0] for p in pairs] * (3 if self_attn else 1)
     tins = [p[1] for p in pairs] * (3 if self_attn else 1)
     out, weights = mod(*ins, need_weights=need_weights, average_attn_weights=average, **mkw)
@@ -518,19 +529,11 @@ def test_encoder_forward_backward_matches_torch(case, dtype, device):
     shape = (L, E) if unbatched else ((N, L, E) if bf else (L, N, E))
     x, tx = _pair(rng.standard_normal(shape).astype(dtype), device, grad=True)
     attn, kpm = _mha_masks(mask_kind, L, L, N, H, rng, dtype)
-    mkw, tkw = {}, {}
-    if attn is not None:
-        mkw["mask"], tkw["mask"] = _pair(attn, device)
-    if kpm is not None:
-        mkw["src_key_padding_mask"], tkw["src_key_padding_mask"] = _pair(kpm, device)
-    if "causal" in mask_kind:
-        mkw["is_causal"] = tkw["is_causal"] = True
+    mkw, tkw = _mask_kwargs(device, "causal" in mask_kind, mask=attn, src_key_padding_mask=kpm)
     out = enc(x, **mkw)
     tout = tenc(tx, **tkw)
     _close(out, tout, dtype, "output")
-    w = rng.standard_normal(tuple(tout.shape)).astype(dtype)
-    (out * mt.tensor(w, device=device)).sum().backward()
-    (tout * torch.tensor(w)).sum().backward()
+    _backward_both(out, tout, rng, dtype, device)
     _close(x.grad, tx.grad, dtype, "input grad")
     _compare_params_grads(enc, tenc, dtype)
 
@@ -689,9 +692,7 @@ def test_decoder_and_transformer_match_torch(kw, device):
     tout = tmodel(tsrc, ttgt, tgt_mask=tgt_mask_a, src_key_padding_mask=torch.tensor(kpm),
                   memory_key_padding_mask=torch.tensor(kpm))
     _close(out, tout, "float64", "output")
-    w = rng.standard_normal(tuple(tout.shape))
-    (out * mt.tensor(w, device=device)).sum().backward()
-    (tout * torch.tensor(w)).sum().backward()
+    _backward_both(out, tout, rng, "float64", device)
     _close(src.grad, tsrc.grad, "float64", "src grad")
     _close(tgt.grad, ttgt.grad, "float64", "tgt grad")
     _compare_params_grads(model, tmodel, "float64")
@@ -763,9 +764,7 @@ def test_decoder_forward_backward_matches_torch(case, dtype, device):
     out = dec(tgt, mem, **mkw)
     tout = tdec(ttgt, tmem, **tkw)
     _close(out, tout, dtype, "output")
-    w = rng.standard_normal(tuple(tout.shape)).astype(dtype)
-    (out * mt.tensor(w, device=device)).sum().backward()
-    (tout * torch.tensor(w)).sum().backward()
+    _backward_both(out, tout, rng, dtype, device)
     _close(tgt.grad, ttgt.grad, dtype, "tgt grad")
     _close(mem.grad, tmem.grad, dtype, "memory grad")
     _compare_params_grads(dec, tdec, dtype)
