@@ -298,10 +298,7 @@ class Recurrence(Function):
                 xp.multiply(dcb[:, None, :], k[t, :b, :3], out=dg4[t, :b, :3])
                 xp.multiply(dm, k[t, :b, 3], out=dg4[t, :b, 3])
                 dcb *= f[t, :b]
-                if b < n:
-                    dh[:b] = dg[t, :b] @ whh
-                else:
-                    dh = dg[t] @ whh
+                xp.matmul(dg[t, :b], whh, out=dh[:b])
             dgh = dg
             gc0 = dc
             if whr is not None and _needs(ctx, 5):
@@ -339,16 +336,10 @@ class Recurrence(Function):
             dg = dgh = empty((steps, n, g), grad.dtype)
             for t in reversed(range(steps)):
                 b = bs[t]
-                if b < n:
-                    dh += dout[t]
-                    d = dg[t, :b]
-                    xp.multiply(dh[:b], k[t, :b], out=d)
-                    dh[:b] = d @ whh
-                    continue
-                d = dg[t]
-                xp.add(dout[t], dh, out=d)
-                d *= k[t]
-                dh = d @ whh
+                dh += dout[t]
+                d = dg[t, :b]
+                xp.multiply(dh[:b], k[t, :b], out=d)
+                xp.matmul(d, whh, out=dh[:b])
         gwhh = dgh.reshape(-1, g).T @ hs[:steps].reshape(-1, p) if _needs(ctx, 3) else None
         gbhh = dgh.sum((0, 1)) if b_hh is not None and _needs(ctx, 4) else None
         gxw = xp.ascontiguousarray(dg[::-1]) if reverse else dg
