@@ -59,3 +59,26 @@ def compare(torch, mt_fn, torch_fn, arrays, dtype, device, grad=(0,), seed=0, to
         np.testing.assert_allclose(mg.cpu().numpy(), tg.numpy(), **tol,
                                    err_msg=f"gradient of input {k}")
     return mins, out
+
+
+def float64_pair(torch, name: str, *args, device: str = "cpu", seed: int = 0, **kwargs):
+    """``torch.nn.<name>(*args, **kwargs)`` built after ``torch.manual_seed(seed)`` and the
+    microtorch module of that name on ``device`` with its weights, both float64."""
+    torch.manual_seed(seed)
+    tmod = getattr(torch.nn, name)(*args, **kwargs, dtype=torch.float64)
+    mod = getattr(mt.nn, name)(*args, **kwargs, dtype=mt.float64).to(device)
+    copy_weights(tmod, mod, device)
+    return tmod, mod
+
+
+def assert_init_equal(torch, mod, tmod, dtype: str) -> None:
+    """Same repr, parameter names and state dict (bitwise, in ``dtype``) after the same seed,
+    and the two random streams still in step."""
+    assert repr(mod) == repr(tmod)
+    assert [n for n, _ in mod.named_parameters()] == [n for n, _ in tmod.named_parameters()]
+    sd, tsd = mod.state_dict(), tmod.state_dict()
+    assert list(sd) == list(tsd)
+    for k in sd:
+        assert sd[k].dtype == getattr(mt, dtype)
+        np.testing.assert_array_equal(sd[k].numpy(), tsd[k].numpy(), err_msg=k)
+    assert mt.rand(3).tolist() == torch.rand(3).tolist()

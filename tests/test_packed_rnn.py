@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _torch_compare import copy_weights
+from _torch_compare import copy_weights, float64_pair
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -197,14 +197,6 @@ LAYERS = [
 ]
 
 
-def _make(name, kwargs, device, seed=0):
-    torch.manual_seed(seed)
-    tmod = getattr(torch.nn, name)(3, 4, dtype=torch.float64, **kwargs)
-    mod = getattr(nn, name)(3, 4, dtype=mt.float64, **kwargs).to(device)
-    copy_weights(tmod, mod, device)
-    return tmod, mod
-
-
 def _state_list(name, state) -> list:
     return list(state) if name == "LSTM" else [state]
 
@@ -214,7 +206,7 @@ def _state_list(name, state) -> list:
 @pytest.mark.parametrize("layer", LAYERS, ids=lambda c: f"{c[0]}{c[1]}")
 def test_packed_layer_matches_torch(device, layer, lengths, with_states):
     name, kwargs = layer
-    tmod, mod = _make(name, kwargs, device)
+    tmod, mod = float64_pair(torch, name, 3, 4, device=device, **kwargs)
     lens = LENGTHS[lengths]
     rng = np.random.default_rng(3)
     arrays = _seqs(lens, rng)
@@ -258,7 +250,7 @@ def test_packed_layer_equals_each_sequence_alone(device, layer):
     """Independent of PyTorch: a packed (unsorted) batch gives each sequence what running it
     alone, unpacked, gives: outputs, final states and gradients."""
     name, kwargs = layer
-    _, mod = _make(name, kwargs, device)
+    _, mod = float64_pair(torch, name, 3, 4, device=device, **kwargs)
     lens = LENGTHS["unsorted"]
     arrays = _seqs(lens, np.random.default_rng(4))
     ms = [mt.tensor(a, device=device, requires_grad=True) for a in arrays]
@@ -298,7 +290,7 @@ def test_packed_layer_batch_first_and_float32(device):
 
 def test_packed_double_backward_matches_torch():
     """create_graph replays the composed steps with the same per-step batch sizes."""
-    tmod, mod = _make("GRU", {"num_layers": 2, "bidirectional": True}, "cpu")
+    tmod, mod = float64_pair(torch, "GRU", 3, 4, num_layers=2, bidirectional=True)
     arrays = _seqs(LENGTHS["unsorted"], np.random.default_rng(9))
     results = []
     for lib, utils, module in ((torch, TR, tmod), (mt, R, mod)):
@@ -351,11 +343,7 @@ def test_fused_recurrence_with_batch_sizes_equals_composed(device, mode, reverse
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
 def test_packed_dropout_between_layers_matches_torch(name):
     """Dropout on each layer's packed output: the same masks as PyTorch after the same seed."""
-    torch.manual_seed(0)
-    tmod = getattr(torch.nn, name)(3, 4, 3, dropout=0.5, bidirectional=True,
-                                   dtype=torch.float64)
-    mod = getattr(nn, name)(3, 4, 3, dropout=0.5, bidirectional=True, dtype=mt.float64)
-    copy_weights(tmod, mod, "cpu")
+    tmod, mod = float64_pair(torch, name, 3, 4, 3, dropout=0.5, bidirectional=True)
     arrays = _seqs([2, 5, 3], np.random.default_rng(10))
     torch.manual_seed(3)
     mt.manual_seed(3)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
-from _torch_compare import copy_weights
+from _torch_compare import assert_init_equal, copy_weights, float64_pair
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -60,15 +60,7 @@ def test_default_init_matches_torch_bitwise(case, dtype):
         torch.manual_seed(seed)
         mod = getattr(nn, name)(*args, **kwargs, dtype=getattr(mt, dtype))
         tmod = getattr(torch.nn, name)(*args, **kwargs, dtype=getattr(torch, dtype))
-        assert repr(mod) == repr(tmod)
-        assert [n for n, _ in mod.named_parameters()] == [n for n, _ in tmod.named_parameters()]
-        sd, tsd = mod.state_dict(), tmod.state_dict()
-        assert list(sd) == list(tsd)
-        for k in sd:
-            assert sd[k].dtype == getattr(mt, dtype)
-            np.testing.assert_array_equal(sd[k].numpy(), tsd[k].numpy(), err_msg=k)
-        # The stream stays in step after initialisation.
-        assert mt.rand(3).tolist() == torch.rand(3).tolist()
+        assert_init_equal(torch, mod, tmod, dtype)  # (the stream stays in step, too)
 
 
 def test_reset_parameters_redraws_in_torchs_order():
@@ -280,11 +272,7 @@ def test_dropout_arguments_as_torch():
                                          ("RNN", {"nonlinearity": "relu"})])
 def test_double_backward_matches_torch(name, kwargs):
     """create_graph through the fused node replays the composed steps: exact second order."""
-    kwargs = dict(kwargs, num_layers=2, bidirectional=True)
-    torch.manual_seed(0)
-    tmod = getattr(torch.nn, name)(3, 4, **kwargs, dtype=torch.float64)
-    mod = getattr(nn, name)(3, 4, **kwargs, dtype=mt.float64)
-    copy_weights(tmod, mod)
+    tmod, mod = float64_pair(torch, name, 3, 4, **kwargs, num_layers=2, bidirectional=True)
     x = _rng(7).standard_normal((4, 2, 3))
     results = []
     for lib, module in ((torch, tmod), (mt, mod)):
@@ -496,10 +484,7 @@ def test_lstm_learns_to_count_bits_like_torch():
 
 @pytest.mark.parametrize("name", ["RNN", "GRU", "LSTM"])
 def test_in_place_ops_on_outputs_leave_backward_intact(name):
-    torch.manual_seed(0)
-    tmod = getattr(torch.nn, name)(3, 4, dtype=torch.float64)
-    mod = getattr(nn, name)(3, 4, dtype=mt.float64)
-    copy_weights(tmod, mod)
+    tmod, mod = float64_pair(torch, name, 3, 4)
     x = _rng(12).standard_normal((5, 2, 3))
     grads = []
     for lib, module in ((torch, tmod), (mt, mod)):
