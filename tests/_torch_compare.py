@@ -4,6 +4,7 @@ outputs and gradients (float64 to 1e-12, float32 to 1e-6); copy a PyTorch module
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import microtorch as mt
 
@@ -82,3 +83,12 @@ def assert_init_equal(torch, mod, tmod, dtype: str) -> None:
         assert sd[k].dtype == getattr(mt, dtype)
         np.testing.assert_array_equal(sd[k].numpy(), tsd[k].numpy(), err_msg=k)
     assert mt.rand(3).tolist() == torch.rand(3).tolist()
+
+
+def same_error(fn, tfn, exc) -> None:
+    """Both calls raise ``exc`` with the same message (microtorch's names read as torch's)."""
+    with pytest.raises(exc) as got:
+        fn()
+    with pytest.raises(exc) as want:
+        tfn()
+    assert str(got.value).replace("microtorch", "torch") == str(want.value)

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
-from _torch_compare import compare
+from _torch_compare import compare, same_error
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -224,14 +224,6 @@ def test_loss_modules(device, case):
     compare(torch, mod, tmod, arrays, "float64", device, grad=(0,))
 
 
-def _same_error(fn, tfn, exc):
-    with pytest.raises(exc) as got:
-        fn()
-    with pytest.raises(exc) as want:
-        tfn()
-    assert str(got.value).replace("microtorch", "torch") == str(want.value)
-
-
 ERRORS = [
     (lambda m, f: f.smooth_l1_loss(m.ones(2), m.ones(2), reduction="bad"), ValueError),
     (lambda m, f: f.smooth_l1_loss(m.ones(2), m.ones(2), beta=-1.0), RuntimeError),
@@ -255,7 +247,7 @@ ERRORS = [
 @pytest.mark.parametrize("k", range(len(ERRORS)))
 def test_loss_errors_match_torch(k):
     make, exc = ERRORS[k]
-    _same_error(lambda: make(mt, F), lambda: make(torch, TF), exc)
+    same_error(lambda: make(mt, F), lambda: make(torch, TF), exc)
 
 
 @pytest.mark.parametrize("name,fn", [

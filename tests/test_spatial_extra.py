@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
-from _torch_compare import TOL, compare
+from _torch_compare import TOL, compare, same_error
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -321,14 +321,6 @@ def test_dropout_errors_and_warnings():
         F.dropout2d(mt.ones(2, 3))
 
 
-def _same_error(fn, tfn, exc):
-    with pytest.raises(exc) as got:
-        fn()
-    with pytest.raises(exc) as want:
-        tfn()
-    assert str(got.value).replace("microtorch", "torch") == str(want.value)
-
-
 ERRORS = [
     (lambda m, f: f.adaptive_avg_pool2d(m.ones(1, 1, 3, 3), (5, 7, 3)), RuntimeError),
     (lambda m, f: f.adaptive_avg_pool2d(m.ones(1, 3, 3), (-1, 2)), RuntimeError),
@@ -356,7 +348,7 @@ ERRORS = [
 @pytest.mark.parametrize("k", range(len(ERRORS)))
 def test_errors_match_torch(k):
     make, exc = ERRORS[k]
-    _same_error(lambda: make(mt, F), lambda: make(torch, TF), exc)
+    same_error(lambda: make(mt, F), lambda: make(torch, TF), exc)
 
 
 # -- finite differences ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
-from _torch_compare import copy_weights
+from _torch_compare import assert_init_equal, copy_weights
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -74,18 +74,6 @@ def _compare_params_grads(mod, tmod, dtype: str) -> None:
             assert named[k].grad is None, k
         else:
             _close(named[k].grad, tp.grad, dtype, f"grad of {k}")
-
-
-def _assert_init_equal(mod, tmod, dtype: str) -> None:
-    assert repr(mod) == repr(tmod)
-    assert [n for n, _ in mod.named_parameters()] == [n for n, _ in tmod.named_parameters()]
-    sd, tsd = mod.state_dict(), tmod.state_dict()
-    assert list(sd) == list(tsd)
-    for k in sd:
-        assert sd[k].dtype == getattr(mt, dtype)
-        np.testing.assert_array_equal(sd[k].numpy(), tsd[k].numpy(), err_msg=k)
-    # The stream stays in step after initialisation.
-    assert mt.rand(3).tolist() == torch.rand(3).tolist()
 
 
 # -- scaled_dot_product_attention ------------------------------------------------------------------
@@ -235,7 +223,7 @@ def test_mha_default_init_matches_torch_bitwise(case, dtype):
         torch.manual_seed(seed)
         mod = nn.MultiheadAttention(*args, **kwargs, dtype=getattr(mt, dtype))
         tmod = torch.nn.MultiheadAttention(*args, **kwargs, dtype=getattr(torch, dtype))
-        _assert_init_equal(mod, tmod, dtype)
+        assert_init_equal(torch, mod, tmod, dtype)
         assert mod._qkv_same_embed_dim == tmod._qkv_same_embed_dim
         assert mod.head_dim == tmod.head_dim
 
@@ -487,12 +475,12 @@ def test_encoder_default_init_matches_torch_bitwise(kw, dtype):
         torch.manual_seed(seed)
         layer = nn.TransformerEncoderLayer(8, 2, 16, **kw, dtype=getattr(mt, dtype))
         tlayer = torch.nn.TransformerEncoderLayer(8, 2, 16, **kw, dtype=getattr(torch, dtype))
-        _assert_init_equal(layer, tlayer, dtype)
+        assert_init_equal(torch, layer, tlayer, dtype)
         enc = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(8, dtype=getattr(mt, dtype)))
         tenc = torch.nn.TransformerEncoder(tlayer, 3,
                                            norm=torch.nn.LayerNorm(8, dtype=getattr(torch,
                                                                                     dtype)))
-        _assert_init_equal(enc, tenc, dtype)
+        assert_init_equal(torch, enc, tenc, dtype)
         # deep copies: independent parameters
         assert enc.layers[0].linear1.weight is not enc.layers[1].linear1.weight
 
@@ -676,7 +664,7 @@ def test_decoder_and_transformer_match_torch(kw, device):
     torch.manual_seed(2)
     model = nn.Transformer(8, 2, 2, 2, 16, dtype=mt.float64, **kw)
     tmodel = torch.nn.Transformer(8, 2, 2, 2, 16, dtype=torch.float64, **kw)
-    _assert_init_equal(model, tmodel, "float64")
+    assert_init_equal(torch, model, tmodel, "float64")
     model.to(device).eval()
     tmodel.eval()
     bf = kw.get("batch_first", False)
