@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import _dtype
@@ -19,14 +21,17 @@ class _GradEpoch:
 
     Gradients accumulated in place leave it unchanged, so a flat gradient buffer that checked
     its parameters' gradients at some epoch knows they are still the same while it holds.
-    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``.
+    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``. Each bump takes a new
+    number from a counter (one atomic step, so bumps from concurrent threads are never lost);
+    readers only compare for equality.
     """
 
     value = 0
+    _numbers = itertools.count(1).__next__
 
     @classmethod
     def bump(cls) -> None:
-        cls.value += 1
+        cls.value = cls._numbers()
 
 
 grad_epoch = _GradEpoch

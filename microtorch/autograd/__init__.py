@@ -8,8 +8,11 @@ from .function import Function
 from .grad_mode import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_detect_anomaly,
     set_grad_enabled,
@@ -17,7 +20,8 @@ from .grad_mode import (
 
 __all__ = ["Function", "Variable", "backward", "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
-           "is_anomaly_enabled"]
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
 
 
 def _as_list(x) -> list:

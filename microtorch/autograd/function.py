@@ -23,7 +23,7 @@ import traceback
 
 import numpy as np
 
-from .grad_mode import state
+from .grad_mode import anomaly, recording
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -125,7 +125,7 @@ class Function:
         node = object.__new__(cls)
         node._next = edges
         node._seq = _next_sequence_number()
-        if state.anomaly:
+        if anomaly.enabled:
             node._stack = traceback.format_stack()[:-2]
         return node
 
@@ -172,11 +172,11 @@ class Function:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
-        if not (needs_grad and state.grad_enabled):
+        if not (needs_grad and recording()):
             return Tensor._make(out, False, None)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
-        if state.anomaly:
+        if anomaly.enabled:
             ctx._stack = traceback.format_stack()[:-2]
         result = Tensor._make(out, True, ctx)
         if ctx._out_data is not None:
@@ -214,7 +214,7 @@ def lift(*values) -> tuple:
 
     Formulas written with operators and ``namespace(x)`` functions run unchanged on both.
     """
-    if state.grad_enabled:
+    if recording():
         return values
     out = []
     for v in values:  # (a loop: cheaper than a comprehension's frame on Python 3.11)
@@ -227,10 +227,9 @@ def finish(*grads) -> tuple:
 
     Under ``create_graph`` they are Tensors already. In a plain backward they stay raw arrays
     (the engine wraps one only where a Tensor is needed: leaves, hooks, non-lifted nodes),
-    counted in the memory statistics like any tensor buffer.
+    counted in the memory statistics like any tensor buffer. (Decided per value rather than by
+    reading grad mode: the loop leaves Tensors as they are, and this runs once per node.)
     """
-    if state.grad_enabled:
-        return grads
     out = []
     for g in grads:
         if isinstance(g, np.generic):  # NumPy turns 0-d results into scalars

@@ -30,7 +30,7 @@ import numpy as np
 from ..backend import xp_of
 from ..backend.base import dense_order, root_buffer
 from .function import Function, finish
-from .grad_mode import state
+from .grad_mode import recording
 
 _NO_GRAD = ("no_grad", 0, None)  # the creation mark of a view made under no_grad
 
@@ -201,7 +201,7 @@ def as_view(out: Tensor, base: Tensor) -> Tensor:
         else:
             out._base = root
             meta = base._vmeta
-        if not state.grad_enabled:
+        if not recording():
             out._vmeta = _NO_GRAD
         elif meta is not None:  # a view of a no_grad / multi-output view inherits the mark
             out._vmeta = (meta[0], 0, None)
@@ -213,7 +213,7 @@ def as_view(out: Tensor, base: Tensor) -> Tensor:
 
 def mark_multi_output(views, name: str) -> tuple:
     """Mark the outputs of split/chunk/unbind, whose in-place modification PyTorch forbids."""
-    if state.grad_enabled:
+    if recording():
         for i, v in enumerate(views):
             if v._base is not None:
                 v._vmeta = ("multi", i, name)
@@ -306,7 +306,7 @@ def refresh(view: Tensor, reading_grad_fn: bool) -> None:
     meta = view._vmeta
     if meta is not None:  # stays out of date: using it for gradients raises, as in PyTorch
         _REQUIRES_GRAD.__set__(view, True)
-        if reading_grad_fn and state.grad_enabled:
+        if reading_grad_fn and recording():
             raise _creation_error(view, meta, False)
         return
     geom = Strided.of(view._data, base._data)
