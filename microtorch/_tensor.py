@@ -36,6 +36,12 @@ class _GradEpoch:
 
 grad_epoch = _GradEpoch
 
+# PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
+_LEGACY_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half",
+                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                      "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
 
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
@@ -332,9 +338,12 @@ class Tensor:
         return self.to(device)
 
     def type(self, dtype=None):
-        """The type name, or a tensor converted to ``dtype``."""
+        """The legacy type name (``microtorch.FloatTensor``, ``microtorch.cuda.LongTensor``),
+        or a tensor converted to ``dtype``."""
         if dtype is None:
-            return f"microtorch.{self.dtype.name.capitalize()}Tensor"
+            name = self.dtype.name
+            kind = _LEGACY_TYPE_NAMES.get(name, name.capitalize())
+            return f"microtorch.{'cuda.' if self.is_cuda else ''}{kind}Tensor"
         return self.to(_dtype.as_dtype(dtype))
 
     def float(self) -> Tensor:

@@ -8,8 +8,8 @@ import threading
 
 import numpy as np
 
-from .function import Function
 from .grad_mode import anomaly, set_grad_enabled
+from .node import Node
 
 
 def _priority(node) -> int:
@@ -19,7 +19,7 @@ def _priority(node) -> int:
     orders the graph topologically: popping the newest pending node first means every node
     runs after all nodes that send it a gradient, with no separate sorting pass.
     """
-    return -node._seq if isinstance(node, Function) else 1
+    return -node._seq if isinstance(node, Node) else 1
 
 
 def _useful_nodes(roots: list, targets: dict) -> set[int]:
@@ -155,7 +155,7 @@ def _run_queued_callbacks() -> None:
         callbacks.pop(0)()
 
 
-def _check_anomaly(node: Function, grads: tuple) -> None:
+def _check_anomaly(node: Node, grads: tuple) -> None:
     for i, g in enumerate(grads):
         arr = g._data if isinstance(g, Tensor) else g
         if arr is not None and not bool(backend_of(arr).xp.isfinite(arr).all()):
@@ -222,10 +222,11 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
         while pending:
             node = heappop(pending)[2]
             grad = buffers.pop(id(node))
-            is_leaf = not isinstance(node, Function)
+            is_leaf = not isinstance(node, Node)
             hooks = node._hooks if is_leaf else node._pre_hooks
             if not isinstance(grad, Tensor) and (is_leaf or hooks or targets is not None
-                                             or not node.lifted or node._retained is not None):
+                                             or not node.lifted or node._retained is not None
+                                             ) and type(grad) is not OutputGrads:
                 grad = Tensor._make(grad)  # a raw array from a lifted backward
             if hooks:
                 for hook in tuple(hooks.values()):
@@ -269,13 +270,26 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                     elif useful is None or key in useful:
                         buffers[key] = g
                         # _priority(edge), inlined: this is the engine's innermost loop
-                        heappush(pending, (-edge._seq if isinstance(edge, Function) else 1,
+                        heappush(pending, (-edge._seq if isinstance(edge, Node) else 1,
                                            key, edge))
             grad = out = g = None  # no stray references: they would defeat the ownership test
 
 
+class OutputGrads(dict):
+    """Gradients of several outputs of one node, by output index, on their way to it (a user
+    Function with several differentiable outputs, see ``function.OutputSlot``)."""
+
+    def merged(self, other: OutputGrads) -> OutputGrads:
+        out = OutputGrads(self)
+        for i, g in other.items():
+            out[i] = g if i not in out else _add(out[i], g)
+        return out
+
+
 def _add(a, b):
     """Sum two gradients that may be Tensors or (in a plain backward) raw arrays."""
+    if type(a) is OutputGrads:
+        return a.merged(b)
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         a = a if isinstance(a, Tensor) else Tensor._make(a)
         b = b if isinstance(b, Tensor) else Tensor._make(b)
