@@ -198,8 +198,9 @@ def _check_strategy(strategy: str, vectorize: bool, strict: bool) -> None:
                                '`strategy="forward-mode"` are not supported together (yet). '
                                'Please either set `strict=False` or `strategy="reverse-mode"`.')
         if not vectorize:
+            # PyTorch's words, its missing space included
             raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-"
-                                      "reverse Hessian is only implemented for `vectorize=True`.")
+                                      "reverse Hessian isonly implemented for `vectorize=True`.")
 
 
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
