@@ -493,3 +493,18 @@ def test_microtorch_ops_keep_the_internal_contract():
     assert type(y.grad_fn) is Mul and not isinstance(y.grad_fn, BackwardCFunction)
     user = functions(mt)["LegendreP3"].apply(leaf(mt))
     assert isinstance(user.grad_fn, BackwardCFunction)
+
+
+def test_user_functions_on_every_device(device):
+    """The public path on the CPU and the GPU: values and gradients as PyTorch's (CPU)."""
+    def run(lib, dev):
+        f = functions(lib)
+        x = lib.tensor(X, dtype=lib.float64, device=dev, requires_grad=True)
+        y = f["LegendreP3"].apply(x)
+        s, c, _ = f["SinCos"].apply(x)
+        a, _ = f["TwoOutputsNoMaterialize"].apply(x)
+        (y.sum() + (s * c).sum() + a.sum()).backward()
+        return [np.asarray(v.detach().cpu().numpy()) for v in (y, s, c, a, x.grad)]
+
+    for got, want in zip(run(mt, device), run(torch, "cpu")):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
