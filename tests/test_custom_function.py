@@ -457,6 +457,25 @@ def test_mark_dirty_on_a_leaf_that_requires_grad():
     same_error(case, RuntimeError)
 
 
+def test_mark_dirty_misuse():
+    def not_returned(lib, f):
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x * 1
+        _function(lib, lambda ctx, g: g, forward).apply(leaf(lib).clone())
+    same_error(not_returned, RuntimeError)
+
+    for lib in (mt, torch):
+        def forward(ctx, x):
+            y = x * 2
+            ctx.mark_dirty(y)
+            return y
+        with pytest.warns(UserWarning, match="received a tensor that was not an input"):
+            y = _function(lib, lambda ctx, g: g, forward).apply(leaf(lib).clone())
+        assert y.requires_grad
+
+
 def test_saving_a_non_tensor():
     def case(lib, f):
         def forward(ctx, x):

@@ -133,6 +133,8 @@ class Function(Node):
             "_forward_cls": cls, "torch_name": name, "__module__": __name__,
             "__doc__": f"The backward node of {cls.__qualname__}."})
         cls._uses_setup_context = cls.setup_context is not Function.setup_context
+        if cls._uses_setup_context:
+            cls._forward_signature = inspect.signature(cls.forward)
         cls._user_backward = (cls.vjp if cls.backward is Function.backward
                               and cls.vjp is not Function.vjp else cls.backward)
 
@@ -183,7 +185,7 @@ class Function(Node):
         """Run forward on ``args`` and, when an input requires grad, record the node."""
         ctx = object.__new__(cls._backward_cls)
         if cls._uses_setup_context:  # every argument positional, defaults filled in
-            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound = cls._forward_signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args, kwargs = bound.args, {}
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
@@ -215,13 +217,20 @@ def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
     """Give forward's tensor outputs their place in the graph, as PyTorch's _wrap_outputs."""
     is_tuple = isinstance(out, tuple)
     outs = list(out) if is_tuple else [out]
-    dirty = {id(t) for t in ctx._dirty}
-    non_diff = {id(t) for t in ctx._non_differentiable}
     inputs = {id(a): a for a in args if isinstance(a, Tensor)}
+    if any(id(t) not in inputs for t in ctx._dirty):
+        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                      "Tensors that have been mutated should be passed to ctx.mark_dirty().",
+                      UserWarning, stacklevel=3)
+    dirty = {id(t) for t in ctx._dirty if id(t) in inputs}
+    if not dirty <= {id(t) for t in outs}:
+        raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                           "returned as output. The inputs that are modified inplace must all "
+                           "be outputs of the Function.")
+    non_diff = {id(t) for t in ctx._non_differentiable}
     for t in ctx._dirty:
-        if id(t) not in inputs:
-            raise RuntimeError("mark_dirty only accepts input tensors, but argument 0 isn't one")
-        t._vbox[0] += 1  # the in-place change forward made, as PyTorch counts it
+        if id(t) in dirty:
+            t._vbox[0] += 1  # the in-place change forward made, as PyTorch counts it
     differentiable = [i for i, t in enumerate(outs) if isinstance(t, Tensor)
                       and id(t) not in non_diff and t._data.dtype.kind in "fc"]
     if not record:
