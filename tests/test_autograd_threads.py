@@ -169,3 +169,46 @@ def test_queued_callbacks_belong_to_their_thread():
 
     results = run_threads(worker, 4)
     assert results == [[i] * 100 for i in range(4)]
+
+
+def grad_mode_forms(lib) -> list:
+    """What the grad-mode context managers and decorators report, in PyTorch's forms."""
+    seen = []
+
+    @lib.no_grad
+    def bare_no_grad():
+        return lib.is_grad_enabled()
+
+    @lib.inference_mode
+    def bare_inference():
+        return lib.is_grad_enabled(), lib.is_inference_mode_enabled()
+
+    @lib.inference_mode()
+    def called_inference():
+        return lib.is_inference_mode_enabled()
+
+    seen += [bare_no_grad(), bare_inference(), called_inference()]
+    with lib.inference_mode():
+        seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+        with lib.inference_mode(False):
+            seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+        with lib.enable_grad():
+            seen.append((lib.is_grad_enabled(), lib.is_inference_mode_enabled()))
+        seen.append((lib.ones(2, requires_grad=True) * 2).requires_grad)
+    previous = lib.set_grad_enabled(False)
+    seen.append((lib.is_grad_enabled(), repr(previous).split(".")[-1]))
+    lib.set_grad_enabled(True)
+    with lib.autograd.set_detect_anomaly(True, check_nan=False):
+        seen.append((lib.is_anomaly_enabled(), lib.is_anomaly_check_nan_enabled()))
+    seen.append((lib.is_grad_enabled(), lib.is_anomaly_enabled(),
+                 lib.is_anomaly_check_nan_enabled(), lib.is_inference_mode_enabled()))
+    return seen
+
+
+def test_grad_mode_forms_match_pytorch():
+    assert grad_mode_forms(mt) == grad_mode_forms(torch)
+    with pytest.raises(TypeError) as got:
+        mt.set_grad_enabled(1)
+    with pytest.raises(TypeError) as want:
+        torch.set_grad_enabled(1)
+    assert str(got.value) == str(want.value)
