@@ -6,14 +6,17 @@ Kept apart from the measurements so that a saved ``results.json`` can be re-rend
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .bench import STORAGES
+from .measure import STORAGES
 
-__all__ = ["render_markdown", "render_plots", "format_us", "headline", "targets"]
+__all__ = ["render_markdown", "render_plots", "format_us", "headline", "targets", "write_report",
+           "write_outputs"]
 
 # The cases DESIGN.md section 4 quotes PyTorch numbers for.
 DESIGN_CASES = ((1000, [64]), (100, [1024, 1024]))
@@ -469,3 +472,25 @@ def render_plots(results: dict, out: Path) -> list[Path]:
             paths.append(out / f"memory_{dev}.png")
             _plot_memory(results, dev, paths[-1])
     return paths
+
+
+# ---------------------------------------------------------------------------------- output
+
+def write_report(results: dict[str, Any], out_dir: str | os.PathLike,
+                 render_markdown: Callable[[dict], str],
+                 render_plots: Callable[[dict, Path], list[Path]] | None = None) -> list[Path]:
+    """Write results.json, report.md (``render_markdown(results)``) and the files of
+    ``render_plots(results, out_dir)`` into ``out_dir``; returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "results.json", out / "report.md"]
+    paths[0].write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    paths[1].write_text(render_markdown(results), encoding="utf-8")
+    if render_plots is not None:
+        paths += render_plots(results, out)
+    return paths
+
+
+def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+    """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
+    return write_report(results, out_dir, render_markdown, render_plots)
