@@ -91,7 +91,7 @@ class BenchConfig:
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        """The DESIGN.md cases at full size with fewer repetitions (under two minutes)."""
+        """The reference cases at full size with fewer repetitions (under two minutes)."""
         return cls("quick",
                    [(10, (64,)), (100, (64,)), (1000, (64,)), (100, (128, 128)),
                     (100, (1024, 1024))],
