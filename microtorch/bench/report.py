@@ -146,7 +146,8 @@ def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
             mine = _zg(*big, False, "microtorch", storage)
             if mine and ref:
                 rows.append(_target(
-                    "zeroing", f"cpu: zeroing 100 × (1024, 1024), {storage}: bandwidth >= PyTorch's",
+                    "zeroing",
+                    f"cpu: zeroing 100 × (1024, 1024), {storage}: bandwidth >= PyTorch's",
                     f"{mine['bandwidth_gbs']:.1f} vs {ref['bandwidth_gbs']:.1f} GB/s",
                     mine["bandwidth_gbs"] >= ref["bandwidth_gbs"]))
     else:
