@@ -73,7 +73,7 @@ _ACCUMULATE_LOCKS = tuple(threading.Lock() for _ in range(64))
 
 
 def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
-    """Add ``grad`` into ``leaf.grad`` following DESIGN.md §3, holding the leaf's lock.
+    """Add ``grad`` into ``leaf.grad`` following docs/semantics.md, holding the leaf's lock.
 
     ``owned``: nobody but the engine holds ``grad`` or its buffer (PyTorch's use_count() == 1),
     so it may become ``.grad`` without a copy.
