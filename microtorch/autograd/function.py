@@ -227,6 +227,9 @@ def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
         raise RuntimeError("Some elements marked as dirty during the forward method were not "
                            "returned as output. The inputs that are modified inplace must all "
                            "be outputs of the Function.")
+    if record and any(id(t) in dirty and t.requires_grad and t.grad_fn is None for t in outs):
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                           "operation.")
     non_diff = {id(t) for t in ctx._non_differentiable}
     for t in ctx._dirty:
         if id(t) in dirty:
@@ -251,11 +254,8 @@ def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
     for i, t in enumerate(outs):
         if not isinstance(t, Tensor):
             continue
-        if id(t) in dirty:
-            if t.requires_grad and t.grad_fn is None:
-                raise RuntimeError("a leaf Variable that requires grad has been used in an "
-                                   "in-place operation.")
-        elif id(t) in inputs or t.grad_fn is not None or t.requires_grad:
+        if id(t) not in dirty and (id(t) in inputs or t.grad_fn is not None
+                                   or t.requires_grad):
             t = outs[i] = _alias(t)  # never re-home a tensor the caller already holds
         if i not in differentiable:
             continue
