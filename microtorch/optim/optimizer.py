@@ -349,19 +349,38 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        for group in self.param_groups:
-            params, grads = [], []
-            for p in group["params"]:
-                g = p._grad
-                if g is not None:
-                    params.append(p)
-                    grads.append(g)
-            if not params:
-                continue
+        batches = self._params_with_grads()
+        for group, params, grads in batches:
             if not self._stale_warned:
                 self._check_stale(params, grads)
             self._step_group(group, params, grads)
         return loss
+
+    def _params_with_grads(self) -> list[tuple[dict[str, Any], list[Tensor], list[Tensor]]]:
+        """(group, parameters with a gradient, their gradients) for each group that has one.
+
+        Every gradient is checked against its parameter (shape, dtype, device) before any
+        update, so a step that cannot be applied raises and changes nothing (PyTorch would
+        update the parameters before the bad one and then fail).
+        """
+        batches = []
+        index = 0
+        for group_index, group in enumerate(self.param_groups):
+            params, grads = [], []
+            for p in group["params"]:
+                g = p._grad
+                if g is not None:
+                    pa, ga = p._data, g._data
+                    if (ga.shape != pa.shape or ga.dtype != pa.dtype
+                            or type(ga) is not type(pa)
+                            or (type(pa) is not np.ndarray and ga.device != pa.device)):
+                        raise RuntimeError(_bad_grad_message(index, group_index, p, g))
+                    params.append(p)
+                    grads.append(g)
+                index += 1
+            if params:
+                batches.append((group, params, grads))
+        return batches
 
     def _check_stale(self, params: list[Tensor], grads: list[Tensor]) -> None:
         """Warn if a gradient was consumed by an earlier step and not reset (see the class)."""
@@ -509,6 +528,14 @@ class Optimizer:
                     lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _bad_grad_message(index: int, group_index: int, p: Tensor, g: Tensor) -> str:
+    """The error of a gradient that does not fit its parameter (``step()`` checks them all)."""
+    return (f"optimizer.step(): the gradient of parameter {index} (in param_groups"
+            f"[{group_index}]) does not match the parameter: gradient {list(g.shape)} "
+            f"{g.dtype} on {g.device}, parameter {list(p.shape)} {p.dtype} on {p.device}. "
+            f"Nothing was updated (was the parameter's .data replaced after backward?)")
 
 
 def _step_tensor() -> Tensor:
