@@ -20,6 +20,7 @@ is given explicitly (PyTorch also defaults to its multi-tensor path on CUDA).
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 import weakref
 from collections import defaultdict
@@ -219,6 +220,20 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        # A subclass that defines its own ``step`` (LBFGS, a user's optimizer) still marks
+        # ``_opt_called``, which lr schedulers read to warn about the call order (PyTorch
+        # wraps ``optimizer.step`` for the same purpose).
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_marks_opt_called", False):
+            @functools.wraps(step)
+            def marked_step(self, *args, **kwargs):
+                self._opt_called = True
+                return step(self, *args, **kwargs)
+            marked_step._marks_opt_called = True
+            cls.step = marked_step
 
     # -- parameter groups ---------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:

@@ -223,7 +223,6 @@ class LBFGS(Optimizer):
         line_search_fn = group["line_search_fn"]
         if line_search_fn is not None and line_search_fn != "strong_wolfe":
             raise RuntimeError("only 'strong_wolfe' is supported")
-        self._opt_called = True  # read by lr schedulers to warn about a wrong call order
 
         def evaluate():
             with enable_grad():
