@@ -416,13 +416,32 @@ def test_bad_gradient_fails_before_any_write(name) -> None:
 
 
 def test_bad_gradient_dtype_fails_before_any_write() -> None:
+    """A gradient of another kind (integer for a float parameter) cannot be applied."""
     p = microtorch.tensor([1.0, 2.0], requires_grad=True)
     q = microtorch.tensor([1.0], requires_grad=True)
     opt = optim.NAdam([p, q])
     p.grad = microtorch.ones(2)
     q.grad = microtorch.ones(1)
-    q.data = microtorch.tensor([1.0], dtype=microtorch.float64)
-    with pytest.raises(RuntimeError, match=r"parameter 1 .*float32.*float64"):
+    q.data = microtorch.tensor([1], dtype=microtorch.int64)
+    with pytest.raises(RuntimeError, match=r"parameter 1 .*float32.*int64"):
         opt.step()
     np.testing.assert_array_equal(to_numpy(p), [1.0, 2.0])
     assert len(opt.state) == 0
+
+
+def test_wider_gradient_is_applied_in_the_parameters_dtype() -> None:
+    """A float64 gradient of a float32 parameter (a dtype leak upstream) warns and is applied
+    rounded to float32, as PyTorch would have stored it: state and parameter stay float32."""
+    p = microtorch.tensor([1.0, 2.0], dtype=microtorch.float64, requires_grad=True)
+    p.grad = microtorch.tensor([0.1, -0.3], dtype=microtorch.float64)
+    p.data = microtorch.tensor([1.0, 2.0])
+    opt = optim.Adam([p], lr=0.1)
+    with pytest.warns(UserWarning, match="parameter 0 is microtorch.float64"):
+        opt.step()
+    ref_p = torch.tensor([1.0, 2.0], requires_grad=True)
+    ref_p.grad = torch.tensor([0.1, -0.3])
+    ref = torch.optim.Adam([ref_p], lr=0.1)
+    ref.step()
+    assert p.dtype == microtorch.float32
+    assert opt.state[p]["exp_avg"].dtype == microtorch.float32
+    np.testing.assert_allclose(to_numpy(p), to_numpy(ref_p), rtol=1e-6)

@@ -376,7 +376,11 @@ class Optimizer:
 
         Every gradient is checked against its parameter (shape, dtype, device) before any
         update, so a step that cannot be applied raises and changes nothing (PyTorch would
-        update the parameters before the bad one and then fail).
+        update the parameters before the bad one and then fail). A gradient of the same kind
+        but another precision (a float64 gradient of a float32 parameter, which only a dtype
+        leak in some backward can produce, as ``p.grad = t`` checks the dtype) is applied
+        rounded to the parameter's dtype, as PyTorch's accumulation would have stored it, with
+        a warning.
         """
         batches = []
         index = 0
@@ -386,10 +390,16 @@ class Optimizer:
                 g = p._grad
                 if g is not None:
                     pa, ga = p._data, g._data
-                    if (ga.shape != pa.shape or ga.dtype != pa.dtype
-                            or type(ga) is not type(pa)
+                    if (ga.shape != pa.shape or type(ga) is not type(pa)
                             or (type(pa) is not np.ndarray and ga.device != pa.device)):
                         raise RuntimeError(_bad_grad_message(index, group_index, p, g))
+                    if ga.dtype != pa.dtype:
+                        if not np.can_cast(ga.dtype, pa.dtype, "same_kind"):
+                            raise RuntimeError(_bad_grad_message(index, group_index, p, g))
+                        warnings.warn(f"optimizer.step(): the gradient of parameter {index} "
+                                      f"is {g.dtype} but the parameter is {p.dtype}; applied "
+                                      f"as {p.dtype}", UserWarning, stacklevel=3)
+                        g = Tensor._make(ga.astype(pa.dtype))
                     params.append(p)
                     grads.append(g)
                 index += 1
