@@ -3,8 +3,10 @@ lazy state, and the array rules the presets are built from.
 
 Every rule works on the backend arrays of one parameter (``xp`` is NumPy or CuPy, taken from
 the parameter), in place, in PyTorch's single-tensor operation order, with scalars kept as
-Python floats so that float32 stays float32. The optimizers in ``adam_family``, ``adaptive``
-and ``averaged`` are presets: a set of defaults, the names of their state arrays, and a rule.
+Python floats so that float32 stays float32. The optimizers in ``adam_family``, ``adaptive``,
+``averaged``, ``rmsprop`` and ``adagrad`` are presets: a set of defaults, the names of their
+state arrays, and a rule. (SGD and Adam/AdamW keep their own loops: their CUDA steps run the
+fused multi-tensor kernels.)
 """
 
 from __future__ import annotations
@@ -92,8 +94,12 @@ class ElementwiseOptimizer(Optimizer):
                              f"differentiable=True (no autograd through optimizer steps)")
         super().__init__(params, defaults, flat_grads=flat_grads)
 
+    def _array_keys(self, group: dict[str, Any]) -> tuple[str, ...]:
+        """The state arrays of a parameter in ``group`` (some presets' depend on options)."""
+        return self._arrays
+
     def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
-        return ("step", *self._scalars, *self._arrays)
+        return ("step", *self._scalars, *self._array_keys(group))
 
     def _initial_fill(self, key: str, group: dict[str, Any]) -> float:
         """The value a new state array starts at (zero unless a preset says otherwise)."""
@@ -109,7 +115,7 @@ class ElementwiseOptimizer(Optimizer):
             state["step"] = _step_tensor()
             for key, value in self._initial_scalars(group).items():
                 state[key] = scalar_state(value)
-            for key in self._arrays:
+            for key in self._array_keys(group):
                 state[key] = self._state_tensor(p, self._initial_fill(key, group))
         return state
 
@@ -136,7 +142,7 @@ class ElementwiseOptimizer(Optimizer):
     def _step_group(self, group: dict[str, Any], params: list[Tensor],
                     grads: list[Tensor]) -> None:
         options = self._options(group)
-        keys = self._arrays
+        keys = self._array_keys(group)
         for p, g in zip(params, grads):
             state = self._init_state(p, group)
             step = _increment(state["step"])
