@@ -296,6 +296,8 @@ def _warnings_of(lib, name: str, action) -> list[str]:
         text = str(w.message)
         if "before `optimizer.step()`" in text:
             labels.append("order")
+        elif "has been overridden" in text:
+            labels.append("overridden")
         elif "get_last_lr()" in text:
             labels.append("get_lr")
         else:
@@ -321,7 +323,13 @@ def test_warnings_match_torch(name) -> None:
         if hasattr(sched, "get_lr") and not hasattr(sched, "_schedulers"):
             sched.get_lr()
 
-    for action in (step_first, in_order, direct_get_lr):
+    def overridden(opt, sched):
+        original = opt.step
+        opt.step = lambda *args, **kwargs: original(*args, **kwargs)
+        opt.step()
+        sched.step()
+
+    for action in (step_first, in_order, direct_get_lr, overridden):
         assert _warnings_of(microtorch, name, action) == _warnings_of(torch, name, action), \
             action.__name__
     assert _warnings_of(microtorch, name, in_order) == []

@@ -6,7 +6,7 @@ By job: ``base`` (the LRScheduler class and shared checks), ``decay`` (a factor 
 ``plateau`` (metric driven).
 """
 
-from .base import LRScheduler
+from .base import LRScheduler, _LRScheduler  # noqa: F401 (PyTorch's old name)
 from .composite import ChainedScheduler, SequentialLR
 from .cosine import CosineAnnealingLR, CosineAnnealingWarmRestarts
 from .cyclic import CyclicLR, OneCycleLR

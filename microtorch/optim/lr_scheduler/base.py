@@ -48,9 +48,28 @@ def check_optimizer(optimizer) -> None:
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
 
+_OVERRIDE_WARNING = (
+    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+    "initialization. Please, make sure to call `optimizer.step()` before "
+    "`lr_scheduler.step()`.")
+
+
+def note_optimizer_step(optimizer: Optimizer) -> None:
+    """Remember the optimizer's ``step`` as a scheduler found it (an instance attribute that
+    replaces the method, or none), to notice a later override as PyTorch does."""
+    optimizer._step_at_scheduler_init = vars(optimizer).get("step")
+
+
 def warn_step_order(scheduler) -> None:
-    """PyTorch's warning for a first ``scheduler.step()`` before any ``optimizer.step()``."""
-    if scheduler._step_count == 1 and not getattr(scheduler.optimizer, "_opt_called", False):
+    """PyTorch's warnings at the first ``scheduler.step()``: ``optimizer.step`` was replaced
+    after the scheduler was built (the call order cannot be checked then), or no
+    ``optimizer.step()`` has run yet."""
+    if scheduler._step_count != 1:
+        return
+    optimizer = scheduler.optimizer
+    if vars(optimizer).get("step") is not getattr(optimizer, "_step_at_scheduler_init", None):
+        warnings.warn(_OVERRIDE_WARNING, UserWarning, stacklevel=3)
+    elif not getattr(optimizer, "_opt_called", False):
         warnings.warn(_ORDER_WARNING, UserWarning, stacklevel=3)
 
 
@@ -78,6 +97,7 @@ class LRScheduler:
                                    f"when resuming scheduler with last_epoch >= 0.")
         self.base_lrs: list[float] = group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
+        note_optimizer_step(optimizer)
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -136,3 +156,7 @@ class LRScheduler:
 
     def _current_lrs(self) -> list[float]:
         return group_values(self.optimizer, "lr")
+
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's old name of ``LRScheduler``, still subclassed by some programs."""
