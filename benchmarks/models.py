@@ -1,40 +1,54 @@
-"""Training-step time of small models, microtorch against PyTorch, side by side in one run.
+"""Training-step time of small models and per-op/zero_grad cases, microtorch against PyTorch,
+each framework alone in its own process.
 
-The models are ones this project's users train on a CPU: a two-layer CNN on 28x28 images, a
-two-layer LSTM sequence classifier, and the MLP of ``microtorch bench``. Both frameworks get the
-same initial weights (microtorch's default initialisation replays PyTorch's random stream, so
-one seed builds both) and the same batches; their losses are compared at the end. Timing takes
-turns a block of steps at a time (``microtorch.bench.interleave``), medians with quartiles.
+The driver starts one worker process per (framework, case, round), rounds in alternating order
+(``microtorch.bench.isolated``), every worker with the same thread count (2 by default). The
+microtorch worker of the first round saves its initial weights to ``.npy`` files, which the
+PyTorch workers load, so both train the same model on the same batches (drawn from one NumPy
+seed); their losses are compared step by step. Ratio = median microtorch time / median PyTorch
+time (below 1: microtorch is faster).
 
-    python3 benchmarks/models.py                       # prints a table
-    python3 benchmarks/models.py --out benchmarks/results   # also writes models.md
+    python3 benchmarks/models.py                               # prints the table
+    python3 benchmarks/models.py --out benchmarks/results      # also models.json + models.md
+    python3 benchmarks/models.py --cases cnn,lstm --rounds 3   # a subset
+    python3 benchmarks/models.py --worker microtorch --case cnn --weights DIR   # one worker
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
+import json
 import os
-import statistics
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-import microtorch
-from microtorch.bench import interleave, load_torch, machine_info
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
 
-def cnn(lib):
+# ------------------------------------------------------------------------------ the models
+
+def mlp(nn):
+    """64-256-256-10 with ReLU, the model of ``microtorch bench``."""
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                         nn.Linear(256, 10))
+
+
+def cnn(nn):
     """Conv(1->16, 3x3) ReLU MaxPool, Conv(16->32) ReLU MaxPool, Linear: 28x28 digits."""
-    nn = lib.nn
     return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
 
 
-def lstm_classifier(lib):
-    """A two-layer LSTM over (N, L, 16) sequences, classified from its last hidden state."""
-    nn = lib.nn
+def lstm(nn):
+    """A two-layer LSTM (hidden 128) over (N, 50, 16) sequences, classified from its last
+    hidden state."""
 
     class LstmClassifier(nn.Module):
         def __init__(self) -> None:
@@ -49,124 +63,296 @@ def lstm_classifier(lib):
     return LstmClassifier()
 
 
-def mlp(lib):
-    """64-256-256-10 with ReLU, the model of ``microtorch bench``."""
-    nn = lib.nn
-    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                         nn.Linear(256, 10))
+def transformer(nn):
+    """A 2-layer Transformer encoder (d_model 64, 2 heads, no dropout) over (N, 32, 64), the
+    mean over positions classified into 10 classes."""
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(64, 2, dropout=0.0, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.head = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.head(self.encoder(x).mean(1))
+
+    return Encoder()
 
 
-MODELS = {  # name -> (builder, input shape)
-    "CNN, batch 64 of 1x28x28": (cnn, (64, 1, 28, 28)),
-    "LSTM 2x128, batch 32 of 50x16": (lstm_classifier, (32, 50, 16)),
-    "MLP 64-256-256-10, batch 128": (mlp, (128, 64)),
+def embedding_lm(nn):
+    """Embedding(1000, 64) + Linear(64, 1000): next-token logits for every position."""
+
+    class TinyLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(1000, 64)
+            self.out = nn.Linear(64, 1000)
+
+        def forward(self, tokens):
+            return self.out(self.embed(tokens)).reshape(-1, 1000)
+
+    return TinyLM()
+
+
+def deep_linear(nn):
+    """5,000 Linear(4, 4) layers in a row: 10,000 parameter tensors, per-op overhead."""
+    return nn.Sequential(*[nn.Linear(4, 4) for _ in range(5000)])
+
+
+# name -> (title, builder, optimizer, input maker, target maker, steps, warm-up steps)
+MODELS = {
+    "mlp": ("MLP 64-256-256-10, batch 128, Adam", mlp, "adam",
+            lambda rng: rng.standard_normal((128, 64), dtype=np.float32),
+            lambda rng: rng.integers(0, 10, 128), 60, 10),
+    "cnn": ("CNN conv 1→16, 16→32 (3×3, 28×28), batch 64, SGD", cnn, "sgd",
+            lambda rng: rng.standard_normal((64, 1, 28, 28), dtype=np.float32),
+            lambda rng: rng.integers(0, 10, 64), 30, 5),
+    "lstm": ("LSTM 2×128, seq 50, batch 32, SGD", lstm, "sgd",
+             lambda rng: rng.standard_normal((32, 50, 16), dtype=np.float32),
+             lambda rng: rng.integers(0, 10, 32), 20, 3),
+    "transformer": ("Transformer encoder d_model 64, 2 heads, 2 layers, seq 32, batch 16, Adam",
+                    transformer, "adam",
+                    lambda rng: rng.standard_normal((16, 32, 64), dtype=np.float32),
+                    lambda rng: rng.integers(0, 10, 16), 30, 5),
+    "embedding_lm": ("Embedding(1000, 64) + Linear(64, 1000) LM, 32×32 tokens, Adam",
+                     embedding_lm, "adam", lambda rng: rng.integers(0, 1000, (32, 32)),
+                     lambda rng: rng.integers(0, 1000, 32 * 32), 40, 5),
+    "params_10k": ("10,000 parameter tensors (5,000 Linear(4, 4)), batch 2, SGD", deep_linear,
+                   "sgd", lambda rng: rng.standard_normal((2, 4), dtype=np.float32),
+                   lambda rng: rng.integers(0, 4, 2), 8, 2),
 }
 
+OTHER_CASES = {
+    "op_chain": "chain of 1,000 elementwise ops (mul, add, tanh, sub) on 16 floats",
+    "flat_zero_grad": "zero_grad(False), 1000 params of (64,), flat_grads=True (PyTorch: its "
+                      "zero_grad(False)), gradients refreshed by zero_grad(True) / p.grad = None "
+                      "+ backward",
+    "free_4mib": "zero_grad(True) on 100 gradients of 4 MiB, fresh process",
+}
 
-class Contender:
-    """One framework's model, optimiser and batches, stepping on demand."""
+CASES = [*MODELS, *OTHER_CASES]
 
-    def __init__(self, lib, builder, shape, seed: int) -> None:
-        lib.manual_seed(seed)
-        self.lib, self.model = lib, builder(lib)
-        self.opt = lib.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
-        rng = np.random.default_rng(seed)
-        self.batches = [(lib.tensor(rng.standard_normal(shape).astype(np.float32)),
-                         lib.tensor(rng.integers(0, 10, shape[0])))
-                        for _ in range(4)]
-        self.samples: list[float] = []
-        self.losses: list[float] = []
-        self.step_no = 0
 
-    def step(self, record: bool) -> None:
-        x, y = self.batches[self.step_no % len(self.batches)]
-        self.step_no += 1
+# ---------------------------------------------------------------------------------- workers
+
+def _lib(name: str):
+    lib = importlib.import_module(name)
+    if name == "torch":
+        lib.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
+    return lib
+
+
+def _share_weights(model, lib, weights: Path, save: bool) -> None:
+    """microtorch saves its initial weights; PyTorch loads them (same starting point)."""
+    names = [name for name, _ in model.named_parameters()]
+    if save:
+        weights.mkdir(parents=True, exist_ok=True)
+        for name, p in model.named_parameters():
+            np.save(weights / f"{name}.npy", p.detach().numpy())
+        return
+    with lib.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(lib.from_numpy(np.load(weights / f"{name}.npy")))
+    assert names == [n for n, _ in model.named_parameters()]
+
+
+def model_worker(lib, case: str, weights: Path, save: bool) -> dict:
+    """Train one model for its warm-up and timed steps; per-step times and losses."""
+    _, builder, opt_kind, make_x, make_y, steps, warmup = MODELS[case]
+    lib.manual_seed(0)
+    model = builder(lib.nn)
+    _share_weights(model, lib, weights, save)
+    if opt_kind == "adam":
+        opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    else:
+        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rng = np.random.default_rng(1)
+    batches = [(lib.from_numpy(make_x(rng)), lib.from_numpy(make_y(rng))) for _ in range(4)]
+    cross_entropy = lib.nn.functional.cross_entropy
+    times, losses = [], []
+    for i in range(warmup + steps):
+        x, y = batches[i % len(batches)]
         t0 = time.perf_counter()
-        self.opt.zero_grad()
-        loss = self.lib.nn.functional.cross_entropy(self.model(x), y)
+        opt.zero_grad()
+        loss = cross_entropy(model(x), y)
         loss.backward()
-        self.opt.step()
+        opt.step()
         elapsed = time.perf_counter() - t0
-        self.losses.append(loss.item())
-        if record:
-            self.samples.append(elapsed)
+        losses.append(loss.item())
+        if i >= warmup:
+            times.append(elapsed)
+    return {"phases": {"step": times}, "losses": losses}
 
 
-def quartiles(samples: list[float]) -> tuple[float, float, float]:
-    q1, median, q3 = statistics.quantiles(samples, n=4)
-    return q1 * 1e3, median * 1e3, q3 * 1e3
+def op_chain_worker(lib, repeats: int = 60, length: int = 1000) -> dict:
+    """Forward and backward of a chain of small elementwise ops: framework overhead."""
+    x0 = np.random.default_rng(1).standard_normal(16, dtype=np.float32)
+    x = lib.from_numpy(x0).requires_grad_()
+    fwd, bwd = [], []
+    for i in range(repeats + 5):
+        t0 = time.perf_counter()
+        y = x
+        for k in range(length):
+            r = k % 4
+            y = y * 0.9 if r == 0 else y + 0.1 if r == 1 else y.tanh() if r == 2 else y - 0.05
+        out = y.sum()
+        t1 = time.perf_counter()
+        out.backward()
+        t2 = time.perf_counter()
+        x.grad = None
+        if i >= 5:
+            fwd.append(t1 - t0)
+            bwd.append(t2 - t1)
+    return {"phases": {"forward": fwd, "backward": bwd}, "losses": [float(out.item())]}
 
 
-def run(repeats: int, block: int, threads: int | None) -> list[dict]:
-    """Time every model under both frameworks; one row per model."""
-    torch = load_torch()
-    if torch is None:
-        raise SystemExit("PyTorch is not installed: nothing to compare against")
-    if threads:
-        torch.set_num_threads(threads)
+def flat_zero_grad_worker(lib, repeats: int = 60) -> dict:
+    """zero_grad(False) after the gradients were refreshed (two ways), 1000 x (64,)."""
+    rng = np.random.default_rng(2)
+    params = [lib.nn.Parameter(lib.from_numpy(rng.standard_normal(64, dtype=np.float32)))
+              for _ in range(1000)]
+    extra = {"flat_grads": True} if lib.__name__ == "microtorch" else {}
+    opt = lib.optim.SGD(params, lr=0.01, **extra)
+    phases: dict[str, list[float]] = {"after zero_grad(True) + backward": [],
+                                      "after p.grad = None + backward": []}
+    for i in range(repeats + 5):
+        for phase in phases:
+            if phase.startswith("after zero_grad"):
+                opt.zero_grad(set_to_none=True)
+            else:
+                for p in params:
+                    p.grad = None
+            lib.stack(params).sum().backward()
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=False)
+            elapsed = time.perf_counter() - t0
+            if i >= 5:
+                phases[phase].append(elapsed)
+    assert all(float(p.grad.abs().sum()) == 0 for p in params)
+    return {"phases": phases}
+
+
+def free_4mib_worker(lib, repeats: int = 8) -> dict:
+    """zero_grad(True) freeing 100 gradients of 4 MiB each, from a fresh process on."""
+    params = [lib.nn.Parameter(lib.zeros(1024, 1024)) for _ in range(100)]
+    opt = lib.optim.SGD(params, lr=0.01)
+    times = []
+    for _ in range(repeats):
+        loss = sum((p * 1.5).sum() for p in params)
+        loss.backward()
+        del loss
+        gc.collect()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        times.append(time.perf_counter() - t0)
+    return {"phases": {"zero_grad(True)": times}, "extra": {"first_call_s": times[0]}}
+
+
+def worker(framework: str, case: str, weights: Path) -> dict:
+    """Run one case under one framework in this process."""
+    lib = _lib(framework)
+    if case in MODELS:
+        return model_worker(lib, case, weights, save=framework == "microtorch"
+                            and not weights.exists())
+    return {"op_chain": op_chain_worker, "flat_zero_grad": flat_zero_grad_worker,
+            "free_4mib": free_4mib_worker}[case](lib)
+
+
+# ----------------------------------------------------------------------------------- driver
+
+def run(cases: list[str], rounds: int, threads: int, workdir: Path) -> list[dict]:
+    """Every case under both frameworks, each alone in its process; one row per case/phase."""
+    from microtorch.bench.isolated import python_command, run_isolated
+
     rows = []
-    for name, (builder, shape) in MODELS.items():
-        ours = Contender(microtorch, builder, shape, seed=0)
-        theirs = Contender(torch, builder, shape, seed=0)
-        # Equal starting weights: microtorch's initialisation replays PyTorch's stream.
-        for (pn, p), (tn, t) in zip(ours.model.named_parameters(),
-                                    theirs.model.named_parameters(), strict=True):
-            assert pn == tn and np.array_equal(p.detach().numpy(), t.detach().numpy()), pn
-        interleave([ours.step, theirs.step], repeats, block)
-        n = min(len(ours.losses), len(theirs.losses))
-        rows.append({
-            "model": name, "microtorch_ms": quartiles(ours.samples),
-            "torch_ms": quartiles(theirs.samples),
-            "ratio": statistics.median(ours.samples) / statistics.median(theirs.samples),
-            "max_loss_diff": float(np.max(np.abs(np.subtract(ours.losses[:n],
-                                                             theirs.losses[:n])))),
-            "steps": n,
-        })
-        print(f"  {name}: {rows[-1]['ratio']:.2f}x", flush=True)
+    for case in cases:
+        weights = workdir / case
+
+        def command(fw: str, r: int, case=case, weights=weights) -> list[str]:
+            return python_command(__file__, "--worker", fw, "--case", case,
+                                  "--weights", str(weights))
+
+        # Round 0 starts with microtorch, whose worker writes the shared weights.
+        result = run_isolated(command, rounds, threads)
+        title = MODELS[case][0] if case in MODELS else OTHER_CASES[case]
+        for phase, stats in result["phases"].items():
+            row = {"case": case, "title": title, "phase": phase,
+                   "microtorch": stats["microtorch"], "torch": stats["torch"],
+                   "ratio": stats["ratio"]}
+            if case in MODELS:
+                a, b = result["losses"]["microtorch"], result["losses"]["torch"]
+                diffs = [abs(x - y) for la, lb in zip(a, b) for x, y in zip(la, lb)]
+                row["max_loss_diff"] = max(diffs) if diffs else None
+                row["steps_compared"] = len(diffs)
+            rows.append(row)
+            print(f"  {case} {phase}: {stats['microtorch']['median_us'] / 1e3:.3f} ms vs "
+                  f"{stats['torch']['median_us'] / 1e3:.3f} ms = {stats['ratio']:.2f}x",
+                  flush=True)
     return rows
 
 
-def render(rows: list[dict], info: dict, threads: int | None) -> str:
+def render(rows: list[dict], info: dict) -> str:
     """The Markdown report of one run."""
-    lines = ["# Training steps of small models: microtorch / PyTorch", "",
-             f"One run, {info.get('cpu', '?')}, {info.get('cores', '?')} cores, PyTorch "
-             f"{info.get('torch', '?')} with {threads or 'its default'} threads; load average "
-             f"{info['load']} (start, end). Medians (quartiles) of SGD+momentum steps "
-             f"(zero_grad, forward, cross-entropy, backward, step). Ratio below 1: microtorch "
-             f"is faster.", "",
-             "| model | microtorch ms | PyTorch ms | ratio | max loss difference |",
+    lines = ["# microtorch / PyTorch, each framework alone in its own process", "",
+             f"One run, {info['cpu']}, {info['cores']} cores, Python {info['python']}, NumPy "
+             f"{info['numpy']} ({info['blas']}), PyTorch {info['torch']}; {info['threads']} "
+             f"threads each; {info['rounds']} rounds per case, alternating which framework "
+             f"runs first; load average {info['load']} (start, end). Medians (quartiles) over "
+             f"all rounds' samples; ratio = microtorch median / PyTorch median (below 1: "
+             f"microtorch is faster). Training steps: zero_grad, forward, cross-entropy, "
+             f"backward, step, from the same initial weights on the same batches.", "",
+             "| case | microtorch ms | PyTorch ms | ratio | max loss difference |",
              "|---|---|---|---|---|"]
     for r in rows:
-        m, t = r["microtorch_ms"], r["torch_ms"]
-        lines.append(f"| {r['model']} | {m[1]:.2f} ({m[0]:.2f}–{m[2]:.2f}) | {t[1]:.2f} "
-                     f"({t[0]:.2f}–{t[2]:.2f}) | **{r['ratio']:.2f}×** | "
-                     f"{r['max_loss_diff']:.1e} over {r['steps']} steps |")
+        m, t = r["microtorch"], r["torch"]
+        label = r["title"] if r["phase"] == "step" else f"{r['title']}: {r['phase']}"
+        loss = (f"{r['max_loss_diff']:.1e} over {r['steps_compared']} steps"
+                if r.get("max_loss_diff") is not None else "")
+        lines.append(f"| {label} | {m['median_us'] / 1e3:.3f} ({m['q1_us'] / 1e3:.3f}–"
+                     f"{m['q3_us'] / 1e3:.3f}) | {t['median_us'] / 1e3:.3f} "
+                     f"({t['q1_us'] / 1e3:.3f}–{t['q3_us'] / 1e3:.3f}) | "
+                     f"**{r['ratio']:.2f}×** | {loss} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
     """Command line: see ``--help``."""
     parser = argparse.ArgumentParser(
-        description="Time training steps of a small CNN, an LSTM and an MLP under microtorch "
-                    "and PyTorch, interleaved in one run, and print the ratios.",
+        description="Time training steps of small models (and per-op / zero_grad cases) under "
+                    "microtorch and PyTorch, each framework alone in its own process.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=40, help="timed steps per framework")
-    parser.add_argument("--block", type=int, default=6,
-                        help="steps per turn (the first of each turn is not timed)")
-    parser.add_argument("--torch-threads", type=int, default=2,
-                        help="PyTorch's intra-op threads (0: PyTorch's own choice)")
-    parser.add_argument("--out", type=Path, help="also write models.md into this folder")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
+    parser.add_argument("--rounds", type=int, default=3, help="worker processes per framework")
+    parser.add_argument("--threads", type=int, default=2, help="threads of each framework")
+    parser.add_argument("--out", type=Path, help="write models.json and models.md here")
+    parser.add_argument("--worker", choices=("microtorch", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--weights", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.case, args.weights)))
+        return
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; choose from {CASES}")
+    from microtorch.bench import load_torch, machine_info
+
     load_start = os.getloadavg()[0]
-    rows = run(args.repeats, args.block, args.torch_threads or None)
-    info = {**machine_info(load_torch()), "load": f"{load_start:.1f}, {os.getloadavg()[0]:.1f}"}
-    report = render(rows, info, args.torch_threads or None)
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = run(cases, args.rounds, args.threads, Path(tmp))
+    info = {**machine_info(load_torch()), "threads": args.threads, "rounds": args.rounds,
+            "load": f"{load_start:.2f}, {os.getloadavg()[0]:.2f}"}
+    report = render(rows, info)
     print(report)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        tmp = args.out / "models.md.tmp"
-        tmp.write_text(report, encoding="utf-8")
-        tmp.replace(args.out / "models.md")  # atomic: no half-written report
+        for name, text in (("models.json", json.dumps({"machine": info, "rows": rows},
+                                                       indent=1)), ("models.md", report)):
+            tmp_path = args.out / f"{name}.tmp"
+            tmp_path.write_text(text, encoding="utf-8")
+            tmp_path.replace(args.out / name)  # atomic: no half-written report
 
 
 if __name__ == "__main__":
