@@ -159,6 +159,37 @@ def test_no_import_circle_outside_the_core():
         " -> ".join(_cycle_in(c, graph)) for c in bad)
 
 
+# The direction of dependency, lowest first: a module may import its own layer and the ones
+# below it. Modules not listed (the package root, _hooks, cuda, cpu, random, serialization, ...)
+# are outside the rule; the circle check above still covers them.
+LAYERS = [("microtorch.backend", "microtorch._dtype"),
+          ("microtorch._tensor", "microtorch.autograd", "microtorch.ops"),
+          ("microtorch.nn",),
+          ("microtorch.optim",),
+          ("microtorch.utils.data", "microtorch.distributed", "microtorch.cli", "microtorch.bench")]
+# nn.parallel is PyTorch's alias for the distributed wrapper (torch.nn.parallel.
+# DistributedDataParallel); nn imports it on first use only.
+UPWARD_ALLOWED = {("microtorch.nn.parallel", "microtorch.distributed.ddp")}
+
+
+def _layer(mod: str) -> int | None:
+    for rank, prefixes in enumerate(LAYERS):
+        if any(mod == p or mod.startswith(p + ".") for p in prefixes):
+            return rank
+    return None
+
+
+def test_imports_go_one_direction():
+    bad = []
+    for mod, targets in import_graph().items():
+        for t in targets:
+            lo, hi = _layer(mod), _layer(t)
+            if lo is not None and hi is not None and hi > lo and (mod, t) not in UPWARD_ALLOWED:
+                bad.append(f"{mod} -> {t}")
+    assert not bad, "imports against the direction backend <- tensor/autograd/ops <- nn <- " \
+        f"optim <- data/distributed/cli/bench: {sorted(bad)}"
+
+
 def test_backend_does_not_import_the_tensor_layer():
     graph = import_graph()
     bad = {m: sorted(t for t in ts if not t.startswith("microtorch.backend")
