@@ -260,7 +260,7 @@ def avg_pool_divisor(xp, dtype, h: int, w: int, kernel, stride, pad, out_hw,
     return counts
 
 
-# -- index and weight tables ---------------------------------------------------------------------
+# -- adaptive pooling windows ---------------------------------------------------------------------
 def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's adaptive pooling windows: start = floor(i*size/out), end = ceil((i+1)*size/out)."""
     i = np.arange(out, dtype=np.int64)

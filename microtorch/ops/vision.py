@@ -31,6 +31,7 @@ class Pad(Function):
         return grad[ctx.crop], None, None
 
 
+# -- interpolation tables -------------------------------------------------------------------------
 def source_scale(size: int, out: int, scale: float | None, ft=np.float32):
     """Input positions per output position, in ``ft``: 1/scale_factor when one is given (and
     positive), else size/out (PyTorch's ``area_pixel_compute_scale``)."""

@@ -118,7 +118,7 @@ def _maybe_inplace(op, input: Tensor, inplace: bool, *args, names=(None, None)) 
     return out if name is None else named(out, name)
 
 
-# -- activations ---------------------------------------------------------------------------------
+# -- ELU family, hard, smooth and thresholded activations -----------------------------------------
 def _elu(x: Tensor, alpha: float, scale: float, input_scale: float,
          grad_input_scale: float | None = None) -> Tensor:
     gs = input_scale if grad_input_scale is None else grad_input_scale

@@ -78,7 +78,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError(f"Given input size per channel: ({h} x {w}). Calculated output size "
                            f"per channel: ({out_hw[0]} x {out_hw[1]}). Output size is too small")
     out = ConvInputGrad.apply(x, weight, bias, out_hw, stride, (ph, ph, pw, pw),
-                                     dilation, groups)
+                              dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 

@@ -131,7 +131,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          f"batch_size ({target.shape[0] if target.ndim else 0}).")
     x, t, shape = _class_last(input, target)
     loss = L.CrossEntropy.apply(x, t, weight, int(ignore_index), reduction,
-                                     float(label_smoothing))
+                                float(label_smoothing))
     if shape == ():
         loss = loss.reshape(()) if reduction == "none" else loss
     else:
@@ -223,7 +223,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 
 
 
-# -- losses --------------------------------------------------------------------------------------
+# -- robust regression, divergence, margin and likelihood losses ----------------------------------
 def _warn_size(input: Tensor, target: Tensor) -> None:
     if target.shape != input.shape:
         warnings.warn(f"Using a target size ({_size(target.shape)}) that is different to the "
