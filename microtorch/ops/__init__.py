@@ -21,13 +21,13 @@ from . import (
     indexed,
     linalg,
     matrix,
-    nn_ops,
     reduce,
     shape,
     sorting,
     special,
 )
 from ._util import Tensor, is_scalar, promote_operands, xp_of
+from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
@@ -83,7 +83,6 @@ from .elementwise import (
 from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
-from .nn_ops import erf, log_softmax, softmax
 from .reduce import (
     all,
     amax,
@@ -137,6 +136,7 @@ from .shape import (
 )
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
+from .special import erf
 
 
 def add(input, other, *, alpha=1) -> Tensor:
