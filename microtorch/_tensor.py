@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 
@@ -36,6 +37,63 @@ class _GradEpoch:
 
 grad_epoch = _GradEpoch
 
+
+class SlotCount:
+    """How many parameters of one flat gradient buffer have a gradient other than their slot
+    view (None, or a tensor of their own), kept per buffer so that the common rebindings need
+    no walk over the parameters and no process-wide ``grad_epoch`` bump.
+
+    The engine's first write of a backward into a slot (None -> slot view) counts a fill,
+    clearing a slot gradient (``p.grad = None``, ``zero_grad(set_to_none=True)``) counts one
+    more missing gradient. Any other rebinding still bumps ``grad_epoch``, which sends the
+    buffer back to a full check. Fills are counted without a lock, from a shared counter: a
+    fill recorded late only overstates the missing gradients, which costs a check, never a
+    wrong one-fill zeroing.
+    """
+
+    __slots__ = ("flat", "missing", "fills", "mark", "shared", "_draw", "_lock")
+
+    def __init__(self, flat, missing: int) -> None:
+        self.flat = flat  # the buffer's array: slot views have it as their base
+        self.missing = missing  # as of ``mark`` fills
+        self._draw = itertools.count(1).__next__
+        self.fills = self.mark = 0
+        # True when a parameter is claimed by two flat buffers: its optimizers then count
+        # its rebindings one by one, never in bulk.
+        self.shared = False
+        self._lock = threading.Lock()
+
+    def filled(self) -> None:
+        """A parameter's gradient went from None to its slot view."""
+        self.fills = self._draw()
+
+    def cleared(self) -> None:
+        """A parameter's slot-view gradient was dropped (set to None)."""
+        with self._lock:
+            self.missing += 1
+
+    def reset(self, missing: int) -> None:
+        """``missing`` gradients are not slot views now (counted by the caller)."""
+        with self._lock:
+            self.mark = self.fills
+            self.missing = missing
+
+    def all_slots(self) -> bool:
+        """True when every parameter's gradient is (at most) known to be its slot view."""
+        return self.missing - (self.fills - self.mark) <= 0
+
+
+def clear_grad(t: Tensor) -> None:
+    """``t.grad = None``: dropping a gradient never makes one foreign to a flat buffer, so
+    this tells the buffer owning ``t``'s slot (if any) instead of bumping ``grad_epoch``."""
+    old = t._grad
+    t._grad = None
+    count = t._slot_count
+    # (A gradient of its own was counted missing already, and None stays missing.)
+    if (old is not None and count is not None and old._data is t._grad_slot
+            and not old.requires_grad):
+        count.cleared()
+
 # PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
 _LEGACY_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half",
                       "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
@@ -53,6 +111,7 @@ class Tensor:
     _grad = None  # the accumulated gradient (leaves, or non-leaves that retain_grad)
     _hooks = None  # gradient hooks of a leaf
     _grad_slot = None  # an array the first gradient of a backward is written into (flat grads)
+    _slot_count = None  # the SlotCount of the flat gradient buffer that owns _grad_slot
     _base = None  # views (class _View): the tensor whose storage they view, as PyTorch's _base
     _vmeta = None  # views made under no_grad or by split/unbind: (kind, output index, op name)
 
@@ -188,13 +247,15 @@ class Tensor:
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: "
                                    f"{list(value.shape)} vs the tensor's {list(self.shape)}")
+        if value is None:
+            clear_grad(self)
+            return
         self._grad = value
         grad_epoch.bump()
 
     @grad.deleter
     def grad(self) -> None:
-        self._grad = None
-        grad_epoch.bump()
+        clear_grad(self)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set requires_grad in place (leaves only) and return self."""

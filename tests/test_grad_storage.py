@@ -218,6 +218,95 @@ def test_flat_fast_path_notices_a_grad_rebound_after_validation(device) -> None:
     assert not to_numpy(params[0].grad).any()
 
 
+def _one_fill_ready(opt) -> bool:
+    """Whether the next zero_grad(False) of a flat optimizer is the one fill (no walk)."""
+    from microtorch._tensor import grad_epoch
+
+    (flat,) = opt._flat_buffers
+    return flat._checked_epoch == grad_epoch.value and flat.count.all_slots()
+
+
+@pytest.mark.parametrize("refresh", ["optimizer", "module", "grad_none"])
+def test_flat_one_fill_survives_refreshed_gradients(device, refresh) -> None:
+    """zero_grad(True), Module.zero_grad() or p.grad = None, then a backward reaching every
+    parameter: the gradients are slot views again and the buffer knows it without a walk."""
+    params = [microtorch.nn.Parameter(p.detach()) for p in make_params(device)]
+    module = microtorch.nn.Module()
+    for i, p in enumerate(params):
+        module.register_parameter(f"p{i}", p)
+    opt = optim.SGD(params, lr=0.1, flat_grads=True)
+    loss_of(params, 0, device).backward()
+    opt.zero_grad(set_to_none=False)  # the check: every gradient is its slot view
+    assert _one_fill_ready(opt)
+    for _ in range(2):
+        if refresh == "optimizer":
+            opt.zero_grad(set_to_none=True)
+        elif refresh == "module":
+            module.zero_grad()
+        else:
+            for p in params:
+                p.grad = None
+        assert not _one_fill_ready(opt)  # gradients are None: no one fill for them
+        loss_of(params, 0, device).backward()
+        assert _one_fill_ready(opt)
+        opt.zero_grad(set_to_none=False)
+        assert all(p.grad._data.base is flat_buffer_of(opt) for p in params)
+        assert not any(to_numpy(p.grad).any() for p in params)
+
+
+def test_flat_refresh_with_an_unused_parameter_keeps_none(device) -> None:
+    """After zero_grad(True), a backward that misses a parameter leaves its grad None, and a
+    reference to its old gradient is not zeroed by zero_grad(False)."""
+    params = make_params(device)
+    opt = optim.SGD(params, lr=0.1, flat_grads=True)
+    loss_of(params, 0, device).backward()
+    old_b2 = params[3].grad
+    kept = to_numpy(old_b2)
+    assert kept.any()
+    opt.zero_grad(set_to_none=True)
+    loss_of(params, 1, device).backward()  # odd step: b2 unused
+    assert not _one_fill_ready(opt)
+    opt.zero_grad(set_to_none=False)
+    assert params[3].grad is None
+    np.testing.assert_array_equal(to_numpy(old_b2), kept)
+    assert not any(to_numpy(p.grad).any() for p in params[:3])
+
+
+def test_flat_count_after_a_foreign_grad_is_dropped(device) -> None:
+    params = make_params(device)
+    opt = optim.SGD(params, lr=0.1, flat_grads=True)
+    loss_of(params, 0, device).backward()
+    opt.zero_grad(set_to_none=False)
+    params[0].grad = microtorch.ones(params[0].shape, device=device)  # foreign
+    params[0].grad = None  # dropped again: still missing until a backward fills its slot
+    assert not _one_fill_ready(opt)
+    opt.zero_grad(set_to_none=False)
+    assert params[0].grad is None
+    loss_of(params, 0, device).backward()
+    assert _one_fill_ready(opt)
+    opt.zero_grad(set_to_none=False)
+    assert not any(to_numpy(p.grad).any() for p in params)
+
+
+def test_flat_buffers_of_two_optimizers_sharing_parameters(device) -> None:
+    """A parameter claimed by two flat optimizers: the second owns its slot; zero_grad(True)
+    on either leaves the other one zeroing correctly."""
+    params = make_params(device)
+    first = optim.SGD(params, lr=0.1, flat_grads=True)
+    second = optim.SGD(params[:2], lr=0.1, flat_grads=True)
+    for opt, other in ((first, second), (second, first)):
+        loss_of(params, 0, device).backward()
+        other.zero_grad(set_to_none=False)
+        opt.zero_grad(set_to_none=True)
+        assert all(p.grad is None for p in opt.param_groups[0]["params"])
+        loss_of(params, 0, device).backward()
+        for o in (first, second):
+            o.zero_grad(set_to_none=False)
+            assert not any(to_numpy(p.grad).any() for p in o.param_groups[0]["params"])
+        first.zero_grad(set_to_none=True)
+        second.zero_grad(set_to_none=True)
+
+
 def test_flat_buffer_per_dtype() -> None:
     a = microtorch.zeros(3, requires_grad=True)
     b = microtorch.zeros(2, dtype=microtorch.float64, requires_grad=True)

@@ -84,14 +84,19 @@ def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
 
 def _accumulate_locked(leaf, grad, create_graph: bool, owned: bool) -> None:
     old = leaf._grad
-    if old is None or create_graph:
-        grad_epoch.bump()  # leaf gets a new .grad object
     if old is None:
         slot = leaf._grad_slot
         if slot is not None and not create_graph:
             slot[...] = grad._data  # flat gradient storage: write into the preassigned view
             leaf._grad = Tensor._make(slot, False, None)
+            count = leaf._slot_count
+            if count is not None and slot.base is count.flat:
+                count.filled()  # its flat buffer keeps count: no process-wide bump
+            else:
+                grad_epoch.bump()
             return
+    if old is None or create_graph:
+        grad_epoch.bump()  # leaf gets a new .grad object
         arr = grad._data
         if (not create_graph and arr.base is None and arr.flags.writeable
                 and arr.flags.c_contiguous and owned):

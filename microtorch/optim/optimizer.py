@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .._tensor import Tensor, grad_epoch, only_grad_writes_since
+from .._tensor import SlotCount, Tensor, grad_epoch, only_grad_writes_since
 from ..autograd.grad_mode import enable_grad
 
 __all__ = ["Optimizer", "StaleGradWarning", "ParamsT"]
@@ -89,10 +89,13 @@ class _FlatGradBuffer:
 
     Each parameter gets ``p._grad_slot``: a view of its part of the buffer. The autograd engine
     writes the first gradient of a backward into that view instead of allocating, so every
-    gradient lives in the buffer, and zeroing them all is one fill.
+    gradient lives in the buffer, and zeroing them all is one fill. ``p._slot_count`` (shared
+    by the buffer's parameters) counts the gradients that are not their slot view, so that
+    after ``zero_grad(set_to_none=True)`` or ``p.grad = None`` and a backward the buffer knows,
+    without a walk, that the one fill is right again.
     """
 
-    __slots__ = ("buffer", "params", "slots", "_checked_epoch")
+    __slots__ = ("buffer", "params", "slots", "count", "_checked_epoch")
 
     def __init__(self, params: list[Tensor]) -> None:
         from ..ops.creation import zeros
@@ -103,7 +106,8 @@ class _FlatGradBuffer:
         self.buffer = zeros(total, dtype=first.dtype, device=first.device)
         flat = self.buffer._data
         self.params = params
-        self._checked_epoch = -1  # grad_epoch.value when every grad was seen to be its slot
+        self._checked_epoch = -1  # grad_epoch.value when no gradient here was foreign
+        self.count = SlotCount(flat, len(params))
         self.slots = []
         offset = 0
         for p in params:
@@ -111,12 +115,20 @@ class _FlatGradBuffer:
             slot = flat[offset:offset + n].reshape(p._data.shape)
             offset += n
             self.slots.append(slot)
+            previous = p._slot_count
+            if previous is not None:  # another buffer's parameter too: both count exactly
+                previous.shared = self.count.shared = True
             p._grad_slot = slot
+            p._slot_count = self.count
             g = p._grad
             if g is not None:  # an existing gradient moves into the buffer
                 slot[...] = g._data
                 p._grad = Tensor._make(slot, False, None)
         grad_epoch.bump()
+
+    def all_cleared(self) -> None:
+        """Every parameter's gradient was just set to None (zero_grad(set_to_none=True))."""
+        self.count.reset(len(self.params))
 
     def zero_(self) -> None:
         """``zero_grad(set_to_none=False)`` for these parameters (docs/semantics.md).
@@ -126,21 +138,24 @@ class _FlatGradBuffer:
         existing gradients are zeroed then), and a gradient the user assigned (``p.grad = t``)
         is zeroed in place where it is.
         """
-        # Fast path: no leaf's gradient was rebound (grad_epoch unchanged) since every gradient
-        # here was checked to be its slot view: one fill, no walk over the parameters.
-        # Versions are not bumped (the optimizer's zero epoch marks the reset for the
-        # stale-gradient check).
-        if self._checked_epoch == grad_epoch.value:
+        # Fast path: no gradient anywhere was rebound to a foreign tensor (grad_epoch
+        # unchanged) since none here was, and the slot count says every gradient is its slot
+        # view again: one fill, no walk over the parameters. Versions are not bumped (the
+        # optimizer's zero epoch marks the reset for the stale-gradient check).
+        if self._checked_epoch == grad_epoch.value and self.count.all_slots():
             self.buffer._backend.fill_zero(self.buffer._data)
             return
+        epoch = grad_epoch.value
         grads = list(map(_get_grad, self.params))
         # (``None in grads`` would compare tensors elementwise, hence the identity helper.)
-        if (all(map(_is_slot_grad, grads, self.slots))
-                and not any(map(_get_requires_grad, grads))):
-            self._checked_epoch = grad_epoch.value
+        slot_views = sum(map(_is_slot_grad, grads, self.slots))
+        foreign = any(g is not None and (not _is_slot_grad(g, slot) or g.requires_grad)
+                      for g, slot in zip(grads, self.slots))
+        self.count.reset(len(self.params) - slot_views)
+        self._checked_epoch = -1 if foreign else epoch
+        if slot_views == len(self.params) and not foreign:
             self.buffer._backend.fill_zero(self.buffer._data)
             return
-        self._checked_epoch = -1
         for g, slot in zip(grads, self.slots):
             if g is None:
                 continue
@@ -325,7 +340,15 @@ class Optimizer:
             for group in self.param_groups:
                 for p in group["params"]:
                     p._grad = None
-            grad_epoch.bump()
+            # Dropping gradients makes none foreign: flat buffers recount instead of a
+            # process-wide bump, unless a parameter is claimed by another buffer too, or
+            # there are none (a parameter here may be in another optimizer's buffer).
+            flats = self._flat_buffers
+            if flats and not any(flat.count.shared for flat in flats):
+                for flat in flats:
+                    flat.all_cleared()
+            else:
+                grad_epoch.bump()
             return
         if self.flat_grads:  # every floating-point parameter is in a flat buffer
             for flat in self._flat_buffers:

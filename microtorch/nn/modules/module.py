@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 from ... import _dtype
 from ..._hooks import RemovableHandle
-from ..._tensor import Tensor, grad_epoch
+from ..._tensor import Tensor, clear_grad
 from ...autograd.grad_mode import no_grad
 from ...backend import backend_of
 from ...ops.creation import _parse_to
@@ -311,8 +311,7 @@ class Module:
             if grad is None:
                 continue
             if set_to_none:
-                p._grad = None
-                grad_epoch.bump()
+                clear_grad(p)
             else:
                 if grad.grad_fn is not None:
                     grad.detach_()
