@@ -35,6 +35,7 @@ from .autograd.grad_mode import (
     set_grad_enabled,
 )
 from .backend.device import device
+from .backend.threads import get_num_threads, set_num_threads
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
 from .random import (
@@ -82,7 +83,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_anomaly_check_nan_enabled", "manual_seed", "seed", "initial_seed", "Generator",
            "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
            "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
-           "save", "load", "utils", "linalg", *_ops_all]
+           "save", "load", "utils", "linalg", "get_num_threads", "set_num_threads", *_ops_all]
 del _dtype
 
 

@@ -1,0 +1,127 @@
+"""CPU threads: how many microtorch uses (``set_num_threads``/``get_num_threads``, PyTorch's
+API), its worker pool for row-parallel work, and the BLAS library's thread count.
+
+NumPy runs each elementwise op on one thread, but releases the GIL inside its loops and BLAS
+calls; so work on independent rows (a log-softmax over many rows, say) can be shared between
+a few threads (``run_rows``), bit-identically, since every row is computed by the same code.
+The BLAS library (OpenBLAS) keeps its own threads; after a multi-threaded call they spin for a
+while waiting for more, and for the small matrix products of a recurrence a second thread
+gains nothing: ``blas_threads(1)`` runs such a stretch on the calling thread alone, so no
+core is burnt spinning. BLAS control uses ``threadpoolctl`` when installed (the ``threads``
+extra); without it only microtorch's own pool follows ``set_num_threads``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+_AFFINITY = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+
+
+def _default_threads() -> int:
+    """OMP_NUM_THREADS when set (as PyTorch reads it), else the usable cores, at most 8."""
+    try:
+        value = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        value = 0
+    return value if value >= 1 else min(_AFFINITY, 8)
+
+
+class _Threads:
+    """The process-wide thread setting, the pool and the BLAS controller (made lazily)."""
+
+    def __init__(self) -> None:
+        self.count = _default_threads()
+        self.pool: ThreadPoolExecutor | None = None
+        self.lock = threading.Lock()
+        self.blas = None  # threadpoolctl's controllers of the loaded BLAS libraries
+        self.blas_loaded = False
+
+
+_threads = _Threads()
+
+
+def get_num_threads() -> int:
+    """The number of threads microtorch uses for CPU work (its pool and BLAS)."""
+    return _threads.count
+
+
+def _blas_controller():
+    if not _threads.blas_loaded:
+        _threads.blas_loaded = True
+        try:
+            import numpy  # noqa: F401  (its BLAS must be loaded for threadpoolctl to see it)
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            return None
+        controller = ThreadpoolController()
+        # NumPy's own BLAS only: another library's (PyTorch's MKL, in the same process) is
+        # that library's business.
+        paths = [info["filepath"] for info in controller.select(user_api="blas").info()
+                 if "numpy" in info["filepath"]]
+        _threads.blas = (controller.select(filepath=paths) if paths
+                         else controller.select(user_api="blas"))
+    return _threads.blas
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` threads for CPU work: microtorch's pool and the BLAS library's threads."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"set_num_threads expects an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"set_num_threads expects a positive integer, got {n}")
+    blas = _blas_controller()
+    if blas is not None:
+        blas.limit(limits=n)  # (kept in force: the returned limiter is not restored)
+    with _threads.lock:
+        _threads.count = n
+        old, _threads.pool = _threads.pool, None
+    if old is not None:
+        old.shutdown(wait=False)
+
+
+def pool() -> ThreadPoolExecutor:
+    """The worker pool: ``get_num_threads() - 1`` threads (the caller does one share)."""
+    p = _threads.pool
+    if p is None:
+        with _threads.lock:
+            if _threads.pool is None:
+                _threads.pool = ThreadPoolExecutor(max(1, _threads.count - 1),
+                                                   thread_name_prefix="microtorch-cpu")
+            p = _threads.pool
+    return p
+
+
+def run_rows(fn: Callable[[int, int], None], rows: int, work: int, min_work: int) -> None:
+    """Call ``fn(lo, hi)`` over consecutive row ranges covering ``range(rows)``.
+
+    ``work`` is the total amount of work (say, elements touched); below ``min_work`` per
+    thread, or with one thread, one call on the calling thread does it all. Otherwise the
+    ranges are shared between the caller and the pool. ``fn`` must write disjoint rows only.
+    """
+    n = min(_threads.count, rows, max(1, work // max(1, min_work)))
+    if n <= 1:
+        fn(0, rows)
+        return
+    bounds = [rows * i // n for i in range(n + 1)]
+    futures = [pool().submit(fn, bounds[i], bounds[i + 1]) for i in range(1, n)]
+    fn(bounds[0], bounds[1])
+    for f in futures:
+        f.result()  # (re-raises a worker's exception here)
+
+
+@contextmanager
+def blas_threads(n: int) -> Iterator[None]:
+    """Run the body with the BLAS library limited to ``n`` threads (no-op without
+    threadpoolctl, or when the limit would not lower the current count)."""
+    blas = _blas_controller()
+    if blas is None or n >= _threads.count:
+        yield
+        return
+    with blas.limit(limits=n):
+        yield

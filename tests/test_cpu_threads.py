@@ -1,0 +1,101 @@
+"""CPU thread control: set_num_threads/get_num_threads (PyTorch's API), the BLAS limit, and
+row-parallel work giving bit-identical results whatever the thread count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import microtorch
+from microtorch.backend import threads
+from microtorch.ops.activation import _log_softmax_array
+
+
+@pytest.fixture
+def restore_threads():
+    before = microtorch.get_num_threads()
+    yield
+    microtorch.set_num_threads(before)
+
+
+def test_set_num_threads_checks_its_argument(restore_threads) -> None:
+    before = microtorch.get_num_threads()
+    for bad, error in ((0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error):
+            microtorch.set_num_threads(bad)
+        assert microtorch.get_num_threads() == before  # state untouched
+
+
+def test_set_num_threads_sets_blas_and_pool(restore_threads) -> None:
+    pytest.importorskip("threadpoolctl")
+    microtorch.set_num_threads(1)
+    assert microtorch.get_num_threads() == 1
+    blas = threads._blas_controller()
+    assert all(info["num_threads"] == 1 for info in blas.info())
+    microtorch.set_num_threads(2)
+    assert all(info["num_threads"] == 2 for info in blas.info())
+    with threads.blas_threads(1):
+        assert all(info["num_threads"] == 1 for info in blas.info())
+    assert all(info["num_threads"] == 2 for info in blas.info())
+
+
+def test_run_rows_covers_every_row_once(restore_threads) -> None:
+    microtorch.set_num_threads(3)
+    seen = np.zeros(1000, dtype=np.int64)
+
+    def mark(lo, hi):
+        seen[lo:hi] += 1
+
+    threads.run_rows(mark, 1000, work=10**9, min_work=1)
+    assert (seen == 1).all()
+    seen[:] = 0
+    threads.run_rows(mark, 1000, work=10, min_work=100)  # too little work: one call
+    assert (seen == 1).all()
+
+
+def test_run_rows_reraises_a_worker_error(restore_threads) -> None:
+    microtorch.set_num_threads(2)
+
+    def fail(lo, hi):
+        if lo > 0:
+            raise KeyError("worker")
+
+    with pytest.raises(KeyError, match="worker"):
+        threads.run_rows(fail, 10, work=10**9, min_work=1)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1000), (257, 1001), (3, 5)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_is_bit_identical_across_thread_counts(restore_threads, shape,
+                                                             reduction) -> None:
+    rng = np.random.default_rng(0)
+    logits = (rng.standard_normal(shape) * 4).astype(np.float32)
+    target = rng.integers(0, shape[1], shape[0])
+    results = []
+    for n in (1, 2, 4):
+        microtorch.set_num_threads(n)
+        x = microtorch.tensor(logits, requires_grad=True)
+        loss = microtorch.nn.functional.cross_entropy(x, microtorch.tensor(target),
+                                                      reduction=reduction)
+        loss.sum().backward()
+        results.append((loss.detach().numpy().copy(), x.grad.numpy().copy()))
+    for loss, grad in results[1:]:
+        assert np.array_equal(loss, results[0][0]) and np.array_equal(grad, results[0][1])
+    # The row-wise log-softmax is the reference formula, bit for bit.
+    from microtorch.ops.loss import _log_softmax_rows
+
+    logp, p = _log_softmax_rows(logits)
+    assert np.array_equal(logp, _log_softmax_array(logits, 1))
+    assert np.array_equal(p, np.exp(_log_softmax_array(logits, 1)))
+
+
+def test_cross_entropy_gradient_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    logits = rng.standard_normal((300, 700)).astype(np.float32)
+    target = rng.integers(0, 700, 300)
+    x = microtorch.tensor(logits, requires_grad=True)
+    microtorch.nn.functional.cross_entropy(x, microtorch.tensor(target)).backward()
+    tx = torch.tensor(logits, requires_grad=True)
+    torch.nn.functional.cross_entropy(tx, torch.tensor(target)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-8)
