@@ -1,7 +1,8 @@
 """Graph nodes of convolution.
 
 Convolution copies the strided views of the padded input once into im2col columns laid out for
-a few wide GEMMs (see ``Conv2d``); gradients go back with one strided slice-add per kernel
+a few wide GEMMs (see ``Conv2d``; the batch layout of the GEMMs is chosen per shape by
+measuring both, ``_LAYOUT``); gradients go back with one strided slice-add per kernel
 offset. The backward passes are themselves differentiable nodes (any order): convolution's are
 convolutions.
 
@@ -10,8 +11,14 @@ This module must not import ``microtorch.nn`` (one direction of dependency).
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
+
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
+from ..backend.autotune import choice
+from ..backend.threads import get_num_threads
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
 
@@ -145,8 +152,9 @@ class Conv2d(Function):
             raise RuntimeError(f"Calculated output size: ({o}x{oh}x{ow}). Output size is too "
                                f"small")
         p = oh * ow
-        nb = _images_per_block(n, p)
+        nb, tune = _layout(x, weight, bias, stride, pads, dilation, g, p)
         b = n // nb
+        t0 = time.perf_counter()
         cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb)
         out = xp.matmul(_conv_weight(wa, g), cols)  # (B, G, Og, Nb*P)
         if nb == 1:
@@ -166,10 +174,15 @@ class Conv2d(Function):
         ctx.save_for_backward(weight, x, None if _is_pointwise(nb, kh, kw, stride, pads)
                               else cols)
         ctx.geom = stride, pads, dilation, g, nb
+        if tune is not None:  # measuring the layouts: the backward adds its time, if one comes
+            ctx.tune = (*tune, time.perf_counter() - t0)
+            if not tune[2]:
+                _LAYOUT.record(tune[0], tune[1], ctx.tune[3])
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        t0 = time.perf_counter()
         weight, x, cols = ctx.saved_tensors
         stride, pads, dilation, g, nb = ctx.geom
         gx = gw = gb = None
@@ -197,7 +210,36 @@ class Conv2d(Function):
             gw = _wrap(_conv_weight_grad(cols, gm, wa.shape, g))
         if _needs(ctx, 2):
             gb = _wrap(ga.sum(axis=(0, 2, 3)))
+        tune = getattr(ctx, "tune", None)
+        if tune is not None:
+            _LAYOUT.record(tune[0], tune[1], tune[3] + time.perf_counter() - t0)
         return gx, gw, gb, None, None, None, None
+
+
+# The batch layout of a convolution's GEMMs, chosen per shape by measurement: "blocks" of
+# ``_images_per_block`` images (a few GEMMs of at least _GEMM_COLUMNS columns each; the output
+# needs no reorder when a block is one image), or the whole "batch" in one GEMM per group
+# (BLAS can split one wide GEMM between its threads; the output is reordered once).
+_LAYOUT = choice("conv2d_layout", ("blocks", "batch"))
+
+
+def _layout(x, weight, bias, stride, pads, dilation, g: int, p: int):
+    """(images per block, tuning record or None) for this convolution."""
+    xa = x._data
+    n = xa.shape[0]
+    nb = _images_per_block(n, p)
+    if nb == n or xp_of(xa) is not np:  # one layout only (or a GPU: no host timing)
+        return nb, None
+    key = (xa.shape, weight._data.shape, stride, pads, dilation, g, xa.dtype.str,
+           get_num_threads())
+    variant = _LAYOUT.pick(key)
+    if variant == "batch":
+        nb = n
+    if not _LAYOUT.measuring(key):
+        return nb, None
+    backward_comes = state.grad_enabled and any(
+        t is not None and t.requires_grad for t in (x, weight, bias))
+    return nb, (key, variant, backward_comes)
 
 
 class ConvInputGrad(Function):

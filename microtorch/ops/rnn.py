@@ -18,8 +18,14 @@ per step. This module must not import ``microtorch.nn``.
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
+
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import state
+from ..backend.autotune import choice
+from ..backend.threads import blas_threads, get_num_threads, run_rows
 from ._util import Tensor, xp_of
 from .elementwise import Relu, Sigmoid, Tanh
 from .linear import Linear
@@ -170,26 +176,31 @@ class Recurrence(Function):
             ms = empty((steps, n, hid), dt) if w_hr is not None else None
             whr_t = w_hr._data.T if w_hr is not None else None
             flat = acts.reshape(steps, n, g)
-            for t in range(steps):
-                b = bs[t]
-                a, i, f, gg, o = flat[t, :b], *acts[t, :b].transpose(1, 0, 2)
-                xp.matmul(hs[t, :b], whh_t, out=a)
-                a += xs[t, :b]
-                xp.tanh(a, out=a)
-                a *= scale
-                a += shift
-                c = cs[t + 1, :b]
-                xp.multiply(i, gg, out=c)
-                c += f * cs[t, :b]
-                xp.tanh(c, out=tcs[t, :b])
-                if ms is None:
-                    xp.multiply(o, tcs[t, :b], out=hs[t + 1, :b])
-                else:
-                    xp.multiply(o, tcs[t, :b], out=ms[t, :b])
-                    xp.matmul(ms[t, :b], whr_t, out=hs[t + 1, :b])
-                if b < n:  # finished rows keep their state
-                    hs[t + 1, b:] = hs[t, b:]
-                    cs[t + 1, b:] = cs[t, b:]
+
+            def lstm_rows(lo: int, hi: int) -> None:  # rows lo:hi, every step
+                for t in range(steps):
+                    e = max(lo, min(bs[t], hi))  # rows lo:e step; e:hi have finished
+                    if e > lo:
+                        a, i, f, gg, o = flat[t, lo:e], *acts[t, lo:e].transpose(1, 0, 2)
+                        xp.matmul(hs[t, lo:e], whh_t, out=a)
+                        a += xs[t, lo:e]
+                        xp.tanh(a, out=a)
+                        a *= scale
+                        a += shift
+                        c = cs[t + 1, lo:e]
+                        xp.multiply(i, gg, out=c)
+                        c += f * cs[t, lo:e]
+                        xp.tanh(c, out=tcs[t, lo:e])
+                        if ms is None:
+                            xp.multiply(o, tcs[t, lo:e], out=hs[t + 1, lo:e])
+                        else:
+                            xp.multiply(o, tcs[t, lo:e], out=ms[t, lo:e])
+                            xp.matmul(ms[t, lo:e], whr_t, out=hs[t + 1, lo:e])
+                    if e < hi:  # finished rows keep their state
+                        hs[t + 1, e:hi] = hs[t, e:hi]
+                        cs[t + 1, e:hi] = cs[t, e:hi]
+
+            _over_rows(xp, lstm_rows, n, steps * n * g, "forward", (mode, xs.shape, dt.str))
             extra = (acts, cs, tcs, ms)
         elif mode == "GRU":
             hid = g // 3
@@ -287,18 +298,25 @@ class Recurrence(Function):
             dc = grad[steps * n * p:].reshape(n, hid).copy()
             whr = w_hr._data if w_hr is not None else None
             dhs = empty((steps, n, p), grad.dtype) if whr is not None else None
-            for t in reversed(range(steps)):
-                b = bs[t]
-                dh += dout[t]
-                dm, dcb = dh[:b], dc[:b]
-                if whr is not None:
-                    dhs[t, :b] = dm
-                    dm = dm @ whr  # through the projection: gradient of o * tanh(c)
-                dcb += dm * kc[t, :b]
-                xp.multiply(dcb[:, None, :], k[t, :b, :3], out=dg4[t, :b, :3])
-                xp.multiply(dm, k[t, :b, 3], out=dg4[t, :b, 3])
-                dcb *= f[t, :b]
-                xp.matmul(dg[t, :b], whh, out=dh[:b])
+
+            def lstm_rows(lo: int, hi: int) -> None:  # rows lo:hi, every step backwards
+                for t in reversed(range(steps)):
+                    e = max(lo, min(bs[t], hi))
+                    dh[lo:hi] += dout[t, lo:hi]
+                    if e == lo:
+                        continue
+                    dm, dcb = dh[lo:e], dc[lo:e]
+                    if whr is not None:
+                        dhs[t, lo:e] = dm
+                        dm = dm @ whr  # through the projection: gradient of o * tanh(c)
+                    dcb += dm * kc[t, lo:e]
+                    xp.multiply(dcb[:, None, :], k[t, lo:e, :3], out=dg4[t, lo:e, :3])
+                    xp.multiply(dm, k[t, lo:e, 3], out=dg4[t, lo:e, 3])
+                    dcb *= f[t, lo:e]
+                    xp.matmul(dg[t, lo:e], whh, out=dh[lo:e])
+
+            _over_rows(xp, lstm_rows, n, steps * n * g, "backward", (mode, xw.shape,
+                                                                     grad.dtype.str))
             dgh = dg
             gc0 = dc
             if whr is not None and _needs(ctx, 5):
@@ -344,6 +362,41 @@ class Recurrence(Function):
         gbhh = dgh.sum((0, 1)) if b_hh is not None and _needs(ctx, 4) else None
         gxw = xp.ascontiguousarray(dg[::-1]) if reverse else dg
         return finish(gxw, dh, gc0, gwhh, gbhh, gwhr, None, None, None)
+
+
+# Gate elements per thread below which one thread runs a recurrence faster (the Python
+# loop over time steps then costs more than the arithmetic a second thread takes over).
+_ROWS_MIN_WORK = 1 << 17
+
+
+# Whether a recurrence's rows run on several threads, chosen per shape by measurement (on a
+# busy or small machine one thread can be faster), for the forward and backward loops.
+_ROWS = {"forward": choice("recurrence_forward_rows", ("threads", "one")),
+         "backward": choice("recurrence_backward_rows", ("threads", "one"))}
+
+
+def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
+    """Run a recurrence ``fn(lo, hi)`` over the batch rows. Rows are independent, so on the
+    CPU they may be shared between threads (each with single-threaded BLAS: the small products
+    of one step gain nothing from more, and BLAS's idle threads would spin); the row blocks'
+    products may round differently in the last bit from one product over all rows."""
+    if xp is not np:
+        fn(0, n)
+        return
+    with blas_threads(1):
+        if work < 2 * _ROWS_MIN_WORK or get_num_threads() < 2:
+            fn(0, n)
+            return
+        decide = _ROWS[phase]
+        key = (*key, get_num_threads())
+        variant = decide.pick(key)
+        t0 = time.perf_counter()
+        if variant == "threads":
+            run_rows(fn, n, work, _ROWS_MIN_WORK)
+        else:
+            fn(0, n)
+        if decide.measuring(key):
+            decide.record(key, variant, time.perf_counter() - t0)
 
 
 def _step_sizes(batch_sizes: tuple | None, steps: int, n: int, reverse: bool) -> tuple:

@@ -1,0 +1,92 @@
+"""Choosing between equivalent implementations by measuring them (PyTorch's
+``cudnn.benchmark`` idea, on the CPU).
+
+Which formulation of an op is fastest depends on the shapes, the thread count and the machine:
+one GEMM over a whole batch or one per block of images, a recurrence split over threads or
+not. A ``Choice`` runs each variant on the first real calls of a given key (the shapes), a few
+times each, and from then on runs the variant with the smallest time. The variants compute the
+same mathematical result; their floating-point results may differ in the last bits (another
+summation order), so, as with ``cudnn.benchmark``, two processes may pick differently. Tests
+and users who want one variant call ``force``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Sequence
+
+
+class Choice:
+    """The fastest of ``variants`` per key, measured on the first ``trials`` calls of each."""
+
+    def __init__(self, name: str, variants: Sequence[str], trials: int = 3) -> None:
+        if len(variants) < 1 or len(set(variants)) != len(variants):
+            raise ValueError(f"{name}: variants must be distinct and at least one, got "
+                             f"{variants!r}")
+        self.name = name
+        self.variants = tuple(variants)
+        self.trials = trials
+        self.forced: str | None = None
+        self._samples: dict[Hashable, dict[str, list[float]]] = {}
+        self._chosen: dict[Hashable, str] = {}
+        self._lock = threading.Lock()
+
+    def pick(self, key: Hashable, allowed: Sequence[str] | None = None) -> str:
+        """The variant to run now for ``key``: a forced one, the chosen one, or (while
+        measuring) the variant with the fewest samples so far. ``allowed``: the variants that
+        apply to this call (all by default); one allowed variant needs no measuring."""
+        if self.forced is not None:
+            return self.forced
+        chosen = self._chosen.get(key)
+        if chosen is not None:
+            return chosen
+        options = self.variants if allowed is None else tuple(allowed)
+        if len(options) == 1:
+            self._chosen[key] = options[0]
+            return options[0]
+        samples = self._samples.setdefault(key, {v: [] for v in options})
+        return min(options, key=lambda v: len(samples[v]))
+
+    def measuring(self, key: Hashable) -> bool:
+        """True while ``key`` has no chosen variant yet (the caller should time its call)."""
+        return self.forced is None and key not in self._chosen
+
+    def record(self, key: Hashable, variant: str, seconds: float) -> None:
+        """One timing of ``variant`` on ``key``; chooses once every variant has its trials."""
+        with self._lock:
+            samples = self._samples.get(key)
+            if samples is None or variant not in samples or key in self._chosen:
+                return
+            samples[variant].append(seconds)
+            if all(len(s) >= self.trials for s in samples.values()):
+                self._chosen[key] = min(samples, key=lambda v: min(samples[v]))
+                del self._samples[key]
+
+    def chosen(self, key: Hashable) -> str | None:
+        """The variant chosen for ``key`` (None while measuring)."""
+        return self.forced or self._chosen.get(key)
+
+    def force(self, variant: str | None) -> None:
+        """Always run ``variant`` (None: measure again, forgetting earlier choices)."""
+        if variant is not None and variant not in self.variants:
+            raise ValueError(f"{self.name}: unknown variant {variant!r}; choose from "
+                             f"{self.variants}")
+        with self._lock:
+            self.forced = variant
+            self._samples.clear()
+            self._chosen.clear()
+
+
+def registry() -> dict[str, Choice]:
+    """Every ``Choice`` of microtorch by name (for inspection and ``force``)."""
+    return dict(_REGISTRY)
+
+
+_REGISTRY: dict[str, Choice] = {}
+
+
+def choice(name: str, variants: Sequence[str], trials: int = 3) -> Choice:
+    """A named, registered ``Choice``."""
+    made = Choice(name, variants, trials)
+    _REGISTRY[name] = made
+    return made

@@ -1,0 +1,117 @@
+"""Implementations chosen by measurement (backend.autotune): the choice mechanism, and each
+formulation of the ops that use it computing the same results (against PyTorch too)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import microtorch
+from microtorch.backend import autotune
+from microtorch.ops import conv, rnn
+
+
+def test_choice_measures_each_variant_then_keeps_the_fastest() -> None:
+    c = autotune.Choice("test", ("a", "b"), trials=2)
+    times = {"a": 2.0, "b": 1.0}
+    runs = []
+    while c.measuring("k"):
+        v = c.pick("k")
+        runs.append(v)
+        c.record("k", v, times[v])
+    assert sorted(runs) == ["a", "a", "b", "b"]
+    assert c.chosen("k") == "b" and c.pick("k") == "b"
+    assert c.pick("other", allowed=("a",)) == "a" and not c.measuring("other")
+    c.force("a")
+    assert c.pick("k") == "a"
+    with pytest.raises(ValueError, match="unknown variant"):
+        c.force("z")
+    with pytest.raises(ValueError, match="distinct"):
+        autotune.Choice("bad", ("a", "a"))
+
+
+@pytest.fixture
+def forced():
+    yield
+    conv._LAYOUT.force(None)
+
+
+CONV_CASES = [  # (input shape, weight shape, stride, padding, dilation, groups)
+    ((64, 1, 28, 28), (16, 1, 3, 3), 1, 1, 1, 1),
+    ((64, 16, 14, 14), (32, 16, 3, 3), 1, 1, 1, 1),
+    ((6, 4, 9, 7), (6, 2, 3, 2), (2, 1), (1, 0), (1, 2), 2),
+    ((8, 3, 5, 5), (4, 3, 1, 1), 1, 0, 1, 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv_layouts_agree_with_each_other_and_torch(forced, case) -> None:
+    torch = pytest.importorskip("torch")
+    xs, ws, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal(xs).astype(np.float32)
+    w0 = rng.standard_normal(ws).astype(np.float32)
+    b0 = rng.standard_normal(ws[0]).astype(np.float32)
+    results = {}
+    for layout in ("blocks", "batch"):
+        conv._LAYOUT.force(layout)
+        x, w, b = (microtorch.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+        out = microtorch.nn.functional.conv2d(x, w, b, stride, padding, dilation, groups)
+        (out * out).sum().backward()
+        results[layout] = [t.detach().numpy() for t in (out, x.grad, w.grad, b.grad)]
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+    tout = torch.nn.functional.conv2d(tx, tw, tb, stride, padding, dilation, groups)
+    (tout * tout).sum().backward()
+    expected = [t.detach().numpy() for t in (tout, tx.grad, tw.grad, tb.grad)]
+    for layout, got in results.items():
+        for a, e in zip(got, expected):
+            np.testing.assert_allclose(a, e, rtol=2e-4, atol=2e-3 * np.abs(e).max(),
+                                       err_msg=layout)
+
+
+def test_conv_layout_is_chosen_after_measuring(forced) -> None:
+    conv._LAYOUT.force(None)
+    x = microtorch.randn(8, 2, 12, 12, requires_grad=True)
+    w = microtorch.randn(3, 2, 3, 3, requires_grad=True)
+    key = (x.shape, w.shape, (1, 1), (1, 1, 1, 1), (1, 1), 1, "<f4",
+           microtorch.get_num_threads())
+    for _ in range(2 * conv._LAYOUT.trials):
+        microtorch.nn.functional.conv2d(x, w, padding=1).sum().backward()
+    assert conv._LAYOUT.chosen(key) in ("blocks", "batch")
+
+
+def test_lstm_rows_over_threads_match_one_thread_and_torch() -> None:
+    torch = pytest.importorskip("torch")
+    before = microtorch.get_num_threads()
+    old_min = rnn._ROWS_MIN_WORK
+    rnn._ROWS_MIN_WORK = 1  # split even this small batch
+    for decide in rnn._ROWS.values():
+        decide.force("threads")
+    try:
+        rng = np.random.default_rng(0)
+        x0 = rng.standard_normal((5, 7, 3)).astype(np.float32)
+        results = []
+        for n in (1, 3):
+            microtorch.set_num_threads(n)
+            microtorch.manual_seed(0)
+            lstm = microtorch.nn.LSTM(3, 4, num_layers=2, batch_first=True)
+            x = microtorch.tensor(x0, requires_grad=True)
+            out, (h, c) = lstm(x)
+            (out.sum() + c.sum()).backward()
+            results.append([out.detach().numpy(), x.grad.numpy()]
+                           + [p.grad.numpy() for p in lstm.parameters()])
+        torch.manual_seed(0)
+        tl = torch.nn.LSTM(3, 4, num_layers=2, batch_first=True)
+        tx = torch.tensor(x0, requires_grad=True)
+        tout, (th, tc) = tl(tx)
+        (tout.sum() + tc.sum()).backward()
+        expected = [tout.detach().numpy(), tx.grad.numpy()] + [p.grad.numpy()
+                                                               for p in tl.parameters()]
+        for got in results:
+            for a, e in zip(got, expected):
+                np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+    finally:
+        rnn._ROWS_MIN_WORK = old_min
+        for decide in rnn._ROWS.values():
+            decide.force(None)
+        microtorch.set_num_threads(before)
