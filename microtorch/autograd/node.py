@@ -135,6 +135,16 @@ class Node:
         """Run forward on ``args`` and record the node when a gradient is needed."""
         ctx = object.__new__(cls)
         first = None
+        if not recording():  # no_grad: nothing to record, so no edges to collect
+            for a in args:
+                if isinstance(a, Tensor):
+                    if first is None:
+                        first = a
+                    elif type(a._data) is not type(first._data) or (
+                            type(a._data) is not np.ndarray
+                            and a._data.device != first._data.device):
+                        raise _device_error(cls, first, a)
+            return Tensor._make(_forward(cls, ctx, first, args, kwargs), False, None)
         needs_grad = False
         # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
         # the same pass as the device check (a loop is cheaper here than a comprehension).
@@ -146,9 +156,7 @@ class Node:
                     first = a
                 elif type(a._data) is not type(first._data) or (
                         type(a._data) is not np.ndarray and a._data.device != first._data.device):
-                    raise RuntimeError(
-                        "Expected all tensors to be on the same device, but found at least two "
-                        f"devices, {first.device} and {a.device}! (in {cls.__name__})")
+                    raise _device_error(cls, first, a)
                 node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
                 if node is not None:
                     needs_grad = True
@@ -161,7 +169,7 @@ class Node:
                 n_edges = len(edges)
             else:
                 edges.append(None)
-        try:
+        try:  # (inline, not _forward: this is the hot path of every recorded op)
             if first is not None and type(first._data) is not np.ndarray:
                 with first._backend.context():
                     out = cls.forward(ctx, *args, **kwargs)
@@ -184,6 +192,27 @@ class Node:
             ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
             ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
         return result
+
+
+def _forward(cls, ctx, first, args: tuple, kwargs: dict):
+    """``cls.forward(ctx, *args, **kwargs)`` on the device of ``first`` (the first tensor
+    argument), with NumPy's broadcasting errors in PyTorch's words."""
+    try:
+        if first is not None and type(first._data) is not np.ndarray:
+            with first._backend.context():
+                return cls.forward(ctx, *args, **kwargs)
+        if kwargs:
+            return cls.forward(ctx, *args, **kwargs)
+        return cls.forward(ctx, *args)
+    except ValueError as exc:  # NumPy's words for shapes that do not broadcast
+        if "broadcast" not in str(exc):
+            raise
+        raise RuntimeError(broadcast_message(args)) from None
+
+
+def _device_error(cls, first: Tensor, other: Tensor) -> RuntimeError:
+    return RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {first.device} and {other.device}! (in {cls.__name__})")
 
 
 def modified_error(value: Tensor, expected: int, node: Node | None = None) -> RuntimeError:

@@ -24,7 +24,11 @@ class Add(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         xa, xb, _ = promote_operands(a, b)
-        ctx.meta = _meta(a), _meta(b)
+        # (_meta inlined: these three ops are most of a chain of small ops)
+        ctx.meta = ((a._data.shape, a._data.dtype) if isinstance(a, Tensor) and a.requires_grad
+                    else None,
+                    (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
+                    else None)
         ctx.alpha = alpha
         return xa + xb if alpha == 1 else xa + alpha * xb
 
@@ -50,7 +54,10 @@ class Sub(Function):
                                "supported. If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")
         xa, xb, _ = promote_operands(a, b)
-        ctx.meta = _meta(a), _meta(b)
+        ctx.meta = ((a._data.shape, a._data.dtype) if isinstance(a, Tensor) and a.requires_grad
+                    else None,
+                    (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
+                    else None)
         ctx.alpha = alpha
         return xa - xb if alpha == 1 else xa - alpha * xb
 
@@ -68,7 +75,9 @@ class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, _ = promote_operands(a, b)
-        ma, mb = ctx.meta = _meta(a), _meta(b)
+        ma = (a._data.shape, a._data.dtype) if isinstance(a, Tensor) and a.requires_grad else None
+        mb = (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad else None
+        ctx.meta = ma, mb
         # Save only what a gradient needs, so an in-place op on an unneeded input stays legal.
         ctx.save_for_backward(b if ma is not None else None, a if mb is not None else None)
         return xa * xb
