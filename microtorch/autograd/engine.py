@@ -95,7 +95,6 @@ def _accumulate_locked(leaf, grad, create_graph: bool, owned: bool) -> None:
             else:
                 grad_epoch.bump()
             return
-    if old is None or create_graph:
         grad_epoch.bump()  # leaf gets a new .grad object
         arr = grad._data
         if (not create_graph and arr.base is None and arr.flags.writeable
@@ -108,6 +107,7 @@ def _accumulate_locked(leaf, grad, create_graph: bool, owned: bool) -> None:
         else:
             leaf._grad = Tensor._make(arr.copy(), False, None)
     elif create_graph:
+        grad_epoch.bump()  # leaf gets a new .grad object
         leaf._grad = old + grad
     else:
         old._backend.accumulate(old._data, grad._data)
