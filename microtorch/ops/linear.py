@@ -39,7 +39,10 @@ class Linear(Function):
                                f"{xa.shape[-1]} and {wa.shape[1]}x{wa.shape[0]})")
         ctx.save_for_backward(x, weight)
         ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
-        out = xa @ wa.T
+        if xa.ndim > 2 and xa.flags.c_contiguous:  # one GEMM, not one per leading index
+            out = (xa.reshape(-1, xa.shape[-1]) @ wa.T).reshape(*xa.shape[:-1], wa.shape[0])
+        else:
+            out = xa @ wa.T
         if bias is not None:
             out += bias._data
         return out
@@ -49,7 +52,9 @@ class Linear(Function):
         g, x, w = lift(grad, *ctx.saved_tensors)  # arrays, or tensors under create_graph
         out_f, in_f = w.shape
         g2 = g.reshape(-1, out_f)
-        gx = g @ w if _needs(ctx, 0) else None
+        gx = None
+        if _needs(ctx, 0):
+            gx = (g2 @ w).reshape(*g.shape[:-1], in_f) if g.ndim > 2 else g @ w
         gw = g2.T @ x.reshape(-1, in_f) if _needs(ctx, 1) else None
         gb = g2.sum(0) if _needs(ctx, 2) else None
         return finish(gx, gw, gb)
