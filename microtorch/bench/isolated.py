@@ -11,12 +11,17 @@ round's samples; the ratio is of medians.
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from .measure import summarize
 
@@ -27,6 +32,9 @@ def worker_env(threads: int) -> dict[str, str]:
     """The environment of a worker: ``threads`` threads for every threading layer (OpenMP,
     OpenBLAS, MKL), so both frameworks get the same cores."""
     env = dict(os.environ)
+    # The workers import this microtorch, installed or not.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
     return env
@@ -78,3 +86,56 @@ def run_isolated(command_for: Any, rounds: int, threads: int,
 def python_command(script: str, *args: str) -> list[str]:
     """``[python, script, *args]`` with this interpreter."""
     return [sys.executable, script, *args]
+
+
+# ---------------------------------------------------------------------------- op chain worker
+
+CHAIN_OPS = ("mul", "add", "tanh", "sub")
+
+
+def chain(x: Any, length: int) -> Any:
+    """``length`` small elementwise ops in turn: * 0.9, + 0.1, tanh, - 0.05."""
+    y = x
+    for i in range(length):
+        r = i % 4
+        y = y * 0.9 if r == 0 else y + 0.1 if r == 1 else y.tanh() if r == 2 else y - 0.05
+    return y
+
+
+def op_chain_worker(lib_name: str, length: int, numel: int, repeats: int,
+                    warmup: int = 3) -> dict[str, Any]:
+    """Time the chain's forward and backward ``repeats`` times in this process."""
+    lib = importlib.import_module(lib_name)
+    if lib_name == "torch":
+        lib.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
+    x0 = np.random.default_rng(1).standard_normal(numel, dtype=np.float32)
+    x = lib.from_numpy(x0).requires_grad_()
+    fwd: list[float] = []
+    bwd: list[float] = []
+    for i in range(repeats + warmup):
+        t0 = time.perf_counter()
+        out = chain(x, length).sum()
+        t1 = time.perf_counter()
+        out.backward()
+        t2 = time.perf_counter()
+        x.grad = None
+        if i >= warmup:
+            fwd.append(t1 - t0)
+            bwd.append(t2 - t1)
+    return {"phases": {"forward": fwd, "backward": bwd}}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m microtorch.bench.isolated chain LIB LENGTH NUMEL REPEATS``: one worker."""
+    parser = argparse.ArgumentParser(description="One isolated benchmark worker (internal).")
+    parser.add_argument("case", choices=("chain",))
+    parser.add_argument("lib", choices=FRAMEWORKS)
+    parser.add_argument("length", type=int)
+    parser.add_argument("numel", type=int)
+    parser.add_argument("repeats", type=int)
+    args = parser.parse_args(argv)
+    print(json.dumps(op_chain_worker(args.lib, args.length, args.numel, args.repeats)))
+
+
+if __name__ == "__main__":
+    main()

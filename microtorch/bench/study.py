@@ -25,6 +25,7 @@ interquartile range; on CUDA each timed region ends with a device synchronize.
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ import numpy as np
 
 import microtorch as mt
 
+from .isolated import chain, run_isolated
 from .measure import (
     SET_TO_NONE,
     STORAGES,
@@ -377,19 +379,39 @@ def bench_memory(cfg: BenchConfig, dev: str, progress: Any = None) -> list[dict[
 
 # ------------------------------------------------------------------------------ op chain
 
-_CHAIN = (lambda y: y * 0.9, lambda y: y + 0.1, lambda y: y.tanh(), lambda y: y - 0.05)
+def _op_chain_isolated(cfg: BenchConfig, torch: Any) -> list[dict[str, Any]]:
+    """The CPU op chain with each framework alone in its own process (``bench.isolated``):
+    two alternating rounds of one worker per framework, same thread count."""
+    def command(fw: str, r: int) -> list[str]:
+        return [sys.executable, "-m", "microtorch.bench.isolated", "chain", fw,
+                str(cfg.chain_length), str(cfg.chain_numel), str(max(1, cfg.chain_repeats))]
 
-
-def _chain(x: Any, length: int) -> Any:
-    y = x
-    for i in range(length):
-        y = _CHAIN[i % len(_CHAIN)](y)
-    return y
+    result = run_isolated(command, rounds=2, threads=torch.get_num_threads())
+    rows = []
+    for phase in ("forward", "backward"):
+        stats = result["phases"][phase]
+        row: dict[str, Any] = {"device": "cpu", "phase": phase, "length": cfg.chain_length,
+                               "numel": cfg.chain_numel, "isolated": True,
+                               "microtorch": stats["microtorch"], "torch": stats["torch"],
+                               "ratio": stats["ratio"]}
+        row["microtorch_per_op_us"] = row["microtorch"]["median_us"] / cfg.chain_length
+        row["torch_per_op_us"] = row["torch"]["median_us"] / cfg.chain_length
+        rows.append(row)
+    return rows
 
 
 def bench_op_chain(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
                    ) -> list[dict[str, Any]]:
-    """A chain of small elementwise ops (mul, add, tanh, sub), forward and backward."""
+    """A chain of small elementwise ops (mul, add, tanh, sub), forward and backward.
+
+    On the CPU with PyTorch each framework runs alone in its own process (in one process,
+    one framework's spinning threads slow the other); otherwise both in this one, in blocks.
+    """
+    if dev == "cpu" and torch is not None:
+        rows = _op_chain_isolated(cfg, torch)
+        if progress is not None:
+            progress.update(1)
+        return rows
     x0 = np.random.default_rng(1).standard_normal(cfg.chain_numel, dtype=np.float32)
     libs = [mt] + ([torch] if _torch_on(torch, dev) else [])
     xs = {lib: _to_lib(lib, x0, dev, True) for lib in libs}
@@ -400,7 +422,7 @@ def bench_op_chain(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
 
         def run(record: bool) -> None:
             out: list[Any] = []
-            fwd = _timed(lambda: out.append(_chain(xs[lib], cfg.chain_length).sum()), sync)
+            fwd = _timed(lambda: out.append(chain(xs[lib], cfg.chain_length).sum()), sync)
             bwd = _timed(lambda: out[0].backward(), sync)
             xs[lib].grad = None
             if record:
