@@ -120,3 +120,26 @@ def test_memory_report_of_a_model_alone() -> None:
     assert memory_report(model) == {"cpu": {"parameters": (3 * 2 + 2) * 4, "gradients": 0,
                                             "optimizer_state": 0, "flat_buffer": 0,
                                             "total": (3 * 2 + 2) * 4}}
+
+
+def test_run_isolated_alternates_and_pools_rounds() -> None:
+    """Each (framework, round) is its own process, order reversed every round; samples pool."""
+    import json
+    import sys
+
+    from microtorch.bench.isolated import run_isolated
+
+    calls = []
+
+    def command(fw, r):
+        calls.append((fw, r))
+        value = 2.0 if fw == "microtorch" else 1.0
+        payload = json.dumps({"phases": {"step": [value, value]}, "losses": [r]})
+        return [sys.executable, "-c", f"print({payload!r})"]
+
+    result = run_isolated(command, rounds=3, threads=1)
+    assert calls == [("microtorch", 0), ("torch", 0), ("torch", 1), ("microtorch", 1),
+                     ("microtorch", 2), ("torch", 2)]
+    step = result["phases"]["step"]
+    assert step["microtorch"]["n"] == 6 and step["ratio"] == 2.0
+    assert result["losses"]["torch"] == [[0], [1], [2]]
