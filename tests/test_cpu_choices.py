@@ -115,3 +115,36 @@ def test_lstm_rows_over_threads_match_one_thread_and_torch() -> None:
         for decide in rnn._ROWS.values():
             decide.force(None)
         microtorch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                    dict(kernel_size=(2, 3), stride=1, dilation=2)])
+def test_max_pool_images_over_threads_are_bit_identical(kwargs) -> None:
+    from microtorch.ops import pooling
+
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((8, 3, 12, 11)).astype(np.float32)
+    x0[0, 0, :3, :3] = np.nan
+    x0[1, 1, :4, :4] = -np.inf
+    before = microtorch.get_num_threads()
+    old_min = pooling._IMAGES_MIN_WORK
+    pooling._IMAGES_MIN_WORK = 1
+    results = []
+    try:
+        for variant, n in (("one", 1), ("threads", 3)):
+            microtorch.set_num_threads(n)
+            for decide in pooling._IMAGES.values():
+                decide.force(variant)
+            x = microtorch.tensor(x0, requires_grad=True)
+            out = microtorch.nn.functional.max_pool2d(x, **kwargs)
+            g = microtorch.tensor(np.random.default_rng(1).standard_normal(out.shape)
+                                  .astype(np.float32))
+            out.backward(g)
+            results.append((out.detach().numpy(), x.grad.numpy()))
+    finally:
+        pooling._IMAGES_MIN_WORK = old_min
+        microtorch.set_num_threads(before)
+        for decide in pooling._IMAGES.values():
+            decide.force(None)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

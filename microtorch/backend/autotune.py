@@ -13,6 +13,7 @@ and users who want one variant call ``force``.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Hashable, Sequence
 
 
@@ -90,3 +91,25 @@ def choice(name: str, variants: Sequence[str], trials: int = 3) -> Choice:
     made = Choice(name, variants, trials)
     _REGISTRY[name] = made
     return made
+
+
+def rows_by_measurement(decide: Choice, key: tuple, fn, rows: int, work: int,
+                        min_work: int) -> None:
+    """``fn(lo, hi)`` over ``range(rows)``: shared between threads (``threads.run_rows``) or
+    in one call, whichever ``decide`` (variants "threads" and "one") measured faster for
+    ``key``. Too little work, or one thread, is always one call."""
+    from . import threads
+
+    count = threads.get_num_threads()
+    if count < 2 or rows < 2 or work < 2 * min_work:
+        fn(0, rows)
+        return
+    key = (*key, count)
+    variant = decide.pick(key)
+    t0 = time.perf_counter()
+    if variant == "threads":
+        threads.run_rows(fn, rows, work, min_work)
+    else:
+        fn(0, rows)
+    if decide.measuring(key):
+        decide.record(key, variant, time.perf_counter() - t0)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
+from ..backend.autotune import choice, rows_by_measurement
 from ._util import _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw, _window_slices, _windows
 
@@ -43,6 +44,59 @@ def _may_be_set(mask) -> bool:
     return xp_of(mask) is not np or bool(mask.any())
 
 
+# Whether max pooling shares its images between threads, chosen per shape by measurement.
+_IMAGES = {"forward": choice("max_pool2d_forward_images", ("threads", "one")),
+           "backward": choice("max_pool2d_backward_images", ("threads", "one"))}
+_IMAGES_MIN_WORK = 1 << 16  # input elements per thread below which one thread is faster
+
+
+def _over_images(xp, phase: str, key: tuple, fn, n: int, work: int) -> None:
+    if xp is not np:
+        fn(0, n)
+        return
+    rows_by_measurement(_IMAGES[phase], key, fn, n, work, _IMAGES_MIN_WORK)
+
+
+def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> None:
+    """Max pooling of the images ``xa`` into ``best`` and (unless None) each window's offset
+    of its maximum into ``idx`` (see MaxPool2d)."""
+    xp = xp_of(xa)
+    xpad = _pad_hw(xa, pads, -math.inf)
+    views = [v for _, v in _window_slices(xpad, *kernel, *stride, *dilation, *out_hw)]
+    if _disjoint(kernel, stride, dilation):
+        blocks = xp.empty((len(views),) + views[0].shape, dtype=xa.dtype)
+        for k, v in enumerate(views):
+            blocks[k] = v
+        views = list(blocks)
+    best[...] = views[0]
+    for v in views[1:]:
+        xp.maximum(best, v, out=best)
+    if idx is None:
+        return
+    # Each window's offset of that element, counted with boolean ops (masked writes are
+    # several times slower on NumPy): the offsets before the first maximum.
+    pending = views[0] != best
+    idx[...] = pending
+    for v in views[1:]:
+        pending &= v != best
+        idx += pending
+    nan = best != best  # NaN windows count every offset: idx is KH*KW there
+    if _may_be_set(nan):  # PyTorch keeps `val > max || isnan(val)`: the last NaN wins
+        pending = views[-1] == views[-1]
+        after = pending.astype(idx.dtype)  # offsets after the last NaN
+        for v in views[-2::-1]:
+            pending &= v == v
+            after += pending
+        idx -= nan * after
+        idx -= nan
+    top, _, left, _ = pads
+    if top or left:  # all -inf: the index stays on the first element inside the input
+        kw, (sh, sw), (dh, dw), (oh, ow) = kernel[1], stride, dilation, out_hw
+        i0 = -(-xp.maximum(top - sh * xp.arange(oh), 0) // dh)
+        j0 = -(-xp.maximum(left - sw * xp.arange(ow), 0) // dw)
+        idx += (best == -math.inf) * (i0[:, None] * kw + j0).astype(idx.dtype)
+
+
 class MaxPool2d(Function):
     """Max over each window (padding counts as -inf); the gradient goes to the element
     PyTorch's index points to: the first maximum, the last NaN of a window holding NaNs, or,
@@ -64,40 +118,20 @@ class MaxPool2d(Function):
         if xa.dtype.kind != "f":
             raise RuntimeError("max_pool2d: only floating-point inputs are supported")
         xp = xp_of(xa)
-        xpad = _pad_hw(xa, pads, -math.inf)
-        views = [v for _, v in _window_slices(xpad, *kernel, *stride, *dilation, *out_hw)]
-        if _disjoint(kernel, stride, dilation):
-            blocks = xp.empty((len(views),) + views[0].shape, dtype=xa.dtype)
-            for k, v in enumerate(views):
-                blocks[k] = v
-            views = list(blocks)
-        best = views[0].copy()
-        for v in views[1:]:
-            xp.maximum(best, v, out=best)
-        if not ((x.requires_grad or x.grad_fn is not None) and state.grad_enabled):
+        with_index = (x.requires_grad or x.grad_fn is not None) and state.grad_enabled
+        n, c = xa.shape[:2]
+        best = xp.empty((n, c, *out_hw), dtype=xa.dtype)
+        idx = (xp.empty((n, c, *out_hw), np.uint8 if kernel[0] * kernel[1] < 256
+                        else np.int64) if with_index else None)
+
+        def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
+            _max_pool_images(xa[lo:hi], best[lo:hi], None if idx is None else idx[lo:hi],
+                             kernel, stride, pads, dilation, out_hw)
+
+        _over_images(xp, "forward", (xa.shape, xa.dtype.str, kernel, stride, pads, dilation,
+                                     with_index), images, n, xa.size)
+        if not with_index:
             return best  # no node is recorded (Function.apply's test): no index needed
-        # Each window's offset of that element, counted with boolean ops (masked writes are
-        # several times slower on NumPy): the offsets before the first maximum.
-        pending = views[0] != best
-        idx = pending.astype(np.uint8 if len(views) < 256 else np.int64)
-        for v in views[1:]:
-            pending &= v != best
-            idx += pending
-        nan = best != best  # NaN windows count every offset: idx is KH*KW there
-        if _may_be_set(nan):  # PyTorch keeps `val > max || isnan(val)`: the last NaN wins
-            pending = views[-1] == views[-1]
-            after = pending.astype(idx.dtype)  # offsets after the last NaN
-            for v in views[-2::-1]:
-                pending &= v == v
-                after += pending
-            idx -= nan * after
-            idx -= nan
-        top, _, left, _ = pads
-        if top or left:  # all -inf: the index stays on the first element inside the input
-            kw, (sh, sw), (dh, dw), (oh, ow) = kernel[1], stride, dilation, out_hw
-            i0 = -(-xp.maximum(top - sh * xp.arange(oh), 0) // dh)
-            j0 = -(-xp.maximum(left - sw * xp.arange(ow), 0) // dw)
-            idx += (best == -math.inf) * (i0[:, None] * kw + j0).astype(idx.dtype)
         ctx.save_for_backward(x, idx)  # x for its version: PyTorch refuses a changed input
         ctx.geom = kernel, stride, pads, dilation
         return best
@@ -122,14 +156,20 @@ def _max_pool_scatter(ga, idx, x_shape, kernel, stride, pads, dilation):
     # where on NumPy.
     product = xp is np and bool(np.isfinite(ga).all())
     disjoint = _disjoint(kernel, stride, dilation)
-    for k, gv in _window_slices(gpad, *kernel, *stride, *dilation, *ga.shape[2:]):
-        hit = idx == k
-        if disjoint and product:
-            xp.multiply(ga, hit, out=gv)
-        elif disjoint:
-            gv[...] = xp.where(hit, ga, 0)
-        else:
-            gv += ga * hit if product else xp.where(hit, ga, 0)
+
+    def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
+        g, ix = ga[lo:hi], idx[lo:hi]
+        for k, gv in _window_slices(gpad[lo:hi], *kernel, *stride, *dilation, *ga.shape[2:]):
+            hit = ix == k
+            if disjoint and product:
+                xp.multiply(g, hit, out=gv)
+            elif disjoint:
+                gv[...] = xp.where(hit, g, 0)
+            else:
+                gv += g * hit if product else xp.where(hit, g, 0)
+
+    _over_images(xp, "backward", (x_shape, ga.dtype.str, kernel, stride, pads, dilation),
+                 images, n, gpad.size)
     return xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))
 
 

@@ -18,14 +18,12 @@ per step. This module must not import ``microtorch.nn``.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import state
-from ..backend.autotune import choice
-from ..backend.threads import blas_threads, get_num_threads, run_rows
+from ..backend.autotune import choice, rows_by_measurement
+from ..backend.threads import blas_threads
 from ._util import Tensor, xp_of
 from .elementwise import Relu, Sigmoid, Tanh
 from .linear import Linear
@@ -384,19 +382,7 @@ def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
         fn(0, n)
         return
     with blas_threads(1):
-        if work < 2 * _ROWS_MIN_WORK or get_num_threads() < 2:
-            fn(0, n)
-            return
-        decide = _ROWS[phase]
-        key = (*key, get_num_threads())
-        variant = decide.pick(key)
-        t0 = time.perf_counter()
-        if variant == "threads":
-            run_rows(fn, n, work, _ROWS_MIN_WORK)
-        else:
-            fn(0, n)
-        if decide.measuring(key):
-            decide.record(key, variant, time.perf_counter() - t0)
+        rows_by_measurement(_ROWS[phase], key, fn, n, work, _ROWS_MIN_WORK)
 
 
 def _step_sizes(batch_sizes: tuple | None, steps: int, n: int, reverse: bool) -> tuple:
