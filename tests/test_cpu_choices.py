@@ -148,3 +148,33 @@ def test_max_pool_images_over_threads_are_bit_identical(kwargs) -> None:
             decide.force(None)
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("layout", ["blocks", "batch"])
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv_data_movement_over_threads_is_bit_identical(forced, layout, case) -> None:
+    xs, ws, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal(xs).astype(np.float32)
+    w0 = rng.standard_normal(ws).astype(np.float32)
+    before = microtorch.get_num_threads()
+    old_min = conv._MOVES_MIN_WORK
+    conv._MOVES_MIN_WORK = 1
+    conv._LAYOUT.force(layout)
+    results = []
+    try:
+        microtorch.set_num_threads(3)  # the same BLAS threads for both: only the moves differ
+        for variant in ("one", "threads"):
+            for decide in conv._MOVES.values():
+                decide.force(variant)
+            x, w = (microtorch.tensor(a, requires_grad=True) for a in (x0, w0))
+            out = microtorch.nn.functional.conv2d(x, w, None, stride, padding, dilation, groups)
+            (out * out).sum().backward()
+            results.append([t.detach().numpy() for t in (out, x.grad, w.grad)])
+    finally:
+        conv._MOVES_MIN_WORK = old_min
+        microtorch.set_num_threads(before)
+        for decide in conv._MOVES.values():
+            decide.force(None)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)

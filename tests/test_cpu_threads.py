@@ -71,14 +71,20 @@ def test_cross_entropy_is_bit_identical_across_thread_counts(restore_threads, sh
     rng = np.random.default_rng(0)
     logits = (rng.standard_normal(shape) * 4).astype(np.float32)
     target = rng.integers(0, shape[1], shape[0])
+    from microtorch.ops import loss as loss_ops
+
     results = []
     for n in (1, 2, 4):
         microtorch.set_num_threads(n)
+        for decide in loss_ops._ROWS.values():
+            decide.force("threads")  # (one thread runs one call anyway)
         x = microtorch.tensor(logits, requires_grad=True)
         loss = microtorch.nn.functional.cross_entropy(x, microtorch.tensor(target),
                                                       reduction=reduction)
         loss.sum().backward()
         results.append((loss.detach().numpy().copy(), x.grad.numpy().copy()))
+    for decide in loss_ops._ROWS.values():
+        decide.force(None)
     for loss, grad in results[1:]:
         assert np.array_equal(loss, results[0][0]) and np.array_equal(grad, results[0][1])
     # The row-wise log-softmax is the reference formula, bit for bit.

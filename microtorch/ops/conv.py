@@ -17,7 +17,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ..backend.autotune import choice
+from ..backend.autotune import choice, rows_by_measurement
 from ..backend.threads import get_num_threads
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
@@ -71,8 +71,35 @@ def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: i
         (nb * s0, cg * s1, dilation[0] * s2, dilation[1] * s3, s1, s0, stride[0] * s2,
          stride[1] * s3))
     cols = xp.empty(win.shape, dtype=xa.dtype)
-    cols[...] = win  # the one copy of the input
+
+    def copy(sl) -> None:
+        cols[sl] = win[sl]  # the one copy of the input
+
+    _over_images(xp, "im2col", (xa.shape, cols.shape, xa.dtype.str), copy, b, nb, 5,
+                 cols.size)
     return cols.reshape(b, g, kh * kw * cg, nb * p)
+
+
+# Whether the data movement of a convolution (im2col, col2im) shares its images between
+# threads, chosen per shape by measurement; images are independent, so the result is exact.
+_MOVES = {"im2col": choice("conv2d_im2col_images", ("threads", "one")),
+          "col2im": choice("conv2d_col2im_images", ("threads", "one"))}
+_MOVES_MIN_WORK = 1 << 16  # elements per thread below which one thread is faster
+
+
+def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
+                 work: int) -> None:
+    """``fn(index)`` over the images of (B, ..., Nb, ...) arrays: the blocks B (axis 0) when
+    there are several, else the images Nb of the one block (axis ``nb_axis``)."""
+    def part(lo: int, hi: int) -> None:
+        sl = ((slice(lo, hi),) if b > 1
+              else (slice(None),) * nb_axis + (slice(lo, hi),))
+        fn(sl)
+
+    if xp is not np:
+        part(0, b if b > 1 else nb)
+        return
+    rows_by_measurement(_MOVES[phase], key, part, b if b > 1 else nb, work, _MOVES_MIN_WORK)
 
 
 def _grad_columns(ga, g: int, nb: int):
@@ -101,7 +128,12 @@ def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, o
     top, bottom, left, right = pads
     gpad = xp.zeros((b, g, cg, nb, h + top + bottom, w + left + right), dtype=gm.dtype)
     gcols = gcols.reshape(b, g, kh, kw, cg, nb, oh, ow).transpose(2, 3, 0, 1, 4, 5, 6, 7)
-    _col2im(gpad, gcols, *stride, *dilation)
+
+    def add(sl) -> None:
+        _col2im(gpad[sl], gcols[(slice(None), slice(None)) + sl], *stride, *dilation)
+
+    _over_images(xp, "col2im", (x_shape, wa.shape, gm.dtype.str, stride, pads, dilation, nb),
+                 add, b, nb, 3, gpad.size)
     gx = _crop_hw(gpad, pads, h, w)  # (B, G, Cg, Nb, H, W)
     if nb > 1:
         gx = gx.transpose(0, 3, 1, 2, 4, 5)

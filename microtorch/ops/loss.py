@@ -10,7 +10,7 @@ import numpy as np
 
 from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import state
-from ..backend.threads import run_rows
+from ..backend.autotune import choice, rows_by_measurement
 from ._util import _needs, _wrap, xp_of
 from .activation import Softmax, _log_softmax_array
 
@@ -33,8 +33,11 @@ def class_targets(t, w, ignore_index: int, c: int, dtype):
     return safe, keep, row_w
 
 
-# Rows of logits per thread below which one thread is faster (elements).
+# Rows of logits per thread below which one thread is faster (elements); above, whether the
+# rows are shared between threads is chosen per shape by measurement.
 _ROWS_MIN_WORK = 1 << 17
+_ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
+         "backward": choice("cross_entropy_backward_rows", ("threads", "one"))}
 
 
 def _log_softmax_rows(xa):
@@ -52,7 +55,8 @@ def _log_softmax_rows(xa):
         out -= np.log(total)
         np.exp(out, out=e)
 
-    run_rows(rows, m, m * c, _ROWS_MIN_WORK)
+    rows_by_measurement(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c,
+                        _ROWS_MIN_WORK)
     return logp, p
 
 
@@ -70,7 +74,8 @@ def _nll_softmax_grad(p, a, targets, g, reduction):
         block[np.arange(hi - lo), targets[lo:hi]] -= a[lo:hi]
         np.multiply(block, g[lo:hi] if reduction == "none" else g, out=block)
 
-    run_rows(rows, m, m * c, _ROWS_MIN_WORK)
+    rows_by_measurement(_ROWS["backward"], (p.shape, p.dtype.str, reduction), rows, m, m * c,
+                        _ROWS_MIN_WORK)
     return out
 
 
