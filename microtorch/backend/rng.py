@@ -223,9 +223,25 @@ class Generator:
     samplers return NumPy arrays and match ``torch`` bit for bit; see the module docstring.
     """
 
-    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+    def __init__(self, device="cpu", seed: int | None = None) -> None:
+        # PyTorch's signature is Generator(device='cpu'); Generator(seed) is kept as a
+        # shorthand (an integer first argument is a seed, never a device here).
+        if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+            device, seed = "cpu", device
+        if str(device) != "cpu":
+            raise NotImplementedError(
+                f"microtorch.Generator replays PyTorch's CPU stream only (got device "
+                f"{str(device)!r}); CUDA tensors draw from their device's CuPy generator, "
+                f"seeded by microtorch.manual_seed")
         self._engine = np.random.MT19937(0)
-        self.manual_seed(seed)
+        self.manual_seed(DEFAULT_SEED if seed is None else seed)
+
+    @property
+    def device(self):
+        """The device whose stream this generator makes (always the CPU)."""
+        from .device import CPU
+
+        return CPU
 
     # ---------------------------------------------------------------- seeding and state
     def manual_seed(self, seed: int) -> Generator:
@@ -424,6 +440,8 @@ class Generator:
         if low < info.min or high - 1 > info.max:
             raise ValueError(f"[{low}, {high}) is out of bounds for {dt}")
         span = (high - low) & _U64_MASK
+        if span == 0:  # the full 64-bit range: a random64() word is the value itself
+            return self._random64(n).view(np.int64).astype(dt).reshape(shape)
         # Wide ranges take a random64() per element.  torch 2.13 switches at a range of 2**28
         # for int32 and int64 alike (measured; the older ATen source says 2**32, int64 only).
         words = self._random64(n) if span >= _WIDE_RANGE else self._random(n)
@@ -468,6 +486,93 @@ class Generator:
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         return (self._unit(n, np.dtype(_f64)) < p).astype(dtype).reshape(shape)
+
+    def bernoulli_tensor(self, p: np.ndarray, dtype) -> np.ndarray:
+        """``Tensor.bernoulli_(p)`` with a tensor ``p`` (already broadcast to the output's
+        shape): a float32 uniform per element when p is float32, a double one otherwise."""
+        p = np.asarray(p)
+        if p.dtype == _f32:
+            u = self._unit(p.size, np.dtype(_f32)).reshape(p.shape)
+        else:
+            u = self._unit(p.size, np.dtype(_f64)).reshape(p.shape)
+            p = p.astype(_f64, copy=False)
+        return (u < p).astype(dtype)
+
+    # ------------------------------------------- the one-double-per-element distributions
+    # torch draws each of these with one ``random64()`` double uniform u per element, in
+    # order, transforms it in double precision with the C library (Python's ``math`` wraps
+    # the same libm) and casts the double to the tensor's dtype.
+
+    def _doubles(self, shape: Shape, dtype, transform) -> np.ndarray:
+        shape, n = _shape_numel(shape)
+        u = self._unit(n, np.dtype(_f64))
+        return _cast_double(np.fromiter(map(transform, u.tolist()), _f64, n), dtype, shape)
+
+    def exponential(self, shape: Shape, dtype=_f32, lambd: float = 1.0) -> np.ndarray:
+        """``Tensor.exponential_(lambd)``: -log(1 - u) / lambd."""
+        lambd = float(lambd)
+        if not lambd > 0.0:
+            raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        scale = -1.0 / lambd
+        return self._doubles(shape, dtype, lambda u: scale * math.log1p(-u))
+
+    def geometric(self, shape: Shape, dtype=_f32, p: float = 0.5) -> np.ndarray:
+        """``Tensor.geometric_(p)``: ceil(log(u) / log(1 - p)), trials up to the first success."""
+        p = float(p)
+        if not 0.0 < p < 1.0:
+            raise ValueError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        denom = math.log(1.0 - p)
+        return self._doubles(shape, dtype,
+                             lambda u: math.ceil(math.log(u) / denom) if u > 0 else math.inf)
+
+    def cauchy(self, shape: Shape, dtype=_f32, median: float = 0.0,
+               sigma: float = 1.0) -> np.ndarray:
+        """``Tensor.cauchy_(median, sigma)``: median + sigma * tan(pi * (u - 1/2))."""
+        median, sigma = float(median), float(sigma)
+        if not sigma > 0.0:
+            raise ValueError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        return self._doubles(shape, dtype, lambda u: median + sigma * math.tan(math.pi * (u - 0.5)))
+
+    def log_normal(self, shape: Shape, dtype=_f32, mean: float = 1.0,
+                   std: float = 2.0) -> np.ndarray:
+        """``Tensor.log_normal_(mean, std)``: exp of a double Box-Muller normal per element
+        (the cached-sine path of small ``normal_`` calls, whatever the size)."""
+        mean, std = float(mean), float(std)
+        if not std > 0.0:
+            raise ValueError(f"log_normal_ expects std > 0.0, but found std={std}")
+        shape, n = _shape_numel(shape)
+        vals = [math.exp(self._normal_scalar(mean, std)) for _ in range(n)]
+        return _cast_double(np.array(vals, _f64), dtype, shape)
+
+    def random_bits(self, shape: Shape, dtype) -> np.ndarray:
+        """``Tensor.random_()``: integers over the dtype's whole exact range, [0, 2**mantissa]
+        for floats (one word per element, two for int64 and float64)."""
+        shape, n = _shape_numel(shape)
+        dt = np.dtype(dtype)
+        if dt == np.bool_:
+            return (self._random(n) & np.uint64(1)).astype(bool).reshape(shape)
+        wide = dt in (np.dtype(np.int64), np.dtype(_f64))
+        words = self._random64(n) if wide else self._random(n)
+        if dt.kind == "f":
+            modulus = (1 << np.finfo(dt).nmant + 1) + 1
+        else:
+            modulus = int(np.iinfo(dt).max) + 1
+        return (words % np.uint64(modulus)).astype(dt).reshape(shape)
+
+    def unit_doubles(self, n: int) -> np.ndarray:
+        """n double uniforms in [0, 1) (``uniform_real_distribution<double>``)."""
+        return self._unit(int(n), np.dtype(_f64))
+
+
+def _cast_double(values: np.ndarray, dtype, shape: tuple) -> np.ndarray:
+    """``static_cast<scalar_t>(double)``: a half goes through float, as c10::Half converts."""
+    dt = np.dtype(dtype)
+    if dt == _f16:
+        values = values.astype(_f32)
+    if dt.kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return values.astype(dt).reshape(shape)
+    return values.astype(dt).reshape(shape)
 
 
 # -------------------------------------------------------------- Box-Muller on 16-blocks

@@ -22,6 +22,7 @@ from . import (
     linalg,
     matrix,
     nn_ops,
+    random_fill,
     reduce,
     shape,
     sorting,
@@ -84,6 +85,7 @@ from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
 from .nn_ops import erf, log_softmax, softmax
+from .random_fill import *  # noqa: F403
 from .reduce import (
     all,
     amax,
@@ -466,6 +468,7 @@ METHODS.update({name: globals()[name] for name in (
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
     "hypot", "dist", "copysign", "kron", "put", "logcumsumexp")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
+METHODS.update(random_fill.METHODS)
 
 
 def install_tensor_methods(cls) -> None:
@@ -506,4 +509,5 @@ __all__ = [
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
     *arrange.__all__, *indexed.__all__, *matrix.__all__, *sorting.__all__, *special.__all__,
+    *random_fill.__all__,
 ]

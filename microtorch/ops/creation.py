@@ -283,14 +283,35 @@ def _random(method: str, size, dtype, device, requires_grad, *args, generator=No
     return _finish(backend.asarray(arr), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def _size_keyword(size: tuple, keyword) -> tuple:
+    """Varargs sizes, or the ``size=`` keyword PyTorch also accepts (not both)."""
+    if keyword is None:
+        return size
+    if size:
+        raise TypeError("got the size both positionally and as the 'size' keyword")
+    return (keyword,)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False,
+         **kwargs) -> Tensor:
     """Uniform samples in [0, 1)."""
+    size = _size_keyword(size, kwargs.pop("size", None))
+    _no_extra_keywords("rand", kwargs)
     return _random("uniform", size, dtype, device, requires_grad, generator=generator)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False,
+          **kwargs) -> Tensor:
     """Standard normal samples."""
+    size = _size_keyword(size, kwargs.pop("size", None))
+    _no_extra_keywords("randn", kwargs)
     return _random("normal", size, dtype, device, requires_grad, generator=generator)
+
+
+def _no_extra_keywords(name: str, kwargs: dict) -> None:
+    kwargs.pop("out", None), kwargs.pop("layout", None), kwargs.pop("pin_memory", None)
+    if kwargs:
+        raise TypeError(f"{name}() got unexpected keyword arguments {list(kwargs)}")
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -305,13 +326,16 @@ def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
-    """Uniform integers in [low, high)."""
+    """Uniform integers in [low, high): ``randint(high, size)``, ``randint(low, high, size)``
+    (``size`` and ``high`` may be keywords: ``randint(10, size=(3,))``)."""
     if size is None:
         low, high, size = 0, low, high
     elif high is None:
-        raise TypeError("randint() missing the 'high' or 'size' argument")
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing 1 required argument: 'size'")
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
