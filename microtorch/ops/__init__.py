@@ -16,6 +16,7 @@ from ..autograd.function import named
 from ..autograd.grad_mode import state
 from . import (
     arrange,
+    counting,
     creation,
     elementwise,
     indexed,
@@ -30,6 +31,7 @@ from . import (
 )
 from ._util import Tensor, is_scalar, promote_operands, xp_of
 from .arrange import *  # noqa: F403
+from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
     Abs,
@@ -62,15 +64,18 @@ from .elementwise import (
     Tan,
     Tanh,
     Trunc,
+    allclose,
     bitwise_and,
     bitwise_not,
     bitwise_or,
     bitwise_xor,
     clamp,
     eq,
+    equal,
     floor_divide,
     ge,
     gt,
+    isclose,
     isfinite,
     isinf,
     isnan,
@@ -126,6 +131,7 @@ from .shape import (
     repeat,
     reshape,
     scatter_add,
+    select,
     split,
     squeeze,
     stack,
@@ -433,7 +439,8 @@ METHODS = dict(
     add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, mm=mm, bmm=bmm, dot=dot, mv=mv,
     outer=outer, maximum=maximum, minimum=minimum, clamp=clamp, clip=clamp, where=_where_method,
     clamp_min=_clamp_min, clamp_max=_clamp_max, eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge,
-    isfinite=isfinite, isnan=isnan, isinf=isinf, logical_not=logical_not,
+    isfinite=isfinite, isnan=isnan, isinf=isinf, logical_not=logical_not, isclose=isclose,
+    allclose=allclose, equal=equal,
     floor_divide=floor_divide, remainder=remainder, true_divide=div, divide=div, multiply=mul,
     subtract=sub, negative=negative, absolute=absolute,
     sum=sum, mean=mean, var=var, std=std, max=max, min=min, amax=amax, amin=amin, argmax=argmax,
@@ -443,7 +450,8 @@ METHODS = dict(
     unsqueeze=unsqueeze, flatten=flatten, unflatten=unflatten, expand=expand,
     broadcast_to=broadcast_to, repeat=repeat, flip=flip, split=split, chunk=chunk, unbind=unbind,
     narrow=narrow, gather=gather, scatter_add=scatter_add, index_select=index_select,
-    masked_fill=masked_fill, clone=clone, contiguous=contiguous, expand_as=_expand_as,
+    masked_fill=masked_fill, select=select,
+    clone=clone, contiguous=contiguous, expand_as=_expand_as,
     view_as=_view_as, reshape_as=_reshape_as, swapaxes=transpose, swapdims=transpose,
     new_zeros=_new(creation.zeros), new_ones=_new(creation.ones), new_empty=_new(creation.empty),
     new_full=_new(creation.full), new_tensor=_new_tensor,
@@ -466,7 +474,10 @@ METHODS.update({name: globals()[name] for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
     "diagonal", "trace", "scatter", "index_add", "masked_select", "take", "roll", "movedim",
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
-    "hypot", "dist", "copysign", "kron", "put", "logcumsumexp")}, erf=erf)
+    "hypot", "dist", "copysign", "kron", "put", "logcumsumexp", "nonzero", "argwhere",
+    "count_nonzero", "bincount", "histc", "unique", "unique_consecutive", "cummax", "cummin",
+    "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
+    "repeat_interleave", "diff", "inner")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 
@@ -502,12 +513,13 @@ __all__ = [
     "clamp", "clip", "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
     *UNARY, "eq", "ne", "lt", "le", "gt", "ge", "isfinite", "isnan", "isinf", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
+    "isclose", "allclose", "equal",
     "matmul", "mm", "bmm", "dot", "mv", "outer", "softmax", "log_softmax",
     "sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "prod",
     "logsumexp", "norm", "cumsum", "all", "any",
     "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
-    "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
+    "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *indexed.__all__, *matrix.__all__, *sorting.__all__, *special.__all__,
-    *random_fill.__all__,
+    *random_fill.__all__, *counting.__all__,
 ]

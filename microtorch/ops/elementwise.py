@@ -431,3 +431,60 @@ def floor_divide(a, b) -> Tensor:
 def remainder(a, b) -> Tensor:
     """Python-style modulus (the sign of the divisor); gradient 1 with respect to ``a``."""
     return a - floor_divide(a, b) * b
+
+
+# -- closeness ------------------------------------------------------------------------------------
+def _same_dtype_operands(a: Tensor, b, name: str):
+    if not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(b).__name__}")
+    if a._data.dtype != b._data.dtype:
+        from ._util import scalar_name
+
+        raise RuntimeError(f"{scalar_name(a)} did not match {scalar_name(b)}")
+    return a._data, b._data
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """True where |input - other| <= atol + rtol * |other| (or the two are equal, infinities
+    included; NaNs count as equal with ``equal_nan``); both of one dtype."""
+    a, b = _same_dtype_operands(input, other, "isclose")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+    xp = xp_of(a)
+    try:
+        equal = a == b
+        if a.dtype.kind == "b":
+            return Tensor._make(xp.asarray(equal))
+        if a.dtype.kind != "f":  # integers: the tolerance in the default float dtype
+            a = a.astype("float32")
+            b = b.astype("float32")
+        close = equal | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
+        close &= xp.isfinite(a) & xp.isfinite(b) | equal
+        if equal_nan:
+            close |= xp.isnan(a) & xp.isnan(b)
+    except ValueError:
+        from ..autograd.function import broadcast_message
+
+        raise RuntimeError(broadcast_message((input, other))) from None
+    return Tensor._make(xp.asarray(close))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """True when every element of ``isclose(input, other, ...)`` is."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both have the same shape and the same values (any dtypes; NaN != NaN)."""
+    if tuple(input._data.shape) != tuple(other._data.shape):
+        return False
+    a, b = input._data, other._data
+    if type(a) is not type(b):
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {input.device} and {other.device}!")
+    return bool((a == b).all())

@@ -15,21 +15,13 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function
-from ._util import Tensor, is_scalar, xp_of
+from ._util import Tensor, is_scalar, scalar_name, xp_of
 
 __all__ = ["normal", "bernoulli", "multinomial"]
 
 # PyTorch's C names of the integer dtypes, as its bound errors print them.
 _C_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
             "int64": "long int", "bool": "bool"}
-# PyTorch's ScalarType names, as its dtype errors print them.
-_SCALAR_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "uint8": "Byte",
-                 "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                 "bool": "Bool"}
-
-
-def _scalar_name(t: Tensor) -> str:
-    return _SCALAR_NAMES.get(t.dtype.name, t.dtype.name)
 
 
 class Sampled(Function):
@@ -77,13 +69,13 @@ def _shape(self: Tensor) -> tuple:
 
 def _float_only(self: Tensor, kernel: str) -> None:
     if self._data.dtype.kind != "f":
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_scalar_name(self)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_name(self)}'")
 
 
 def _continuous_only(self: Tensor, distribution: str) -> None:
     if self._data.dtype.kind != "f":
         name = _C_NAMES.get(self.dtype.name, self.dtype.name) if distribution == "Cauchy" \
-            else _scalar_name(self)
+            else scalar_name(self)
         raise RuntimeError(f"{distribution} distribution is a continuous probability "
                            f"distribution. dtype must be a floating point but you specified "
                            f"{name}")
@@ -116,7 +108,7 @@ def _check_probabilities(p: Tensor) -> None:
     arr = p._data
     if arr.dtype.kind != "f":
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
-                                  f"'{_scalar_name(p)}'")
+                                  f"'{scalar_name(p)}'")
     if arr.size and not bool(((arr >= 0) & (arr <= 1)).all()):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
                            "this error message be improved?  If so, please report an "
@@ -288,7 +280,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if arr.dtype.kind != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{_scalar_name(input)}")
+                           f"{scalar_name(input)}")
     n_categories = arr.shape[-1]
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")

@@ -470,6 +470,20 @@ def getitem(input: Tensor, key) -> Tensor:
     return _as_view(out, input) if _is_basic(key) else out
 
 
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at ``index`` along ``dim``, without that dim (a view, as ``x[:, index]``)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    i = int(index)
+    if not -size <= i < size:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{list(input._data.shape)} at dimension {d}")
+    return getitem(input, (slice(None),) * d + (i,))
+
+
 class IndexPut(Function):
     """A copy of ``x`` with ``values`` written at ``key`` (``x[key] = values`` out of place)."""
 
