@@ -80,16 +80,15 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     xp = xp_of(arr)
     lo, hi = float(min), float(max)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
     if lo > hi:
-        raise RuntimeError(f"torch.histogram(): max must be larger than min, but got min {lo} "
-                           f"max {hi}")
+        raise RuntimeError("torch.histc: max must be larger than min")
     flat = arr.reshape(-1)
     if lo == hi and flat.size:
         lo, hi = float(flat.min()), float(flat.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise RuntimeError(f"torch.histogram(): range of [{lo}, {hi}] is not finite")
     dt = arr.dtype.type
     inside = flat[(flat >= dt(lo)) & (flat <= dt(hi))]
     # The bin of x is floor((x - lo) * bins / (hi - lo)) in the input's precision, x == hi

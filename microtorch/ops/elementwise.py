@@ -351,12 +351,23 @@ class Clamp(Function):
     @staticmethod
     def backward(ctx, grad):
         g, x, lo, hi = lift(grad, *ctx.saved_tensors, *ctx.bounds)
+        F = namespace(g)
         keep = None
         if lo is not None:
             keep = x >= lo
         if hi is not None:
             keep = (x <= hi) if keep is None else keep & (x <= hi)
-        return finish(namespace(g).where(keep, g, 0.0), None, None)
+        # Tensor bounds get the gradient where they are the result (PyTorch's
+        # clamp_backward_min_max): min where x < min < max, max where x > max or max < min.
+        g_lo = g_hi = None
+        lo_meta, hi_meta = (_meta(b) for b in ctx.bounds)
+        if lo_meta is not None:
+            pick = x < lo if hi is None else (x < lo) & (lo < hi)
+            g_lo = reduce_grad(F.where(pick, g, 0.0), *lo_meta)
+        if hi_meta is not None:
+            pick = x > hi if lo is None else (x > hi) | (hi < lo)
+            g_hi = reduce_grad(F.where(pick, g, 0.0), *hi_meta)
+        return finish(F.where(keep, g, 0.0), g_lo, g_hi)
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
