@@ -74,12 +74,12 @@ class Tensor:
     @property
     def shape(self) -> Size:
         """The size of each dimension."""
-        return Size(self._data.shape)
+        return tuple.__new__(Size, self._data.shape)
 
     def size(self, dim: int | None = None):
         """The shape, or the size of one dimension."""
         if dim is None:
-            return Size(self._data.shape)
+            return tuple.__new__(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -280,6 +280,9 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:  # PyTorch's __array__ is numpy(), which refuses these
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         arr = self._backend.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
@@ -328,9 +331,11 @@ class Tensor:
 
     def type(self, dtype=None):
         """The type name, or a tensor converted to ``dtype``."""
+        from .ops.creation import legacy_type_dtype, legacy_type_name
+
         if dtype is None:
-            return f"microtorch.{self.dtype.name.capitalize()}Tensor"
-        return self.to(_dtype.as_dtype(dtype))
+            return legacy_type_name(self.dtype)
+        return self.to(legacy_type_dtype(dtype))
 
     def float(self) -> Tensor:
         """Converted to float32."""
@@ -364,6 +369,11 @@ class Tensor:
         from ._tensor_str import tensor_repr
 
         return tensor_repr(self)
+
+    def __format__(self, format_spec: str) -> str:
+        from ._tensor_str import tensor_format
+
+        return tensor_format(self, format_spec)
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
@@ -400,10 +410,39 @@ class _View(Tensor):
 
 
 class Size(tuple):
-    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``."""
+    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``; slices,
+    ``+`` and ``*`` give Sizes again, and only integers are accepted."""
+
+    def __new__(cls, sizes=()):
+        values = []
+        for i, v in enumerate(sizes):
+            if isinstance(v, bool) or not hasattr(v, "__index__"):
+                raise TypeError(f"Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(v).__name__}')")
+            values.append(v.__index__())
+        return tuple.__new__(cls, values)
 
     def __repr__(self) -> str:
         return f"microtorch.Size({list(self)})"
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return tuple.__new__(Size, out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return tuple.__new__(Size, tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def numel(self) -> int:
         """The product of the sizes."""

@@ -367,12 +367,16 @@ def _operator(op):
 
 def _reflected(op):
     def method(self, other):
+        if isinstance(other, np.ndarray):  # ``array + tensor``: a TypeError, as in PyTorch
+            return NotImplemented
         return op(other, self)
 
     return method
 
 
 def _rtruediv(self: Tensor, other) -> Tensor:
+    if isinstance(other, np.ndarray):
+        return NotImplemented
     # number / tensor is reciprocal(tensor) * number in PyTorch, which rounds differently
     # from a true division.
     return mul(globals()["reciprocal"](self), other)
@@ -421,6 +425,8 @@ def _clamp_max(self, max):  # noqa: A002
 
 
 def _rsub(self: Tensor, other) -> Tensor:
+    if isinstance(other, np.ndarray):
+        return NotImplemented
     out = sub(other, self)
     return out if isinstance(other, Tensor) else named(out, "RsubBackward1")
 
@@ -469,6 +475,41 @@ METHODS = dict(
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
     __getitem__=getitem, __setitem__=setitem,
 )
+
+
+def _array_operand(name: str, op):
+    """A binary operator that also accepts a NumPy array on its right, as PyTorch's do.
+
+    PyTorch's own operators refuse the array, so Python hands the operation to NumPy, which
+    computes it on ``self.numpy()`` (hence an error when ``self`` requires grad) with NumPy's
+    promotion rules, and the result comes back as a tensor with bool results as uint8
+    (PyTorch's ``__array_wrap__``): ``float32_tensor + int64_array`` is float64. ``==``/``!=``
+    compare as tensors. ``array + tensor`` stays a TypeError, as in PyTorch.
+    """
+    import operator
+
+    numpy_op = getattr(operator, name)  # operator.__add__ is ``a + b``
+
+    def method(self, other):
+        if not isinstance(other, np.ndarray):
+            return op(self, other)
+        if name in ("__eq__", "__ne__"):
+            if self.requires_grad:  # NumPy cannot read self: Python's identity fallback
+                return NotImplemented
+            return op(self, creation.as_tensor(other))
+        result = np.asarray(numpy_op(self.numpy(), other))
+        if result.dtype == np.bool_:
+            result = result.astype(np.uint8)
+        return creation.from_numpy(np.ascontiguousarray(result))
+
+    method.__name__ = name
+    method.__doc__ = op.__doc__
+    return method
+
+
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__",
+              "__pow__", "__matmul__", "__and__", "__or__", "__xor__", "__eq__", "__ne__"):
+    METHODS[_name] = _array_operand(_name, METHODS[_name])
 # The ops of the smaller op modules whose Tensor methods take the same arguments.
 METHODS.update({name: globals()[name] for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
