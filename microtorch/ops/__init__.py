@@ -374,6 +374,18 @@ def _reflected(op):
     return method
 
 
+def _commuted(op):
+    """``number op tensor`` for a commutative op, computed as ``tensor op number`` (the same
+    value), so the node's inputs come in PyTorch's order."""
+
+    def method(self, other):
+        if isinstance(other, np.ndarray):  # ``array + tensor``: a TypeError, as in PyTorch
+            return NotImplemented
+        return op(self, other)
+
+    return method
+
+
 def _rtruediv(self: Tensor, other) -> Tensor:
     if isinstance(other, np.ndarray):
         return NotImplemented
@@ -464,8 +476,8 @@ METHODS = dict(
     zero_=zero_, fill_=fill_, copy_=copy_,
     add_=_ufunc_inplace("add", add), sub_=_ufunc_inplace("subtract", sub),
     __iter__=_iter, __contains__=_contains,
-    __add__=add, __radd__=_reflected(add), __sub__=sub, __rsub__=_rsub,
-    __mul__=mul, __rmul__=_reflected(mul), __truediv__=div, __rtruediv__=_rtruediv,
+    __add__=add, __radd__=_commuted(add), __sub__=sub, __rsub__=_rsub,
+    __mul__=mul, __rmul__=_commuted(mul), __truediv__=div, __rtruediv__=_rtruediv,
     __floordiv__=floor_divide, __rfloordiv__=_reflected(floor_divide), __mod__=remainder,
     __rmod__=_reflected(remainder), __pow__=pow, __rpow__=_reflected(pow), __matmul__=matmul,
     __rmatmul__=_reflected(matmul), __neg__=globals()["neg"], __abs__=globals()["abs"],

@@ -155,7 +155,7 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
         out = input.flip((d0, d1))
     else:
         out = input.flip(d0).transpose(d0, d1)
-    return named(out, "Rot90Backward0")
+    return named(out, "Rot90Backward0", input)
 
 
 # -- flips, tiles, repeats -----------------------------------------------------------------------
@@ -229,7 +229,7 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
                            f"got {output_size}")
     shape = tuple(x._data.shape)
     spread = x.unsqueeze(d + 1).expand(*shape[:d + 1], r, *shape[d + 1:])
-    return named(spread.reshape(*shape[:d], size * r, *shape[d + 1:]), "ViewBackward0")
+    return named(spread.reshape(*shape[:d], size * r, *shape[d + 1:]), "ViewBackward0", input)
 
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
@@ -353,4 +353,4 @@ def block_diag(*tensors) -> Tensor:
         pad_r = Tensor._make(xp.zeros((h, width - left - w), dt.np))
         rows.append(cat([pad_l, m, pad_r], 1))
         left += w
-    return named(cat(rows, 0), "BlockDiagBackward0")
+    return named(cat(rows, 0), "BlockDiagBackward0", *tensors)

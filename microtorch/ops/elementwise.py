@@ -20,6 +20,7 @@ def _grad_for(grad, meta):
 # -- binary arithmetic ------------------------------------------------------------------------
 class Add(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
@@ -42,6 +43,7 @@ def _is_bool(x) -> bool:
 
 class Sub(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
@@ -64,6 +66,7 @@ class Sub(Function):
 
 class Mul(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b):
@@ -82,6 +85,7 @@ class Mul(Function):
 
 class Div(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
@@ -202,6 +206,7 @@ class Minimum(_Select):
 
 class Where(Function):
     lifted = True
+    torch_operands = (1, 2)  # PyTorch's node has no edge for the condition
 
     @staticmethod
     def forward(ctx, cond, a, b):

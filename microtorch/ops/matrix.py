@@ -33,7 +33,7 @@ def _triangle(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
     zero = xp.zeros((), arr.dtype)
     # where(mask, x, 0): zeros (not NaN * 0) outside the triangle, and a masked gradient
     return named(input.where(Tensor._make(keep), Tensor._make(zero)),
-                 "TrilBackward0" if lower else "TriuBackward0")
+                 "TrilBackward0" if lower else "TriuBackward0", input)
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
@@ -206,7 +206,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
                            "mat2 must be a matrix")
-    return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0")
+    return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0", input, mat1,
+                 mat2)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
@@ -214,7 +215,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     if batch1._data.ndim != 3 or batch2._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1._data.ndim != 3 else
                            "batch2 must be a 3D tensor")
-    return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0")
+    return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0", input,
+                 batch1, batch2)
 
 
 def _diag_key(shape: tuple, offset: int, d1: int, d2: int):
@@ -317,7 +319,7 @@ def trace(input: Tensor) -> Tensor:
     arr = input._data
     if arr.dtype.kind in "biu":  # integer traces sum to int64, as sum does
         return Diagonal.apply(input, 0, 0, 1, True).sum()
-    return named(Diagonal.apply(input, 0, 0, 1, True).sum(), "TraceBackward0")
+    return named(Diagonal.apply(input, 0, 0, 1, True).sum(), "TraceBackward0", input)
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:
@@ -326,10 +328,12 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     sa = (1,) * (nd - input._data.ndim) + tuple(input._data.shape)
     sb = (1,) * (nd - other._data.ndim) + tuple(other._data.shape)
     # interleave the dims: a's (i, 1) and b's (1, k) broadcast to (i, k) pairs
-    a = input.reshape(tuple(x for n in sa for x in (n, 1)))
-    b = other.reshape(tuple(x for n in sb for x in (1, n)))
+    from .shape import _reshaped  # (PyTorch's kron reshapes with _unsafe_view, named so)
+
+    a = _reshaped(input, tuple(x for n in sa for x in (n, 1)), "UnsafeViewBackward0")
+    b = _reshaped(other, tuple(x for n in sb for x in (1, n)), "UnsafeViewBackward0")
     shape = tuple(p * q for p, q in zip(sa, sb))
-    return named((a * b).reshape(shape), "UnsafeViewBackward0")
+    return named((a * b).reshape(shape), "UnsafeViewBackward0")  # (composite in PyTorch too)
 
 
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803

@@ -60,7 +60,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
         values = input.clone()
     else:
         values = input.gather(d, idx)
-    return sort_result(named(values, "SortBackward1" if stable else "SortBackward0"), idx)
+    return sort_result(named(values, "SortBackward1" if stable else "SortBackward0", input), idx)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
@@ -87,7 +87,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     if input._data.ndim == 0:
         return topk_result(named(input.clone(), "TopkBackward0"), idx)
     idx = idx.narrow(d, 0, k).contiguous() if k < size else idx
-    return topk_result(named(input.gather(d, idx), "TopkBackward0"), idx)
+    return topk_result(named(input.gather(d, idx), "TopkBackward0", input), idx)
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
@@ -102,7 +102,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     values = input.gather(d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
-    return kthvalue_result(named(values, "KthvalueBackward0"), idx)
+    return kthvalue_result(named(values, "KthvalueBackward0", input), idx)
 
 
 # -- unique values -------------------------------------------------------------------------------

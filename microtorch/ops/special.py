@@ -116,13 +116,13 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if is_scalar(weight):
         w = float(weight)
         out = input + w * diff if builtins.abs(w) < 0.5 else end - diff * (1.0 - w)
-        return named(out, "LerpBackward0")
+        return named(out, "LerpBackward0", input, end)
     if weight._data.dtype != input._data.dtype:
         raise RuntimeError(f"expected dtype {input.dtype.name} for `weight` but got dtype "
                            f"{weight.dtype.name}")
     small = Tensor._make(xp_of(weight._data).abs(weight._data) < 0.5)
     out = (input + weight * diff).where(small, end - diff * (1 - weight))
-    return named(out, "LerpBackward1")
+    return named(out, "LerpBackward1", input, end, weight)
 
 
 def _special(name: str, arr):
@@ -184,7 +184,7 @@ def nan_to_num(input: Tensor, nan=0.0, posinf=None, neginf=None) -> Tensor:
     xp = xp_of(arr)
     fill = xp.where(xp.isnan(arr), nan, xp.where(arr > 0, pos, neg)).astype(arr.dtype)
     finite = Tensor._make(xp.isfinite(arr))
-    return named(input.where(finite, Tensor._make(fill)), "NanToNumBackward0")
+    return named(input.where(finite, Tensor._make(fill)), "NanToNumBackward0", input)
 
 
 class Cumprod(Function):
@@ -245,7 +245,7 @@ def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
 
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     """The p-norm of input - other."""
-    return named((input - other).norm(p), "DistBackward0")
+    return named((input - other).norm(p), "DistBackward0", input, other)
 
 
 def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
@@ -266,8 +266,8 @@ def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
     if p == 0:
         # The count of differing coordinates; sign's zero derivative gives PyTorch's zero
         # gradients (norm(0) would leave the inputs out of the graph).
-        return named(diff.sign().abs().sum(-1), "CdistBackward0")
-    return named(diff.norm(p, -1), "CdistBackward0")
+        return named(diff.sign().abs().sum(-1), "CdistBackward0", x1, x2)
+    return named(diff.norm(p, -1), "CdistBackward0", x1, x2)
 
 
 class Copysign(Function):
@@ -386,13 +386,13 @@ def _running_extreme(input: Tensor, dim: int, largest: bool):
 def cummax(input: Tensor, dim: int):
     """The running maximum along ``dim`` and the index where each was reached."""
     values, indices = _running_extreme(input, dim, True)
-    return cummax_result(named(values, "CummaxBackward0"), indices)
+    return cummax_result(named(values, "CummaxBackward0", input), indices)
 
 
 def cummin(input: Tensor, dim: int):
     """The running minimum along ``dim`` and the index where each was reached."""
     values, indices = _running_extreme(input, dim, False)
-    return cummin_result(named(values, "CumminBackward0"), indices)
+    return cummin_result(named(values, "CumminBackward0", input), indices)
 
 
 # -- more elementwise functions ------------------------------------------------------------------
@@ -451,7 +451,7 @@ def xlogy(input, other) -> Tensor:
     out = (x * y.log()).where(x != 0, zero).where(~y.isnan(), y)
     name = "XlogyBackward0" if isinstance(input, Tensor) and isinstance(other, Tensor) else (
         "XlogyBackward2" if isinstance(input, Tensor) else "XlogyBackward1")
-    return named(out, name)
+    return named(out, name, *(t for t in (input, other) if isinstance(t, Tensor)))
 
 
 def sinc(input: Tensor) -> Tensor:
@@ -462,14 +462,14 @@ def sinc(input: Tensor) -> Tensor:
     one = Tensor._make(xp.ones((), x._data.dtype))
     safe = x.where(~at_zero, one)  # keeps 0/0 out of the gradient at x = 0
     scaled = safe * math.pi
-    return named((scaled.sin() / scaled).where(~at_zero, one), "SincBackward0")
+    return named((scaled.sin() / scaled).where(~at_zero, one), "SincBackward0", input)
 
 
 def frac(input: Tensor) -> Tensor:
     """The fractional part x - trunc(x), with x's sign (gradient 1)."""
     if input._data.dtype.kind != "f":
         raise NotImplementedError(f"\"frac_cpu\" not implemented for '{scalar_name(input)}'")
-    return named(input - input.trunc(), "FracBackward0")
+    return named(input - input.trunc(), "FracBackward0", input)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
