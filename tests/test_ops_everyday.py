@@ -332,6 +332,15 @@ def test_errors_match_torch(k):
     assert str(ours.value) == str(theirs.value)
 
 
+def test_in_place_forms_and_aliases(device):
+    data = np.array([0.2, 0.7, 0.0, 1.5])
+    for fn in (lambda m, x: x.logit_(), lambda m, x: x.sinc_(), lambda m, x: x.frac_(),
+               lambda m, x: x.xlogy_(2.0), lambda m, x: x.heaviside_(m.tensor([0.5]).double()),
+               lambda m, x: x.cumsum_(0), lambda m, x: m.ger(x, x), lambda m, x: m.msort(x),
+               lambda m, x: x.clamp_(min=m.zeros(4).double() + 0.1).clip_(0.0, 0.9)):
+        check(fn, [data], device, grad=False)
+
+
 def test_unique_with_sorted_false_still_sorts_and_counts():
     x = microtorch.tensor([3, 1, 2, 3, 1, 5])
     values, inverse, counts = x.unique(sorted=False, return_inverse=True, return_counts=True)

@@ -198,6 +198,7 @@ UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1
          "reciprocal": Reciprocal, "square": Square}
 globals().update({name: _unary_function(cls, name) for name, cls in UNARY.items()})
 negative = globals()["neg"]
+ger = outer  # PyTorch's old name of outer
 absolute = globals()["abs"]
 clip = clamp
 true_divide = divide = div
@@ -455,7 +456,8 @@ def _contains(self: Tensor, item) -> bool:
 
 METHODS = dict(
     add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, mm=mm, bmm=bmm, dot=dot, mv=mv,
-    outer=outer, maximum=maximum, minimum=minimum, clamp=clamp, clip=clamp, where=_where_method,
+    outer=outer, ger=outer, maximum=maximum, minimum=minimum, clamp=clamp, clip=clamp,
+    where=_where_method,
     clamp_min=_clamp_min, clamp_max=_clamp_max, eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge,
     isfinite=isfinite, isnan=isnan, isinf=isinf, logical_not=logical_not, isclose=isclose,
     allclose=allclose, equal=equal,
@@ -530,7 +532,7 @@ METHODS.update({name: globals()[name] for name in (
     "hypot", "dist", "copysign", "kron", "put", "logcumsumexp", "nonzero", "argwhere",
     "count_nonzero", "bincount", "histc", "unique", "unique_consecutive", "cummax", "cummin",
     "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
-    "repeat_interleave", "diff", "inner")}, erf=erf)
+    "repeat_interleave", "diff", "inner", "msort")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 
@@ -544,7 +546,8 @@ def install_tensor_methods(cls) -> None:
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill",
                  "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
-                 "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put"):
+                 "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
+                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum"):
         methods[name + "_"] = _inplace(methods[name])
     methods["arctan2_"] = methods["atan2_"]
     methods["clip_"] = methods["clamp_"]
@@ -567,7 +570,7 @@ __all__ = [
     *UNARY, "eq", "ne", "lt", "le", "gt", "ge", "isfinite", "isnan", "isinf", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
     "isclose", "allclose", "equal",
-    "matmul", "mm", "bmm", "dot", "mv", "outer", "softmax", "log_softmax",
+    "matmul", "mm", "bmm", "dot", "mv", "outer", "ger", "softmax", "log_softmax",
     "sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "prod",
     "logsumexp", "norm", "cumsum", "all", "any",
     "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",

@@ -17,8 +17,8 @@ from ..autograd.function import named
 from ._util import Tensor, wrap_dim, xp_of
 from .counting import no_derivative
 
-__all__ = ["sort", "argsort", "topk", "kthvalue", "unique", "unique_consecutive", "searchsorted",
-           "bucketize"]
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
+           "searchsorted", "bucketize"]
 
 
 # PyTorch's torch.return_types.* are named tuples with these fields.
@@ -66,6 +66,11 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     """The indices that sort ``input`` along ``dim``."""
     return sort(input, dim, descending, stable).indices
+
+
+def msort(input: Tensor) -> Tensor:
+    """The values sorted along dim 0."""
+    return sort(input, 0).values
 
 
 def _select_sorted(input: Tensor, dim: int, descending: bool):
