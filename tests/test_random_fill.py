@@ -205,3 +205,26 @@ def test_normal_broadcasts_mean_and_std():
     theirs = torch.normal(torch.zeros(2, 1), torch.ones(3))
     ours = mt.normal(mt.zeros(2, 1), mt.ones(3))
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+VIEWS = {"transposed": lambda t: t.view(8, 5).t(), "columns": lambda t: t.view(8, 5)[:, 1:4],
+         "permuted": lambda t: t.view(2, 4, 5).permute(2, 0, 1),
+         "strided_rows": lambda t: t.view(8, 5)[::2]}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("method", ["normal_", "uniform_", "exponential_", "random_",
+                                    "bernoulli_", "cauchy_", "log_normal_", "geometric_"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_fill_of_a_non_contiguous_view_matches_torch(view, method, dtype):
+    """PyTorch draws in memory order, and normal_ of a non-contiguous tensor one Box-Muller
+    sample at a time."""
+    torch.manual_seed(3)
+    mt.manual_seed(3)
+    theirs, ours = torch.zeros(40, dtype=getattr(torch, dtype)), mt.zeros(40, dtype=getattr(mt,
+                                                                                          dtype))
+    args = (0.5,) if method in ("bernoulli_", "geometric_") else ()
+    getattr(VIEWS[view](theirs), method)(*args)
+    getattr(VIEWS[view](ours), method)(*args)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert mt.rand(2).tolist() == torch.rand(2).tolist()

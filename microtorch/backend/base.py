@@ -147,8 +147,10 @@ class Backend:
         """Uniform samples in [low, high)."""
         raise NotImplementedError
 
-    def normal(self, shape: tuple, dtype, mean: float = 0.0, std: float = 1.0):
-        """Normal samples."""
+    def normal(self, shape: tuple, dtype, mean: float = 0.0, std: float = 1.0,
+               contiguous: bool = True):
+        """Normal samples (``contiguous=False``: for a non-contiguous tensor, which PyTorch's
+        CPU generator fills element by element)."""
         raise NotImplementedError
 
     def integers(self, low: int, high: int, shape: tuple, dtype):

@@ -120,8 +120,8 @@ class NumpyBackend(Backend):
     def uniform(self, shape, dtype, low=0.0, high=1.0):
         return self.generator.uniform(shape, dtype, low, high)
 
-    def normal(self, shape, dtype, mean=0.0, std=1.0):
-        return self.generator.normal(shape, dtype, mean, std)
+    def normal(self, shape, dtype, mean=0.0, std=1.0, contiguous=True):
+        return self.generator.normal(shape, dtype, mean, std, contiguous)
 
     def integers(self, low, high, shape, dtype):
         return self.generator.integers(low, high, shape, dtype)

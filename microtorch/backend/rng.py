@@ -373,13 +373,16 @@ class Generator:
         return out.astype(dt, copy=False).reshape(shape)
 
     # ------------------------------------------------------------------------- normal
-    def normal(self, shape: Shape, dtype=_f32, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
-        """``torch.randn(shape)`` / ``Tensor.normal_(mean, std)``."""
+    def normal(self, shape: Shape, dtype=_f32, mean: float = 0.0, std: float = 1.0,
+               contiguous: bool = True) -> np.ndarray:
+        """``torch.randn(shape)`` / ``Tensor.normal_(mean, std)``; ``contiguous=False`` is
+        ``normal_`` on a non-contiguous tensor, which torch fills one Box-Muller sample at a
+        time whatever its size."""
         shape, n = _shape_numel(shape)
         dt = _float_dtype(dtype)
         if not std >= 0.0:
             raise ValueError(f"normal expects std >= 0.0, got std={std}")
-        if n < 16:
+        if n < 16 or not contiguous:
             vals = [self._normal_scalar(float(mean), float(std)) for _ in range(n)]
             out = np.array(vals, dtype=_f64)
             # static_cast<scalar_t>(double); c10::Half converts double via float.

@@ -51,6 +51,27 @@ def _source(t: Tensor, generator):
     return generator
 
 
+def _memory_order(self: Tensor) -> tuple[int, ...] | None:
+    """The dims of a non-contiguous tensor from the largest stride to the smallest: PyTorch
+    draws the values of a fill in that order (its TensorIterator walks memory order), so a
+    transposed or sliced tensor gets them as torch gives them. None when C-contiguous."""
+    arr = self._data
+    if arr.flags.c_contiguous or arr.ndim < 2:
+        return None
+    strides = arr.strides
+    return tuple(sorted(range(arr.ndim), key=lambda d: -abs(strides[d])))
+
+
+def _draw(self: Tensor, draw) -> np.ndarray:
+    """``draw(shape)`` in the tensor's memory order, laid out in its logical shape."""
+    order = _memory_order(self)
+    if order is None:
+        return draw(_shape(self))
+    shape = _shape(self)
+    sample = draw(tuple(shape[d] for d in order))
+    return sample.transpose(np.argsort(order))
+
+
 def _store(self: Tensor, sample, torch_name: str) -> Tensor:
     """Write a sample array into ``self`` in place (recorded when ``self`` is in a graph)."""
     from . import _check_inplace, _write
@@ -86,7 +107,9 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
     _float_only(self, "normal_kernel_cpu")
     if not std >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    sample = _source(self, generator).normal(_shape(self), self._data.dtype, mean, std)
+    source, dt = _source(self, generator), self._data.dtype
+    contiguous = bool(self._data.flags.c_contiguous)
+    sample = _draw(self, lambda shape: source.normal(shape, dt, mean, std, contiguous))
     return _store(self, sample, "NormalBackward0")
 
 
@@ -100,7 +123,8 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=Non
     if not from_ <= to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
-    sample = _source(self, generator).uniform(_shape(self), self._data.dtype, from_, to)
+    source, dt = _source(self, generator), self._data.dtype
+    sample = _draw(self, lambda shape: source.uniform(shape, dt, from_, to))
     return _store(self, sample, "UniformBackward0")
 
 
@@ -136,7 +160,7 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     p = float(p)
     if not 0.0 <= p <= 1.0:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
-    return _store(self, source.bernoulli(p, _shape(self), self._data.dtype),
+    return _store(self, _draw(self, lambda shape: source.bernoulli(p, shape, self._data.dtype)),
                   "BernoulliBackward2")
 
 
@@ -145,7 +169,8 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     _continuous_only(self, "Exponential")
     if not lambd > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    sample = _source(self, generator).exponential(_shape(self), self._data.dtype, lambd)
+    source, dt = _source(self, generator), self._data.dtype
+    sample = _draw(self, lambda shape: source.exponential(shape, dt, lambd))
     return _store(self, sample, "ExponentialBackward0")
 
 
@@ -153,7 +178,8 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to and including the first success."""
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    sample = _source(self, generator).geometric(_shape(self), self._data.dtype, p)
+    source, dt = _source(self, generator), self._data.dtype
+    sample = _draw(self, lambda shape: source.geometric(shape, dt, p))
     return _store(self, sample, "GeometricBackward0")
 
 
@@ -162,7 +188,8 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=
     _continuous_only(self, "log_normal_")
     if not std > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    sample = _source(self, generator).log_normal(_shape(self), self._data.dtype, mean, std)
+    source, dt = _source(self, generator), self._data.dtype
+    sample = _draw(self, lambda shape: source.log_normal(shape, dt, mean, std))
     return _store(self, sample, "LogNormalBackward0")
 
 
@@ -171,7 +198,8 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=
     _continuous_only(self, "Cauchy")
     if not sigma > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
-    sample = _source(self, generator).cauchy(_shape(self), self._data.dtype, median, sigma)
+    source, dt = _source(self, generator), self._data.dtype
+    sample = _draw(self, lambda shape: source.cauchy(shape, dt, median, sigma))
     return _store(self, sample, "CauchyBackward0")
 
 
@@ -208,7 +236,8 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
     source = _source(self, generator)
     dt = self._data.dtype
     if not args:
-        return _store(self, source.random_bits(_shape(self), dt), "RandomBackward0")
+        return _store(self, _draw(self, lambda shape: source.random_bits(shape, dt)),
+                      "RandomBackward0")
     low, high = (0, args[0]) if len(args) == 1 else args
     low = int(low)
     high = None if high is None else int(high)
@@ -216,7 +245,7 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     low, high = _random_bounds(dt, low, high)
-    sample = source.integers(low, high, _shape(self), np.int64)
+    sample = _draw(self, lambda shape: source.integers(low, high, shape, np.int64))
     return _store(self, sample, "RandomBackward1" if len(args) == 1 else "RandomBackward2")
 
 
