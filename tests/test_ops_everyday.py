@@ -347,3 +347,17 @@ def test_unique_with_sorted_false_still_sorts_and_counts():
     assert values.tolist() == [1, 2, 3, 5] and counts.tolist() == [2, 1, 2, 1]
     assert values[inverse].tolist() == x.tolist()
     assert_same(values, torch.tensor([3, 1, 2, 3, 1, 5]).unique(sorted=False))
+
+
+def test_running_extreme_without_ufunc_accumulate():
+    """The step-by-step path for array modules without ufunc.accumulate (some CuPy builds)."""
+    from microtorch.ops.special import _accumulate
+
+    class Plain:  # np.maximum without its accumulate method
+        def __call__(self, a, b):
+            return np.maximum(a, b)
+
+    data = np.random.default_rng(0).standard_normal((3, 5, 2))
+    for axis in range(3):
+        np.testing.assert_array_equal(_accumulate(Plain(), data, axis),
+                                      np.maximum.accumulate(data, axis=axis))

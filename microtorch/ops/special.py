@@ -359,6 +359,19 @@ cummax_result = namedtuple("cummax", ["values", "indices"])
 cummin_result = namedtuple("cummin", ["values", "indices"])
 
 
+def _accumulate(ufunc, arr, axis: int):
+    """``ufunc.accumulate`` along ``axis``, step by step where the array module lacks it
+    (CuPy builds without ufunc.accumulate)."""
+    try:
+        return ufunc.accumulate(arr, axis=axis)
+    except (AttributeError, NotImplementedError, TypeError):
+        xp = xp_of(arr)
+        out = xp.moveaxis(arr.copy(), axis, 0)
+        for i in range(1, out.shape[0]):
+            out[i] = ufunc(out[i - 1], out[i])
+        return xp.moveaxis(out, 0, axis)
+
+
 def _running_extreme(input: Tensor, dim: int, largest: bool):
     """(values, indices) of the running maximum (or minimum) along ``dim``: a tie moves the
     index to the later element and a NaN, once met, stays (at the latest NaN), as in PyTorch.
@@ -369,16 +382,16 @@ def _running_extreme(input: Tensor, dim: int, largest: bool):
         return input.clone(), Tensor._make(xp.zeros((), np.int64))
     d = wrap_dim(dim, arr.ndim)
     if arr.dtype == np.bool_:
-        run = (xp.logical_or if largest else xp.logical_and).accumulate(arr, axis=d)
+        run = _accumulate(xp.logical_or if largest else xp.logical_and, arr, d)
     else:
-        run = (xp.maximum if largest else xp.minimum).accumulate(arr, axis=d)
+        run = _accumulate(xp.maximum if largest else xp.minimum, arr, d)
     hit = (arr == run)
     if arr.dtype.kind == "f":
         hit |= xp.isnan(arr)
     shape = [1] * arr.ndim
     shape[d] = arr.shape[d]
     positions = xp.arange(arr.shape[d], dtype=np.int64).reshape(shape)
-    idx = xp.maximum.accumulate(xp.where(hit, positions, 0), axis=d)
+    idx = _accumulate(xp.maximum, xp.where(hit, positions, 0), d)
     indices = Tensor._make(xp.ascontiguousarray(idx))
     return input.gather(d, indices), indices
 
