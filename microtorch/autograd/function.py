@@ -280,9 +280,29 @@ def namespace(x):
 
 
 def _edge_node(edge):
-    if edge is None or isinstance(edge, Function):
+    if edge is None or isinstance(edge, (Function, ShownNode)):
         return edge
     return AccumulateGrad(edge)
+
+
+class ShownNode:
+    """A node of PyTorch's graph that a fused microtorch node has no counterpart for (the
+    ``TBackward0`` of linear's weight, inside ``AddmmBackward0``): it appears in
+    ``next_functions``, leading on to real edges, and takes no part in backward."""
+
+    def __init__(self, torch_name: str, *edges) -> None:
+        self.torch_name = torch_name
+        self._edges = edges
+
+    def name(self) -> str:
+        return self.torch_name
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((_edge_node(e), 0) for e in self._edges)
+
+    def __repr__(self) -> str:
+        return f"<{self.torch_name} object at {id(self):#x}>"
 
 
 class AccumulateGrad:

@@ -11,6 +11,9 @@ the overwritten values get a zero gradient.
 
 from __future__ import annotations
 
+import builtins
+import warnings
+
 import numpy as np
 
 from .. import _dtype
@@ -203,6 +206,24 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=
     return _store(self, sample, "CauchyBackward0")
 
 
+def _representable_from(low: int, dt: np.dtype, digits: int) -> int:
+    """PyTorch's update_from: a ``from`` the float dtype cannot hold moves up to one it can."""
+    above = int(dt.type(low + 1))
+    if above < low:
+        n = builtins.abs(low + 1).bit_length() - 1
+        low = above + (1 << (n - digits + 1))
+    return low
+
+
+def _representable_to(high: int, dt: np.dtype, digits: int) -> int:
+    """PyTorch's update_to: a ``to`` whose predecessor the dtype rounds up moves down."""
+    below = int(dt.type(high - 1))
+    if below >= high:
+        n = builtins.abs(high - 1).bit_length() - 1
+        high = below - (1 << (n - digits + 1))
+    return high
+
+
 def _random_bounds(dt: np.dtype, low: int, high) -> tuple[int, int]:
     """[low, high) checked against what the dtype holds exactly (PyTorch's bound checks)."""
     name = _dtype.from_numpy_dtype(dt).name
@@ -210,8 +231,15 @@ def _random_bounds(dt: np.dtype, low: int, high) -> tuple[int, int]:
         digits = np.finfo(dt).nmant + 1
         top = 1 << digits
         if high is None:
-            high = top + 1
-        return low, high
+            return low, top + 1
+        for bound, label in ((low, "from"), (high - 1, "to - 1")):
+            if not -top <= bound <= top:
+                kind = {"float16": "Half", "float32": "float", "float64": "double"}[name]
+                warnings.warn(f"{label} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                              f"precision limitations {kind} can support discrete uniform "
+                              f"distribution only within this range.", UserWarning,
+                              stacklevel=4)
+        return _representable_from(low, dt, digits), _representable_to(high, dt, digits)
     lo, hi = (0, 1) if dt == np.bool_ else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
     if high is None:
         high = hi + 1
