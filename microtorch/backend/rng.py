@@ -383,8 +383,7 @@ class Generator:
         if not std >= 0.0:
             raise ValueError(f"normal expects std >= 0.0, got std={std}")
         if n < 16 or not contiguous:
-            vals = [self._normal_scalar(float(mean), float(std)) for _ in range(n)]
-            out = np.array(vals, dtype=_f64)
+            out = self._normal_doubles(n, float(mean), float(std))
             # static_cast<scalar_t>(double); c10::Half converts double via float.
             out = out.astype(_f32).astype(_f16) if dt == _f16 else out.astype(dt)
             return out.reshape(shape)
@@ -415,6 +414,25 @@ class Generator:
             self._next_double_normal = r * math.sin(theta)
             ret = r * math.cos(theta)
         return float(_fma64(ret, std, mean))  # val * std + mean, fused by the compiler
+
+    def _normal_doubles(self, n: int, mean: float, std: float) -> np.ndarray:
+        """n calls of ``_normal_scalar`` at once: the cached sine first, then Box-Muller
+        pairs (cosine, sine) in order, the last sine cached when n leaves one over."""
+        out = np.empty(n, _f64)
+        start = 0
+        if n and self._next_double_normal is not None:
+            out[0], self._next_double_normal = self._next_double_normal, None
+            start = 1
+        pairs = (n - start + 1) // 2
+        if pairs:
+            u = self._unit(2 * pairs, np.dtype(_f64)).reshape(pairs, 2)
+            r = np.sqrt(-2.0 * _libm(math.log1p, -u[:, 1]))
+            theta = 2.0 * math.pi * u[:, 0]
+            vals = np.stack([r * _libm(math.cos, theta), r * _libm(math.sin, theta)], 1).ravel()
+            out[start:] = vals[:n - start]
+            if (n - start) % 2:
+                self._next_double_normal = float(vals[-1])
+        return _fma64(out, std, mean) if n else out
 
     def _normal_fill(self, n: int, dtype, transform16) -> np.ndarray:
         """torch's ``normal_fill``: uniforms for all n, Box-Muller per block of 16, tail redo."""
@@ -544,8 +562,7 @@ class Generator:
         if not std > 0.0:
             raise ValueError(f"log_normal_ expects std > 0.0, but found std={std}")
         shape, n = _shape_numel(shape)
-        vals = [math.exp(self._normal_scalar(mean, std)) for _ in range(n)]
-        return _cast_double(np.array(vals, _f64), dtype, shape)
+        return _cast_double(_libm(math.exp, self._normal_doubles(n, mean, std)), dtype, shape)
 
     def random_bits(self, shape: Shape, dtype) -> np.ndarray:
         """``Tensor.random_()``: integers over the dtype's whole exact range, [0, 2**mantissa]
