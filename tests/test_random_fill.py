@@ -229,3 +229,41 @@ def test_fill_of_a_non_contiguous_view_matches_torch(view, method, dtype):
     getattr(VIEWS[view](ours), method)(*args)
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     assert mt.rand(2).tolist() == torch.rand(2).tolist()
+
+
+def test_generic_backend_distributions():
+    """The distributions a backend without PyTorch's stream (CUDA) builds from its uniforms
+    and normals: run here on a NumPy stand-in, checked for dtype, shape and range."""
+    from microtorch.backend.base import Backend
+    from microtorch.backend.device import CPU
+
+    class Plain(Backend):
+        xp = np
+        rng = np.random.default_rng(0)
+
+        def uniform(self, shape, dtype, low=0.0, high=1.0):
+            return (self.rng.random(shape) * (high - low) + low).astype(dtype)
+
+        def normal(self, shape, dtype, mean=0.0, std=1.0, contiguous=True):
+            return (self.rng.standard_normal(shape) * std + mean).astype(dtype)
+
+        def integers(self, low, high, shape, dtype):
+            return self.rng.integers(low, high, shape).astype(dtype)
+
+    b = Plain(CPU)
+    n = (4000,)
+    e = b.exponential(n, np.float32, 2.0)
+    assert e.dtype == np.float32 and e.shape == n and e.min() >= 0 and abs(e.mean() - 0.5) < 0.05
+    g = b.geometric(n, np.int64, 0.25)
+    assert g.dtype == np.int64 and g.min() >= 1 and abs(g.mean() - 4) < 0.3
+    c = b.cauchy(n, np.float64, 1.0, 0.5)
+    assert c.dtype == np.float64 and abs(np.median(c) - 1.0) < 0.1
+    ln = b.log_normal(n, np.float32, 0.0, 0.25)
+    assert ln.dtype == np.float32 and ln.min() > 0 and abs(np.median(np.log(ln))) < 0.05
+    p = np.linspace(0, 1, 4000)
+    bt = b.bernoulli_tensor(p, np.float32)
+    assert bt.dtype == np.float32 and bt[0] == 0 and bt[-1] == 1 and abs(bt.mean() - 0.5) < 0.05
+    bits = b.random_bits((1000,), np.uint8)
+    assert bits.dtype == np.uint8 and bits.max() > 200
+    assert b.random_bits((10,), np.bool_).dtype == np.bool_
+    assert b.unit_doubles(5).shape == (5,)
