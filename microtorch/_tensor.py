@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import _dtype
@@ -19,17 +21,26 @@ class _GradEpoch:
 
     Gradients accumulated in place leave it unchanged, so a flat gradient buffer that checked
     its parameters' gradients at some epoch knows they are still the same while it holds.
-    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``.
+    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``. Each bump takes a new
+    number from a counter (one atomic step, so bumps from concurrent threads are never lost);
+    readers only compare for equality.
     """
 
     value = 0
+    _numbers = itertools.count(1).__next__
 
     @classmethod
     def bump(cls) -> None:
-        cls.value += 1
+        cls.value = cls._numbers()
 
 
 grad_epoch = _GradEpoch
+
+# PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
+_LEGACY_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half",
+                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                      "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 class Tensor:
@@ -330,11 +341,15 @@ class Tensor:
         return self.to(device)
 
     def type(self, dtype=None):
-        """The type name, or a tensor converted to ``dtype``."""
-        from .ops.creation import legacy_type_dtype, legacy_type_name
-
+        """The legacy type name (``microtorch.FloatTensor``, ``microtorch.cuda.LongTensor``),
+        or a tensor converted to ``dtype`` (a dtype, a legacy type such as ``LongTensor``, or
+        its name as a string)."""
         if dtype is None:
-            return legacy_type_name(self.dtype)
+            name = self.dtype.name
+            kind = _LEGACY_TYPE_NAMES.get(name, name.capitalize())
+            return f"microtorch.{'cuda.' if self.is_cuda else ''}{kind}Tensor"
+        from .ops.creation import legacy_type_dtype
+
         return self.to(legacy_type_dtype(dtype))
 
     def float(self) -> Tensor:

@@ -433,14 +433,6 @@ LEGACY_TYPES = {t.__name__: t for t in (FloatTensor, DoubleTensor, HalfTensor, L
                                         BoolTensor)}
 
 
-def legacy_type_name(dt: _dtype.dtype) -> str:
-    """``microtorch.FloatTensor`` for float32 and so on (``Tensor.type()``)."""
-    for name, cls in LEGACY_TYPES.items():
-        if cls.dtype == dt:
-            return f"microtorch.{name}"
-    return f"microtorch.{dt.name.capitalize()}Tensor"
-
-
 def legacy_type_dtype(spec) -> _dtype.dtype:
     """The dtype named by ``Tensor.type``'s argument: a legacy type, its name as a string
     (``'torch.LongTensor'``), or a dtype."""
