@@ -22,7 +22,6 @@ from . import (
     indexed,
     linalg,
     matrix,
-    nn_ops,
     random_fill,
     reduce,
     shape,
@@ -30,6 +29,7 @@ from . import (
     special,
 )
 from ._util import Tensor, is_scalar, promote_operands, xp_of
+from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
@@ -89,7 +89,6 @@ from .elementwise import (
 from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
-from .nn_ops import erf, log_softmax, softmax
 from .random_fill import *  # noqa: F403
 from .reduce import (
     all,
@@ -145,6 +144,7 @@ from .shape import (
 )
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
+from .special import erf
 
 
 def add(input, other, *, alpha=1) -> Tensor:

@@ -449,6 +449,23 @@ def remainder(a, b) -> Tensor:
     return a - floor_divide(a, b) * b
 
 
+class ClampMinValueOnly(Function):
+    """max(x, lo) in value, identity in gradient: PyTorch's ``clamp_min_`` under no_grad on a
+    tensor that stays in the graph (cosine_similarity's norms)."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, x, lo):
+        arr = x._data
+        return xp_of(arr).maximum(arr, lo)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (g,) = lift(grad)
+        return finish(g, None)
+
+
 # -- closeness ------------------------------------------------------------------------------------
 def _same_dtype_operands(a: Tensor, b, name: str):
     if not isinstance(b, Tensor):
