@@ -73,3 +73,106 @@ def test_a_composite_still_backpropagates_through_its_inner_nodes():
     assert node.variable is x  # AccumulateGrad of x, past the inner gather
     (out * mt.tensor([[1.0, 2.0, 3.0]])).sum().backward()
     assert x.grad.tolist() == [[3.0, 1.0, 2.0]]
+
+
+def _blitz_net(lib):
+    """The 60-minute blitz's LeNet on a 1x1x32x32 input."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 6, 5), nn.Conv2d(6, 16, 5)
+            self.fc1, self.fc2 = nn.Linear(16 * 5 * 5, 120), nn.Linear(120, 84)
+            self.fc3 = nn.Linear(84, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
+            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            x = lib.flatten(x, 1)
+            return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+    lib.manual_seed(0)
+    return Net()
+
+
+def test_the_blitz_chain_reads_as_pytorch_prints_it():
+    names = []
+    for lib in (mt, torch):
+        net = _blitz_net(lib)
+        lib.manual_seed(1)
+        loss = lib.nn.MSELoss()(net(lib.randn(1, 1, 32, 32)), lib.randn(1, 10))
+        node = loss.grad_fn
+        names.append([node.name(), node.next_functions[0][0].name(),
+                      node.next_functions[0][0].next_functions[0][0].name(),
+                      shape_of(node, 6)])
+    assert names[0][:3] == ["MseLossBackward0", "AddmmBackward0",
+                            "torch::autograd::AccumulateGrad"]
+    assert names[0] == names[1]
+
+
+def _linear_cases():
+    return {
+        "1-d": lambda m, x, w, b: m.nn.functional.linear(x[0], w, b),
+        "1-d no bias": lambda m, x, w, b: m.nn.functional.linear(x[0], w),
+        "2-d": lambda m, x, w, b: m.nn.functional.linear(x, w, b),
+        "2-d no bias": lambda m, x, w, b: m.nn.functional.linear(x, w),
+        "3-d": lambda m, x, w, b: m.nn.functional.linear(x.view(3, 1, 4), w, b),
+        "3-d no bias": lambda m, x, w, b: m.nn.functional.linear(x.view(3, 1, 4), w),
+        "frozen weight": lambda m, x, w, b: m.nn.functional.linear(x, w.detach(), b),
+        "frozen bias": lambda m, x, w, b: m.nn.functional.linear(x, w, b.detach()),
+        "constant input": lambda m, x, w, b: m.nn.functional.linear(x.detach(), w, b),
+    }
+
+
+@pytest.mark.parametrize("case", _linear_cases())
+def test_linear_graph_matches_torch(case):
+    data = np.random.default_rng(0).standard_normal((3, 4))
+    wd, bd = np.random.default_rng(1).standard_normal((2, 4)), np.ones(2)
+    shapes = []
+    for lib in (mt, torch):
+        x = lib.tensor(data, requires_grad=True) * 1
+        w, b = lib.tensor(wd, requires_grad=True), lib.tensor(bd, requires_grad=True)
+        shapes.append(shape_of(_linear_cases()[case](lib, x, w, b).grad_fn, 4))
+    assert shapes[0] == shapes[1]
+
+
+def _nn_cases():
+    def F(m):
+        return m.nn.functional
+    return {
+        "mse_loss": lambda m, x, y: F(m).mse_loss(x, y),
+        "mse_loss_sum": lambda m, x, y: F(m).mse_loss(x, y, reduction="sum"),
+        "smooth_l1": lambda m, x, y: F(m).smooth_l1_loss(x, y),
+        "huber": lambda m, x, y: F(m).huber_loss(x, y),
+        "soft_margin": lambda m, x, y: F(m).soft_margin_loss(x, y.sign().detach()),
+        "bce": lambda m, x, y: F(m).binary_cross_entropy(x.sigmoid(), y.sigmoid()),
+        "bce_logits": lambda m, x, y: F(m).binary_cross_entropy_with_logits(x, y.sigmoid()),
+        "cross_entropy": lambda m, x, y: F(m).cross_entropy(x, m.tensor([0, 3, 1])),
+        "nll_loss": lambda m, x, y: F(m).nll_loss(x.log_softmax(1), m.tensor([0, 3, 1])),
+        "leaky_relu": lambda m, x, y: F(m).leaky_relu(x),
+        "gelu": lambda m, x, y: F(m).gelu(x),
+        "gelu_tanh": lambda m, x, y: F(m).gelu(x, approximate="tanh"),
+        "silu": lambda m, x, y: F(m).silu(x),
+        "glu": lambda m, x, y: F(m).glu(x),
+        "prelu": lambda m, x, y: F(m).prelu(x, y[0, :1]),
+        "layer_norm": lambda m, x, y: F(m).layer_norm(x, (4,), y[0], y[1]),
+        "layer_norm_plain": lambda m, x, y: F(m).layer_norm(x, (4,)),
+        "batch_norm": lambda m, x, y: F(m).batch_norm(x, None, None, y[0], y[1], training=True),
+        "group_norm": lambda m, x, y: F(m).group_norm(x.view(3, 4, 1), 2, y[0], y[1]),
+        "pixel_shuffle": lambda m, x, y: F(m).pixel_shuffle(x.view(1, 4, 3, 1), 2),
+        "pad_reflect": lambda m, x, y: F(m).pad(x.view(1, 3, 4), (1, 1), mode="reflect"),
+        "adaptive_avg_pool2d": lambda m, x, y: F(m).adaptive_avg_pool2d(x.view(1, 3, 4), 2),
+    }
+
+
+@pytest.mark.parametrize("case", _nn_cases())
+def test_nn_composites_match_torch(case):
+    rng = np.random.default_rng(0)
+    data, other = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    shapes = []
+    for lib in (mt, torch):
+        x = lib.tensor(data, requires_grad=True) * 1
+        y = lib.tensor(other, requires_grad=True) * 1
+        shapes.append(shape_of(_nn_cases()[case](lib, x, y).grad_fn, 2))
+    assert shapes[0] == shapes[1]
