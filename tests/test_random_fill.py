@@ -168,7 +168,9 @@ def test_errors_match_torch(k):
 
 def test_not_implemented_kinds_match_torch():
     for fn in (lambda m: m.empty(3, dtype=m.int64).normal_(),
-               lambda m: m.empty(3, dtype=m.int64).uniform_()):
+               lambda m: m.empty(3, dtype=m.int64).uniform_(),
+               lambda m: m.empty(3, dtype=m.int64).log_normal_(),
+               lambda m: m.empty(3).bernoulli_(m.tensor([1, 0, 1]))):
         with pytest.raises(NotImplementedError) as theirs:
             fn(torch)
         with pytest.raises(NotImplementedError, match=str(theirs.value)[:20]):
@@ -267,3 +269,15 @@ def test_generic_backend_distributions():
     assert bits.dtype == np.uint8 and bits.max() > 200
     assert b.random_bits((10,), np.bool_).dtype == np.bool_
     assert b.unit_doubles(5).shape == (5,)
+
+
+def test_a_refused_fill_draws_nothing():
+    mt.manual_seed(9)
+    torch.manual_seed(9)
+    w = mt.ones(20, requires_grad=True)
+    for method, args in (("normal_", ()), ("uniform_", ()), ("bernoulli_", (0.5,)),
+                         ("random_", (0, 5))):
+        with pytest.raises(RuntimeError, match="leaf Variable"):
+            getattr(w, method)(*args)
+    assert w.tolist() == [1.0] * 20
+    assert mt.rand(3).tolist() == torch.rand(3).tolist()  # the stream did not move

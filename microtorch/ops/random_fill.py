@@ -75,12 +75,16 @@ def _draw(self: Tensor, draw) -> np.ndarray:
     return sample.transpose(np.argsort(order))
 
 
-def _store(self: Tensor, sample, torch_name: str) -> Tensor:
-    """Write a sample array into ``self`` in place (recorded when ``self`` is in a graph)."""
+def _store(self: Tensor, draw, torch_name: str, in_memory_order: bool = True) -> Tensor:
+    """Fill ``self`` in place with ``draw(shape)`` (recorded when ``self`` is in a graph).
+    The in-place check comes first: a fill that raises draws nothing, so the generator's
+    stream is as it was."""
     from . import _check_inplace, _write
 
+    recorded = _check_inplace(self)
+    sample = _draw(self, draw) if in_memory_order else draw(_shape(self))
     arr = self._backend.asarray(sample).astype(self._data.dtype, copy=False)
-    if _check_inplace(self):
+    if recorded:
         return _write(self, Sampled.apply(arr, torch_name, self))
     self._data[...] = arr
     self._vbox[0] += 1
@@ -112,8 +116,8 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     source, dt = _source(self, generator), self._data.dtype
     contiguous = bool(self._data.flags.c_contiguous)
-    sample = _draw(self, lambda shape: source.normal(shape, dt, mean, std, contiguous))
-    return _store(self, sample, "NormalBackward0")
+    return _store(self, lambda shape: source.normal(shape, dt, mean, std, contiguous),
+                  "NormalBackward0")
 
 
 def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None,
@@ -127,8 +131,7 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=Non
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={from_} > to={to}")
     source, dt = _source(self, generator), self._data.dtype
-    sample = _draw(self, lambda shape: source.uniform(shape, dt, from_, to))
-    return _store(self, sample, "UniformBackward0")
+    return _store(self, lambda shape: source.uniform(shape, dt, from_, to), "UniformBackward0")
 
 
 def _check_probabilities(p: Tensor) -> None:
@@ -158,12 +161,12 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
                                f"{list(self.shape)}): the number of sizes provided must be "
                                f"greater or equal to the number of dimensions in the "
                                f"tensor") from None
-        return _store(self, source.bernoulli_tensor(probs, self._data.dtype),
-                      "BernoulliBackward1")
+        return _store(self, lambda shape: source.bernoulli_tensor(probs, self._data.dtype),
+                      "BernoulliBackward1", in_memory_order=False)
     p = float(p)
     if not 0.0 <= p <= 1.0:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
-    return _store(self, _draw(self, lambda shape: source.bernoulli(p, shape, self._data.dtype)),
+    return _store(self, lambda shape: source.bernoulli(p, shape, self._data.dtype),
                   "BernoulliBackward2")
 
 
@@ -173,8 +176,7 @@ def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     if not lambd > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     source, dt = _source(self, generator), self._data.dtype
-    sample = _draw(self, lambda shape: source.exponential(shape, dt, lambd))
-    return _store(self, sample, "ExponentialBackward0")
+    return _store(self, lambda shape: source.exponential(shape, dt, lambd), "ExponentialBackward0")
 
 
 def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
@@ -182,18 +184,16 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     source, dt = _source(self, generator), self._data.dtype
-    sample = _draw(self, lambda shape: source.geometric(shape, dt, p))
-    return _store(self, sample, "GeometricBackward0")
+    return _store(self, lambda shape: source.geometric(shape, dt, p), "GeometricBackward0")
 
 
 def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator=None) -> Tensor:
     """Fill with exp(N(mean, std^2)) samples."""
-    _continuous_only(self, "log_normal_")
+    _float_only(self, "log_normal_cpu")
     if not std > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     source, dt = _source(self, generator), self._data.dtype
-    sample = _draw(self, lambda shape: source.log_normal(shape, dt, mean, std))
-    return _store(self, sample, "LogNormalBackward0")
+    return _store(self, lambda shape: source.log_normal(shape, dt, mean, std), "LogNormalBackward0")
 
 
 def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> Tensor:
@@ -202,8 +202,7 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator=
     if not sigma > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     source, dt = _source(self, generator), self._data.dtype
-    sample = _draw(self, lambda shape: source.cauchy(shape, dt, median, sigma))
-    return _store(self, sample, "CauchyBackward0")
+    return _store(self, lambda shape: source.cauchy(shape, dt, median, sigma), "CauchyBackward0")
 
 
 def _representable_from(low: int, dt: np.dtype, digits: int) -> int:
@@ -264,8 +263,7 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
     source = _source(self, generator)
     dt = self._data.dtype
     if not args:
-        return _store(self, _draw(self, lambda shape: source.random_bits(shape, dt)),
-                      "RandomBackward0")
+        return _store(self, lambda shape: source.random_bits(shape, dt), "RandomBackward0")
     low, high = (0, args[0]) if len(args) == 1 else args
     low = int(low)
     high = None if high is None else int(high)
@@ -273,8 +271,8 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     low, high = _random_bounds(dt, low, high)
-    sample = _draw(self, lambda shape: source.integers(low, high, shape, np.int64))
-    return _store(self, sample, "RandomBackward1" if len(args) == 1 else "RandomBackward2")
+    return _store(self, lambda shape: source.integers(low, high, shape, np.int64),
+                  "RandomBackward1" if len(args) == 1 else "RandomBackward2")
 
 
 # -- functions -----------------------------------------------------------------------------------
