@@ -220,6 +220,14 @@ class Optimizer:
         for group in param_groups:
             self.add_param_group(group)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickling and deepcopy: ``_consumed`` holds weak references to gradients (only the
+        # stale-gradient check's memory of the last step), which cannot be pickled; a copy
+        # starts with an empty one.
+        state = self.__dict__.copy()
+        state["_consumed"] = {}
+        return state
+
     # -- parameter groups ---------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters (with hyperparameters overriding the defaults)."""
