@@ -51,12 +51,16 @@ _TORCH_LEGACY_MAGIC = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19
 
 def _write_checkpoint(fh: IO[bytes], archive_name: str, data: bytes, storages: list) -> None:
     writer = ArchiveWriter(fh, archive_name)
-    writer.write("data.pkl", data)
-    writer.write(".format_version", b"1")
-    writer.write(".storage_alignment", b"64")
-    writer.write("byteorder", sys.byteorder.encode())
-    for storage in storages:
-        writer.write(f"data/{storage.key}", storage.host_bytes())
+    try:
+        writer.write("data.pkl", data)
+        writer.write(".format_version", b"1")
+        writer.write(".storage_alignment", b"64")
+        writer.write("byteorder", sys.byteorder.encode())
+        for storage in storages:
+            writer.write(f"data/{storage.key}", storage.host_bytes())
+    except BaseException:
+        writer.abandon()
+        raise
     writer.close()
 
 

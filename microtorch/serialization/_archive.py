@@ -15,6 +15,7 @@ declared size and checked against its CRC-32.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -67,6 +68,11 @@ class ArchiveWriter:
                 chunk = view[pos:pos + _CHUNK]
                 member.write(chunk)
                 self._digest.update(chunk)
+
+    def abandon(self) -> None:
+        """After a failed write: release the archive (what was written is garbage anyway)."""
+        with contextlib.suppress(Exception):
+            self._zf.close()
 
     def close(self) -> None:
         """Write the serialization id (a digest of everything written) and the directory."""
