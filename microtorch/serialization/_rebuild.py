@@ -93,16 +93,15 @@ class LoadContext:
             raise self.error(f"invalid storage key {str(key)[:80]!r}")
         if not isinstance(location, str) or not _is_int(numel) or numel < 0:
             raise self.error(f"invalid storage record for key {key!r}")
+        nbytes = numel * kind.dtype.itemsize
+        raw = self._bytes.get(key)
+        if raw is None:
+            raw = self._bytes[key] = self.archive.storage_bytes(f"data/{key}", nbytes, self.mmap)
+        elif raw.nbytes != nbytes:
+            raise self.error(f"storage {key!r} is referred to with two different sizes")
         placed_key = (key, kind.dtype.name, location)
         if placed_key in self._placed:
             return self._placed[placed_key]
-        itemsize = kind.dtype.itemsize
-        raw = self._bytes.get(key)
-        if raw is None:
-            raw = self._bytes[key] = self.archive.storage_bytes(f"data/{key}", numel * itemsize,
-                                                                self.mmap)
-        if raw.nbytes != numel * itemsize:
-            raise self.error(f"storage {key!r} is referred to with two different sizes")
         typed = np.ndarray((numel,), kind.dtype.np, buffer=raw) if numel else \
             np.empty(0, kind.dtype.np)
         storage = LoadedStorage(place_storage(typed, location, self.map_location), kind.dtype,
