@@ -548,3 +548,21 @@ def test_tensors_pass_through_multiprocessing_queues():
     got = outq.get(timeout=60)
     proc.join(timeout=60)
     assert proc.exitcode == 0 and got.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_load_arguments_validated():
+    buf = io.BytesIO()
+    microtorch.save({"w": microtorch.ones(1)}, buf)
+    buf.seek(0)
+    assert microtorch.load(buf, weights_only=None)["w"].tolist() == [1.0]  # None: True
+    with pytest.raises(ValueError, match="pickle_module"):
+        microtorch.load(buf, pickle_module=object())
+    with pytest.raises(TypeError, match="unsupported load arguments"):
+        microtorch.load(buf, encoding="latin1")
+    with pytest.raises(ValueError, match="protocol"):
+        microtorch.save({}, io.BytesIO(), pickle_protocol=1)
+    for protocol in (3, 4, 5):
+        out = io.BytesIO()
+        microtorch.save({"w": microtorch.arange(2.0)}, out, pickle_protocol=protocol)
+        out.seek(0)
+        assert microtorch.load(out)["w"].tolist() == [0.0, 1.0], protocol

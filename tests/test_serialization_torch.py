@@ -213,3 +213,25 @@ def test_safetensors_save_model_dedupes_tied_weights(tmp_path):
     missing, unexpected = st.load_model(fresh, tmp_path / "tied.safetensors")
     assert missing == [] and unexpected == []
     assert fresh[0].weight.tolist() == model[0].weight.tolist()
+
+
+def test_torch_mmaps_microtorch_checkpoint(tmp_path):
+    path = tmp_path / "aligned.pt"
+    microtorch.save({"w": microtorch.arange(100.0), "h": microtorch.ones(3,
+                                                                         dtype=microtorch.float16)},
+                    path)
+    out = torch.load(path, mmap=True, weights_only=True)  # needs 64-byte aligned records
+    assert out["w"].tolist() == list(range(100)) and out["h"].dtype == torch.float16
+
+
+def test_whole_torch_module_loads_with_weights_only_false(tmp_path):
+    torch.manual_seed(0)
+    tmodel = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU())
+    path = tmp_path / "module.pt"
+    torch.save(tmodel, path)
+    with pytest.raises(pickle_error(), match=r"GLOBAL torch\.nn\.modules\.container\.Sequential"):
+        microtorch.load(path)
+    model = microtorch.load(path, weights_only=False)  # torch.nn names map to microtorch.nn
+    assert type(model) is nn.Sequential and type(model[0].weight) is nn.Parameter
+    x = np.ones((1, 2), np.float32)
+    assert model(microtorch.tensor(x)).tolist() == tmodel(torch.from_numpy(x)).tolist()
