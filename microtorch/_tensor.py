@@ -384,7 +384,9 @@ class Tensor:
         # non-leaf arrives as a leaf. microtorch.save writes PyTorch's format instead.
         arr = self._data
         host = arr if type(arr) is np.ndarray else backend_of(arr).to_numpy(arr)
-        state = self.__dict__ or None
+        # User attributes only: the internals kept in __dict__ (_grad, _base, _hooks ...)
+        # describe this process's graph, not the value.
+        state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)} or None
         return (_rebuild_pickled, (type(self), host, str(self.device), self.requires_grad,
                                    self._grad, state))
 

@@ -386,3 +386,12 @@ def test_pin_memory_on_cuda_gives_pinned_host_tensors():
     assert x.device == microtorch.device("cpu") and x.tolist() == [[0, 0], [1, 1], [2, 4]]
     pointer = cupy.cuda.runtime.pointerGetAttributes(x._data.ctypes.data)
     assert pointer.type == cupy.cuda.runtime.memoryTypeHost
+
+
+def test_persistent_workers_restart_after_an_error():
+    loader = DataLoader(Failing(), batch_size=None, num_workers=2, persistent_workers=True)
+    with pytest.raises(ValueError, match="sample 5 is broken"):
+        list(loader)
+    it = iter(loader)  # the failed workers were shut down: a fresh set starts
+    assert [next(it) for _ in range(3)] == [0, 1, 2]
+    it._shutdown_workers()

@@ -104,12 +104,21 @@ def test_nested_state_dict_roundtrip(tmp_path):
     assert isinstance(out["size"], microtorch.Size)
 
 
-def test_numpy_values_need_safe_globals_or_weights_only_false():
-    state = {"rng": np.arange(6, dtype=np.uint8).reshape(2, 3), "np_scalar": np.int64(7)}
-    with pytest.raises(pickle.UnpicklingError, match="numpy"):
-        _roundtrip(state)
-    out = _roundtrip(state, weights_only=False)
-    assert np.array_equal(out["rng"], state["rng"]) and out["np_scalar"] == 7
+def test_numeric_numpy_values_load_object_arrays_do_not():
+    state = {"rng": np.arange(6, dtype=np.uint8).reshape(2, 3), "np_scalar": np.int64(7),
+             "half": np.float16(1.5), "empty": np.zeros((0, 2)), "fortran": np.asfortranarray(
+                 np.arange(6.0).reshape(2, 3)), "gen": microtorch.Generator().get_state()}
+    out = _roundtrip(state)
+    for key, value in state.items():
+        assert type(out[key]) is type(value) and out[key].dtype == value.dtype, key
+        assert np.array_equal(out[key], value), key
+    assert out["np_scalar"] == 7 and isinstance(out["np_scalar"], np.int64)
+    with pytest.raises(pickle.UnpicklingError, match="only numeric NumPy dtypes"):
+        _roundtrip({"objects": np.array([1, "x"], dtype=object)})
+    with pytest.raises(pickle.UnpicklingError, match="non-native byte order"):
+        _roundtrip({"big_endian": np.arange(3, dtype=">i4")})
+    out = _roundtrip({"objects": np.array([1, "x"], dtype=object)}, weights_only=False)
+    assert out["objects"].tolist() == [1, "x"]
 
 
 def test_loaded_tensors_are_independent_writable_leaves():
@@ -566,3 +575,11 @@ def test_load_arguments_validated():
         microtorch.save({"w": microtorch.arange(2.0)}, out, pickle_protocol=protocol)
         out.seek(0)
         assert microtorch.load(out)["w"].tolist() == [0.0, 1.0], protocol
+
+
+def test_pickle_keeps_user_attributes_not_graph_internals():
+    base = microtorch.ones(4, requires_grad=True)
+    view = base[1:]
+    view.label = "rows"
+    out = pickle.loads(pickle.dumps(view))
+    assert out.label == "rows" and out._base is None and out.tolist() == [1.0, 1.0, 1.0]

@@ -204,6 +204,13 @@ def _raw_pickle(body: bytes) -> bytes:
     (b"cbuiltins\nbytearray\nJ\x00\x10\xa5\xd4\x85R", "bytearray may only"),
     (b"ccollections\nOrderedDict\n)R}X\x01\x00\x00\x00aK\x01sb", "OrderedDict"),  # fine
     (b"]K\x01\x82", "extension codes"),
+    (b"cbuiltins\nbytes\nJ\x00\x10\xa5\xd4\x85R", "bytes may only"),  # bytes(10**12)
+    (b"cnumpy\ndtype\nX\x01\x00\x00\x00O\x85R", "not a numeric type code|numeric NumPy"),
+    # an array whose state claims 10**6 float64 elements from 8 bytes of data
+    (b"cnumpy._core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85C\x01b\x87R"
+     b"(K\x01J@B\x0f\x00\x85cnumpy\ndtype\nX\x02\x00\x00\x00f8\x85R"
+     b"(K\x03X\x01\x00\x00\x00<NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"
+     b"\x89C\x08\x00\x00\x00\x00\x00\x00\x00\x00tb", "bytes do not match"),
 ])
 def test_restricted_opcodes_and_globals(tmp_path, body, match):
     if match == "OrderedDict":  # BUILD filling an OrderedDict's attributes is allowed

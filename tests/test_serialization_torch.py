@@ -235,3 +235,17 @@ def test_whole_torch_module_loads_with_weights_only_false(tmp_path):
     assert type(model) is nn.Sequential and type(model[0].weight) is nn.Parameter
     x = np.ones((1, 2), np.float32)
     assert model(microtorch.tensor(x)).tolist() == tmodel(torch.from_numpy(x)).tolist()
+
+
+def test_tensor_attributes_survive_both_ways(tmp_path):
+    t = microtorch.ones(3)
+    t.tag = "hello"
+    p = nn.Parameter(microtorch.ones(2))
+    p.note = 5
+    microtorch.save({"t": t, "p": p}, tmp_path / "attrs.pt")
+    theirs = torch.load(tmp_path / "attrs.pt", weights_only=True)
+    assert theirs["t"].tag == "hello" and theirs["p"].note == 5
+    assert isinstance(theirs["p"], torch.nn.Parameter)
+    torch.save(theirs, tmp_path / "back.pt")
+    ours = microtorch.load(tmp_path / "back.pt")
+    assert ours["t"].tag == "hello" and ours["p"].note == 5 and type(ours["p"]) is nn.Parameter

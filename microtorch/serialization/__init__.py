@@ -25,15 +25,15 @@ import sys
 import zipfile
 from typing import IO, Any
 
-from ._archive import ArchiveReader, ArchiveWriter, CheckpointError, archive_name_for
+from ._archive import ArchiveReader, ArchiveWriter, archive_name_for
 from ._atomic import write_atomic
+from ._errors import CheckpointError, WeightsOnlyError
 from ._legacy import is_legacy_archive, load_legacy
 from ._pickler import pickle_for_torch
 from ._placement import CallerError, MapLocation, PlacementError, check_map_location
 from ._rebuild import LoadContext
 from ._unpickler import (
     FullUnpickler,
-    WeightsOnlyError,
     WeightsUnpickler,
     add_safe_globals,
     clear_safe_globals,

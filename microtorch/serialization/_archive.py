@@ -25,6 +25,8 @@ from typing import IO
 
 import numpy as np
 
+from ._errors import CheckpointError
+
 ALIGNMENT = 64
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed member timestamps: same object, same bytes
 _CHUNK = 1 << 24  # copy storages 16 MiB at a time
@@ -34,10 +36,6 @@ _PAD_ID = b"FB"  # the extra-field id PyTorch pads with
 # _INFLATE_FLOOR): a checkpoint of a few MB can never make us allocate GBs.
 _INFLATE_RATIO = 8
 _INFLATE_FLOOR = 1 << 20
-
-
-class CheckpointError(RuntimeError):
-    """A file that is not a readable checkpoint (the message names the file)."""
 
 
 # ------------------------------------------------------------------------------- writing

@@ -20,7 +20,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor
 from ..backend.device import device as Device
-from ._archive import CheckpointError
+from ._errors import CheckpointError
 from ._placement import MapLocation, place_storage
 
 FORMAT = "microtorch.checkpoint"

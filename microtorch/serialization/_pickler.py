@@ -48,6 +48,8 @@ class TorchGlobal:
 
 _REBUILD_TENSOR = TorchGlobal("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = TorchGlobal("torch._utils", "_rebuild_parameter")
+_REBUILD_PARAMETER_WITH_STATE = TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
+_REBUILD_FROM_TYPE = TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
 
 
 class _Call:
@@ -221,15 +223,27 @@ class TorchPickler(pickle._Pickler):
 
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
+            from ..nn.parameter import Parameter
+
             storage, offset, strides = self.plan.layout[id(obj)]
-            param = type(obj).__name__ == "Parameter" and \
-                type(obj).__module__.startswith("microtorch.nn")
+            param = isinstance(obj, Parameter)
             grad = bool(obj.requires_grad) and not param
             args = (storage, offset, tuple(obj._data.shape), strides, grad,
                     collections.OrderedDict())
+            # User attributes (not the internals Tensor keeps in __dict__), as PyTorch saves
+            # them: _rebuild_parameter_with_state / _rebuild_from_type_v2.
+            state = {k: v for k, v in obj.__dict__.items() if not hasattr(Tensor, k)}
             if param:
+                hooks = collections.OrderedDict()
+                if state:
+                    return (_REBUILD_PARAMETER_WITH_STATE,
+                            (_Call(_REBUILD_TENSOR, args), bool(obj.requires_grad), hooks,
+                             state))
                 return (_REBUILD_PARAMETER, (_Call(_REBUILD_TENSOR, args),
-                                             bool(obj.requires_grad), collections.OrderedDict()))
+                                             bool(obj.requires_grad), hooks))
+            if state:
+                return (_REBUILD_FROM_TYPE, (_REBUILD_TENSOR, TorchGlobal("torch", "Tensor"),
+                                             args, state))
             return (_REBUILD_TENSOR, args)
         if isinstance(obj, _Call):
             return (obj.func, obj.args)

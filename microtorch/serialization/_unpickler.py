@@ -3,7 +3,8 @@
 ``weights_only=True`` (the default, as in PyTorch >= 2.6) admits only PyTorch's allowlist:
 tensors and storages (through PyTorch's rebuild functions), ``OrderedDict``, ``Counter``,
 sets, ``bytearray``, ``complex``, bytes (``_codecs.encode``), dtypes, devices, sizes and
-primitive values, plus the globals a user allows with ``add_safe_globals`` /
+primitive values, plus numeric NumPy arrays and scalars (``_numpy_globals``: PyTorch would
+want them allowed first) and the globals a user allows with ``add_safe_globals`` /
 ``safe_globals``.  Any other global is refused before it is imported, naming it and telling
 how to allow it.  The opcodes that would call or mutate something are restricted too: no
 tensor constructor can be called, items are only set on dicts and appended to lists, and
@@ -28,17 +29,15 @@ from typing import Any
 
 from .._tensor import Size, Tensor
 from ..backend.device import device as Device
+from ._errors import WeightsOnlyError
 from ._names import dtype_of_storage_class, storage_class_names, torch_dtype_names
+from ._numpy_globals import build_numpy, numpy_globals
 from ._rebuild import LoadContext, StorageClass
 
 __all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 
 MAX_NESTING = 200  # containers inside containers: far beyond any state dict
 _user_globals: list[Any] = []
-
-
-class WeightsOnlyError(pickle.UnpicklingError):
-    """Something a ``weights_only`` load refuses (a global, an opcode's use, nesting)."""
 
 
 # ------------------------------------------------------------------------- safe globals
@@ -100,6 +99,13 @@ def _bytearray(*args):
     return bytearray(*args)
 
 
+def _bytes(*args) -> bytes:
+    """``bytes()`` as protocol-2 pickles write an empty bytes object: never ``bytes(n)``."""
+    if args and not isinstance(args[0], (bytes, bytearray)):
+        raise WeightsOnlyError("bytes may only be rebuilt empty or from bytes")
+    return bytes(*args)
+
+
 def _encode(obj, encoding: str = "utf-8", errors: str = "strict") -> bytes:
     """``_codecs.encode`` as protocol-2 pickles use it for bytes (a str in latin-1)."""
     if not isinstance(obj, str) or encoding not in ("latin1", "latin-1", "utf-8", "utf8") \
@@ -118,6 +124,7 @@ def torch_globals(ctx: LoadContext) -> dict[str, Any]:
         "builtins.set": set,
         "builtins.frozenset": frozenset,
         "builtins.bytearray": _bytearray,
+        "builtins.bytes": _bytes,
         "builtins.complex": complex,
         "_codecs.encode": _encode,
         "torch._utils._rebuild_tensor": ctx.rebuild_tensor,
@@ -194,7 +201,7 @@ class WeightsUnpickler(_Base):
 
     def __init__(self, data: bytes, ctx: LoadContext) -> None:
         super().__init__(io.BytesIO(data))
-        self._allowed = {**torch_globals(ctx), **_user_allowed()}
+        self._allowed = {**torch_globals(ctx), **numpy_globals(), **_user_allowed()}
         self._user_classes = tuple(v for v in _user_allowed().values() if isinstance(v, type))
         self.persistent_load = ctx.persistent_load
 
@@ -243,6 +250,9 @@ class WeightsUnpickler(_Base):
             return
         if self._user_classes and isinstance(inst, self._user_classes):
             _Base.load_build(self)
+            return
+        if build_numpy(inst, state):
+            self.stack.pop()
             return
         raise WeightsOnlyError(f"BUILD of a {type(inst).__name__} is not allowed in a "
                                      f"weights_only load (only OrderedDict, Counter and "

@@ -126,7 +126,8 @@ class DataLoader:
 
     def __iter__(self) -> Iterator:
         sampler_iter = iter(self._index_sampler)
-        if self.num_workers > 0 and self.persistent_workers and self._iterator is not None:
+        if self.num_workers > 0 and self.persistent_workers and self._iterator is not None \
+                and not self._iterator._shutdown:
             # The same workers start a new epoch (PyTorch draws no new base seed here).
             self._iterator._reset(sampler_iter)
             return self._iterator
