@@ -249,3 +249,22 @@ def test_tensor_attributes_survive_both_ways(tmp_path):
     torch.save(theirs, tmp_path / "back.pt")
     ours = microtorch.load(tmp_path / "back.pt")
     assert ours["t"].tag == "hello" and ours["p"].note == 5 and type(ours["p"]) is nn.Parameter
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_views_roundtrip_through_both_frameworks(tmp_path, seed):
+    rng = np.random.default_rng(seed)
+    dtype = _DTYPES[seed % len(_DTYPES)]
+    base = microtorch.tensor(_values(dtype).reshape(-1).repeat(4)[:24]).view(2, 3, 4)
+    views = {"base": base, "t": base.transpose(0, 2), "s": base[:, 1:, ::2],
+             "flat": base.view(-1)[int(rng.integers(0, 12)):], "row": base[1, 2]}
+    microtorch.save(views, tmp_path / "v.pt")
+    theirs = torch.load(tmp_path / "v.pt")
+    for k, v in views.items():
+        assert theirs[k].tolist() == v.tolist(), k
+        assert theirs[k].untyped_storage().data_ptr() == \
+            theirs["base"].untyped_storage().data_ptr(), k
+    torch.save(theirs, tmp_path / "back.pt")
+    ours = microtorch.load(tmp_path / "back.pt")
+    for k, v in views.items():
+        assert ours[k].tolist() == v.tolist() and ours[k].dtype == v.dtype, k

@@ -218,24 +218,23 @@ class WeightsUnpickler(_Base):
         return result
 
     # -- opcodes that call or mutate ----------------------------------------------------------
-    def _check_callable(self, func: Any) -> None:
+    def _check_callable(self, func: Any, args: Any) -> None:
         if isinstance(func, type) and issubclass(func, Tensor):
             raise WeightsOnlyError(f"calling the constructor of {func.__name__} is not "
-                                         f"allowed in a weights_only load")
+                                   f"allowed in a weights_only load")
         if func in (collections.OrderedDict, collections.Counter, set, frozenset):
-            args = self.stack[-1]
             check_nesting(args, MAX_NESTING)  # before their items get hashed
 
     def load_reduce(self) -> None:
-        self._check_callable(self.stack[-2])
+        self._check_callable(self.stack[-2], self.stack[-1])
         _Base.load_reduce(self)
 
     def load_newobj(self) -> None:
-        self._check_callable(self.stack[-2])
+        self._check_callable(self.stack[-2], self.stack[-1])
         _Base.load_newobj(self)
 
     def load_newobj_ex(self) -> None:
-        self._check_callable(self.stack[-3])
+        self._check_callable(self.stack[-3], self.stack[-2:])
         _Base.load_newobj_ex(self)
 
     def load_build(self) -> None:
