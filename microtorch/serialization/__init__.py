@@ -182,7 +182,7 @@ def load(f: FileLike, map_location: MapLocation = None, pickle_module: Any = Non
             raise _foreign(name, head)
         except CallerError as wrapped:
             raise wrapped.__cause__ from None
-        except (CheckpointError, PlacementError):
+        except (CheckpointError, PlacementError, ImportError):
             raise
         except WeightsOnlyError as exc:
             raise pickle.UnpicklingError(f"Weights only load failed for {name}. {exc}") \
