@@ -395,3 +395,14 @@ def test_persistent_workers_restart_after_an_error():
     it = iter(loader)  # the failed workers were shut down: a fresh set starts
     assert [next(it) for _ in range(3)] == [0, 1, 2]
     it._shutdown_workers()
+
+
+def test_spawn_context_pickles_dataset_and_batches():
+    from microtorch.utils.data import TensorDataset
+
+    ds = TensorDataset(microtorch.arange(20.0).view(10, 2), microtorch.arange(10))
+    kwargs = dict(batch_size=3, shuffle=True)
+    spawned = DataLoader(ds, num_workers=2, multiprocessing_context="spawn",
+                         generator=microtorch.Generator().manual_seed(1), **kwargs)
+    local = DataLoader(ds, generator=microtorch.Generator().manual_seed(1), **kwargs)
+    assert [[t.tolist() for t in b] for b in spawned] == [[t.tolist() for t in b] for b in local]
