@@ -22,12 +22,9 @@ _DTYPE_OF_STORAGE = {v: k for k, v in _STORAGE_OF.items()}
 
 def microtorch_dtype(name: str) -> _dtype.dtype | None:
     """The microtorch dtype called ``name`` (``"float32"``), or None if it has none."""
-    found = getattr(_dtype, "bfloat16" if name == "bfloat16" else name, None)
-    if found is None:
-        import microtorch
-
-        found = getattr(microtorch, name, None)
-    return found if isinstance(found, _dtype.dtype) else None
+    # Every dtype microtorch has is an instance in _dtype (bool as ``bool_``).
+    return next((d for d in vars(_dtype).values()
+                 if isinstance(d, _dtype.dtype) and d.name == name), None)
 
 
 def storage_class_name(dtype: _dtype.dtype) -> str:
