@@ -77,7 +77,6 @@ def test_the_line_comparison_rules():
 # Examples that need work still in progress, with what they wait for. Strict: an example that
 # starts to match fails here until it is taken off this list.
 PENDING = {
-    "polynomial_nn.py": "linspace and integer pow rounding as PyTorch's",
     "reinforce.py": "torch.distributions",
 }
 
