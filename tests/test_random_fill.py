@@ -49,6 +49,9 @@ FILLS = {
     "normal_tensor_float": (lambda m, t: m.normal(t.uniform_(), 0.3), FLOATS),
     "normal_float_tensor": (lambda m, t: m.normal(2.0, t.uniform_()), FLOATS),
     "normal_sizes": (lambda m, t: m.normal(2.0, 0.5, t.shape, dtype=t.dtype), FLOATS),
+    "poisson_small_rates": (lambda m, t: m.poisson(t.uniform_(0, 9.9)), FLOATS),
+    "poisson_large_rates": (lambda m, t: m.poisson(t.uniform_(10, 1000)), FLOATS),
+    "poisson_zero": (lambda m, t: m.poisson(t.zero_()), FLOATS),
     "weight_data_idiom": (lambda m, t: t.view(-1, 1).data.normal_(0, 0.02), FLOATS),
 }
 CASES = [(name, dt) for name, (_, dts) in FILLS.items() for dt in dts]
@@ -108,7 +111,8 @@ def test_generator_keyword_everywhere():
                 m.randint(0, 9, (4,), generator=g), m.randperm(6, generator=g),
                 m.normal(0.0, 1.0, (3,), generator=g),
                 m.bernoulli(m.full((4,), 0.5), generator=g),
-                m.multinomial(m.ones(5), 2, generator=g), m.empty(4).uniform_(generator=g)]
+                m.multinomial(m.ones(5), 2, generator=g), m.empty(4).uniform_(generator=g),
+                m.poisson(m.full((3,), 20.0), generator=g)]
     for a, b in zip(run(mt), run(torch)):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
@@ -154,6 +158,7 @@ ERRORS = [
     lambda m: m.multinomial(m.tensor([0.2, 0.5]), 0),
     lambda m: m.multinomial(m.tensor([0.2, float("inf")]), 1),
     lambda m: m.normal(m.zeros(3), -1.0),
+    lambda m: m.poisson(m.tensor([-1.0])),
 ]
 
 
@@ -195,6 +200,11 @@ def test_fill_in_a_graph_is_recorded_with_a_zero_gradient():
         assert y.grad_fn.name() == "UniformBackward0"
         (y * 3).sum().backward()
         assert x.grad.tolist() == [0.0, 0.0, 0.0]
+        rate = m.full((3,), 2.0, requires_grad=True)
+        sample = m.poisson(rate)
+        assert sample.grad_fn.name() == "PoissonBackward0"
+        sample.sum().backward()
+        assert rate.grad.tolist() == [0.0, 0.0, 0.0]
         mean = m.zeros(3, requires_grad=True)
         out = m.normal(mean, 1.0)
         assert out.grad_fn.name() == "NormalBackward1"
@@ -269,6 +279,8 @@ def test_generic_backend_distributions():
     assert bits.dtype == np.uint8 and bits.max() > 200
     assert b.random_bits((10,), np.bool_).dtype == np.bool_
     assert b.unit_doubles(5).shape == (5,)
+    ps = b.poisson(np.full(4000, 4.0))
+    assert ps.dtype == np.float64 and abs(ps.mean() - 4.0) < 0.2
 
 
 def test_a_refused_fill_draws_nothing():

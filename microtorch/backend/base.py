@@ -215,3 +215,8 @@ class Backend:
             high = int(np.iinfo(dt).max) + 1
         wide = np.int64 if high > 2**31 else np.int32
         return self.integers(0, high, tuple(shape), wide).astype(dt)
+
+    def poisson(self, rates):
+        """One Poisson sample per rate (an array), in the rates' dtype."""
+        with self.context():
+            return self.xp.random.poisson(rates).astype(rates.dtype)

@@ -152,3 +152,6 @@ class NumpyBackend(Backend):
 
     def unit_doubles(self, n):
         return self.generator.unit_doubles(n)
+
+    def poisson(self, rates):
+        return self.generator.poisson(rates)

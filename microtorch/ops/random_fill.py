@@ -1,6 +1,6 @@
 """Random sampling ops: the in-place fills (``normal_``, ``uniform_``, ``bernoulli_``,
 ``exponential_``, ``geometric_``, ``log_normal_``, ``cauchy_``, ``random_``) and ``normal``,
-``bernoulli``, ``multinomial``.
+``bernoulli``, ``multinomial``, ``poisson``.
 
 Every draw goes through the tensor's backend (or the ``generator=`` given): on the CPU that is
 PyTorch's mt19937 stream (``backend/rng.py``), so after the same seed the values equal
@@ -20,7 +20,7 @@ from .. import _dtype
 from ..autograd.function import Function
 from ._util import Tensor, is_scalar, scalar_name, xp_of
 
-__all__ = ["normal", "bernoulli", "multinomial"]
+__all__ = ["normal", "bernoulli", "multinomial", "poisson"]
 
 # PyTorch's C names of the integer dtypes, as its bound errors print them.
 _C_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
@@ -372,6 +372,17 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         u = input._backend.asarray(source.unit_doubles(num_samples))
         out[i] = xp.searchsorted(cum.astype(np.float64), u, side="left")
     return Tensor._make(out.reshape(*arr.shape[:-1], num_samples))
+
+
+def poisson(input: Tensor, generator=None) -> Tensor:
+    """A Poisson sample for each rate of ``input`` (non-negative floats), of its dtype."""
+    arr = input._data
+    _float_only(input, "poisson_cpu")
+    if arr.size and not bool((arr >= 0).all()):
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    rates = xp_of(arr).ascontiguousarray(arr)
+    sample = input._backend.asarray(_source(input, generator).poisson(rates))
+    return Sampled.apply(sample, "PoissonBackward0", input)
 
 
 def _bernoulli_method(self: Tensor, p=None, *, generator=None) -> Tensor:
