@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
 
@@ -516,7 +518,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
         if a.dtype.kind != "f":  # integers: the tolerance in the default float dtype
             a = a.astype("float32")
             b = b.astype("float32")
-        close = equal | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
+        with np.errstate(invalid="ignore"):  # inf - inf: settled by ``equal`` below
+            close = equal | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
         close &= xp.isfinite(a) & xp.isfinite(b) | equal
         if equal_nan:
             close |= xp.isnan(a) & xp.isnan(b)

@@ -430,7 +430,8 @@ class Logit(Function):
         ctx.eps = eps
         ctx.save_for_backward(x)
         z = arr if eps is None else xp.clip(arr, arr.dtype.type(eps), arr.dtype.type(1 - eps))
-        return xp.log(z / (1 - z)).astype(arr.dtype, copy=False)
+        with np.errstate(divide="ignore", invalid="ignore"):  # +-inf and NaN outside (0, 1)
+            return xp.log(z / (1 - z)).astype(arr.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
