@@ -9,8 +9,10 @@ from __future__ import annotations
 import warnings as _warnings
 
 from . import _dtype
-from ._dtype import bool_ as bool  # noqa: A004
 from ._dtype import (
+    bfloat16,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -23,7 +25,10 @@ from ._dtype import (
     set_default_dtype,
     uint8,
 )
+from ._dtype import bool_ as bool  # noqa: A004
 from ._tensor import Size, Tensor
+from ._type_promotion import can_cast, promote_types, result_type
+from ._typeinfo import finfo, iinfo
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend.device import device
 from .ops import *  # noqa: F403
@@ -41,6 +46,7 @@ from .serialization import load, save
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
 
 from . import autograd, cpu, cuda, linalg, nn, optim, utils  # noqa: E402
 
@@ -68,10 +74,16 @@ def is_floating_point(input: Tensor) -> bool:
     return input.is_floating_point()
 
 
+def is_complex(input: Tensor) -> bool:
+    """True for complex tensors."""
+    return input.is_complex()
+
+
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "manual_seed", "seed", "initial_seed", "Generator",
            "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
-           "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
+           "is_tensor", "numel", "is_floating_point", "is_complex", "finfo", "iinfo",
+           "promote_types", "result_type", "can_cast", "get_default_dtype", "set_default_dtype",
            "save", "load", "utils", "linalg", *_ops_all]
 del _dtype
 

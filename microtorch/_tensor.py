@@ -131,8 +131,12 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self) -> bool:
-        """True for float16/32/64 tensors."""
-        return self._data.dtype.kind == "f"
+        """True for float16/bfloat16/float32/float64 tensors."""
+        return _dtype.kind_of(self._data.dtype) == "f"
+
+    def is_complex(self) -> bool:
+        """True for complex64/complex128 tensors."""
+        return self._data.dtype.kind == "c"
 
     @property
     def _version(self) -> int:
@@ -191,7 +195,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and _dtype.kind_of(self._data.dtype) not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         grad_epoch.bump()  # this may be a gradient tensor whose flags zero_grad must reset
@@ -329,7 +333,7 @@ class Tensor:
     def type(self, dtype=None):
         """The type name, or a tensor converted to ``dtype``."""
         if dtype is None:
-            return f"microtorch.{self.dtype.name.capitalize()}Tensor"
+            return f"microtorch.{_dtype.title(self.dtype)}Tensor"
         return self.to(_dtype.as_dtype(dtype))
 
     def float(self) -> Tensor:
@@ -343,6 +347,18 @@ class Tensor:
     def half(self) -> Tensor:
         """Converted to float16."""
         return self.to(_dtype.float16)
+
+    def bfloat16(self) -> Tensor:
+        """Converted to bfloat16."""
+        return self.to(_dtype.bfloat16)
+
+    def cfloat(self) -> Tensor:
+        """Converted to complex64."""
+        return self.to(_dtype.complex64)
+
+    def cdouble(self) -> Tensor:
+        """Converted to complex128."""
+        return self.to(_dtype.complex128)
 
     def long(self) -> Tensor:
         """Converted to int64."""

@@ -199,13 +199,14 @@ subtract = sub
 
 # -- in-place ops ------------------------------------------------------------------------------
 def _check_cast(result: np.dtype, target: np.dtype) -> None:
-    """PyTorch's canCast for in-place results: no float -> integer, no non-bool -> bool."""
-    order = "biuf"
-    if order.index(result.kind if result.kind in order else "f") <= \
-            order.index(target.kind if target.kind in order else "f") or result.kind == target.kind:
+    """PyTorch's canCast for in-place results: no complex -> real, no float -> integer, no
+    non-bool -> bool."""
+    if result == target:
         return
-    names = (_dtype.from_numpy_dtype(d).name.capitalize() for d in (result, target))
-    raise RuntimeError("result type {} can't be cast to the desired output type {}".format(*names))
+    res, tgt = _dtype.from_numpy_dtype(result), _dtype.from_numpy_dtype(target)
+    if res._category > tgt._category:
+        raise RuntimeError(f"result type {_dtype.title(res)} can't be cast to the desired "
+                           f"output type {_dtype.title(tgt)}")
 
 
 def _check_inplace(self: Tensor, *others) -> bool:

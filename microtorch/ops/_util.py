@@ -65,7 +65,7 @@ def _cast(x, dt):
         x = x.item()
     # A Python scalar of a higher category than dt (e.g. 2.5 with an int tensor) was already
     # folded into dt by promotion; the cast keeps NumPy from widening the result.
-    if dt.kind == "b":
+    if dt.kind in "bV":  # (bfloat16 arrays promote Python floats to float32: cast them first)
         return dt.type(x)
     if dt.kind in "iu" and not isinstance(x, bool) and isinstance(x, int):
         info = np.iinfo(dt)

@@ -223,7 +223,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
                        for v in values)
         dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
     dt = _dtype.as_dtype(dtype).np
-    if dt.kind != "f":
+    floating = _dtype.kind_of(dt) == "f"
+    if not floating:
         # PyTorch accumulates integer ranges in int64: start and step are truncated first
         # (and for int64 output the size is counted from a truncated end too).
         first, inc = int(start), int(step)
@@ -234,7 +235,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     n = int(np.ceil((end - start) / step))
     backend = get_backend(device)
     with backend.context():
-        if dt.kind == "f":
+        if floating:
             # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
             arr = (backend.xp.arange(n, dtype=np.float64) * step + start).astype(dt)
         else:

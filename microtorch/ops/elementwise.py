@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
 
@@ -90,8 +91,6 @@ class Div(Function):
         ctx.save_for_backward(a if ctx.meta[1] else None, b)
         if rounding_mode is None:
             if dt.kind in "biu":  # true division of integers gives the default float
-                from .. import _dtype
-
                 fdt = _dtype.get_default_dtype().np
                 # From the original operands: a scalar must not wrap first (uint8 / -3).
                 xa = a._data.astype(fdt) if isinstance(a, Tensor) else float(a)
@@ -251,9 +250,7 @@ class Unary(Function):
     @classmethod
     def forward(cls, ctx, x):
         arr = x._data
-        if arr.dtype.kind not in "f" and cls.floating:
-            from .. import _dtype
-
+        if _dtype.kind_of(arr.dtype) not in "fc" and cls.floating:
             arr = arr.astype(_dtype.get_default_dtype().np)
         if cls.needs == "input":
             ctx.save_for_backward(x)
@@ -370,7 +367,7 @@ def _no_grad_binary(ufunc_name, integral_only=False):
 
     def op(a, b) -> Tensor:
         xa, xb, dt = promote_operands(a, b)
-        if integral_only and dt.kind == "f":
+        if integral_only and _dtype.kind_of(dt) in "fc":
             raise RuntimeError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
         try:
             out = getattr(xp_of(_array_of(xa, xb)), ufunc_name)(xa, xb)
@@ -398,7 +395,7 @@ bitwise_xor = _no_grad_binary("bitwise_xor", integral_only=True)
 
 def bitwise_not(x: Tensor) -> Tensor:
     """Logical not of a bool tensor, bitwise not of an integer tensor."""
-    if x._data.dtype.kind == "f":
+    if _dtype.kind_of(x._data.dtype) in "fc":
         raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
     return Tensor._make(xp_of(x._data).invert(x._data), False, None)
 

@@ -15,6 +15,7 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
 from ._util import Tensor, wrap_dim, xp_of
+from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
 __all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron"]
 
@@ -176,7 +177,7 @@ def einsum(equation: str, *operands) -> Tensor:
         raise RuntimeError("einsum(): must provide at least one operand")
     dtypes = {op._data.dtype for op in operands}
     if len(dtypes) > 1:
-        names = [_dtype.from_numpy_dtype(op._data.dtype).name.capitalize() for op in operands]
+        names = [_dtype.title(op.dtype) for op in operands]
         raise RuntimeError(f"expected scalar type {names[0]} but found {names[1]}")
     subs, out, sizes = _parse_einsum(equation, operands)
     ops = []
@@ -204,6 +205,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
                            "mat2 must be a matrix")
+    check_addmm_dtypes(input, mat1, mat2)
     return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0")
 
 
@@ -212,6 +214,10 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     if batch1._data.ndim != 3 or batch2._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1._data.ndim != 3 else
                            "batch2 must be a 3D tensor")
+    check_bmm_dtypes(batch1, batch2)
+    if input._data.dtype != batch1._data.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {cpp_name(input)}, "
+                           f"batch1: {cpp_name(batch1)}, batch2: {cpp_name(batch2)}")
     return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0")
 
 

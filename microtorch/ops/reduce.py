@@ -61,10 +61,10 @@ class Mean(Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         arr = x._data
-        if arr.dtype.kind not in "f":
+        if _dtype.kind_of(arr.dtype) not in "fc":
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
                                f"either a floating point or complex dtype. Got: "
-                               f"{x.dtype.name.capitalize()}")
+                               f"{_dtype.title(x.dtype)}")
         ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
         if dims is not None:
             ctx.torch_name = "MeanBackward1"

@@ -27,7 +27,7 @@ __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod"
 def _float_operands(a, b):
     """Promoted arrays of two operands, integers going to the default float dtype."""
     xa, xb, dt = promote_operands(a, b)
-    if dt.kind != "f":
+    if _dtype.kind_of(dt) != "f":
         dt = _dtype.get_default_dtype().np
         xa = xa.astype(dt) if hasattr(xa, "astype") else dt.type(xa)
         xb = xb.astype(dt) if hasattr(xb, "astype") else dt.type(xb)
@@ -69,7 +69,7 @@ class Hypot(Function):
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, dt = promote_operands(a, b)
-        if dt.kind != "f":
+        if _dtype.kind_of(dt) != "f":
             raise RuntimeError("\"hypot_cpu\" not implemented for '"
                                f"{_dtype.from_numpy_dtype(dt).name.capitalize()}'")
         ctx.meta = _meta(a), _meta(b)
@@ -97,7 +97,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if input._data.dtype != end._data.dtype:
         raise RuntimeError(f"expected dtype {input.dtype.name} for `end` but got dtype "
                            f"{end.dtype.name}")
-    if input._data.dtype.kind != "f":
+    if _dtype.kind_of(input._data.dtype) not in "fc":
         raise RuntimeError("\"lerp_kernel_scalar\" not implemented for "
                            f"'{input.dtype.name.capitalize()}'")
     diff = end - input
