@@ -27,8 +27,10 @@ from . import (
     sorting,
     special,
 )
+from . import complex as complex_ops
 from ._util import Tensor, is_scalar, promote_operands, xp_of
 from .arrange import *  # noqa: F403
+from .complex import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
     Abs,
@@ -488,6 +490,7 @@ def install_tensor_methods(cls) -> None:
     methods["__itruediv__"] = methods["div_"]
     for name, fn in methods.items():
         setattr(cls, name, fn)
+    complex_ops.install(cls)
     cls.T = property(lambda self: permute(self, tuple(range(self._data.ndim))[::-1]),
                      doc="The tensor with its dimensions reversed.")
     cls.mT = property(lambda self: transpose(self, -2, -1),
@@ -506,5 +509,6 @@ __all__ = [
     "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
-    *arrange.__all__, *indexed.__all__, *matrix.__all__, *sorting.__all__, *special.__all__,
+    *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
+    *sorting.__all__, *special.__all__,
 ]

@@ -120,9 +120,13 @@ def reduce_grad(grad, shape: tuple, dtype):
         return None
     if not isinstance(grad, Tensor):
         grad = sum_to_shape(grad, shape) if grad.shape != shape else grad
+        if grad.dtype.kind == "c" and dtype.kind != "c":
+            grad = grad.real  # a real input of a complex result: the real part (PyTorch)
         return grad if grad.dtype == dtype else grad.astype(dtype)
     if grad._data.shape != shape:
         grad = grad.sum_to_size(shape)
+    if grad._data.dtype.kind == "c" and dtype.kind != "c":
+        grad = grad.real
     if grad._data.dtype != dtype:
         grad = grad.to(_dtype.from_numpy_dtype(dtype))
     return grad

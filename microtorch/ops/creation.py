@@ -41,6 +41,8 @@ def _infer_dtype(data) -> _dtype.dtype:
             d = _dtype.int64
         elif isinstance(item, numbers.Real):
             d = _dtype.get_default_dtype()
+        elif isinstance(item, numbers.Complex):
+            d = _dtype.default_complex()
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
             continue

@@ -7,6 +7,7 @@ import math
 from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
+from .complex import conj_of, is_complex_value
 
 
 def _meta(x):
@@ -78,7 +79,9 @@ class Mul(Function):
     def backward(ctx, grad):
         ma, mb = ctx.meta
         g, b, a = lift(grad, *ctx.saved_tensors)
-        return finish(_grad_for(g * b, ma) if ma else None, _grad_for(g * a, mb) if mb else None)
+        # (complex operands: the conjugate of the other factor, PyTorch's convention)
+        return finish(_grad_for(g * conj_of(b), ma) if ma else None,
+                      _grad_for(g * conj_of(a), mb) if mb else None)
 
 
 class Div(Function):
@@ -110,8 +113,8 @@ class Div(Function):
     def backward(ctx, grad):
         ma, mb = ctx.meta
         g, a, b = lift(grad, *ctx.saved_tensors)
-        ga = _grad_for(g / b, ma) if ma else None
-        gb = _grad_for(-g * ((a / b) / b), mb) if mb else None
+        ga = _grad_for(g / conj_of(b), ma) if ma else None
+        gb = _grad_for(-g * conj_of((a / b) / b), mb) if mb else None
         return finish(ga, gb)
 
 
@@ -149,14 +152,14 @@ class Pow(Function):
         if ma:
             # PyTorch's pow_backward: grad * (b * a^(b-1)), and 0 where b == 0.
             if is_scalar(b):
-                ga = g * (b * a ** (b - 1)) if b != 0 else g * 0
+                ga = g * conj_of(b * a ** (b - 1)) if b != 0 else g * 0
             else:
-                ga = F.where(b != 0, g * (b * a ** (b - 1)), 0.0)
+                ga = F.where(b != 0, g * conj_of(b * a ** (b - 1)), 0.0)
             ga = _grad_for(ga, ma)
         if mb:
             # d/db a**b at a == 0, b >= 0 is 0 (PyTorch masks the log's -inf there).
             local = F.where((a != 0) | (b < 0), out * F.log(a), 0.0)
-            gb = _grad_for(g * local, mb)
+            gb = _grad_for(g * conj_of(local), mb)
         return finish(ga, gb)
 
 
@@ -238,6 +241,9 @@ class Unary(Function):
     lifted = True
 
     needs = "input"  # what derivative() uses: "input", "output" or "none"
+    # derivative() is grad * f'(x) for an analytic f: on complex inputs the backward is
+    # grad * conj(f'(x)) (PyTorch's convention), computed as conj(derivative(conj(grad)))
+    holomorphic = True
 
     @staticmethod
     def compute(xp, x):
@@ -263,15 +269,19 @@ class Unary(Function):
         x = ctx.saved_tensors[0] if cls.needs == "input" else None
         out = ctx.saved_output if cls.needs == "output" else None
         g, x, out = lift(grad, x, out)
+        if cls.holomorphic and is_complex_value(g):
+            return finish(conj_of(cls.derivative(conj_of(g), x, out, namespace(g))))
         return finish(cls.derivative(g, x, out, namespace(g)))
 
     floating = True  # integer inputs are computed in the default float dtype
 
 
-def _unary(name, compute, derivative, needs="input", floating=True, torch_name=None):
+def _unary(name, compute, derivative, needs="input", floating=True, torch_name=None,
+           holomorphic=True):
     cls = type(name, (Unary,), {"compute": staticmethod(compute),
                                 "derivative": staticmethod(derivative),
-                                "needs": needs, "floating": floating, "torch_name": torch_name})
+                                "needs": needs, "floating": floating, "torch_name": torch_name,
+                                "holomorphic": holomorphic})
     return cls
 
 
@@ -297,7 +307,9 @@ Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
                     lambda g, x, o, F: g * -(o * o), "output")
 Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False,
                 torch_name="PowBackward0")  # (PyTorch's square is pow(x, 2))
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False)
+# |z| is not analytic: its gradient is grad * sgn(z) = grad * z / |z| (NumPy's complex sign)
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False,
+             holomorphic=False)
 Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
               "output", False)
 
