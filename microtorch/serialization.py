@@ -201,7 +201,16 @@ def _write_archive(fh: IO[bytes], header: dict, storages: list[Any]) -> None:
             info = zipfile.ZipInfo(_STORAGE.format(i), date_time=_ZIP_EPOCH)
             # force_zip64: the size is not known before writing and may exceed 4 GiB.
             with zf.open(info, "w", force_zip64=True) as member:
-                _write_array(member, _host(arr))
+                _write_array(member, _storable(_host(arr)))
+
+
+def _storable_dtype(dt) -> np.dtype:
+    # .npy has no bfloat16 (it would read back as raw void bytes): its bits go as uint16
+    return np.dtype(np.uint16) if dt == _dtype.bfloat16.np else np.dtype(dt)
+
+
+def _storable(arr):
+    return arr.view(np.uint16) if arr.dtype == _dtype.bfloat16.np else arr
 
 
 def _build(obj: Any) -> tuple[dict, list[Any]]:
@@ -215,8 +224,8 @@ def _build(obj: Any) -> tuple[dict, list[Any]]:
         storages.append(arr)
     header = {"format": FORMAT, "version": VERSION, "root": root, "tensors": entries,
               "arrays": arrays,
-              "storages": [{"dtype": np.dtype(a.dtype).str, "shape": list(a.shape)}
-                           for a in storages]}
+              "storages": [{"dtype": np.dtype(_storable_dtype(a.dtype)).str,
+                            "shape": list(a.shape)} for a in storages]}
     return header, storages
 
 
@@ -382,6 +391,8 @@ def _make_view(root, meta: dict):
     """The array a tensor entry describes inside its (already placed) storage array."""
     dtype = np.dtype(_dtype.as_dtype(meta["dtype"]).np)
     shape = tuple(meta["shape"])
+    if dtype == _dtype.bfloat16.np and root.dtype == np.uint16:
+        root = root.view(dtype)  # (stored as its bits, see _storable)
     if "offset" not in meta:
         if root.dtype != dtype or root.shape != shape:
             raise _Corrupt(f"tensor of {dtype} {list(shape)} stored as {root.dtype} "

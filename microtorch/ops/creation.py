@@ -145,8 +145,10 @@ def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = getattr(backend.xp, fill)(shape, dtype=_creation_dtype(dtype))
+        arr = getattr(backend.xp, fill)(shape, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -172,8 +174,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
         dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     shape = sizes_arg((size,))
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.full(shape, fill_value, dtype=_creation_dtype(dtype))
+        arr = backend.xp.full(shape, fill_value, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -236,6 +240,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
             start, end, step = first, int(end), inc
     n = int(np.ceil((end - start) / step))
     backend = get_backend(device)
+    backend.check_dtype(dt)
     with backend.context():
         if floating:
             # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
@@ -252,6 +257,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
         raise RuntimeError("number of steps must be non-negative")
     dt = _creation_dtype(dtype)
     backend = get_backend(device)
+    backend.check_dtype(dt)
     xp = backend.xp
     with backend.context():
         if steps == 1:
@@ -272,8 +278,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (n x m)."""
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.eye(n, n if m is None else m, dtype=_creation_dtype(dtype))
+        arr = backend.xp.eye(n, n if m is None else m, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -281,6 +289,7 @@ def _random(method: str, size, dtype, device, requires_grad, *args, generator=No
     shape = sizes_arg(size)
     dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     backend = get_backend(device)
+    backend.check_dtype(dt.np)
     source = backend if generator is None else generator
     arr = getattr(source, method)(shape, dt.np, *args)
     return _finish(backend.asarray(arr), requires_grad)
