@@ -134,7 +134,7 @@ def set_default_dtype(d) -> None:
     global _default_float
     d = as_dtype(d)
     if not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+        raise TypeError("only floating-point types are supported as the default type")
     _default_float = d
 
 

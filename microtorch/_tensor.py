@@ -368,6 +368,18 @@ class Tensor:
         """Converted to int32."""
         return self.to(_dtype.int32)
 
+    def short(self) -> Tensor:
+        """Converted to int16."""
+        return self.to(_dtype.int16)
+
+    def char(self) -> Tensor:
+        """Converted to int8."""
+        return self.to(_dtype.int8)
+
+    def byte(self) -> Tensor:
+        """Converted to uint8."""
+        return self.to(_dtype.uint8)
+
     def bool(self) -> Tensor:
         """Converted to bool."""
         return self.to(_dtype.bool_)
