@@ -7,7 +7,8 @@ back the callable itself keeps a script's numbers. Works as ``compile(model)``, 
 
 from __future__ import annotations
 
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs",
+          "max-autotune")
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",  # noqa: A001
@@ -22,5 +23,5 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if model is None:
         return lambda fn: fn
     if not callable(model):
-        raise RuntimeError("torch.compile: the model must be callable (a Module or function)")
+        raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
     return model

@@ -81,8 +81,6 @@ class _Formatter:
         self.sci_mode = False
         self.max_width = 1
         self._choose(arr)
-        if PRINT_OPTS.sci_mode is not None:
-            self.sci_mode = PRINT_OPTS.sci_mode
 
     def _choose(self, arr: np.ndarray) -> None:
         flat = arr.reshape(-1)
@@ -96,7 +94,8 @@ class _Formatter:
         magnitudes = np.abs(values).astype(np.float64)
         lo, hi = float(magnitudes.min()), float(magnitudes.max())
         self.int_mode = bool(np.all(values == np.ceil(values)))
-        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4 \
+            if PRINT_OPTS.sci_mode is None else PRINT_OPTS.sci_mode  # (decides the width too)
         pyvals = values.tolist()
         digits = PRINT_OPTS.precision
         if self.sci_mode:

@@ -10,6 +10,7 @@ CuPy is installed.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 from ._flags import FlagNamespace
 
@@ -25,10 +26,13 @@ _float32_matmul_precision = "highest"
 def set_float32_matmul_precision(precision: str) -> None:
     """Record the float32 matmul precision (``"highest"``, ``"high"``, ``"medium"``). It
     changes nothing: float32 products always run in full float32 (no TF32 or bfloat16
-    passes)."""
+    passes). Another value warns and is ignored, as in PyTorch."""
     global _float32_matmul_precision
     if precision not in _PRECISIONS:
-        raise RuntimeError(f"Invalid precision {precision}")
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "set_float32_matmul_precision call has no effect.", UserWarning,
+                      stacklevel=2)
+        return
     _float32_matmul_precision = precision
 
 

@@ -1,6 +1,6 @@
 """``microtorch.backends.cudnn``: microtorch does not use cuDNN (its CUDA kernels are CuPy's and
 its own), so ``is_available()`` is False and ``version()`` None, as in a PyTorch build without
-cuDNN. The flags are kept so scripts can set and read them; none changes any computation:
+cuDNN. The flags are kept so scripts can set and read them; they change nothing:
 
 - ``benchmark``: PyTorch autotunes convolution algorithms; there is nothing to choose here.
 - ``deterministic``: microtorch's convolutions are deterministic already.
