@@ -413,7 +413,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.distributed:
         return _cmd_bench_distributed(args)
     from . import bench
-    from .bench_report import format_us, headline
+    from .bench.report import format_us, headline
 
     if args.tiny:
         cfg = bench.BenchConfig.tiny()
@@ -435,9 +435,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_distributed(args: argparse.Namespace) -> int:
-    """``microtorch bench --distributed`` (microtorch.distributed.bench)."""
-    from .bench_report import format_us
-    from .distributed import bench as dbench
+    """``microtorch bench --distributed`` (microtorch.bench.distributed)."""
+    from .bench import distributed as dbench
+    from .bench.report import format_us
 
     cfg = (dbench.DistributedBenchConfig.tiny() if args.tiny else
            dbench.DistributedBenchConfig.quick() if args.quick else
