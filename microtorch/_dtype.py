@@ -73,6 +73,8 @@ _TITLE = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "ui
           "float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool",
           "bfloat16": "BFloat16", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 _BF16 = bfloat16.np
+# the 16-bit floats, which PyTorch's CPU kernels accumulate in float32
+REDUCED_FLOATS = (float16.np, bfloat16.np)
 
 _default_float = float32
 

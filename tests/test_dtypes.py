@@ -333,3 +333,13 @@ def test_inplace_cast_errors_name_torch_types():
     same_error(lambda: mt.ones(2, dtype=mt.int64).add_(1.5),
                lambda: torch.ones(2, dtype=torch.int64).add_(1.5), RuntimeError)
     same_error(lambda: mt.ones(2).mul_(1j), lambda: torch.ones(2).mul_(1j), RuntimeError)
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op", ["sum", "mean", "var", "std", "cumsum"])
+def test_16_bit_reductions_accumulate_in_float32_as_torch(name, op):
+    x = np.random.default_rng(0).standard_normal((50, 200)).astype(np.float32)
+    d, td = pair(name)
+    a, ta = mt.tensor(x).to(d), torch.tensor(x).to(td)
+    for args in ((), (1,)) if op != "cumsum" else ((1,),):
+        _same(getattr(a, op)(*args), getattr(ta, op)(*args))

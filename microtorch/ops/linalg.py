@@ -87,7 +87,7 @@ class MatMul(Function):
         ctx.meta = (xa.shape, a._data.dtype), (xb.shape, b._data.dtype)
         try:
             out = xa @ xb
-            # (NumPy multiplies bfloat16 matrices in float32: round back, as PyTorch's kernel)
+            # (ml_dtypes multiplies bfloat16 matrices in float32: round back, as PyTorch does)
             return out if out.dtype == xa.dtype else out.astype(xa.dtype)
         except ValueError:  # batch dimensions that do not broadcast
             raise RuntimeError(f"The size of tensor a ({xa.shape[-3]}) must match the size of "

@@ -30,6 +30,14 @@ def _restore(grad: Tensor, shape: tuple, dims, keepdim: bool) -> Tensor:
     return grad.expand(shape)
 
 
+def _widened(reduce, arr, **kwargs):
+    """``reduce(arr, ...)`` accumulated in float32 for float16/bfloat16 and rounded back, as
+    PyTorch's CPU kernels accumulate (NumPy would add bfloat16 values in bfloat16)."""
+    if arr.dtype in _dtype.REDUCED_FLOATS:
+        return reduce(arr, dtype=_dtype.float32.np, **kwargs).astype(arr.dtype)
+    return reduce(arr, **kwargs)
+
+
 def _count(shape: tuple, dims) -> int:
     return math.prod(shape) if dims is None else math.prod(shape[d] for d in dims)
 
@@ -43,6 +51,8 @@ class Sum(Function):
             ctx.torch_name = "SumBackward1"  # (PyTorch's sum.dim_IntList)
         if dtype is None and arr.dtype.kind in "bui":
             dtype = "int64"  # PyTorch sums integers and bools in int64
+        if dtype is None:
+            return _widened(arr.__class__.sum, arr, axis=_axis(dims), keepdims=keepdim)
         return arr.sum(axis=_axis(dims), keepdims=keepdim, dtype=dtype)
 
     @staticmethod
@@ -68,7 +78,7 @@ class Mean(Function):
         ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
         if dims is not None:
             ctx.torch_name = "MeanBackward1"
-        return arr.mean(axis=_axis(dims), keepdims=keepdim)
+        return _widened(arr.__class__.mean, arr, axis=_axis(dims), keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -89,7 +99,8 @@ class Var(Function):
         arr = x._data
         ctx.save_for_backward(x)
         ctx.dims, ctx.correction, ctx.keepdim = dims, correction, keepdim
-        return arr.var(axis=_axis(dims), ddof=correction, keepdims=keepdim)
+        return _widened(arr.__class__.var, arr, axis=_axis(dims), ddof=correction,
+                        keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -118,6 +129,9 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Standard deviation: the square root of ``var``."""
+    if input._data.dtype in _dtype.REDUCED_FLOATS:  # the root of the float32 variance, rounded
+        wide = var(input.float(), dim, unbiased, keepdim, correction=correction).sqrt()
+        return named(wide.to(input.dtype), "StdBackward0")
     return named(var(input, dim, unbiased, keepdim, correction=correction).sqrt(),
                  "StdBackward0")
 
@@ -359,7 +373,9 @@ class Cumsum(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         arr = x._data
-        return arr.cumsum(axis=dim, dtype="int64" if arr.dtype.kind in "bui" else None)
+        if arr.dtype.kind in "bui":
+            return arr.cumsum(axis=dim, dtype="int64")
+        return _widened(arr.__class__.cumsum, arr, axis=dim)
 
     @staticmethod
     def backward(ctx, grad):
