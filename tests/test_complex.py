@@ -173,3 +173,14 @@ def _repr_cases(L):
 def test_repr_matches_torch():
     for mine, theirs in zip(_repr_cases(mt), _repr_cases(torch)):
         assert repr(mine).replace("microtorch", "torch") == repr(theirs)
+
+
+@pytest.mark.parametrize("op", ["lt", "gt", "le", "ge", "maximum", "clamp"])
+def test_orderings_refuse_complex_as_torch(op):
+    calls = {"lt": lambda L, z: z < z, "gt": lambda L, z: z > 1, "le": lambda L, z: z <= z,
+             "ge": lambda L, z: z >= 0, "maximum": lambda L, z: L.maximum(z, z),
+             "clamp": lambda L, z: z.clamp(0, 1)}
+    z, tz = mt.tensor([1 + 1j]), torch.tensor([1 + 1j])
+    with pytest.raises(Exception) as want:
+        calls[op](torch, tz)
+    same_error(lambda: calls[op](mt, z), lambda: calls[op](torch, tz), type(want.value))

@@ -175,7 +175,9 @@ class _Select(Function):
 
     @classmethod
     def forward(cls, ctx, a, b):
-        xa, xb, _ = promote_operands(a, b)
+        xa, xb, dt = promote_operands(a, b)
+        if dt.kind == "c":
+            raise RuntimeError(f"{cls.ufunc} not implemented for complex tensors.")
         ctx.meta = _meta(a), _meta(b)
         ctx.save_for_backward(a, b)
         return getattr(xp_of(_array_of(xa, xb)), cls.ufunc)(xa, xb)
@@ -344,6 +346,8 @@ class Clamp(Function):
     def forward(ctx, x, min=None, max=None):
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        if x._data.dtype.kind == "c":
+            raise NotImplementedError("clamp is not supported for complex types")
         ctx.save_for_backward(x)
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             ctx.torch_name = "ClampBackward0"
@@ -376,11 +380,17 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
 
 
 # -- comparisons and logic (no gradient) --------------------------------------------------------
+_ORDERINGS = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
+
+
 def _no_grad_binary(ufunc_name, integral_only=False):
     """A non-differentiable elementwise op of two operands: a comparison or bitwise logic."""
 
     def op(a, b) -> Tensor:
         xa, xb, dt = promote_operands(a, b)
+        if ufunc_name in _ORDERINGS and dt.kind == "c":  # complex numbers have no order
+            raise NotImplementedError(f"\"{_ORDERINGS[ufunc_name]}_cpu\" not implemented for "
+                                      f"'{_dtype.title(_dtype.from_numpy_dtype(dt))}'")
         if integral_only and _dtype.kind_of(dt) in "fc":
             raise RuntimeError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
         try:
