@@ -20,9 +20,10 @@ def _arr(t) -> np.ndarray:
     return np.asarray(t.detach().tolist())
 
 
-def _inputs(L, dtype: str):
+def _inputs(L, dtype: str, device: str = "cpu"):
     d = getattr(L, dtype)
-    return (L.tensor(Z, dtype=d, requires_grad=True), L.tensor(W, dtype=d, requires_grad=True))
+    return (L.tensor(Z, dtype=d, device=device, requires_grad=True),
+            L.tensor(W, dtype=d, device=device, requires_grad=True))
 
 
 LOSSES = {
@@ -61,8 +62,8 @@ LOSSES = {
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 @pytest.mark.parametrize("loss", list(LOSSES))
-def test_gradients_match_torch(loss, dtype):
-    z, w = _inputs(mt, dtype)
+def test_gradients_match_torch(loss, dtype, device):
+    z, w = _inputs(mt, dtype, device)
     tz, tw = _inputs(torch, dtype)
     out, tout = LOSSES[loss](mt, z, w), LOSSES[loss](torch, tz, tw)
     assert out.dtype.name == str(tout.dtype).split(".")[1]
@@ -112,19 +113,19 @@ def test_creation_and_dtypes():
 
 @pytest.mark.parametrize("name", ["sum", "mean", "prod", "var", "std", "abs", "exp",
                                   "log", "sqrt", "neg", "angle", "conj", "reciprocal"])
-def test_unary_and_reductions_match_torch(name):
-    t, tt = mt.tensor(Z), torch.tensor(Z)
+def test_unary_and_reductions_match_torch(name, device):
+    t, tt = mt.tensor(Z, device=device), torch.tensor(Z)
     out, tout = getattr(t, name)(), getattr(tt, name)()
     assert out.dtype.name == str(tout.dtype).split(".")[1]
     np.testing.assert_allclose(_arr(out), _arr(tout), rtol=1e-5, atol=1e-6)
 
 
-def test_parts_are_views_and_settable():
-    z, tz = mt.tensor(Z), torch.tensor(Z)
+def test_parts_are_views_and_settable(device):
+    z, tz = mt.tensor(Z, device=device), torch.tensor(Z)
     assert z.real.dtype is mt.float32 and z.imag.dtype is mt.float32
     z.real[0] = 10.0
     tz.real[0] = 10.0
-    z.imag = mt.zeros(4)
+    z.imag = mt.zeros(4, device=device)
     tz.imag = torch.zeros(4)
     assert z.tolist() == tz.tolist()
     r = mt.tensor([1.0, 2.0])
@@ -132,8 +133,8 @@ def test_parts_are_views_and_settable():
     same_error(lambda: r.imag, lambda: torch.tensor([1.0, 2.0]).imag, RuntimeError)
 
 
-def test_complex_and_view_as_real_round_trip():
-    re, im = mt.tensor([1.0, 2.0]), mt.tensor([3.0, -4.0])
+def test_complex_and_view_as_real_round_trip(device):
+    re, im = mt.tensor([1.0, 2.0], device=device), mt.tensor([3.0, -4.0], device=device)
     z, tz = mt.complex(re, im), torch.complex(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -4.0]))
     assert z.tolist() == tz.tolist() and z.dtype is mt.complex64
     v, tv = mt.view_as_real(z), torch.view_as_real(tz)

@@ -154,7 +154,8 @@ class Complex(Function):
         a, b = re._data, im._data
         out_dtype = _dtype.from_numpy_dtype(a.dtype).to_complex().np
         out = xp_of(a).empty(xp_of(a).broadcast_shapes(a.shape, b.shape), out_dtype)
-        out.real, out.imag = a, b
+        out.real[...] = a  # (views of the parts; a + 1j * b would turn an inf part into NaN)
+        out.imag[...] = b
         ctx.shapes = (a.shape, a.dtype), (b.shape, b.dtype)
         return out
 
