@@ -351,3 +351,9 @@ def test_16_bit_reductions_accumulate_in_float32_as_torch(name, op):
     a, ta = mt.tensor(x).to(d), torch.tensor(x).to(td)
     for args in ((), (1,)) if op != "cumsum" else ((1,),):
         _same(getattr(a, op)(*args), getattr(ta, op)(*args))
+
+
+def test_cuda_reports_no_bfloat16_support():
+    assert mt.cuda.is_bf16_supported() is False
+    if not torch.cuda.is_available():
+        assert torch.cuda.is_bf16_supported() is False
