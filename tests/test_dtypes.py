@@ -357,3 +357,12 @@ def test_cuda_reports_no_bfloat16_support():
     assert mt.cuda.is_bf16_supported() is False
     if not torch.cuda.is_available():
         assert torch.cuda.is_bf16_supported() is False
+
+
+@pytest.mark.parametrize("op", ["norm", "norm_dim", "pnorm", "einsum"])
+def test_bfloat16_norms_and_einsum_compute_in_float32_as_torch(op):
+    x = np.random.default_rng(1).standard_normal((8, 500)).astype(np.float32)
+    calls = {"norm": lambda L, a: a.norm(), "norm_dim": lambda L, a: a.norm(dim=1),
+             "pnorm": lambda L, a: a.norm(p=3, dim=1),
+             "einsum": lambda L, a: L.einsum("ij,kj->ik", a, a)}
+    _same(calls[op](mt, mt.tensor(x).bfloat16()), calls[op](torch, torch.tensor(x).bfloat16()))

@@ -121,7 +121,11 @@ class Einsum(Function):
         ctx.spec = spec
         ctx.save_for_backward(*operands)
         arrays = [op._data for op in operands]
-        return xp_of(arrays[0]).einsum(spec, *arrays, optimize=len(arrays) > 2)
+        dt = arrays[0].dtype
+        if dt == _dtype.bfloat16.np:  # (NumPy's einsum has no bfloat16 loops: float32, rounded)
+            arrays = [a.astype(_dtype.float32.np) for a in arrays]
+        return xp_of(arrays[0]).einsum(spec, *arrays, optimize=len(arrays) > 2).astype(
+            dt, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

@@ -30,6 +30,11 @@ def _restore(grad: Tensor, shape: tuple, dims, keepdim: bool) -> Tensor:
     return grad.expand(shape)
 
 
+def _wide(arr):
+    """``arr`` in float32 when it is float16/bfloat16 (the dtype PyTorch accumulates them in)."""
+    return arr.astype(_dtype.float32.np) if arr.dtype in _dtype.REDUCED_FLOATS else arr
+
+
 def _widened(reduce, arr, **kwargs):
     """``reduce(arr, ...)`` accumulated in float32 for float16/bfloat16 and rounded back, as
     PyTorch's CPU kernels accumulate (NumPy would add bfloat16 values in bfloat16)."""
@@ -300,7 +305,9 @@ class _Norm2(Function):
         ctx.save_for_backward(x)
         ctx.save_output()
         ctx.dims, ctx.keepdim = dims, keepdim
-        return xp_of(arr).sqrt((arr * arr).sum(axis=dims, keepdims=keepdim))
+        wide = _wide(arr)
+        out = xp_of(arr).sqrt((wide * wide).sum(axis=dims, keepdims=keepdim))
+        return out.astype(arr.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -327,7 +334,8 @@ class PNorm(Function):
         ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
         if p == 0.0:
             return (arr != 0).sum(axis=dims, keepdims=keepdim).astype(arr.dtype)
-        return (xp.abs(arr) ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
+        out = (xp.abs(_wide(arr)) ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
+        return out.astype(arr.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
