@@ -88,6 +88,20 @@ def title(d: dtype) -> str:
     return _TITLE[d.name]
 
 
+def parse_tensor_type(name: str) -> tuple[str | None, dtype]:
+    """(device or None, dtype) of a legacy type name: ``"torch.FloatTensor"`` is (None,
+    float32), ``"torch.cuda.LongTensor"`` ("cuda", int64); ``microtorch.`` works too."""
+    prefix, _, rest = name.partition(".")
+    device = None
+    if rest.startswith("cuda."):
+        device, rest = "cuda", rest[len("cuda."):]
+    by_title = {t: _BY_NAME[n] for n, t in _TITLE.items()}
+    if prefix not in ("torch", "microtorch") or not rest.endswith("Tensor") or \
+            rest[:-len("Tensor")] not in by_title:
+        raise ValueError(f"invalid type: {name!r}")
+    return device, by_title[rest[:-len("Tensor")]]
+
+
 def kind_of(np_dtype) -> str:
     """NumPy's kind letter of an array dtype, with ``"f"`` for bfloat16 (NumPy says ``"V"``)."""
     return "f" if np_dtype == _BF16 else np_dtype.kind

@@ -334,6 +334,9 @@ class Tensor:
         """The type name, or a tensor converted to ``dtype``."""
         if dtype is None:
             return f"microtorch.{_dtype.title(self.dtype)}Tensor"
+        if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.FloatTensor"
+            dev, dt = _dtype.parse_tensor_type(dtype)
+            return self.to(dt) if dev is None else self.to(dev, dt)
         return self.to(_dtype.as_dtype(dtype))
 
     def float(self) -> Tensor:

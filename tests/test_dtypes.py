@@ -366,3 +366,13 @@ def test_bfloat16_norms_and_einsum_compute_in_float32_as_torch(op):
              "pnorm": lambda L, a: a.norm(p=3, dim=1),
              "einsum": lambda L, a: L.einsum("ij,kj->ik", a, a)}
     _same(calls[op](mt, mt.tensor(x).bfloat16()), calls[op](torch, torch.tensor(x).bfloat16()))
+
+
+def test_type_with_a_legacy_name():
+    t, tt = mt.ones(2), torch.ones(2)
+    for name in ("torch.DoubleTensor", "torch.LongTensor", "torch.BFloat16Tensor",
+                 "torch.ComplexFloatTensor"):
+        assert tname(t.type(name).dtype) == tname(tt.type(name).dtype)
+    assert t.type("microtorch.HalfTensor").dtype is mt.float16
+    for bad in ("torch.FooTensor", "float64"):
+        same_error(lambda b=bad: t.type(b), lambda b=bad: tt.type(b), ValueError)
