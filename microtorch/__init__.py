@@ -30,6 +30,7 @@ from ._tensor import Size, Tensor
 from ._type_promotion import can_cast, promote_types, result_type
 from ._typeinfo import finfo, iinfo
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .backend import get_default_device, set_default_device
 from .backend.device import device
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
@@ -121,7 +122,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "get_deterministic_debug_mode", "set_printoptions", "set_num_threads",
            "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
-           "set_default_dtype",
+           "set_default_dtype", "get_default_device", "set_default_device",
            "save", "load", "utils", "linalg", *_ops_all]
 del _dtype
 

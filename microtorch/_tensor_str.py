@@ -197,13 +197,19 @@ def tensor_str(t, indent: int) -> str:
     return _nested_str(host, summarized, indent, fmt)
 
 
+def _default_device_type() -> str:
+    from .backend import _default_device
+
+    return "cpu" if _default_device is None else _default_device.type
+
+
 def tensor_repr(t) -> str:
     """``tensor([...], dtype=..., device=..., requires_grad=True)`` as PyTorch prints it."""
     cls = type(t).__name__
     prefix = "tensor(" if cls in ("Tensor", "Parameter", "_View") else f"{cls}("
     indent = len(prefix)
     suffixes = []
-    if t.device.type != "cpu":
+    if t.device.type != _default_device_type():  # (as PyTorch: only a non-default device)
         suffixes.append(f"device='{t.device}'")
     if t._data.size == 0:
         if t._data.ndim != 1:

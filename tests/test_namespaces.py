@@ -279,3 +279,34 @@ def test_version_cuda_is_cupys_runtime_or_none():
 def test_manual_seed_returns_the_generator():
     g = mt.manual_seed(3)
     assert isinstance(g, mt.Generator) and g.initial_seed() == 3
+
+
+# -- default device ----------------------------------------------------------------------------
+def test_default_device_is_followed_by_creation_ops_and_layers(device):
+    assert str(mt.get_default_device()) == str(torch.get_default_device()) == "cpu"
+    try:
+        mt.set_default_device(device)
+        assert mt.get_default_device().type == device
+        for t in (mt.zeros(2), mt.tensor([1.0]), mt.randn(2), mt.arange(3),
+                  mt.nn.Linear(2, 2).weight):
+            assert t.device.type == device
+        assert "device=" not in repr(mt.zeros(2))  # as PyTorch: only a non-default device
+        if device == "cuda":
+            assert "device='cpu'" in repr(mt.zeros(2, device="cpu"))
+    finally:
+        mt.set_default_device(None)
+    assert mt.zeros(1).device == mt.device("cpu")
+
+
+def test_default_cuda_without_a_gpu_fails_when_a_tensor_is_made():
+    if mt.cuda.is_available():
+        pytest.skip("a GPU is present: the device test covers cuda as the default")
+    try:
+        mt.set_default_device("cuda")  # accepted, as PyTorch: checked at creation
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
+            mt.zeros(2)
+    finally:
+        mt.set_default_device(None)
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
+        mt.set_default_device("tpu")
+    assert mt.get_default_device() == mt.device("cpu")

@@ -14,7 +14,9 @@ from .base import Backend
 from .device import CPU, device
 
 __all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "cuda_available",
-           "cuda_device_count", "canonical_device"]
+           "cuda_device_count", "canonical_device", "set_default_device", "get_default_device"]
+
+_default_device: device | None = None  # where creation ops put tensors without a device (None: CPU)
 
 
 @lru_cache(maxsize=1)
@@ -39,15 +41,34 @@ def cuda_device_count() -> int:
 
 
 def canonical_device(spec) -> device:
-    """A device with its index filled in (``"cuda"`` means the current GPU, index 0)."""
+    """A device with its index filled in (``"cuda"`` means the current GPU, index 0); None
+    means the default device."""
     if spec is None:
-        return CPU
+        if _default_device is None:
+            return CPU
+        spec = _default_device
     dev = spec if isinstance(spec, device) else device(spec)
     if dev.type == "cuda" and dev.index is None:
         from .. import cuda
 
         dev = device("cuda", cuda.current_device())
     return dev
+
+
+def set_default_device(spec) -> None:
+    """Make creation ops and new layers without a ``device`` argument use ``spec`` (``"cuda"``
+    follows the current GPU); None restores the CPU. Checked when a tensor is made, as in
+    PyTorch: setting ``"cuda"`` on a machine without a GPU raises only then."""
+    global _default_device
+    _default_device = None if spec is None else (spec if isinstance(spec, device)
+                                                 else device(spec))
+    if _default_device == CPU:
+        _default_device = None
+
+
+def get_default_device() -> device:
+    """The device creation ops use when none is given (``cuda:N`` for the current GPU)."""
+    return canonical_device(None)
 
 
 _backends: dict[device, Backend] = {}
