@@ -310,3 +310,12 @@ def test_default_cuda_without_a_gpu_fails_when_a_tensor_is_made():
     with pytest.raises(RuntimeError, match="Expected one of cpu, cuda device type"):
         mt.set_default_device("tpu")
     assert mt.get_default_device() == mt.device("cpu")
+
+
+def test_device_as_a_context_manager(device):
+    with mt.device(device) as d:
+        assert d == mt.device(device) and mt.zeros(1).device.type == device
+        with mt.device("cpu"):
+            assert mt.zeros(1).device.type == "cpu"
+        assert mt.ones(1).device.type == device
+    assert mt.zeros(1).device == mt.device("cpu")

@@ -66,6 +66,18 @@ def set_default_device(spec) -> None:
         _default_device = None
 
 
+_outer_defaults: list[device | None] = []  # the defaults that ``with device(...)`` blocks hide
+
+
+def _enter_default_device(dev: device) -> None:
+    _outer_defaults.append(_default_device)
+    set_default_device(dev)
+
+
+def _exit_default_device() -> None:
+    set_default_device(_outer_defaults.pop())
+
+
 def get_default_device() -> device:
     """The device creation ops use when none is given (``cuda:N`` for the current GPU)."""
     return canonical_device(None)

@@ -48,5 +48,17 @@ class device:  # noqa: N801 - mirrors torch.device
     def __reduce__(self):
         return (device, (str(self),))
 
+    def __enter__(self) -> device:
+        """``with microtorch.device("cuda"):`` makes this the default device inside."""
+        from . import _enter_default_device
+
+        _enter_default_device(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from . import _exit_default_device
+
+        _exit_default_device()
+
 
 CPU = device("cpu")
