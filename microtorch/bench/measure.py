@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -140,8 +141,10 @@ def _make_optimizer(lib: Any, params: list, storage: str, kind: str = "sgd") -> 
     return lib.optim.SGD(params, lr=0.01, **kwargs)
 
 
-def _to_lib(lib: Any, arr: np.ndarray, dev: str, requires_grad: bool = False) -> Any:
-    t = lib.from_numpy(np.array(arr, copy=True))
+def _to_lib(lib: Any, arr: np.ndarray, dev: str, requires_grad: bool = False,
+            copy: bool = True) -> Any:
+    """``arr`` as a tensor of ``lib`` on ``dev``; ``copy=False`` shares the CPU memory."""
+    t = lib.from_numpy(np.array(arr, copy=True) if copy else arr)
     if dev != "cpu":
         t = t.to(dev)
     if requires_grad:
@@ -175,3 +178,42 @@ def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
+
+
+class Progress:
+    """Progress of long work on stderr: a tqdm bar on a terminal, and otherwise one line per
+    section, so that a run whose output is redirected still shows that it is alive.
+
+    ``enabled=None`` decides by whether stderr is a terminal; ``False`` silences both forms.
+    Use as a context manager; ``section(text)`` names the work starting now, ``update(n)``
+    counts finished units.
+    """
+
+    def __init__(self, total: int, desc: str, enabled: bool | None = None) -> None:
+        self.total, self.desc, self.done = total, desc, 0
+        self.quiet = enabled is False
+        self.bar = None
+        if not self.quiet and (enabled or sys.stderr.isatty()):
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="case", file=sys.stderr)
+
+    def section(self, text: str) -> None:
+        """Announce the next piece of work."""
+        if self.bar is not None:
+            self.bar.set_postfix_str(text)
+        elif not self.quiet:
+            print(f"{self.desc} [{self.done}/{self.total}] {text}", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        """Count ``n`` finished units."""
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -1,4 +1,4 @@
-"""Turn ``microtorch.bench`` results into ``report.md`` tables and PNG plots.
+"""Turn ``microtorch.bench`` results into ``report.md`` tables (the figures: ``plots``).
 
 Kept apart from the measurements so that a saved ``results.json`` can be re-rendered
 (``render_markdown(json.load(...))``) without running anything again.
@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from .measure import STORAGES
 
-__all__ = ["render_markdown", "render_plots", "format_us", "headline", "targets", "write_report",
+__all__ = ["render_markdown", "format_us", "headline", "targets", "write_report",
            "write_outputs"]
 
 # The cases benchmarks/README.md quotes reference PyTorch numbers for.
@@ -367,131 +368,34 @@ def render_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------------- plots
-
-_COLORS = {"default": "tab:blue", "foreach": "tab:orange", "flat": "tab:green"}
-
-
-def _save_small_png(fig: Any, path: Path) -> None:
-    """Save as a 64-colour palette PNG: line plots need no more, and the files stay small
-    enough to commit (a third of matplotlib's RGBA output)."""
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    buf.seek(0)
-    with Image.open(buf) as img:
-        img.convert("RGB").quantize(colors=64).save(path, optimize=True)
-
-
-def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    rows = _on(results, "zero_grad", dev)
-    shapes = {tuple(r["shape"]) for r in rows}
-    counts = {r["n_params"] for r in rows}
-    # Count sweep: the most common small shape; size sweep: the most common count.
-    count_shape = min(shapes, key=lambda s: (-sum(tuple(r["shape"]) == s for r in rows),
-                                             math.prod(s)))
-    size_count = max(counts, key=lambda n: (sum(r["n_params"] == n for r in rows), n))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=72)
-    sweeps = [(axes[0], lambda r: tuple(r["shape"]) == count_shape, "n_params",
-               f"number of parameters of shape {_shape(list(count_shape))}"),
-              (axes[1], lambda r: r["n_params"] == size_count,
-               "elements", f"elements per parameter ({size_count} parameters)")]
-    for ax, keep, xkey, xlabel in sweeps:
-        for lib, storages in (("microtorch", STORAGES), ("torch", ("default", "foreach"))):
-            for storage in storages:
-                for stn in (True, False):
-                    pts = sorted((r["n_params"] if xkey == "n_params" else math.prod(r["shape"]),
-                                  r["median_us"]) for r in rows
-                                 if keep(r) and r["lib"] == lib and r["storage"] == storage
-                                 and r["set_to_none"] == stn)
-                    if not pts:
-                        continue
-                    ax.plot(*zip(*pts), color=_COLORS[storage],
-                            linestyle="-" if stn else "--",
-                            marker="o" if lib == "microtorch" else "x",
-                            alpha=1.0 if lib == "microtorch" else 0.6,
-                            label=f"{lib} {storage} set_to_none={stn}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("zero_grad time (µs, median)")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=6, loc="upper left")
-    fig.suptitle(f"zero_grad time on {dev} (o microtorch, x PyTorch; dashed: set_to_none=False)",
-                 fontsize=10)
-    fig.tight_layout()
-    _save_small_png(fig, path)
-    plt.close(fig)
-
-
-def _plot_memory(results: dict, dev: str, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    rows = _on(results, "memory", dev)
-    ks = sorted({r["accum_steps"] for r in rows})
-    fig, axes = plt.subplots(1, len(ks), figsize=(4.5 * len(ks), 3.8), dpi=72,
-                             squeeze=False)
-    for ax, k in zip(axes[0], ks):
-        labels: list[str] = []
-        mine = [r for r in rows if r["accum_steps"] == k]
-        for i, r in enumerate(mine):
-            labels = [p["point"] for p in r["timeline"]]
-            # Settings often coincide: draw earlier ones wider so every line stays visible.
-            ax.plot(range(len(labels)), [p["bytes"] / 2**10 for p in r["timeline"]],
-                    color=_COLORS[r["storage"]], linestyle="-" if r["set_to_none"] else "--",
-                    linewidth=1.0 + 0.7 * (len(mine) - 1 - i), alpha=0.8,
-                    label=f"{r['storage']} set_to_none={r['set_to_none']}")
-        step = max(1, len(labels) // 12)
-        ax.set_xticks(range(0, len(labels), step))
-        ax.set_xticklabels(labels[::step], rotation=60, fontsize=6)
-        ax.set_ylabel("memory_allocated over baseline (KiB)")
-        ax.set_title(f"accumulation steps K={k}", fontsize=9)
-        ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=6)
-    fig.suptitle(f"microtorch memory through training steps on {dev}", fontsize=10)
-    fig.tight_layout()
-    _save_small_png(fig, path)
-    plt.close(fig)
-
-
-def render_plots(results: dict, out: Path) -> list[Path]:
-    """One zero_grad plot and one memory plot per device; returns the written paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: works without a display
-    paths = []
-    for dev in results["devices"]:
-        if _on(results, "zero_grad", dev):
-            paths.append(out / f"zero_grad_{dev}.png")
-            _plot_zero_grad(results, dev, paths[-1])
-        if _on(results, "memory", dev):
-            paths.append(out / f"memory_{dev}.png")
-            _plot_memory(results, dev, paths[-1])
-    return paths
-
-
 # ---------------------------------------------------------------------------------- output
 
 def write_report(results: dict[str, Any], out_dir: str | os.PathLike,
                  render_markdown: Callable[[dict], str],
                  render_plots: Callable[[dict, Path], list[Path]] | None = None) -> list[Path]:
     """Write results.json, report.md (``render_markdown(results)``) and the files of
-    ``render_plots(results, out_dir)`` into ``out_dir``; returns the paths."""
+    ``render_plots(results, dir)`` into ``out_dir``; returns the paths.
+
+    Everything is rendered into a temporary folder beside ``out_dir`` first and moved into
+    place only when all of it succeeded, so a failure leaves nothing half-written there.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "results.json", out / "report.md"]
-    paths[0].write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    paths[1].write_text(render_markdown(results), encoding="utf-8")
-    if render_plots is not None:
-        paths += render_plots(results, out)
-    return paths
+    with tempfile.TemporaryDirectory(prefix=".bench-", dir=out) as tmp:
+        staged = Path(tmp)
+        (staged / "results.json").write_text(json.dumps(results, indent=1) + "\n",
+                                             encoding="utf-8")
+        (staged / "report.md").write_text(render_markdown(results), encoding="utf-8")
+        names = ["results.json", "report.md"]
+        if render_plots is not None:
+            names += [p.name for p in render_plots(results, staged)]
+        for name in names:
+            os.replace(staged / name, out / name)
+    return [out / name for name in names]
 
 
 def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
     """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
+    from .plots import render_plots
+
     return write_report(results, out_dir, render_markdown, render_plots)
