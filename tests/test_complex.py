@@ -57,6 +57,21 @@ LOSSES = {
     "view_as_real": lambda L, z, w: (L.view_as_real(z * w) ** 2).sum(),
     "real_times_complex": lambda L, z, w: (z * z.real).imag.sum(),
     "polar": lambda L, z, w: L.polar(z.abs(), w.angle()).real.sum(),
+    "prod": lambda L, z, w: z.prod().abs(),
+    "prod_with_zero": lambda L, z, w: (z * L.tensor([1, 0, 1, 1], device=z.device)).prod(0)
+    .abs() + z.prod().real,
+    "cumsum": lambda L, z, w: z.cumsum(0).abs().sum(),
+    "cumprod": lambda L, z, w: z.cumprod(0).abs().sum(),
+    "var": lambda L, z, w: z.var(),
+    "std": lambda L, z, w: (z * w).std(),
+    "norm": lambda L, z, w: z.norm(),
+    "vector_norm_p3": lambda L, z, w: L.linalg.vector_norm(z * w, 3),
+    "einsum": lambda L, z, w: L.einsum("i,i->", z, w).abs(),
+    "indexing": lambda L, z, w: z[1:3].abs().sum() + z[[0, 0]].real.sum(),
+    "where": lambda L, z, w: L.where(w.real > 0, z, z * 2).abs().sum(),
+    "cat_expand": lambda L, z, w: L.cat([z, w * 1j]).expand(3, 8).abs().sum(),
+    "rsub": lambda L, z, w: (1 - z).abs().sum(),
+    "pow_half": lambda L, z, w: (z ** 0.5).real.sum(),
 }
 
 

@@ -15,6 +15,7 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
 from ._util import Tensor, wrap_dim, xp_of
+from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
 __all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron"]
@@ -158,7 +159,7 @@ class Einsum(Function):
                     ops.append(_ones(sizes[c], x))
             for t, o in others:
                 terms.append(t)
-                ops.append(o)
+                ops.append(conj_of(o))  # (complex operands: PyTorch's conjugate convention)
             g = Einsum.apply(",".join(terms) + "->" + target, *ops)
             grads.append(g)
         return (None, *grads)

@@ -8,6 +8,7 @@ from collections import namedtuple
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
 from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
+from .complex import conj_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -263,7 +264,8 @@ class Prod(Function):
         g = _restore(grad, x.shape, dims, ctx.keepdim)
         arr = x._data
         if not (arr == 0).any():
-            return g * (_restore(ctx.saved_output, x.shape, dims, ctx.keepdim) / x), None, None
+            local = _restore(ctx.saved_output, x.shape, dims, ctx.keepdim) / x
+            return g * conj_of(local), None, None
         # With zeros, divide-by-x fails: use the product of all *other* elements, from
         # exclusive cumulative products on both sides.
         xp = xp_of(arr)
@@ -274,7 +276,7 @@ class Prod(Function):
                                    -1), -1)
         others = left * right
         others = others.reshape(arr.shape) if dim is None else xp.moveaxis(others, -1, dim)
-        return g * Tensor._make(others), None, None
+        return g * conj_of(Tensor._make(others)), None, None
 
 
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -362,6 +364,8 @@ class PNorm(Function):
 def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:
     """The p-norm of the flattened tensor or along ``dim`` (p = 2, 1, inf, -inf, 0 or any p)."""
     dims = dims_arg(dim, input._data.ndim)
+    if input._data.dtype.kind == "c":  # the norm of the magnitudes (abs carries the gradient)
+        input = input.abs()
     if ord == 2:
         return _Norm2.apply(input, dims, keepdim)
     if ord in (math.inf, -math.inf):

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, named
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, wrap_dim, xp_of
+from .complex import conj_of
 from .elementwise import _meta
 from .nn_ops import _float_array
 
@@ -200,7 +201,7 @@ class Cumprod(Function):
         if not bool((x._data == 0).any()):
             # no zeros: d out_j / d x_i = out_j / x_i, so the gradient is a reversed cumsum
             out = cumprod(x, d)  # (recomputed rather than saved: the input is saved anyway)
-            return (grad * out).flip(d).cumsum(d).flip(d) / x, None
+            return (grad * conj_of(out)).flip(d).cumsum(d).flip(d) / conj_of(x), None
         n = x.shape[d]
         xm, gm = x.movedim(d, -1), grad.movedim(d, -1)
         # d out_j / d x_i = prod_{k <= j, k != i} x_k (j >= i): the cumprod of x with x_i
@@ -210,7 +211,7 @@ class Cumprod(Function):
         rows = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n).where(~eye, one)
         upper = Tensor._make(xp.triu(xp.ones((n, n), dtype=bool)))  # j >= i
         zero = Tensor._make(xp.zeros((), x._data.dtype))
-        terms = (cumprod(rows, -1) * gm.unsqueeze(-2)).where(upper, zero)
+        terms = (conj_of(cumprod(rows, -1)) * gm.unsqueeze(-2)).where(upper, zero)
         return terms.sum(-1).movedim(-1, d), None
 
 
