@@ -7,6 +7,8 @@ numerics). Saving a scripted module (``jit.save``) is not possible and raises.
 
 from __future__ import annotations
 
+from typing import Final  # (torch.jit.Final is typing's Final)
+
 __all__ = ["script", "trace", "ignore", "unused", "export", "is_scripting", "is_tracing",
            "save", "load", "ScriptModule", "ScriptFunction", "Final", "annotate"]
 
@@ -74,8 +76,3 @@ class ScriptFunction:
     """Never instantiated: ``script`` returns functions unchanged. Exists for isinstance
     checks."""
 
-
-try:
-    from typing import Final  # noqa: F401  (torch.jit.Final is typing's Final)
-except ImportError:  # pragma: no cover
-    Final = None
