@@ -29,7 +29,16 @@ from ._dtype import bool_ as bool  # noqa: A004
 from ._tensor import Size, Tensor
 from ._type_promotion import can_cast, promote_types, result_type
 from ._typeinfo import finfo, iinfo
-from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .backend import get_default_device, set_default_device
 from .backend.device import device
 from .ops import *  # noqa: F403
@@ -112,7 +121,8 @@ def is_complex(input: Tensor) -> bool:
 
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "manual_seed", "seed", "initial_seed", "Generator",
+           "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "manual_seed", "seed", "initial_seed", "Generator",
            "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
            "is_tensor", "numel", "is_floating_point", "is_complex", "finfo", "iinfo",
            "promote_types", "result_type", "can_cast", "accelerator", "backends", "jit", "onnx",

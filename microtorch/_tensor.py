@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import _dtype
@@ -19,19 +21,22 @@ class _GradEpoch:
 
     Gradients accumulated in place leave it unchanged, so a flat gradient buffer that checked
     its parameters' gradients at some epoch knows they are still the same while it holds.
-    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``.
+    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``. Each bump takes a new
+    number from a counter (one atomic step, so bumps from concurrent threads are never lost);
+    readers only compare for equality.
     """
 
     value = 0
+    _numbers = itertools.count(1).__next__
 
     @classmethod
     def bump(cls) -> None:
-        cls.value += 1
+        cls.value = cls._numbers()
 
 
 grad_epoch = _GradEpoch
 
-
+# PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
 
@@ -331,9 +336,11 @@ class Tensor:
         return self.to(device)
 
     def type(self, dtype=None):
-        """The type name, or a tensor converted to ``dtype``."""
+        """The legacy type name (``microtorch.FloatTensor``, ``microtorch.cuda.LongTensor``),
+        or a tensor converted to ``dtype``."""
         if dtype is None:
-            return f"microtorch.{_dtype.title(self.dtype)}Tensor"
+            cuda = "cuda." if self.is_cuda else ""
+            return f"microtorch.{cuda}{_dtype.title(self.dtype)}Tensor"
         if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.FloatTensor"
             dev, dt = _dtype.parse_tensor_type(dtype)
             return self.to(dt) if dev is None else self.to(dev, dt)
