@@ -306,6 +306,15 @@ def _mixed_cases(L):
         "bf16_matmul": lambda: f @ L.ones(3, 2, dtype=L.bfloat16),
         "complex_bmm": lambda: f[None] @ L.ones(1, 3, 2, dtype=L.complex64),
         "int_pair": lambda: L.ones(2, 3, dtype=L.int64) @ L.ones(3, 2, dtype=L.int32),
+        "linear": lambda: L.nn.functional.linear(f, d.t()),
+        "linear_bias": lambda: L.nn.functional.linear(f, f[:2], L.ones(2, dtype=L.float64)),
+        "linear_weight_with_bias": lambda: L.nn.functional.linear(f, d.t(), L.ones(2)),
+        "linear_batched": lambda: L.nn.functional.linear(L.ones(5, 2, 3, dtype=L.float64),
+                                                         f),
+        "linear_vector": lambda: L.nn.functional.linear(v.float(), d.t()),
+        "linear_double_input_bias": lambda: L.nn.functional.linear(
+            f.double(), f[:2], L.ones(2, dtype=L.float64)),
+        "linear_layer": lambda: L.nn.Linear(3, 4)(f.double()),
     }
 
 
@@ -376,3 +385,36 @@ def test_type_with_a_legacy_name():
     assert t.type("microtorch.HalfTensor").dtype is mt.float16
     for bad in ("torch.FooTensor", "float64"):
         same_error(lambda b=bad: t.type(b), lambda b=bad: tt.type(b), ValueError)
+
+
+BF16_LAYERS = {
+    "linear": lambda L, a: L.nn.functional.linear(a.reshape(12, -1), a.reshape(12, -1)[:3],
+                                                  a.reshape(-1)[:3]),
+    "conv2d": lambda L, a: L.nn.functional.conv2d(a, a[:2, :, :3, :3], a[0, 0, 0, :2]),
+    "avg_pool2d": lambda L, a: L.nn.functional.avg_pool2d(a, 2),
+    "global_avg_pool2d": lambda L, a: L.nn.functional.avg_pool2d(a, 8),
+    "max_pool2d": lambda L, a: L.nn.functional.max_pool2d(a, 2),
+    "softmax": lambda L, a: a.softmax(-1),
+    "log_softmax": lambda L, a: a.log_softmax(-1),
+    "layer_norm": lambda L, a: L.nn.functional.layer_norm(a, (8,)),
+    "gelu": lambda L, a: L.nn.functional.gelu(a),
+    "cross_entropy": lambda L, a: L.nn.functional.cross_entropy(a.reshape(6, -1),
+                                                                L.tensor([1] * 6)),
+    "batch_norm": lambda L, a: L.nn.functional.batch_norm(a, None, None, training=True),
+    "attention": lambda L, a: L.nn.functional.scaled_dot_product_attention(a, a, a),
+}
+
+
+@pytest.mark.parametrize("layer", list(BF16_LAYERS))
+def test_bfloat16_layers_keep_the_dtype(layer):
+    """bfloat16 in, bfloat16 out, gradients bfloat16. Products and the ops above round as
+    PyTorch's kernels (exactly); composite layers round after each of their steps where PyTorch
+    rounds once, so they agree to a few bfloat16 steps."""
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    a, ta = mt.tensor(x).bfloat16().requires_grad_(), torch.tensor(x).bfloat16().requires_grad_()
+    out, tout = BF16_LAYERS[layer](mt, a), BF16_LAYERS[layer](torch, ta)
+    assert tname(out.dtype) == tname(tout.dtype) == "bfloat16"
+    np.testing.assert_allclose(np.asarray(out.float().tolist()), np.asarray(tout.float().tolist()),
+                               rtol=1 / 64, atol=1 / 32)
+    out.float().sum().backward()
+    assert a.grad.dtype is mt.bfloat16

@@ -143,9 +143,7 @@ def _wrap(arr) -> Tensor:
 
 def _float_array(x: Tensor):
     arr = x._data
-    if arr.dtype.kind != "f":
-        from .. import _dtype
-
+    if _dtype.kind_of(arr.dtype) != "f":
         arr = arr.astype(_dtype.get_default_dtype().np)
     return arr
 
