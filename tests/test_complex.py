@@ -72,6 +72,9 @@ LOSSES = {
     "cat_expand": lambda L, z, w: L.cat([z, w * 1j]).expand(3, 8).abs().sum(),
     "rsub": lambda L, z, w: (1 - z).abs().sum(),
     "pow_half": lambda L, z, w: (z ** 0.5).real.sum(),
+    "linear": lambda L, z, w: L.nn.functional.linear(z.reshape(2, 2), w.reshape(2, 2), w[:2])
+    .abs().sum(),
+    "addmm": lambda L, z, w: L.addmm(w[:2], z.reshape(2, 2), w.reshape(2, 2)).abs().sum(),
 }
 
 
