@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from . import _dtype
+from .backend.device import default_device_spec
 
 
 class _PrintOptions:
@@ -198,9 +199,8 @@ def tensor_str(t, indent: int) -> str:
 
 
 def _default_device_type() -> str:
-    from .backend import _default_device
-
-    return "cpu" if _default_device is None else _default_device.type
+    spec = default_device_spec()
+    return "cpu" if spec is None else spec.type
 
 
 def tensor_repr(t) -> str:

@@ -11,12 +11,10 @@ from functools import lru_cache
 import numpy as np
 
 from .base import Backend
-from .device import CPU, device
+from .device import CPU, default_device_spec, device, set_default_device
 
 __all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "cuda_available",
            "cuda_device_count", "canonical_device", "set_default_device", "get_default_device"]
-
-_default_device: device | None = None  # where creation ops put tensors without a device (None: CPU)
 
 
 @lru_cache(maxsize=1)
@@ -44,9 +42,9 @@ def canonical_device(spec) -> device:
     """A device with its index filled in (``"cuda"`` means the current GPU, index 0); None
     means the default device."""
     if spec is None:
-        if _default_device is None:
+        spec = default_device_spec()
+        if spec is None:
             return CPU
-        spec = _default_device
     dev = spec if isinstance(spec, device) else device(spec)
     if dev.type == "cuda" and dev.index is None:
         dev = device("cuda", current_cuda_index())
@@ -67,29 +65,6 @@ def set_current_cuda_index(index: int) -> None:
     """Select the GPU used for ``"cuda"`` without an index (checked by ``cuda.set_device``)."""
     global _current_cuda
     _current_cuda = index
-
-
-def set_default_device(spec) -> None:
-    """Make creation ops and new layers without a ``device`` argument use ``spec`` (``"cuda"``
-    follows the current GPU); None restores the CPU. Checked when a tensor is made, as in
-    PyTorch: setting ``"cuda"`` on a machine without a GPU raises only then."""
-    global _default_device
-    _default_device = None if spec is None else (spec if isinstance(spec, device)
-                                                 else device(spec))
-    if _default_device == CPU:
-        _default_device = None
-
-
-_outer_defaults: list[device | None] = []  # the defaults that ``with device(...)`` blocks hide
-
-
-def _enter_default_device(dev: device) -> None:
-    _outer_defaults.append(_default_device)
-    set_default_device(dev)
-
-
-def _exit_default_device() -> None:
-    set_default_device(_outer_defaults.pop())
 
 
 def get_default_device() -> device:
