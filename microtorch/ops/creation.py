@@ -43,6 +43,8 @@ def _infer_dtype(data) -> _dtype.dtype:
             d = _dtype.int64
         elif isinstance(item, numbers.Real):
             d = _dtype.get_default_dtype()
+        elif isinstance(item, numbers.Complex):
+            d = _dtype.default_complex()
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
             continue
@@ -145,8 +147,10 @@ def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = getattr(backend.xp, fill)(shape, dtype=_creation_dtype(dtype))
+        arr = getattr(backend.xp, fill)(shape, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -172,8 +176,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
         dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     shape = sizes_arg((size,))
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.full(shape, fill_value, dtype=_creation_dtype(dtype))
+        arr = backend.xp.full(shape, fill_value, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -225,7 +231,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
                        for v in values)
         dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
     dt = _dtype.as_dtype(dtype).np
-    if dt.kind != "f":
+    floating = _dtype.kind_of(dt) == "f"
+    if not floating:
         # PyTorch accumulates integer ranges in int64: start and step are truncated first
         # (and for int64 output the size is counted from a truncated end too).
         first, inc = int(start), int(step)
@@ -235,8 +242,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
             start, end, step = first, int(end), inc
     n = int(np.ceil((end - start) / step))
     backend = get_backend(device)
+    backend.check_dtype(dt)
     with backend.context():
-        if dt.kind == "f":
+        if floating:
             # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
             arr = (backend.xp.arange(n, dtype=np.float64) * step + start).astype(dt)
         else:
@@ -282,6 +290,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
         raise RuntimeError("number of steps must be non-negative")
     dt = _creation_dtype(dtype)
     backend = get_backend(device)
+    backend.check_dtype(dt)
     xp = backend.xp
     with backend.context():
         if steps == 1:
@@ -303,8 +312,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (n x m)."""
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.eye(n, n if m is None else m, dtype=_creation_dtype(dtype))
+        arr = backend.xp.eye(n, n if m is None else m, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -312,6 +323,7 @@ def _random(method: str, size, dtype, device, requires_grad, *args, generator=No
     shape = sizes_arg(size)
     dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     backend = get_backend(device)
+    backend.check_dtype(dt.np)
     source = backend if generator is None else generator
     arr = getattr(source, method)(shape, dt.np, *args)
     return _finish(backend.asarray(arr), requires_grad)
@@ -460,22 +472,11 @@ ShortTensor = _legacy_type("ShortTensor", _dtype.int16)
 CharTensor = _legacy_type("CharTensor", _dtype.int8)
 ByteTensor = _legacy_type("ByteTensor", _dtype.uint8)
 BoolTensor = _legacy_type("BoolTensor", _dtype.bool_)
-LEGACY_TYPES = {t.__name__: t for t in (FloatTensor, DoubleTensor, HalfTensor, LongTensor,
-                                        IntTensor, ShortTensor, CharTensor, ByteTensor,
-                                        BoolTensor)}
-
-
 def legacy_type_dtype(spec) -> _dtype.dtype:
-    """The dtype named by ``Tensor.type``'s argument: a legacy type, its name as a string
-    (``'torch.LongTensor'``), or a dtype."""
+    """The dtype of a legacy type (``LongTensor``) or of a dtype (``Tensor.type``'s argument;
+    type names as strings are ``_dtype.parse_tensor_type``'s)."""
     if isinstance(spec, _LegacyTensorType):
         return spec.dtype
-    if isinstance(spec, str):
-        short = spec.rsplit(".", 1)[-1]
-        if short in LEGACY_TYPES:
-            return LEGACY_TYPES[short].dtype
-        if spec.startswith(("torch.cuda.", "microtorch.cuda.")):
-            raise TypeError(f"invalid type: {spec!r} (CUDA types: use .to('cuda', dtype))")
     return _dtype.as_dtype(spec)
 
 
