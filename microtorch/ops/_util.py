@@ -21,15 +21,10 @@ def is_scalar(x) -> bool:
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, Tensor)
 
 
-# PyTorch's ScalarType names, as its dtype errors print them ("not implemented for 'Long'").
-_SCALAR_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "uint8": "Byte",
-                 "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long",
-                 "bool": "Bool"}
-
-
 def scalar_name(t: Tensor) -> str:
-    """PyTorch's ScalarType name of a tensor's dtype (``Long``, ``Float``)."""
-    return _SCALAR_NAMES.get(t.dtype.name, t.dtype.name.capitalize())
+    """PyTorch's ScalarType name of a tensor's dtype (``Long``, ``Float``), as its dtype
+    errors print it ("not implemented for 'Long'")."""
+    return _dtype.title(t.dtype)
 
 
 def _keeps_dtype(dt, scalar) -> bool:
