@@ -45,7 +45,9 @@ def _from_numpy(dotted: str, source, names) -> dict:
         value = getattr(source, name, None)
         if value is None:
             continue
-        if isinstance(value, (np.ufunc, types.FunctionType, types.BuiltinFunctionType)) or (
+        if isinstance(value, np.ufunc):
+            attrs[name] = _array.ufunc(name, value)
+        elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType)) or (
                 callable(value) and type(value).__name__ == "_ArrayFunctionDispatcher"):
             attrs[name] = _array.wrap_function(name, value)
         elif isinstance(value, type) or not callable(value):

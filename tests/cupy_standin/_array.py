@@ -361,9 +361,63 @@ def _is_mask_index(key) -> bool:
 _SYNCING = {"nonzero", "flatnonzero", "argwhere", "unique", "compress", "extract"}
 
 
-def wrap_function(name: str, func, *, host_ok: bool = False):
+# The ufunc methods CuPy implements, and for which ufuncs (its documentation's list); any other
+# is NotImplementedError, as there.
+_UFUNC_METHODS = {"reduce": {"add", "multiply"}, "accumulate": {"add", "multiply"},
+                  "reduceat": {"add"}, "outer": None,
+                  "at": {"add", "subtract", "maximum", "minimum", "bitwise_and", "bitwise_or",
+                         "bitwise_xor"}}
+
+
+class ufunc:  # noqa: N801 - CuPy's name
+    """``cupy.ufunc``: NumPy's, called on device arrays; methods only where CuPy has them."""
+
+    def __init__(self, name: str, func: np.ufunc) -> None:
+        self.name, self._func = name, func
+        self._call = wrap_function(name, func)
+        self.nin, self.nout, self.nargs = func.nin, func.nout, func.nargs
+        self.__doc__ = func.__doc__
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
+
+    def _method(self, method: str):
+        allowed = _UFUNC_METHODS[method]
+        if allowed is not None and self.name not in allowed:
+            raise NotImplementedError(f"`{method}` is not supported for `{self.name}` in CuPy")
+        return wrap_function(f"{self.name}.{method}", getattr(self._func, method),
+                             ufunc_args=False)
+
+    def reduce(self, *args, **kwargs):
+        """``ufunc.reduce`` (add and multiply only)."""
+        return self._method("reduce")(*args, **kwargs)
+
+    def accumulate(self, *args, **kwargs):
+        """``ufunc.accumulate`` (add and multiply only)."""
+        return self._method("accumulate")(*args, **kwargs)
+
+    def reduceat(self, *args, **kwargs):
+        """``ufunc.reduceat`` (add only)."""
+        return self._method("reduceat")(*args, **kwargs)
+
+    def outer(self, *args, **kwargs):
+        """``ufunc.outer``."""
+        return self._method("outer")(*args, **kwargs)
+
+    def at(self, a, indices, b=None) -> None:
+        """``ufunc.at``: unbuffered in-place operation at ``indices``."""
+        self._method("at")
+        key = _index(indices, a)
+        self._func.at(_unwrap(a, lists=False), key,
+                      *(() if b is None else (_unwrap(b, lists=False),)))
+
+    def __repr__(self) -> str:
+        return f"<ufunc '{self.name}'>"
+
+
+def wrap_function(name: str, func, *, ufunc_args: bool | None = None):
     """NumPy's ``func`` as CuPy's ``cupy.<name>``."""
-    is_ufunc = isinstance(func, np.ufunc)
+    is_ufunc = isinstance(func, np.ufunc) if ufunc_args is None else ufunc_args
 
     @functools.wraps(func)
     def call(*args, **kwargs):
