@@ -113,6 +113,10 @@ class Backend:
         """A NumPy array with ``arr``'s contents (no copy on the CPU)."""
         raise NotImplementedError
 
+    def item(self, arr):
+        """The one element of ``arr`` as a Python number."""
+        return arr.item()
+
     def fill_zero(self, arr) -> None:
         """Zero ``arr`` in place, whatever its layout."""
         raise NotImplementedError

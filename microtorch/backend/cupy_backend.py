@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from .base import Backend
 from .device import device
+from .sync import sync_point
+
+# Seeds given before a GPU's backend existed (``manual_seed`` on a fresh process), applied when
+# it is created: PyTorch queues CUDA seeds the same way. ``None`` keys the seed of every GPU.
+pending_seeds: dict[int | None, int] = {}
+
+
+def queue_seed(seed: int, index: int | None = None) -> None:
+    """Seed GPU ``index`` (every GPU when None) once its backend is created."""
+    if index is None:
+        pending_seeds.clear()
+    pending_seeds[index] = seed
 
 
 class CupyBackend(Backend):
@@ -16,7 +28,9 @@ class CupyBackend(Backend):
         self.xp = cupy
         self._device = cupy.cuda.Device(dev.index)
         self._pool = cupy.get_default_memory_pool()
-        self._seeded = False
+        seed = pending_seeds.get(dev.index, pending_seeds.get(None))
+        if seed is not None:
+            self.manual_seed(seed)
 
     def context(self):
         return self._device
@@ -26,7 +40,13 @@ class CupyBackend(Backend):
             return self.xp.asarray(data, dtype=dtype)
 
     def to_numpy(self, arr):
+        sync_point("copy to host")
         return arr.get()
+
+    def item(self, arr):
+        """The one element of ``arr`` as a Python number (a device->host sync)."""
+        sync_point("item")
+        return arr.item()
 
     def fill_zero(self, arr) -> None:
         if arr.flags.c_contiguous or arr.flags.f_contiguous:
@@ -38,9 +58,9 @@ class CupyBackend(Backend):
             kernels.fill_strided(arr, 0)
 
     def synchronize(self) -> None:
-        with self._device:
-            self.xp.cuda.Stream.null.synchronize()
-            self.xp.cuda.get_current_stream().synchronize()
+        # The whole device: every stream, NCCL's communication stream included (waiting on the
+        # null and current streams alone can return mid-all-reduce).
+        self._device.synchronize()
 
     # CuPy's MemoryPool keeps one pool per device and its methods act on the *current* one.
     def memory_reserved(self) -> int:
@@ -54,7 +74,11 @@ class CupyBackend(Backend):
     def accumulate(self, grad, incoming) -> None:
         from . import kernels
 
-        kernels.accumulate_grad(grad, incoming)
+        if kernels.fused_accumulation(grad, incoming):
+            kernels.accumulate_grad(grad, incoming)
+        else:  # a strided or complex gradient: the array library's add, as on the CPU
+            with self._device:
+                self.xp.add(grad, incoming, out=grad, casting="unsafe")
 
     # CuPy's generator (not PyTorch's Philox): CUDA random streams differ from PyTorch's.
     def manual_seed(self, seed: int) -> None:
