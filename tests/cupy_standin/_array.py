@@ -260,7 +260,7 @@ def _init(obj: ndarray, arr: np.ndarray, base: ndarray | None, device_id: int) -
     obj._a, obj._base, obj._device_id = arr, base, device_id
     obj._pool_bytes = 0
     if base is None:
-        size = _cuda.default_pool.allocate(arr.nbytes, device_id)
+        size = _cuda.default_pool._allocate(arr.nbytes, device_id)
         obj._pool_bytes = size
         root = _root(arr)
         key = id(root)
@@ -272,7 +272,7 @@ def _release(key: int, size: int, device_id: int) -> None:
     ref = _owners.get(key)
     if ref is not None and ref() is None:
         del _owners[key]
-    _cuda.default_pool.release(size, device_id)
+    _cuda.default_pool._release(size, device_id)
 
 
 def _owner_of(a: np.ndarray) -> ndarray | None:

@@ -239,7 +239,7 @@ class MemoryPool:
     def _pool(self) -> _DevicePool:
         return self._devices.setdefault(current_device_id(), _DevicePool())
 
-    def allocate(self, nbytes: int, device_id: int) -> int:
+    def _allocate(self, nbytes: int, device_id: int) -> int:
         """Take a block for ``nbytes`` on ``device_id``; returns its rounded size."""
         size = -(-max(int(nbytes), 1) // ALLOCATION_UNIT) * ALLOCATION_UNIT if nbytes else 0
         if not size:
@@ -254,7 +254,7 @@ class MemoryPool:
         pool.used += size
         return size
 
-    def release(self, size: int, device_id: int) -> None:
+    def _release(self, size: int, device_id: int) -> None:
         """Return a block to the cache (called when its array is freed)."""
         if not size:
             return
