@@ -16,7 +16,7 @@ import pytest
 
 import microtorch
 from microtorch import nn
-from microtorch.backend import _backends, get_backend, kernels
+from microtorch.backend import _backends, _cuda_probe, get_backend, kernels
 from microtorch.backend.device import device as Device
 
 cupy_standin = pytest.importorskip("cupy_standin")
@@ -347,3 +347,41 @@ def test_get_backend_reports_the_standins_gpu() -> None:
     assert microtorch.cuda.device_count() == 1
     with pytest.raises(RuntimeError, match="requested but only 1"):
         microtorch.zeros(1, device="cuda:1")
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda p: microtorch.optim.SGD(p, lr=0.1, momentum=0.9),
+    lambda p: microtorch.optim.Adam(p, lr=0.01)], ids=["sgd", "adam"])
+def test_fused_steps_fall_back_for_parameters_the_kernels_do_not_take(make_opt) -> None:
+    """float16 and non-contiguous parameters take the per-parameter path, with the CPU's
+    result."""
+    results = {}
+    for dev in ("cpu", "cuda"):
+        microtorch.manual_seed(0)
+        half = nn.Parameter(microtorch.randn(4, 3).half().to(dev))
+        strided = nn.Parameter(microtorch.randn(3, 4).to(dev).t())
+        opt = make_opt([half, strided])
+        for _ in range(2):
+            ((half.float() * 2).sum() + (strided * strided).sum()).backward()
+            opt.step()
+            opt.zero_grad()
+        results[dev] = [half.detach().cpu().numpy(), strided.detach().cpu().numpy()]
+    for a, b in zip(results["cuda"], results["cpu"]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_set_device_selects_the_gpu_of_plain_cuda() -> None:
+    cupy_standin.configure(device_count=2)
+    _cuda_probe.cache_clear()  # the probe caches the device count of the process
+    try:
+        microtorch.cuda.set_device(1)
+        assert microtorch.cuda.current_device() == 1
+        assert microtorch.zeros(2, device="cuda").device == Device("cuda", 1)
+        with pytest.raises(RuntimeError, match="invalid CUDA device 2"):
+            microtorch.cuda.set_device(2)
+        assert microtorch.cuda.current_device() == 1  # a bad index leaves the selection
+    finally:
+        microtorch.cuda.set_device(0)
+        cupy_standin.configure(device_count=1)
+        _cuda_probe.cache_clear()
+        _backends.pop(Device("cuda", 1), None)
