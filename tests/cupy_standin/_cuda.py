@@ -446,14 +446,18 @@ def build_cuda() -> dict[str, types.ModuleType]:
     memory = types.ModuleType("cupy.cuda.memory")  # not in the dump's list: reached by path
     memory.OutOfMemoryError = OutOfMemoryError
     memory.MemoryPool = MemoryPool
+    from . import _nccl
+
+    nccl = _nccl.build()
     cuda = _names.module("cupy.cuda", {
+        "nccl": nccl,
         "Device": Device, "Stream": Stream, "Event": Event, "MemoryPool": MemoryPool,
         "get_current_stream": get_current_stream, "get_elapsed_time": get_elapsed_time,
         "runtime": runtime, "compiler": compiler, "function": function, "memory": memory,
         "Module": Module, "Function": Function, "is_available": lambda: config.device_count > 0,
         "get_device_id": current_device_id})
     return {"cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.cuda.compiler": compiler,
-            "cupy.cuda.function": function, "cupy.cuda.memory": memory}
+            "cupy.cuda.function": function, "cupy.cuda.memory": memory, "cupy.cuda.nccl": nccl}
 
 
 __all__ = ["Device", "Stream", "Event", "MemoryPool", "default_pool", "config",

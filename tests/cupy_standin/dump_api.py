@@ -66,7 +66,9 @@ def main() -> None:
         import cupy
         import cupyx.scipy.special  # noqa: F401
 
-        names = {key: sorted(dir(_resolve(path))) for key, path in OBJECTS.items()}
+        objects = {key: _resolve(path) for key, path in OBJECTS.items()}  # imports them all
+        # (first: a package lists a lazily imported submodule only once it is imported)
+        names = {key: sorted(dir(obj)) for key, obj in objects.items()}
     data = {"cupy_version": cupy.__version__, "names": names}
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {OUT} (CuPy {cupy.__version__}, {sum(map(len, names.values()))} names)")
