@@ -385,3 +385,21 @@ def test_set_device_selects_the_gpu_of_plain_cuda() -> None:
         cupy_standin.configure(device_count=1)
         _cuda_probe.cache_clear()
         _backends.pop(Device("cuda", 1), None)
+
+
+def test_device_side_checks_raise_at_the_next_synchronization() -> None:
+    backend = get_backend("cuda")
+    t = microtorch.ones(2, device="cuda")
+    cupy_standin.syncs.reset()
+    backend.check(cupy.asarray([True, True]), IndexError, "fine")
+    backend.check(cupy.asarray([True, False]), IndexError, "index out of range in self")
+    backend.check(cupy.asarray([False]), ValueError, "a later failure")
+    assert cupy_standin.syncs.total() == 0  # queuing checks never waits for the device
+    with pytest.raises(IndexError, match="index out of range in self .*next synchronization"):
+        t.sum().item()
+    assert t.sum().item() == 2.0  # reported once
+    backend.check(cupy.asarray([False]), RuntimeError, "at synchronize")
+    with pytest.raises(RuntimeError, match="at synchronize"):
+        microtorch.cuda.synchronize()
+    with pytest.raises(IndexError, match="now"):  # the CPU checks at once
+        get_backend("cpu").check(np.array([True, False]), IndexError, lambda: "now")

@@ -31,6 +31,11 @@ class CupyBackend(Backend):
         seed = pending_seeds.get(dev.index, pending_seeds.get(None))
         if seed is not None:
             self.manual_seed(seed)
+        # Device-side checks (``check``): a 0-d int32 device array holding the code of the
+        # first failed check since the last synchronisation (0: none), and the codes' errors.
+        self._failure = None
+        self._checks: dict[tuple, int] = {}
+        self._errors: dict[int, tuple] = {}
 
     def context(self):
         return self._device
@@ -41,12 +46,47 @@ class CupyBackend(Backend):
 
     def to_numpy(self, arr):
         sync_point("copy to host")
+        self.raise_failed_checks()
         return arr.get()
 
     def item(self, arr):
         """The one element of ``arr`` as a Python number (a device->host sync)."""
         sync_point("item")
+        self.raise_failed_checks()
         return arr.item()
+
+    def check(self, ok, error: type[Exception], message) -> None:
+        """Record on the device whether ``ok`` holds everywhere; a failure raises at the next
+        synchronisation (``raise_failed_checks``). Queuing it makes no host wait."""
+        if not isinstance(message, str):
+            message = "a value is out of range"  # the exact value would need the data here
+        key = (error, message)
+        code = self._checks.get(key)
+        if code is None:
+            code = self._checks[key] = len(self._checks) + 1
+            self._errors[code] = key
+        xp = self.xp
+        with self._device:
+            failed = ~ok.all()
+            if self._failure is None:
+                self._failure = xp.zeros((), dtype=xp.int32)
+            self._failure = xp.where((self._failure == 0) & failed, xp.int32(code),
+                                     self._failure)
+
+    def raise_failed_checks(self) -> None:
+        """Raise the error of the first device-side check that failed since the last call.
+
+        Called where the host synchronises anyway (``to_numpy``, ``item``, ``synchronize``);
+        it reads one int32 then, and nothing when no check was queued.
+        """
+        failure, self._failure = self._failure, None
+        if failure is None:
+            return
+        code = int(failure)  # the caller is synchronising: the result is ready
+        if code:
+            error, message = self._errors[code]
+            raise error(f"{message} (found by a check on {self.device}, reported at the next "
+                        f"synchronization)")
 
     def fill_zero(self, arr) -> None:
         if arr.flags.c_contiguous or arr.flags.f_contiguous:
@@ -61,6 +101,7 @@ class CupyBackend(Backend):
         # The whole device: every stream, NCCL's communication stream included (waiting on the
         # null and current streams alone can return mid-all-reduce).
         self._device.synchronize()
+        self.raise_failed_checks()
 
     # CuPy's MemoryPool keeps one pool per device and its methods act on the *current* one.
     def memory_reserved(self) -> int:
