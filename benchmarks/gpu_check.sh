@@ -10,8 +10,8 @@
 #    torch._foreach_zero_, flat zero of 1 GiB in TB/s, a training step with each set_to_none
 #    setting (and no device->host sync inside it, checked with set_sync_debug_mode("error"));
 # 4. NCCL (20 s): the distributed tests on the GPU.
-# Timeouts sum to 480 s (515 s with every kill-after grace period). Everything printed also lands in $OUT/gpu_check.log ($OUT defaults to
-# ./gpu-check-out). Nothing is installed: CuPy, pytest (and PyTorch, if present) come from the
+# Timeouts sum to 480 s (515 s with every kill-after grace period). Everything printed also
+# lands in $OUT/gpu_check.log ($OUT defaults to ./gpu-check-out). Nothing is installed: CuPy, pytest (and PyTorch, if present) come from the
 # machine, microtorch from this source tree; tests that need hypothesis are left out when it is
 # missing.
 set -uo pipefail
