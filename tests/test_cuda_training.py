@@ -11,6 +11,7 @@ standin``, with the kernels on the CPU emulator) or on a GPU.
 from __future__ import annotations
 
 import copy
+import inspect
 
 import numpy as np
 import pytest
@@ -75,6 +76,13 @@ OPTIMIZER_OPTIONS = {
     "AdamW": {"lr": 0.01, "weight_decay": 0.1, "eps": 1e-4},
     "Adagrad": {"lr": 0.05, "weight_decay": 0.01},
     "RMSprop": {"lr": 0.01, "momentum": 0.5, "centered": True},
+    "Adadelta": {"lr": 1.0, "weight_decay": 0.01},
+    "Adamax": {"lr": 0.01, "eps": 1e-4},
+    "NAdam": {"lr": 0.01, "eps": 1e-4},
+    "RAdam": {"lr": 0.01, "eps": 1e-4},
+    "ASGD": {"lr": 0.01, "t0": 1},
+    "Rprop": {"lr": 0.01},
+    "LBFGS": {"lr": 0.5, "max_iter": 3},
 }
 OPTIMIZERS = sorted(name for name in optim.__all__ if isinstance(getattr(optim, name), type)
                     and issubclass(getattr(optim, name), optim.Optimizer)
@@ -82,12 +90,27 @@ OPTIMIZERS = sorted(name for name in optim.__all__ if isinstance(getattr(optim, 
 STORAGES = {"default": {}, "foreach": {"foreach": True}, "flat_grads": {"flat_grads": True}}
 
 
+def _needs_closure(cls) -> bool:
+    closure = inspect.signature(cls.step).parameters.get("closure")
+    return closure is not None and closure.default is inspect.Parameter.empty
+
+
 def _train(model, device, opt_name, storage, x, y) -> list[float]:
     options = OPTIMIZER_OPTIONS.get(opt_name, {"lr": 0.01})
-    opt = getattr(optim, opt_name)(model.parameters(), **options, **storage)
+    cls = getattr(optim, opt_name)
+    opt = cls(model.parameters(), **options, **storage)
     x, y = x.to(device), y.to(device)
     losses = []
     for step in range(3):
+        if _needs_closure(cls):  # LBFGS re-evaluates the model inside its step
+            def closure(set_to_none=step % 2 == 0):
+                opt.zero_grad(set_to_none=set_to_none)
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                return loss
+
+            losses.append(opt.step(closure))
+            continue
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
@@ -104,12 +127,21 @@ def test_every_optimizer_is_covered() -> None:
 @pytest.mark.parametrize("opt_name", OPTIMIZERS)
 @pytest.mark.parametrize("model_name", MODELS)
 def test_model_trains_on_cuda_as_on_the_cpu(model_name, opt_name, storage) -> None:
+    cls = getattr(optim, opt_name)
+    accepted = inspect.signature(cls).parameters
+    if any(option not in accepted for option in STORAGES[storage]):
+        pytest.skip(f"{opt_name} has no {storage} option")
     make, shape = MODELS[model_name]
     microtorch.manual_seed(0)
     cpu_model = make()
     cuda_model = copy.deepcopy(cpu_model).to("cuda")
     x = microtorch.randn(*shape)
     y = microtorch.tensor([0, 2, 1, 2])
+    if opt_name == "SparseAdam":  # dense gradients: the step refuses them on both devices
+        for model, dev in ((cpu_model, "cpu"), (cuda_model, "cuda")):
+            with pytest.raises(RuntimeError, match="SparseAdam"):
+                _train(model, dev, opt_name, STORAGES[storage], x, y)
+        return
     cpu_losses = _train(cpu_model, "cpu", opt_name, STORAGES[storage], x, y)
     cuda_losses = _train(cuda_model, "cuda", opt_name, STORAGES[storage], x, y)
     np.testing.assert_allclose(cuda_losses, cpu_losses, rtol=1e-5, atol=1e-6)
