@@ -219,9 +219,9 @@ class ndarray:  # noqa: N801 - CuPy's name
         return _wrap(result, self)
 
     def __setitem__(self, key, value) -> None:
+        # (A boolean-mask assignment needs no count on the host: CuPy scans the mask on the
+        # device, so unlike reading ``x[mask]`` it makes no sync.)
         key = _index(key, self)
-        if _is_mask_index(key):
-            syncs.record("nonzero")
         if isinstance(value, ndarray):
             _check_device(value)
             value = value._a
