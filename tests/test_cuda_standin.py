@@ -411,4 +411,4 @@ def test_device_side_checks_raise_at_the_next_synchronization() -> None:
     with pytest.raises(RuntimeError, match="at synchronize"):
         microtorch.cuda.synchronize()
     with pytest.raises(IndexError, match="now"):  # the CPU checks at once
-        get_backend("cpu").check(np.array([True, False]), IndexError, lambda: "now")
+        get_backend("cpu").check(np.array([True, False]), IndexError, "later", lambda: "now")

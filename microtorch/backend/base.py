@@ -117,15 +117,16 @@ class Backend:
         """The one element of ``arr`` as a Python number."""
         return arr.item()
 
-    def check(self, ok, error: type[Exception], message) -> None:
+    def check(self, ok, error: type[Exception], message: str, exact=None) -> None:
         """Raise ``error(message)`` unless every element of the boolean array ``ok`` is true.
 
-        The CPU checks now (``message`` may be a callable giving the text, called only on a
-        failure). A GPU checks on the device and raises at its next synchronisation, as
-        CUDA's device-side asserts do: validating data then costs no host wait.
+        The CPU checks now, with ``exact()`` as the message when given (a callable that may
+        read the data, called only on a failure). A GPU checks on the device and raises
+        ``error(message)`` at its next synchronisation, as CUDA's device-side asserts do:
+        validating data then costs no host wait.
         """
         if ok.size and not ok.all():
-            raise error(message() if callable(message) else message)
+            raise error(exact() if exact is not None else message)
 
     def fill_zero(self, arr) -> None:
         """Zero ``arr`` in place, whatever its layout."""
