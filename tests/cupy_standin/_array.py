@@ -194,7 +194,7 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     def __repr__(self) -> str:
         syncs.record("repr")
-        return repr(self._a).replace("array(", "array(", 1)
+        return repr(self._a)
 
     def __str__(self) -> str:
         syncs.record("repr")

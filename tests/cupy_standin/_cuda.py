@@ -20,8 +20,6 @@ import threading
 import time
 import types
 
-import numpy as np
-
 from . import _names
 from ._sync import waits
 
@@ -461,4 +459,4 @@ def build_cuda() -> dict[str, types.ModuleType]:
 
 
 __all__ = ["Device", "Stream", "Event", "MemoryPool", "default_pool", "config",
-           "current_device_id", "build_cuda", "np"]
+           "current_device_id", "build_cuda"]
