@@ -17,6 +17,7 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "sync
            "reset_peak_memory_stats", "memory_reserved", "empty_cache", "set_sync_debug_mode",
            "get_sync_debug_mode"]
 
+
 def is_available() -> bool:
     """True when CuPy is installed and a GPU is visible."""
     return cuda_available()
@@ -58,7 +59,7 @@ def _backend(dev):
 def manual_seed(seed: int) -> None:
     """Seed the current GPU's generator (CuPy's, so streams differ from PyTorch's); a GPU not
     used yet is seeded when it is first used, as in PyTorch."""
-    _seed(int(seed), _current)
+    _seed(int(seed), current_cuda_index())
 
 
 def manual_seed_all(seed: int) -> None:
