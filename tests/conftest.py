@@ -52,6 +52,18 @@ def device(request) -> str:
     return request.param
 
 
+@pytest.fixture(autouse=True)
+def _report_device_checks():
+    """A failed device-side check (``Backend.check``) that a test left unreported fails that
+    test, instead of surfacing at the next test's first synchronisation."""
+    yield
+    from microtorch.backend import initialized_backends
+
+    for backend in initialized_backends():
+        if backend.device.type == "cuda":
+            backend.raise_failed_checks()
+
+
 def pytest_sessionstart(session) -> None:
     if _torch_required() and importlib.util.find_spec("torch") is None:
         raise pytest.UsageError("MICROTORCH_REQUIRE_TORCH=1 but PyTorch is not installed: the "

@@ -412,3 +412,49 @@ def test_device_side_checks_raise_at_the_next_synchronization() -> None:
         microtorch.cuda.synchronize()
     with pytest.raises(IndexError, match="now"):  # the CPU checks at once
         get_backend("cpu").check(np.array([True, False]), IndexError, "later", lambda: "now")
+
+
+def _loss_cases():
+    F = nn.functional
+    t = lambda *v: microtorch.tensor(list(v), device="cuda")  # noqa: E731
+    return {
+        "cross_entropy": lambda out: F.cross_entropy(out, t(0, 3, 1, 2)),
+        "cross_entropy_smoothed_weighted_ignored": lambda out: F.cross_entropy(
+            out, t(0, 3, -100, 2), weight=microtorch.rand(4, device="cuda"),
+            label_smoothing=0.1),
+        "nll": lambda out: F.nll_loss(F.log_softmax(out, -1), t(0, 3, 1, 2)),
+        "bce": lambda out: F.binary_cross_entropy(out.sigmoid(),
+                                                  microtorch.rand(4, 4, device="cuda")),
+        "bce_logits": lambda out: F.binary_cross_entropy_with_logits(
+            out, microtorch.rand(4, 4, device="cuda")),
+        "kl_div": lambda out: F.kl_div(F.log_softmax(out, -1),
+                                       F.softmax(microtorch.randn(4, 4, device="cuda"), -1),
+                                       reduction="batchmean"),
+    }
+
+
+@pytest.mark.parametrize("loss_name", list(_loss_cases()))
+def test_embedding_and_losses_make_no_device_to_host_sync(loss_name) -> None:
+    """The bounds checks of class targets and embedding indices run on the device."""
+    microtorch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(10, 3), nn.Flatten(), nn.Linear(6, 4)).to("cuda")
+    opt = microtorch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+    idx = microtorch.randint(0, 10, (4, 2), device="cuda")
+    loss_fn = _loss_cases()[loss_name]
+
+    def step():
+        loss_fn(model(idx)).backward()
+        opt.step()
+        opt.zero_grad()
+
+    step()
+    cupy_standin.syncs.reset()
+    step()
+    assert cupy_standin.syncs.total() == 0, cupy_standin.syncs.report()
+
+
+def test_bad_embedding_index_raises_at_the_next_synchronization() -> None:
+    emb = nn.Embedding(5, 2).to("cuda")
+    out = emb(microtorch.tensor([1, 7], device="cuda"))  # no host wait here
+    with pytest.raises(IndexError, match="index out of range in self"):
+        out.sum().item()

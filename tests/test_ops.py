@@ -595,6 +595,11 @@ def test_index_out_of_range_raises(device):
         x[3]
     with pytest.raises(IndexError):
         x[microtorch.tensor([0, 5])]
+    with pytest.raises(IndexError):  # on CUDA: a device-side check, raised at the next sync
+        x[microtorch.tensor([0, 5], device=device)].cpu()
+    with pytest.raises(IndexError):
+        x[microtorch.tensor([-4], device=device)] = 1.0
+        x.sum().item()
     with pytest.raises(IndexError):
         x[x > 0, 0, 0]
 

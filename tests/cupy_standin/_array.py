@@ -210,7 +210,7 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     # -- indexing -------------------------------------------------------------------------
     def __getitem__(self, key):
-        key = _index(key, self)
+        key = _wrap_out_of_bounds(_index(key, self), self._a.shape)
         if _is_mask_index(key):
             syncs.record("nonzero")  # the output size needs the mask's count
         result = self._a[key]
@@ -221,7 +221,7 @@ class ndarray:  # noqa: N801 - CuPy's name
     def __setitem__(self, key, value) -> None:
         # (A boolean-mask assignment needs no count on the host: CuPy scans the mask on the
         # device, so unlike reading ``x[mask]`` it makes no sync.)
-        key = _index(key, self)
+        key = _wrap_out_of_bounds(_index(key, self), self._a.shape)
         if isinstance(value, ndarray):
             _check_device(value)
             value = value._a
@@ -353,12 +353,51 @@ def _index(key, arr: ndarray):
     return key
 
 
+def _wrap_out_of_bounds(key, shape: tuple):
+    """Integer index arrays taken modulo their axis' size: CuPy wraps out-of-bounds array
+    indices around instead of raising as NumPy does (its documented difference)."""
+    keys = list(key) if isinstance(key, tuple) else [key]
+    if not any(isinstance(k, (list, np.ndarray)) for k in keys):
+        return key
+    if Ellipsis in [k for k in keys if not isinstance(k, np.ndarray)]:
+        at = next(i for i, k in enumerate(keys) if k is Ellipsis and not isinstance(k, np.ndarray))
+        used = sum(k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else
+                   0 if k is None else 1 for k in keys if k is not Ellipsis)
+        keys[at:at + 1] = [slice(None)] * (len(shape) - used)
+    axis = 0
+    for i, k in enumerate(keys):
+        if k is None:
+            continue
+        if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+            axis += k.ndim
+            continue
+        if isinstance(k, (list, np.ndarray)) and axis < len(shape) and shape[axis]:
+            k = np.asarray(k)
+            if k.dtype.kind in "iu":
+                keys[i] = np.mod(k, shape[axis])
+        axis += 1
+    return tuple(keys) if isinstance(key, tuple) else keys[0]
+
+
 def _is_mask_index(key) -> bool:
     keys = key if isinstance(key, tuple) else (key,)
     return any(isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim > 0 for k in keys)
 
 
 _SYNCING = {"nonzero", "flatnonzero", "argwhere", "unique", "compress", "extract"}
+
+
+def _take_along_axis_wrapped(arr, indices, axis=-1, **kwargs):
+    size = arr.shape[axis] if axis is not None else arr.size
+    return (arr, np.mod(indices, size) if size else indices, axis), kwargs
+
+
+def _take_wrapped(a, indices, axis=None, out=None, mode="wrap"):
+    return (a, indices, axis, out, mode), {}
+
+
+# Functions whose out-of-bounds indices CuPy wraps around (see ``_wrap_out_of_bounds``).
+_WRAPPING = {"take_along_axis": _take_along_axis_wrapped, "take": _take_wrapped}
 
 
 # The ufunc methods CuPy implements, and for which ufuncs (its documentation's list); any other
@@ -426,6 +465,8 @@ def wrap_function(name: str, func, *, ufunc_args: bool | None = None):
         kwargs = {k: _unwrap(v, lists=not is_ufunc) for k, v in kwargs.items()}
         if name in _SYNCING:
             syncs.record("nonzero")
+        if name in _WRAPPING:
+            args, kwargs = _WRAPPING[name](*args, **kwargs)
         result = func(*args, **kwargs)
         if isinstance(out, ndarray):
             return out
@@ -446,6 +487,8 @@ def wrap_method(name: str):
         out = kwargs.get("out")
         args = tuple(_unwrap(a, lists=name not in _BINARY) for a in args)
         kwargs = {k: _unwrap(v, lists=True) for k, v in kwargs.items()}
+        if name == "take":  # out-of-bounds indices wrap around, as in cupy.take
+            kwargs.setdefault("mode", "wrap")
         result = method(self._a, *args, **kwargs)
         if result is NotImplemented:
             return NotImplemented
