@@ -74,12 +74,16 @@ def _scatter_add(a, slices, value) -> None:
 
 def _empty_pinned(shape, dtype=float, order="C"):
     """``cupyx.empty_pinned``: a NumPy array in (page-locked) host memory."""
-    return np.empty(shape, dtype=dtype, order=order)
+    buffer = np.empty(shape, dtype=dtype, order=order)
+    _cuda.register_pinned(buffer)
+    return buffer
 
 
 def _zeros_pinned(shape, dtype=float, order="C"):
     """``cupyx.zeros_pinned``."""
-    return np.zeros(shape, dtype=dtype, order=order)
+    buffer = _empty_pinned(shape, dtype=dtype, order=order)
+    buffer[...] = 0
+    return buffer
 
 
 def _as_strided(x, shape=None, strides=None):

@@ -306,6 +306,46 @@ def _pools_total(device_id: int) -> int:
     return 0 if pool is None else pool.used + pool.free_bytes()
 
 
+# --------------------------------------------------------------------------- pinned memory
+
+_pinned: dict[int, tuple[int, int]] = {}  # id(buffer) -> [start, end) of page-locked memory
+
+
+def register_pinned(buffer) -> None:
+    """Note a host buffer as pinned (``cupyx.empty_pinned``) until it is freed."""
+    import weakref
+
+    start = buffer.__array_interface__["data"][0]
+    _pinned[id(buffer)] = (start, start + max(buffer.nbytes, 1))
+    weakref.finalize(buffer, _pinned.pop, id(buffer), None)
+
+
+class PointerAttributes:
+    """``cupy.cuda.runtime.PointerAttributes``: what memory an address belongs to."""
+
+    def __init__(self, device: int, devicePointer: int, hostPointer: int,  # noqa: N803
+                 type: int) -> None:  # noqa: A002 - CUDA's field name
+        self.device, self.devicePointer, self.hostPointer, self.type = (
+            device, devicePointer, hostPointer, type)
+
+
+def pointer_attributes(ptr: int) -> PointerAttributes:
+    """Pinned host memory, stand-in device memory, or unregistered memory."""
+    from . import _array
+
+    for start, end in list(_pinned.values()):
+        if start <= ptr < end:
+            return PointerAttributes(-2, ptr, ptr, 1)  # cudaMemoryTypeHost
+    for ref in list(_array._owners.values()):
+        owner = ref()
+        if owner is not None:
+            root = _array._root(owner._a)
+            start = root.__array_interface__["data"][0]
+            if start <= ptr < start + max(root.nbytes, 1):
+                return PointerAttributes(owner._device_id, ptr, 0, 2)  # cudaMemoryTypeDevice
+    return PointerAttributes(-2, 0, 0, 0)  # cudaMemoryTypeUnregistered
+
+
 # --------------------------------------------------------------------------- runtime
 
 _PROPERTIES = {"name": b"NVIDIA H200 (microtorch CuPy stand-in)", "multiProcessorCount": SM_COUNT,
@@ -343,7 +383,10 @@ def _runtime_module() -> types.ModuleType:
         "getDeviceCount": getDeviceCount, "getDevice": getDevice, "setDevice": setDevice,
         "getDeviceProperties": getDeviceProperties, "deviceSynchronize": deviceSynchronize,
         "runtimeGetVersion": runtimeGetVersion, "driverGetVersion": driverGetVersion,
-        "memGetInfo": memGetInfo, "CUDARuntimeError": CUDARuntimeError})
+        "memGetInfo": memGetInfo, "CUDARuntimeError": CUDARuntimeError,
+        "pointerGetAttributes": pointer_attributes, "PointerAttributes": PointerAttributes,
+        "memoryTypeUnregistered": 0, "memoryTypeHost": 1, "memoryTypeDevice": 2,
+        "memoryTypeManaged": 3})
 
 
 # --------------------------------------------------------------------------- NVRTC, modules
