@@ -22,6 +22,8 @@ export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 unset MICROTORCH_TEST_CUDA  # the real CuPy, not the stand-in
 pytest=(python3 -m pytest -q -p no:cacheprovider)
+# pyproject's addopts spread the tests over pytest-xdist workers; without xdist, run in one.
+python3 -c "import xdist" 2>/dev/null || pytest+=(-o "addopts=")
 status=0
 
 preflight() {
