@@ -270,7 +270,7 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                f"to Scalar")
-        return self._data.reshape(()).item()
+        return self._backend.item(self._data.reshape(()))
 
     def tolist(self):
         """Nested Python lists of the values."""
@@ -280,7 +280,7 @@ class Tensor:
         """The data as a NumPy array sharing memory (CPU only)."""
         if self.is_cuda:
             if force:
-                return self._data.get()
+                return self._backend.to_numpy(self._data)
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
         if self.requires_grad and not force:

@@ -118,6 +118,21 @@ class Backend:
         """A NumPy array with ``arr``'s contents (no copy on the CPU)."""
         raise NotImplementedError
 
+    def item(self, arr):
+        """The one element of ``arr`` as a Python number."""
+        return arr.item()
+
+    def check(self, ok, error: type[Exception], message: str, exact=None) -> None:
+        """Raise ``error(message)`` unless every element of the boolean array ``ok`` is true.
+
+        The CPU checks now, with ``exact()`` as the message when given (a callable that may
+        read the data, called only on a failure). A GPU checks on the device and raises
+        ``error(message)`` at its next synchronisation, as CUDA's device-side asserts do:
+        validating data then costs no host wait.
+        """
+        if ok.size and not ok.all():
+            raise error(exact() if exact is not None else message)
+
     def fill_zero(self, arr) -> None:
         """Zero ``arr`` in place, whatever its layout."""
         raise NotImplementedError

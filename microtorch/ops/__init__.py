@@ -338,6 +338,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
     arr_key = shape._index_key(key)
+    shape.check_device_index(self._data, arr_key)
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")

@@ -83,7 +83,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False,
             raise ValueError(f"expected sequence of length {lengths[0]} at dim {lengths[2]} "
                              f"(got {lengths[1]})")
     out = backend.asarray(arr, dtype=dt)
-    if out is data or (isinstance(data, np.ndarray) and np.shares_memory(out, data)):
+    if out is data or (type(out) is np.ndarray and isinstance(data, np.ndarray)
+                       and np.shares_memory(out, data)):
         out = out.copy()
     return _finish(out, requires_grad)
 

@@ -377,6 +377,44 @@ def _index_add(xp, target, key, values) -> None:
         cupyx.scatter_add(target, key, values)
 
 
+def check_device_index(arr, key: tuple) -> None:
+    """On a GPU, check the integer index arrays of ``key`` against ``arr``'s dimensions on the
+    device (CuPy wraps out-of-bounds indices around where NumPy raises; PyTorch's CUDA
+    indexing asserts on the device). The failure is reported at the next synchronisation."""
+    if type(arr) is np.ndarray:
+        return  # NumPy raises by itself, at once
+    arrays = [k for k in key if hasattr(k, "dtype") and getattr(k, "ndim", 0) >= 0
+              and not isinstance(k, (np.generic, bool, int))]
+    if not any(k.dtype.kind in "iu" for k in arrays):
+        return
+    consumed = sum(k.ndim if hasattr(k, "dtype") and k.dtype == np.bool_ else 1
+                   for k in key if k is not None and k is not Ellipsis)
+    axis = 0
+    backend = None
+    for k in key:
+        if k is Ellipsis:
+            axis += arr.ndim - consumed
+        elif k is None:
+            continue
+        elif hasattr(k, "dtype") and k.dtype == np.bool_:
+            axis += k.ndim
+        else:
+            if hasattr(k, "dtype") and k.dtype.kind in "iu" and axis < arr.ndim:
+                from ..backend import backend_of
+
+                size = arr.shape[axis]
+                if type(k) is np.ndarray:  # a host index: checked here, no device involved
+                    bad = k[(k < -size) | (k >= size)]
+                    if bad.size:
+                        raise IndexError(f"index {bad[0]} is out of bounds for dimension "
+                                         f"{axis} with size {size}")
+                else:
+                    backend = backend or backend_of(arr)
+                    backend.check((k >= -size) & (k < size), IndexError,
+                                  "index out of bounds for the indexed dimension")
+            axis += 1
+
+
 class Index(Function):
     """``x[key]`` (``key`` a tuple; ``single``: written without one, as ``x[k]``)."""
 
@@ -389,6 +427,7 @@ class Index(Function):
         ctx.shape, ctx.dtype, ctx.key = arr.shape, arr.dtype, key
         if single:
             ctx.single = True
+        check_device_index(arr, key)
         try:
             out = arr[key]
         except IndexError as exc:
