@@ -95,12 +95,6 @@ def clear_grad(t: Tensor) -> None:
         count.cleared()
 
 # PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
-_LEGACY_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half",
-                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-                      "int8": "Char", "uint8": "Byte", "bool": "Bool",
-                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
 
@@ -144,12 +138,12 @@ class Tensor:
     @property
     def shape(self) -> Size:
         """The size of each dimension."""
-        return Size(self._data.shape)
+        return tuple.__new__(Size, self._data.shape)
 
     def size(self, dim: int | None = None):
         """The shape, or the size of one dimension."""
         if dim is None:
-            return Size(self._data.shape)
+            return tuple.__new__(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -201,8 +195,12 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self) -> bool:
-        """True for float16/32/64 tensors."""
-        return self._data.dtype.kind == "f"
+        """True for float16/bfloat16/float32/float64 tensors."""
+        return _dtype.kind_of(self._data.dtype) == "f"
+
+    def is_complex(self) -> bool:
+        """True for complex64/complex128 tensors."""
+        return self._data.dtype.kind == "c"
 
     @property
     def _version(self) -> int:
@@ -263,7 +261,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and _dtype.kind_of(self._data.dtype) not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         grad_epoch.bump()  # this may be a gradient tensor whose flags zero_grad must reset
@@ -333,7 +331,7 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                f"to Scalar")
-        return self._data.reshape(()).item()
+        return self._backend.item(self._data.reshape(()))
 
     def tolist(self):
         """Nested Python lists of the values."""
@@ -343,7 +341,7 @@ class Tensor:
         """The data as a NumPy array sharing memory (CPU only)."""
         if self.is_cuda:
             if force:
-                return self._data.get()
+                return self._backend.to_numpy(self._data)
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
         if self.requires_grad and not force:
@@ -352,6 +350,9 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:  # PyTorch's __array__ is numpy(), which refuses these
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         arr = self._backend.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
@@ -400,12 +401,17 @@ class Tensor:
 
     def type(self, dtype=None):
         """The legacy type name (``microtorch.FloatTensor``, ``microtorch.cuda.LongTensor``),
-        or a tensor converted to ``dtype``."""
+        or a tensor converted to ``dtype`` (a dtype, a legacy type such as ``LongTensor``, or
+        its name as a string)."""
         if dtype is None:
-            name = self.dtype.name
-            kind = _LEGACY_TYPE_NAMES.get(name, name.capitalize())
-            return f"microtorch.{'cuda.' if self.is_cuda else ''}{kind}Tensor"
-        return self.to(_dtype.as_dtype(dtype))
+            cuda = "cuda." if self.is_cuda else ""
+            return f"microtorch.{cuda}{_dtype.title(self.dtype)}Tensor"
+        if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.FloatTensor"
+            dev, dt = _dtype.parse_tensor_type(dtype)
+            return self.to(dt) if dev is None else self.to(dev, dt)
+        from .ops.creation import legacy_type_dtype  # (a dtype, or LongTensor & co)
+
+        return self.to(legacy_type_dtype(dtype))
 
     def float(self) -> Tensor:
         """Converted to float32."""
@@ -419,6 +425,18 @@ class Tensor:
         """Converted to float16."""
         return self.to(_dtype.float16)
 
+    def bfloat16(self) -> Tensor:
+        """Converted to bfloat16."""
+        return self.to(_dtype.bfloat16)
+
+    def cfloat(self) -> Tensor:
+        """Converted to complex64."""
+        return self.to(_dtype.complex64)
+
+    def cdouble(self) -> Tensor:
+        """Converted to complex128."""
+        return self.to(_dtype.complex128)
+
     def long(self) -> Tensor:
         """Converted to int64."""
         return self.to(_dtype.int64)
@@ -426,6 +444,18 @@ class Tensor:
     def int(self) -> Tensor:
         """Converted to int32."""
         return self.to(_dtype.int32)
+
+    def short(self) -> Tensor:
+        """Converted to int16."""
+        return self.to(_dtype.int16)
+
+    def char(self) -> Tensor:
+        """Converted to int8."""
+        return self.to(_dtype.int8)
+
+    def byte(self) -> Tensor:
+        """Converted to uint8."""
+        return self.to(_dtype.uint8)
 
     def bool(self) -> Tensor:
         """Converted to bool."""
@@ -439,6 +469,11 @@ class Tensor:
         from ._tensor_str import tensor_repr
 
         return tensor_repr(self)
+
+    def __format__(self, format_spec: str) -> str:
+        from ._tensor_str import tensor_format
+
+        return tensor_format(self, format_spec)
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
@@ -454,8 +489,29 @@ class Tensor:
         return new
 
     def __reduce_ex__(self, protocol):
-        raise TypeError("microtorch tensors are not picklable; use microtorch.save() (safe, "
-                        "no pickle) instead")
+        # Plain pickling (multiprocessing queues, copy, pickle.dumps): the data as a host NumPy
+        # array plus what makes it this tensor. The graph is not pickled: like PyTorch, a
+        # non-leaf arrives as a leaf. microtorch.save writes PyTorch's format instead.
+        arr = self._data
+        host = arr if type(arr) is np.ndarray else backend_of(arr).to_numpy(arr)
+        # User attributes only: the internals kept in __dict__ (_grad, _base, _hooks ...)
+        # describe this process's graph, not the value.
+        state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)} or None
+        return (_rebuild_pickled, (type(self), host, str(self.device), self.requires_grad,
+                                   self._grad, state))
+
+
+def _rebuild_pickled(cls: type, host: np.ndarray, where: str, requires_grad: bool, grad,
+                     state: dict | None) -> Tensor:
+    """The inverse of ``Tensor.__reduce_ex__``: a leaf on device ``where`` again."""
+    dev = device(where)
+    arr = host if dev.type == "cpu" else get_backend(dev).asarray(host)
+    t = cls._make(arr, bool(requires_grad))
+    if grad is not None:
+        t._grad = grad
+    if state:
+        t.__dict__.update(state)
+    return t
 
 
 _GRAD_FN = Tensor.__dict__["grad_fn"]  # the slots behind _View's properties (autograd.views)
@@ -475,10 +531,39 @@ class _View(Tensor):
 
 
 class Size(tuple):
-    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``."""
+    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``; slices,
+    ``+`` and ``*`` give Sizes again, and only integers are accepted."""
+
+    def __new__(cls, sizes=()):
+        values = []
+        for i, v in enumerate(sizes):
+            if isinstance(v, bool) or not hasattr(v, "__index__"):
+                raise TypeError(f"Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(v).__name__}')")
+            values.append(v.__index__())
+        return tuple.__new__(cls, values)
 
     def __repr__(self) -> str:
         return f"microtorch.Size({list(self)})"
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return tuple.__new__(Size, out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return tuple.__new__(Size, tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def numel(self) -> int:
         """The product of the sizes."""

@@ -20,8 +20,8 @@ def restore_threads():
 
 def test_set_num_threads_checks_its_argument(restore_threads) -> None:
     before = microtorch.get_num_threads()
-    for bad, error in ((0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)):
-        with pytest.raises(error):
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(RuntimeError):
             microtorch.set_num_threads(bad)
         assert microtorch.get_num_threads() == before  # state untouched
 

@@ -7,8 +7,8 @@ a few threads (``run_rows``), bit-identically, since every row is computed by th
 The BLAS library (OpenBLAS) keeps its own threads; after a multi-threaded call they spin for a
 while waiting for more, and for the small matrix products of a recurrence a second thread
 gains nothing: ``blas_threads(1)`` runs such a stretch on the calling thread alone, so no
-core is burnt spinning. BLAS control uses ``threadpoolctl`` when installed (the ``threads``
-extra); without it only microtorch's own pool follows ``set_num_threads``.
+core is burnt spinning. BLAS control uses ``threadpoolctl`` (a dependency); should it be
+missing, only microtorch's own pool follows ``set_num_threads``.
 """
 
 from __future__ import annotations
@@ -24,19 +24,24 @@ _AFFINITY = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
 
 
 def _default_threads() -> int:
-    """OMP_NUM_THREADS when set (as PyTorch reads it), else the usable cores, at most 8."""
+    """OMP_NUM_THREADS when set (as PyTorch reads it), else the BLAS pool's thread count, else
+    the usable cores."""
     try:
         value = int(os.environ.get("OMP_NUM_THREADS", ""))
     except ValueError:
         value = 0
-    return value if value >= 1 else min(_AFFINITY, 8)
+    if value >= 1:
+        return value
+    blas = _blas_controller()
+    pools = blas.info() if blas is not None else []
+    return max((p["num_threads"] for p in pools), default=_AFFINITY)
 
 
 class _Threads:
     """The process-wide thread setting, the pool and the BLAS controller (made lazily)."""
 
     def __init__(self) -> None:
-        self.count = _default_threads()
+        self.count = 0  # (set on first use: see get_num_threads)
         self.pool: ThreadPoolExecutor | None = None
         self.lock = threading.Lock()
         self.blas = None  # threadpoolctl's controllers of the loaded BLAS libraries
@@ -48,6 +53,8 @@ _threads = _Threads()
 
 def get_num_threads() -> int:
     """The number of threads microtorch uses for CPU work (its pool and BLAS)."""
+    if not _threads.count:
+        _threads.count = _default_threads()
     return _threads.count
 
 
@@ -59,22 +66,14 @@ def _blas_controller():
             from threadpoolctl import ThreadpoolController
         except ImportError:
             return None
-        controller = ThreadpoolController()
-        # NumPy's own BLAS only: another library's (PyTorch's MKL, in the same process) is
-        # that library's business.
-        paths = [info["filepath"] for info in controller.select(user_api="blas").info()
-                 if "numpy" in info["filepath"]]
-        _threads.blas = (controller.select(filepath=paths) if paths
-                         else controller.select(user_api="blas"))
+        # Every BLAS library loaded (as PyTorch's set_num_threads, a process-wide setting).
+        _threads.blas = ThreadpoolController().select(user_api="blas")
     return _threads.blas
 
 
 def set_num_threads(n: int) -> None:
-    """Use ``n`` threads for CPU work: microtorch's pool and the BLAS library's threads."""
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"set_num_threads expects an int, got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"set_num_threads expects a positive integer, got {n}")
+    """Use ``n`` (a checked positive int: ``microtorch.set_num_threads``) threads for CPU
+    work: microtorch's pool and the BLAS library's threads."""
     blas = _blas_controller()
     if blas is not None:
         blas.limit(limits=n)  # (kept in force: the returned limiter is not restored)
@@ -91,7 +90,7 @@ def pool() -> ThreadPoolExecutor:
     if p is None:
         with _threads.lock:
             if _threads.pool is None:
-                _threads.pool = ThreadPoolExecutor(max(1, _threads.count - 1),
+                _threads.pool = ThreadPoolExecutor(max(1, get_num_threads() - 1),
                                                    thread_name_prefix="microtorch-cpu")
             p = _threads.pool
     return p
@@ -104,7 +103,7 @@ def run_rows(fn: Callable[[int, int], None], rows: int, work: int, min_work: int
     thread, or with one thread, one call on the calling thread does it all. Otherwise the
     ranges are shared between the caller and the pool. ``fn`` must write disjoint rows only.
     """
-    n = min(_threads.count, rows, max(1, work // max(1, min_work)))
+    n = min(get_num_threads(), rows, max(1, work // max(1, min_work)))
     if n <= 1:
         fn(0, rows)
         return
@@ -120,7 +119,7 @@ def blas_threads(n: int) -> Iterator[None]:
     """Run the body with the BLAS library limited to ``n`` threads (no-op without
     threadpoolctl, or when the limit would not lower the current count)."""
     blas = _blas_controller()
-    if blas is None or n >= _threads.count:
+    if blas is None or n >= get_num_threads():
         yield
         return
     with blas.limit(limits=n):

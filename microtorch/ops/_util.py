@@ -11,7 +11,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..backend import xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
-           "sum_to_shape", "xp_of", "is_scalar"]
+           "sum_to_shape", "xp_of", "is_scalar", "scalar_name"]
 
 wrap_dim = _wrap_dim
 
@@ -19,6 +19,12 @@ wrap_dim = _wrap_dim
 def is_scalar(x) -> bool:
     """True for Python (and NumPy) numbers."""
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, Tensor)
+
+
+def scalar_name(t: Tensor) -> str:
+    """PyTorch's ScalarType name of a tensor's dtype (``Long``, ``Float``), as its dtype
+    errors print it ("not implemented for 'Long'")."""
+    return _dtype.title(t.dtype)
 
 
 def _keeps_dtype(dt, scalar) -> bool:
@@ -65,7 +71,7 @@ def _cast(x, dt):
         x = x.item()
     # A Python scalar of a higher category than dt (e.g. 2.5 with an int tensor) was already
     # folded into dt by promotion; the cast keeps NumPy from widening the result.
-    if dt.kind == "b":
+    if dt.kind in "bV":  # (bfloat16 arrays promote Python floats to float32: cast them first)
         return dt.type(x)
     if dt.kind in "iu" and not isinstance(x, bool) and isinstance(x, int):
         info = np.iinfo(dt)
@@ -120,9 +126,13 @@ def reduce_grad(grad, shape: tuple, dtype):
         return None
     if not isinstance(grad, Tensor):
         grad = sum_to_shape(grad, shape) if grad.shape != shape else grad
+        if grad.dtype.kind == "c" and dtype.kind != "c":
+            grad = grad.real  # a real input of a complex result: the real part (PyTorch)
         return grad if grad.dtype == dtype else grad.astype(dtype)
     if grad._data.shape != shape:
         grad = grad.sum_to_size(shape)
+    if grad._data.dtype.kind == "c" and dtype.kind != "c":
+        grad = grad.real
     if grad._data.dtype != dtype:
         grad = grad.to(_dtype.from_numpy_dtype(dtype))
     return grad
@@ -139,9 +149,7 @@ def _wrap(arr) -> Tensor:
 
 def _float_array(x: Tensor):
     arr = x._data
-    if arr.dtype.kind != "f":
-        from .. import _dtype
-
+    if _dtype.kind_of(arr.dtype) != "f":
         arr = arr.astype(_dtype.get_default_dtype().np)
     return arr
 

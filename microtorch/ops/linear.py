@@ -10,7 +10,10 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Function, finish, lift
+from ..autograd.node import ShownNode, _edge_node
 from ._util import _needs
+from .complex import conj_of
+from .linalg import check_addmm_dtypes, check_mm_dtypes
 
 __all__ = ["Linear"]
 
@@ -30,31 +33,58 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, weight, bias=None):
         xa, wa = x._data, weight._data
-        if xa.dtype != wa.dtype or (bias is not None and bias._data.dtype != xa.dtype):
-            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and "
-                               f"{weight.dtype}")
+        # PyTorch's linear is addmm(bias, x, W.T) with a bias, else mm: their checks and words
+        if bias is not None:
+            check_addmm_dtypes(bias, x, weight)
+        else:
+            check_mm_dtypes(x, weight)
         if xa.shape[-1] != wa.shape[1]:
             rows = math.prod(xa.shape[:-1])
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
                                f"{xa.shape[-1]} and {wa.shape[1]}x{wa.shape[0]})")
         ctx.save_for_backward(x, weight)
         ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
+        ctx.in_ndim = xa.ndim
         if xa.ndim > 2 and xa.flags.c_contiguous:  # one GEMM, not one per leading index
             out = (xa.reshape(-1, xa.shape[-1]) @ wa.T).reshape(*xa.shape[:-1], wa.shape[0])
         else:
             out = xa @ wa.T
         if bias is not None:
-            out += bias._data
-        return out
+            out += bias._data  # (bfloat16: into the float32 product, one rounding as PyTorch)
+        return _round(out, xa.dtype)
+
+    @property
+    def next_functions(self) -> tuple:
+        """The graph PyTorch's linear builds, for walks that print it: ``addmm(bias, x,
+        weight.t())`` for 2-D input (``mm`` without bias), through views of x and of the
+        product for other ranks; ``TBackward0`` and the views are shown, not run."""
+        x, w, b = (*self._next, None, None)[:3]
+        t = None if w is None else ShownNode("TBackward0", w)
+        nd, bias = self.in_ndim, len(self._next) == 3  # (edges reach the last tensor)
+        if nd == 2:
+            edges = (b, x, t) if bias else (x, t)
+            return tuple((_edge_node(e), 0) for e in edges)
+        if x is not None:
+            x = ShownNode("UnsqueezeBackward0" if nd == 1 and not bias else "ViewBackward0", x)
+        product = ShownNode("AddmmBackward0", b, x, t) if bias else ShownNode("MmBackward0", x, t)
+        return ((product, 0),)
 
     @staticmethod
     def backward(ctx, grad):
         g, x, w = lift(grad, *ctx.saved_tensors)  # arrays, or tensors under create_graph
         out_f, in_f = w.shape
         g2 = g.reshape(-1, out_f)
+        # (complex: the conjugates of the other factor, PyTorch's convention)
         gx = None
-        if _needs(ctx, 0):
-            gx = (g2 @ w).reshape(*g.shape[:-1], in_f) if g.ndim > 2 else g @ w
-        gw = g2.T @ x.reshape(-1, in_f) if _needs(ctx, 1) else None
+        if _needs(ctx, 0):  # (>2-D: one GEMM over all leading dims)
+            gx = (g2 @ conj_of(w)).reshape(*g.shape[:-1], in_f) if g.ndim > 2 else g @ conj_of(w)
+            gx = _round(gx, w.dtype)
+        gw = _round(g2.T @ conj_of(x.reshape(-1, in_f)), w.dtype) if _needs(ctx, 1) else None
         gb = g2.sum(0) if _needs(ctx, 2) else None
         return finish(gx, gw, gb)
+
+
+def _round(product, dtype):
+    """A product of arrays back in its operands' dtype: ml_dtypes multiplies bfloat16 matrices
+    in float32 (PyTorch rounds the result to bfloat16). Tensor products already are."""
+    return product.astype(dtype) if product.dtype != dtype else product

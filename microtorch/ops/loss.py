@@ -10,8 +10,9 @@ import numpy as np
 
 from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import state
+from ..backend import backend_of
 from ..backend.autotune import choice, rows_by_measurement
-from ._util import _needs, _wrap, xp_of
+from ._util import _needs, _wrap, reduce_grad, xp_of
 from .activation import Softmax, _log_softmax_array
 
 __all__ = ["CrossEntropy", "BinaryCrossEntropy", "class_targets"]
@@ -27,8 +28,10 @@ def class_targets(t, w, ignore_index: int, c: int, dtype):
     """
     keep = t != ignore_index
     safe = xp_of(t).where(keep, t, 0)
-    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
-        raise IndexError(f"Target {int(safe[(safe < 0) | (safe >= c)][0])} is out of bounds.")
+    # On a GPU the check runs on the device and reports at the next synchronisation.
+    backend_of(safe).check((safe >= 0) & (safe < c), IndexError, "Target is out of bounds.",
+                           lambda: f"Target {int(safe[(safe < 0) | (safe >= c)][0])} is out "
+                                   f"of bounds.")
     row_w = keep.astype(dtype) if w is None else w[safe] * keep
     return safe, keep, row_w
 
@@ -36,6 +39,7 @@ def class_targets(t, w, ignore_index: int, c: int, dtype):
 # Rows of logits per thread below which one thread is faster (elements); above, whether the
 # rows are shared between threads is chosen per shape by measurement.
 _ROWS_MIN_WORK = 1 << 17
+_ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (NumPy's own floats only)
 _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
          "backward": choice("cross_entropy_backward_rows", ("threads", "one"))}
 
@@ -95,7 +99,7 @@ class CrossEntropy(Function):
         xa = x._data
         xp = xp_of(xa)
         m, c = xa.shape
-        if xp is np:
+        if xp is np and xa.dtype in _ROW_DTYPES:
             logp, softmax = _log_softmax_rows(xa)
         else:
             logp = _log_softmax_array(xa, 1)
@@ -128,7 +132,7 @@ class CrossEntropy(Function):
         m, c = p.shape
         # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
         a = (1 - eps) * row_w
-        if not eps and xp is np and not state.grad_enabled:
+        if not eps and xp is np and p.dtype in _ROW_DTYPES and not state.grad_enabled:
             if reduction == "mean":
                 a = a * (1 / denom if denom else 0.0)
             return finish(_nll_softmax_grad(p, a, safe_t, lift(grad)[0], reduction), None,
@@ -141,7 +145,11 @@ class CrossEntropy(Function):
             b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
         if reduction == "mean":
             # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
-            scale = 1 / denom if denom else 0.0
+            if xp is np:
+                scale = 1 / denom if denom else 0.0
+            else:  # a device-side select: reading ``denom`` on the host would sync
+                nonzero = denom != 0
+                scale = xp.where(nonzero, 1 / xp.where(nonzero, denom, 1), 0)
             a, b = a * scale, b * scale
         a = a[:, None]
         (g,) = lift(grad)
@@ -149,7 +157,9 @@ class CrossEntropy(Function):
             p, a, b = Softmax.apply(x, 1), _wrap(a), _wrap(b)
         if reduction == "none":
             g = g.reshape(-1, 1)
-        return finish((p * a - b) * g, None, None, None, None, None)
+        # (in x's dtype: bfloat16 arrays meeting Python floats become float32 in ml_dtypes)
+        gx = reduce_grad((p * a - b) * g, x.shape, x._data.dtype)
+        return finish(gx, None, None, None, None, None)
 
 
 # -- binary cross entropy -----------------------------------------------------------------------
@@ -160,8 +170,8 @@ class BinaryCrossEntropy(Function):
     def forward(ctx, x, y):
         xa, ya = x._data, y._data
         xp = xp_of(xa)
-        if ((xa < 0) | (xa > 1)).any():
-            raise RuntimeError("all elements of input should be between 0 and 1")
+        backend_of(xa).check(~((xa < 0) | (xa > 1)), RuntimeError,  # NaN passes, as there
+                             "all elements of input should be between 0 and 1")
         with np.errstate(divide="ignore"):
             log_x = xp.maximum(xp.log(xa), -100)
             log_1mx = xp.maximum(xp.log1p(-xa), -100)
