@@ -487,7 +487,7 @@ METHODS = dict(
 )
 
 
-def _array_operand(name: str, op):
+def _array_operand(name: str, op, direct=None):
     """A binary operator that also accepts a NumPy array on its right, as PyTorch's do.
 
     PyTorch's own operators refuse the array, so Python hands the operation to NumPy, which
@@ -499,10 +499,13 @@ def _array_operand(name: str, op):
     import operator
 
     numpy_op = getattr(operator, name)  # operator.__add__ is ``a + b``
+    # ``direct``: the op's node class's apply, called without the op function's frame (the
+    # arithmetic operators are most of a chain of small ops; their defaults are the op's).
+    call = direct or op
 
     def method(self, other):
         if not isinstance(other, np.ndarray):
-            return op(self, other)
+            return call(self, other)
         if name in ("__eq__", "__ne__"):
             if self.requires_grad:  # NumPy cannot read self: Python's identity fallback
                 return NotImplemented
@@ -517,9 +520,11 @@ def _array_operand(name: str, op):
     return method
 
 
+_DIRECT = {"__add__": Add.apply, "__sub__": Sub.apply, "__mul__": Mul.apply,
+           "__truediv__": Div.apply}
 for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__",
               "__pow__", "__matmul__", "__and__", "__or__", "__xor__", "__eq__", "__ne__"):
-    METHODS[_name] = _array_operand(_name, METHODS[_name])
+    METHODS[_name] = _array_operand(_name, METHODS[_name], _DIRECT.get(_name))
 # The ops of the smaller op modules whose Tensor methods take the same arguments.
 METHODS.update({name: globals()[name] for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
