@@ -18,6 +18,7 @@ from . import (
     arrange,
     creation,
     elementwise,
+    gamma,
     indexed,
     linalg,
     matrix,
@@ -80,6 +81,7 @@ from .elementwise import (
     remainder,
     where,
 )
+from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
@@ -466,6 +468,8 @@ METHODS.update({name: globals()[name] for name in (
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
     "hypot", "dist", "copysign", "kron", "put", "logcumsumexp")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
+METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
+               polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
 
 
 def install_tensor_methods(cls) -> None:
@@ -477,7 +481,8 @@ def install_tensor_methods(cls) -> None:
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill",
                  "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
-                 "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put"):
+                 "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
+                 "lgamma", "digamma"):
         methods[name + "_"] = _inplace(methods[name])
     methods["arctan2_"] = methods["atan2_"]
     methods["clip_"] = methods["clamp_"]
@@ -506,4 +511,5 @@ __all__ = [
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
     *arrange.__all__, *indexed.__all__, *matrix.__all__, *sorting.__all__, *special.__all__,
+    *gamma.__all__,
 ]
