@@ -43,6 +43,7 @@ half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
 from . import autograd, cpu, cuda, linalg, nn, optim, utils  # noqa: E402
+from . import distributions  # noqa: E402  (builds on nn.functional)
 
 __version__ = "0.1.0"
 
@@ -72,7 +73,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_grad_enabled", "manual_seed", "seed", "initial_seed", "Generator",
            "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
            "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
-           "save", "load", "utils", "linalg", *_ops_all]
+           "save", "load", "utils", "linalg", "distributions", *_ops_all]
 del _dtype
 
 

@@ -17,6 +17,8 @@ import numpy as np
 
 import microtorch as torch
 
+from .utils import standard_exponential
+
 __all__ = ["binomial", "dirichlet", "multinomial", "poisson", "standard_gamma"]
 
 _F32_THIRD = float(np.float32(1.0) / np.float32(3.0))  # PyTorch writes 1.0f / 3.0f
@@ -235,8 +237,10 @@ def binomial(total_count, probs) -> np.ndarray:
 
 
 def multinomial(probs_2d, num_samples: int):
-    """``torch.multinomial(probs_2d, num_samples, replacement=True)``: per row, a normalised
-    cumulative sum and a binary search for each double uniform (PyTorch's CPU kernel)."""
+    """``torch.multinomial(probs_2d, num_samples, replacement=True)`` as PyTorch's CPU kernel
+    draws it: one sample per row is the argmax of p / E over exponential draws E (the
+    exponential-race trick); more are a binary search of each double uniform in the row's
+    normalised cumulative sum."""
     backend = probs_2d._backend
     p = probs_2d._data
     xp = backend.xp
@@ -251,6 +255,9 @@ def multinomial(probs_2d, num_samples: int):
         total = cum[:, -1:]
         if bool((total <= 0).any()):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if num_samples == 1:
+            race = p / standard_exponential(p.shape, probs_2d)._data
+            return torch.Tensor._make(race.argmax(-1)[:, None].astype(np.int64))
         cum = cum / total
         cum[:, -1] = 1
         u = backend.asarray(backend.uniform((p.shape[0], num_samples), np.float64))

@@ -26,17 +26,18 @@ def _batch_shape(*params):
 class Uniform(Distribution):
     """The uniform distribution on the half-open interval [low, high)."""
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict:
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args: bool | None = None):
         self.low, self.high = broadcast_all(low, high)
         batch = _batch_shape(low, high)
         super().__init__(self.low.size() if batch is None else batch,
                          validate_args=validate_args)
-        if self._validate_args and not bool(torch.lt(self.low, self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_parameters(Uniform, batch_shape, _instance, ("low", "high"))

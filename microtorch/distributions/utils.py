@@ -127,3 +127,10 @@ def standard_exponential(shape, like):
             draws = -backend.xp.log1p(-u)
         arr = draws.astype(like._data.dtype)
     return torch.Tensor._make(backend.asarray(arr))
+
+
+def xlogy(x, y):
+    """x * log(y), taken as 0 where x is 0 (``torch.xlogy``)."""
+    if isinstance(x, numbers.Number):
+        return torch.zeros_like(y) if x == 0 else x * torch.log(y)
+    return torch.where(x == 0, torch.zeros_like(x), x * torch.log(y))

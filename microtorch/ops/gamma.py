@@ -63,7 +63,30 @@ class Polygamma(Function):
         return grad * polygamma(ctx.n + 1, x), None
 
 
+def _trigamma_array(arr):
+    """polygamma(1, x) as PyTorch computes it (to the last bit for x > 0): reflection below
+    1/2, six steps of the recurrence psi'(x) = psi'(x + 1) + 1/x^2, then the asymptotic
+    series; in the input's precision (float16 through float32)."""
+    xp = xp_of(arr)
+    dt = np.float64 if arr.dtype == np.float64 else np.float32
+    f = np.dtype(dt).type
+    x = arr.astype(dt)
+    reflect = x < f(0.5)
+    sin_pi_x = xp.sin(f(math.pi) * x)
+    result = xp.where(reflect, -(f(math.pi) * f(math.pi)) / (sin_pi_x * sin_pi_x), f(0))
+    x = xp.where(reflect, f(1) - x, x)
+    for _ in range(6):
+        result = result + f(1) / (x * x)
+        x = x + f(1)
+    ixx = f(1) / (x * x)
+    result = result + (f(1) + f(1) / (f(2) * x)
+                       + ixx * (f(1 / 6) - ixx * (f(1 / 30) - ixx * f(1 / 42)))) / x
+    return xp.where(reflect, -result, result).astype(arr.dtype, copy=False)
+
+
 def _polygamma_array(n: int, arr):
+    if n == 1:
+        return _trigamma_array(arr)
     if xp_of(arr) is np:
         import scipy.special as sp
     else:

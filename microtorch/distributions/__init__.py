@@ -1,0 +1,37 @@
+"""``microtorch.distributions``: probability distributions with PyTorch's API.
+
+Sampling (``sample``/``rsample`` with ``sample_shape``), ``log_prob``, ``entropy``, moments,
+``cdf``/``icdf``, ``expand``, argument and support validation with PyTorch's messages,
+reparameterised gradients, transforms, and ``kl_divergence`` for the common pairs. On the CPU
+the samples equal PyTorch's after the same ``manual_seed``.
+"""
+
+from . import constraints, transforms
+from .bernoulli import Bernoulli, Binomial
+from .categorical import Categorical, OneHotCategorical
+from .distribution import Distribution
+from .gamma import Beta, Dirichlet, Gamma
+from .kl import kl_divergence, register_kl
+from .multivariate_normal import MultivariateNormal
+from .normal import LogNormal, Normal
+from .poisson import Poisson
+from .transformed_distribution import Independent, TransformedDistribution
+from .transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    PowerTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+)
+from .uniform import Exponential, Laplace, Uniform
+
+__all__ = [
+    "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "ComposeTransform",
+    "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Independent",
+    "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+    "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
+    "transforms",
+]
