@@ -42,8 +42,16 @@ from .serialization import load, save
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
-from . import autograd, cpu, cuda, linalg, nn, optim, utils  # noqa: E402
-from . import distributions  # noqa: E402  (builds on nn.functional)
+from . import (  # noqa: E402
+    autograd,
+    cpu,
+    cuda,
+    distributions,  # noqa: E402  (builds on nn.functional)
+    linalg,
+    nn,
+    optim,
+    utils,
+)
 
 __version__ = "0.1.0"
 
