@@ -6,5 +6,5 @@ from setuptools import find_packages, setup
 setup(
     packages=find_packages(include=["microtorch", "microtorch.*"]) + ["microtorch.kernels"],
     package_dir={"microtorch.kernels": "kernels"},
-    package_data={"microtorch.kernels": ["*.cu"]},
+    package_data={"microtorch": ["py.typed"], "microtorch.kernels": ["*.cu"]},
 )

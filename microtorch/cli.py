@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -65,6 +66,18 @@ def _number(kind: Callable[[str], Any], what: str,
 
 
 _positive_int = _number(int, "a positive integer", lambda v: v >= 1)
+
+
+def _positive_int_list(text: str) -> list[int]:
+    """An argparse ``type`` for ``1,4,8``: positive integers, comma-separated."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,8, got {text!r}"
+                                         ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,8, got {text!r}")
+    return values
 _positive_float = _number(float, "a positive finite number", lambda v: 0 < v < math.inf)
 _nonnegative_int = _number(int, "an integer >= 0", lambda v: v >= 0)
 
@@ -150,16 +163,30 @@ def build_parser() -> argparse.ArgumentParser:
                     "chain of 1,000 elementwise ops; side by side with PyTorch when it is "
                     "installed (ratios below 1: microtorch is faster).")
     size = be.add_mutually_exclusive_group()
+    size.add_argument("--model", metavar="FILE.py|MODULE[:FUNC]", default=None,
+                      help="study YOUR model instead: FILE.py (or an importable module, or "
+                           "module:function returning an object with these) defines model() -> "
+                           "nn.Module and batch() -> (inputs, targets), optionally loss(output, "
+                           "target) (default cross-entropy) and optimizer(params) (default SGD, "
+                           "lr 0.01); every set_to_none x storage setting is timed (forward, "
+                           "backward, step, zero_grad) and measured (memory), with a "
+                           "recommendation")
     size.add_argument("--quick", action="store_true",
-                      help="the same cases with fewer repetitions (under two minutes on a "
-                           "2-core CPU)")
+                      help="the same cases with fewer repetitions and a 25 x (1024, 1024) "
+                           "large case (under two minutes and 1 GB on an idle 2-core CPU)")
     size.add_argument("--tiny", action="store_true",
                       help="toy sizes that run in seconds, for tests; the numbers mean nothing")
     be.add_argument("--out", metavar="DIR", default=None,
                     help="write results.json, report.md and PNG plots into DIR (default: only "
                          "print the headline table)")
     be.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                    help="auto: the CPU and, when available, the GPU")
+                    help="auto: the CPU and, when available, the GPU (with --model: the GPU "
+                         "when available, else the CPU)")
+    be.add_argument("--steps", type=_positive_int, default=5,
+                    help="with --model: timed steps per setting (after one warm-up step)")
+    be.add_argument("--accum-steps", type=_positive_int_list, default=[1, 4, 8],
+                    metavar="K[,K...]",
+                    help="with --model: gradient-accumulation windows to study")
     be.add_argument("--no-torch", action="store_true",
                     help="measure microtorch alone even if PyTorch is installed")
     be.add_argument("--torch-threads", type=_positive_int, default=None, metavar="N",
@@ -188,6 +215,27 @@ def window_weights(batch_sizes: Sequence[int], accum_steps: int) -> list[float]:
         total = sum(window)
         weights += [n / total for n in window]
     return weights
+
+
+def check_output_path(path: str, flag: str, *, directory: bool = False) -> None:
+    """Fail before any work starts when ``path`` cannot be written (missing folders are
+    created later; a parent that is a file, or a folder we may not write in, is refused)."""
+    target = Path(path)
+    if directory and target.exists() and not target.is_dir():
+        raise CLIError(f"{flag} {path}: exists and is not a directory")
+    if not directory and target.is_dir():
+        raise CLIError(f"{flag} {path}: is a directory; give a file name")
+    ancestor = target if directory else target.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise CLIError(f"{flag} {path}: {ancestor} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=ancestor):
+            pass
+    except OSError as exc:
+        raise CLIError(f"{flag} {path}: cannot write in {ancestor} "
+                       f"({exc.strerror or exc})") from None
 
 
 def _resolve_device(name: str) -> str:
@@ -315,6 +363,10 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     from .nn import functional as F
     from .utils.data import DataLoader
 
+    for flag, value in (("--save", args.save), ("--metrics-json", args.metrics_json)):
+        if value:
+            check_output_path(value, flag)
+            Path(value).parent.mkdir(parents=True, exist_ok=True)
     device = _resolve_device(args.device)
     if args.lr is None:
         args.lr = DEFAULT_LR[args.optimizer]
@@ -353,6 +405,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     train_loss = train_acc = float("nan")
     for epoch in range(start_epoch, args.epochs):
+        epoch_started = time.perf_counter()
         seen = correct = 0
         loss_sum = 0.0
         if run is not None:
@@ -381,7 +434,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         if is_main:
             print(f"epoch {epoch + 1}/{args.epochs}: train loss {train_loss:.4f} acc "
                   f"{train_acc:.4f} | test loss {test_loss:.4f} acc {test_acc:.4f} "
-                  f"({time.perf_counter() - started:.1f} s)", flush=True)
+                  f"({time.perf_counter() - epoch_started:.2f} s)", flush=True)
         if args.save and is_main:
             _save_checkpoint(args.save, args, model, optimizer, epoch + 1, steps, loader_gen)
     seconds = time.perf_counter() - started
@@ -410,10 +463,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------- bench
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.out:
+        check_output_path(args.out, "--out", directory=True)
+    if args.model:
+        return _cmd_bench_model(args)
     if args.distributed:
         return _cmd_bench_distributed(args)
     from . import bench
-    from .bench_report import format_us, headline
+    from .bench.report import format_us, headline
 
     if args.tiny:
         cfg = bench.BenchConfig.tiny()
@@ -421,6 +478,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         cfg = bench.BenchConfig.quick()
     else:
         cfg = bench.BenchConfig.full()
+    bench.study.available_devices(args.device)  # a bad --device fails before the banner
+    print(f"bench ({cfg.name}): expected {cfg.expected_minutes()} on an idle 2-core CPU, more "
+          "on a busy machine", file=sys.stderr, flush=True)
     results = bench.run_benchmarks(cfg, device=args.device, use_torch=not args.no_torch,
                                    torch_threads=args.torch_threads)
     for row in headline(results):
@@ -434,10 +494,31 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_model(args: argparse.Namespace) -> int:
+    """``microtorch bench --model FILE.py``: the set_to_none study of the user's model."""
+    from .bench.model_study import ModelStudyError, study_model
+
+    device = "cuda" if args.device == "auto" and mt.cuda.is_available() else (
+        "cpu" if args.device == "auto" else args.device)
+    try:
+        study = study_model(args.model, device=device, steps=args.steps,
+                            accum_steps=args.accum_steps)
+    except ModelStudyError as exc:
+        raise CLIError(str(exc)) from None
+    for line in study.recommendation:
+        print(line)
+    for defect in study.defects:
+        print(f"DEFECT: {defect}")
+    if args.out:
+        for path in study.save(args.out):
+            print(f"wrote {path}")
+    return 1 if study.defects else 0
+
+
 def _cmd_bench_distributed(args: argparse.Namespace) -> int:
-    """``microtorch bench --distributed`` (microtorch.distributed.bench)."""
-    from .bench_report import format_us
-    from .distributed import bench as dbench
+    """``microtorch bench --distributed`` (microtorch.bench.distributed)."""
+    from .bench import distributed as dbench
+    from .bench.report import format_us
 
     cfg = (dbench.DistributedBenchConfig.tiny() if args.tiny else
            dbench.DistributedBenchConfig.quick() if args.quick else

@@ -10,7 +10,7 @@ import pytest
 
 import microtorch as mt
 from microtorch.bench import STORAGES, summarize
-from microtorch.bench_report import render_markdown
+from microtorch.bench.report import render_markdown
 from microtorch.cli import main
 from microtorch.utils import memory_report
 

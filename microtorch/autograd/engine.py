@@ -66,7 +66,7 @@ _OWNED_TENSOR_REFS, _OWNED_ARRAY_REFS = _refcount_when_owned()
 
 
 def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
-    """Add ``grad`` into ``leaf.grad`` following DESIGN.md §3.
+    """Add ``grad`` into ``leaf.grad`` following docs/semantics.md.
 
     ``owned``: nobody but the engine holds ``grad`` or its buffer (PyTorch's use_count() == 1),
     so it may become ``.grad`` without a copy.

@@ -178,7 +178,7 @@ def fused_sgd(params: Sequence[np.ndarray], grads: Sequence[np.ndarray],
               momentum_bufs: Sequence[np.ndarray] | None, *, lr: float, momentum: float = 0.0,
               dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
               maximize: bool = False, first_step: bool = False) -> None:
-    """One SGD step (DESIGN.md section 3) on every parameter, in place.
+    """One SGD step (docs/semantics.md) on every parameter, in place.
 
     ``momentum_bufs`` is None without momentum; with momentum it holds one array per parameter,
     overwritten with a clone of the (decayed) gradient when ``first_step`` is true. A caller

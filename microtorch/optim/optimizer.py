@@ -118,7 +118,7 @@ class _FlatGradBuffer:
         grad_epoch.bump()
 
     def zero_(self) -> None:
-        """``zero_grad(set_to_none=False)`` for these parameters (DESIGN.md section 3).
+        """``zero_grad(set_to_none=False)`` for these parameters (docs/semantics.md).
 
         The common case, where every parameter has a gradient that is still its slot view, is
         one fill of the whole buffer. Gradients that are None stay None (only the views of
@@ -155,7 +155,7 @@ def _is_slot_grad(g: Tensor | None, slot) -> bool:
 
 
 def _detach_grad(g: Tensor) -> None:
-    """DESIGN.md section 3: a grad with a grad_fn is detached in place, else loses requires_grad."""
+    """docs/semantics.md: a grad with a grad_fn is detached in place, else loses requires_grad."""
     if g.grad_fn is not None:
         g.detach_()
     elif g.requires_grad:
@@ -291,7 +291,7 @@ class Optimizer:
 
     # -- zero_grad -----------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset the gradients of all optimized parameters (DESIGN.md section 3).
+        """Reset the gradients of all optimized parameters (docs/semantics.md).
 
         ``set_to_none=True`` (default): ``p.grad = None`` for every parameter that has one; the
         next backward assigns fresh gradients. ``set_to_none=False``: each existing gradient

@@ -25,25 +25,35 @@ interquartile range; on CUDA each timed region ends with a device synchronize.
 from __future__ import annotations
 
 import gc
-import importlib.util
-import json
-import os
-import platform
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import microtorch as mt
 
-__all__ = ["BenchConfig", "run_benchmarks", "write_outputs", "machine_info", "summarize",
-           "STORAGES"]
+from .measure import (
+    SET_TO_NONE,
+    STORAGES,
+    Progress,
+    _load_average,
+    _make_optimizer,
+    _ratio,
+    _sync,
+    _timed,
+    _to_lib,
+    _torch_on,
+    available_devices,
+    interleave,
+    load_torch,
+    machine_info,
+    summarize,
+)
 
-STORAGES = ("default", "foreach", "flat")
-SET_TO_NONE = (True, False)
+__all__ = ["BenchConfig", "run_benchmarks", "bench_zero_grad", "bench_train_step", "bench_memory",
+           "bench_op_chain", "train_step"]
 
 
 # ------------------------------------------------------------------------------ configs
@@ -71,6 +81,11 @@ class BenchConfig:
     memory_steps: int = 2
     block: int = 6  # calls per turn in interleaved timing (see ``interleave``)
 
+    def expected_minutes(self) -> str:
+        """How long this configuration takes on an idle 2-core CPU (measured)."""
+        return {"full": "about 3 minutes", "quick": "under 2 minutes",
+                "tiny": "a few seconds"}.get(self.name, "a few minutes")
+
     @classmethod
     def full(cls) -> BenchConfig:
         """Every case with enough repetitions for stable medians (a few minutes)."""
@@ -82,10 +97,11 @@ class BenchConfig:
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        """The DESIGN.md cases at full size with fewer repetitions (under two minutes)."""
+        """The reference cases with fewer repetitions, and 25 rather than 100 parameters of
+        (1024, 1024) so that five contenders' gradients fit in 1 GB (under two minutes)."""
         return cls("quick",
                    [(10, (64,)), (100, (64,)), (1000, (64,)), (100, (128, 128)),
-                    (100, (1024, 1024))],
+                    (25, (1024, 1024))],
                    zero_grad_repeats=25, big_case_repeats=5, step_repeats=20,
                    chain_repeats=10)
 
@@ -97,162 +113,6 @@ class BenchConfig:
                    step_repeats=3, step_warmup=1, block=2, chain_length=20, chain_numel=4,
                    chain_repeats=2, memory_steps=2)
 
-
-# ---------------------------------------------------------------------------- statistics
-
-def summarize(seconds: Iterable[float]) -> dict[str, float]:
-    """Median, quartiles, min and max of timings, in microseconds."""
-    us = np.asarray(list(seconds), dtype=np.float64) * 1e6
-    q1, med, q3 = np.percentile(us, [25, 50, 75])
-    return {"median_us": float(med), "q1_us": float(q1), "q3_us": float(q3),
-            "min_us": float(us.min()), "max_us": float(us.max()), "n": int(us.size)}
-
-
-def _ratio(a: dict | None, b: dict | None) -> float | None:
-    if not a or not b or not b["median_us"]:
-        return None
-    return a["median_us"] / b["median_us"]
-
-
-# ------------------------------------------------------------------------------ machine
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _blas() -> str:
-    try:
-        deps = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        return f"{deps.get('name', '?')} {deps.get('version', '')}".strip()
-    except Exception:  # noqa: BLE001 - older NumPy has no dict mode; the field is informative
-        return "unknown"
-
-
-def machine_info(torch: Any = None) -> dict[str, Any]:
-    """What the numbers were measured on: CPU, cores, library versions, BLAS, GPU."""
-    info: dict[str, Any] = {
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "blas": _blas(),
-        "microtorch": mt.__version__,
-        "torch": None,
-        "torch_threads": None,
-        "cuda": None,
-    }
-    if torch is not None:
-        info["torch"] = torch.__version__
-        info["torch_threads"] = torch.get_num_threads()
-    if mt.cuda.is_available():
-        import cupy
-
-        props = cupy.cuda.runtime.getDeviceProperties(0)
-        name = props["name"]
-        info["cuda"] = {"cupy": cupy.__version__,
-                        "gpu": name.decode() if isinstance(name, bytes) else str(name),
-                        "memory_bytes": int(props["totalGlobalMem"])}
-    return info
-
-
-def _load_average() -> list[float] | None:
-    """The 1/5/15-minute load averages: other work on the machine skews every timing."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
-
-
-# --------------------------------------------------------------------------- contenders
-
-def load_torch() -> Any:
-    """PyTorch if installed, else None (the comparisons are then left out)."""
-    if importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-
-    return torch
-
-
-def available_devices(requested: str) -> list[str]:
-    """The devices to measure: ``auto`` means the CPU plus CUDA when present."""
-    cuda = mt.cuda.is_available()
-    if requested == "cpu":
-        return ["cpu"]
-    if requested == "cuda":
-        if not cuda:
-            raise RuntimeError("--device cuda: CUDA is not available (needs CuPy and a GPU)")
-        return ["cuda"]
-    if requested != "auto":
-        raise ValueError(f"unknown device {requested!r}: use auto, cpu or cuda")
-    return ["cpu", "cuda"] if cuda else ["cpu"]
-
-
-def _torch_on(torch: Any, dev: str) -> bool:
-    return torch is not None and (dev == "cpu" or torch.cuda.is_available())
-
-
-def _sync(lib: Any, dev: str) -> Callable[[], None]:
-    """A function that waits for queued device work (a no-op on the CPU)."""
-    if dev == "cpu":
-        return lambda: None
-    return lib.cuda.synchronize
-
-
-def _make_optimizer(lib: Any, params: list, storage: str, kind: str = "sgd") -> Any:
-    """An optimizer of ``lib`` (microtorch or torch) with the given gradient storage.
-
-    PyTorch has no flat storage: its counterpart of ``flat`` is its default.
-    """
-    kwargs: dict[str, Any] = {"foreach": storage == "foreach"}
-    if lib is mt:
-        kwargs["flat_grads"] = storage == "flat"
-    if kind == "adam":
-        return lib.optim.Adam(params, lr=1e-3, **kwargs)
-    return lib.optim.SGD(params, lr=0.01, **kwargs)
-
-
-def _to_lib(lib: Any, arr: np.ndarray, dev: str, requires_grad: bool = False) -> Any:
-    t = lib.from_numpy(np.array(arr, copy=True))
-    if dev != "cpu":
-        t = t.to(dev)
-    if requires_grad:
-        t = lib.nn.Parameter(t)
-    return t
-
-
-def interleave(runners: list[Callable[[bool], None]], repeats: int, block: int) -> None:
-    """Call each runner until it has recorded ``repeats`` times, in alternating blocks.
-
-    ``runner(record)`` does one measurement and keeps it when ``record`` is true. Runners take
-    turns a block at a time (the order reversed every round), and the first call of each
-    block is not recorded: it pays for the switch. Why blocks and not strict alternation:
-    PyTorch's OpenMP threads and OpenBLAS's threads spin-wait for a while after their work,
-    so alternating call by call makes each framework run against the other's spinning
-    threads (on 2 cores an MLP step then takes 2-3 times as long for both).
-    """
-    per_block = max(1, block - 1)
-    rounds = max(1, -(-repeats // per_block))
-    for r in range(rounds):
-        for run in runners if r % 2 == 0 else runners[::-1]:
-            for i in range(per_block + 1):
-                run(i > 0)
-
-
-def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
-    sync()
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    return time.perf_counter() - t0
 
 
 # ---------------------------------------------------------------------------- zero_grad
@@ -279,17 +139,21 @@ def _zero_grad_case(n: int, shape: tuple[int, ...], dev: str, torch: Any, repeat
                     block: int, rng: np.random.Generator) -> list[dict[str, Any]]:
     """Time zero_grad for every storage and both set_to_none values on one parameter set."""
     values = [rng.standard_normal(shape, dtype=np.float32) for _ in range(min(n, 4))]
+    # Parameters only feed the refreshing backward: on the CPU they share these few arrays
+    # (every contender holds just its own gradients, which is what zero_grad works on).
     rows = []
     for set_to_none in SET_TO_NONE:
         contenders: list[_ZeroGradContender] = []
         for storage in STORAGES:
-            params = [_to_lib(mt, values[i % len(values)], dev, True) for i in range(n)]
+            params = [_to_lib(mt, values[i % len(values)], dev, True, copy=False)
+                      for i in range(n)]
             contenders.append(_ZeroGradContender(
                 "microtorch", storage, params, _make_optimizer(mt, params, storage),
                 _sync(mt, dev)))
         if _torch_on(torch, dev):
             for storage in ("default", "foreach"):
-                params = [_to_lib(torch, values[i % len(values)], dev, True) for i in range(n)]
+                params = [_to_lib(torch, values[i % len(values)], dev, True, copy=False)
+                          for i in range(n)]
                 contenders.append(_ZeroGradContender(
                     "torch", storage, params, _make_optimizer(torch, params, storage),
                     _sync(torch, dev)))
@@ -466,7 +330,7 @@ def bench_memory(cfg: BenchConfig, dev: str, progress: Any = None) -> list[dict[
     allocation during a step. ``held_between_steps`` breaks the former down by
     ``memory_report``.
     """
-    from .utils.memory import memory_report
+    from ..utils.memory import memory_report
 
     mem = _memory_api(dev)
     rows: list[dict[str, Any]] = []
@@ -569,8 +433,6 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
                    show_progress: bool | None = None, torch_threads: int | None = None
                    ) -> dict[str, Any]:
     """Run every section on every requested device; returns the JSON-able results."""
-    from tqdm.auto import tqdm
-
     torch = load_torch() if use_torch else None
     if torch is not None and torch_threads is not None:
         torch.set_num_threads(torch_threads)
@@ -593,10 +455,9 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
     plan = [(dev, name, fn) for dev in devices for name, fn in timed]
     plan += [(dev, "memory", lambda dev, bar: bench_memory(cfg, dev, bar)) for dev in devices]
     results["section_seconds"] = {}
-    with tqdm(total=total, desc="bench", unit="case",
-              disable=None if show_progress is None else not show_progress) as bar:
+    with Progress(total, "bench", show_progress) as bar:
         for dev, name, section in plan:
-            bar.set_postfix_str(f"{dev} {name}")
+            bar.section(f"{dev} {name}")
             t0 = time.perf_counter()
             results[name] += section(dev, bar)
             results["section_seconds"][f"{dev}/{name}"] = time.perf_counter() - t0
@@ -604,26 +465,3 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
     results["seconds"] = time.perf_counter() - started
     return results
 
-
-# ---------------------------------------------------------------------------------- output
-
-def write_report(results: dict[str, Any], out_dir: str | os.PathLike,
-                 render_markdown: Callable[[dict], str],
-                 render_plots: Callable[[dict, Path], list[Path]] | None = None) -> list[Path]:
-    """Write results.json, report.md (``render_markdown(results)``) and the files of
-    ``render_plots(results, out_dir)`` into ``out_dir``; returns the paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "results.json", out / "report.md"]
-    paths[0].write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    paths[1].write_text(render_markdown(results), encoding="utf-8")
-    if render_plots is not None:
-        paths += render_plots(results, out)
-    return paths
-
-
-def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
-    """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
-    from .bench_report import render_markdown, render_plots
-
-    return write_report(results, out_dir, render_markdown, render_plots)

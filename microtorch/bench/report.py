@@ -1,4 +1,4 @@
-"""Turn ``microtorch.bench`` results into ``report.md`` tables and PNG plots.
+"""Turn ``microtorch.bench`` results into ``report.md`` tables (the figures: ``plots``).
 
 Kept apart from the measurements so that a saved ``results.json`` can be re-rendered
 (``render_markdown(json.load(...))``) without running anything again.
@@ -6,17 +6,21 @@ Kept apart from the measurements so that a saved ``results.json`` can be re-rend
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable
+import os
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .bench import STORAGES
+from .measure import STORAGES
 
-__all__ = ["render_markdown", "render_plots", "format_us", "headline", "targets"]
+__all__ = ["render_markdown", "format_us", "headline", "targets", "write_report",
+           "write_outputs"]
 
-# The cases DESIGN.md section 4 quotes PyTorch numbers for.
-DESIGN_CASES = ((1000, [64]), (100, [1024, 1024]))
+# The cases benchmarks/README.md quotes reference PyTorch numbers for.
+REFERENCE_CASES = ((1000, [64]), (100, [1024, 1024]))
 
 
 def format_us(us: float | None) -> str:
@@ -81,11 +85,11 @@ def _zero_grad_index(results: dict) -> dict[tuple, dict]:
 
 
 def headline(results: dict) -> list[dict[str, Any]]:
-    """The DESIGN.md section 4 comparisons as rows: case, microtorch, torch, ratio."""
+    """The reference comparisons (benchmarks/README.md) as rows: case, microtorch, torch, ratio."""
     rows: list[dict[str, Any]] = []
     zg = _zero_grad_index(results)
     for dev in results["devices"]:
-        for n, shape in DESIGN_CASES:
+        for n, shape in REFERENCE_CASES:
             for stn in (True, False):
                 torch_row = zg.get((dev, n, tuple(shape), stn, "torch", "default"))
                 for storage in STORAGES:
@@ -112,8 +116,8 @@ def headline(results: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _target(issue: str, text: str, measured: str, ok: bool | None) -> dict[str, Any]:
-    return {"issue": issue, "target": text, "measured": measured, "ok": ok}
+def _target(area: str, text: str, measured: str, ok: bool | None) -> dict[str, Any]:
+    return {"area": area, "target": text, "measured": measured, "ok": ok}
 
 
 def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
@@ -129,21 +133,22 @@ def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
         ref = _zg(*small, False, "torch", "default")
         if flat and ref:
             r = flat["median_us"] / ref["median_us"]
-            rows.append(_target("4", "cpu: zero_grad(False), 1000 × (64,), flat <= 0.1 × "
+            rows.append(_target("zeroing", "cpu: zero_grad(False), 1000 × (64,), flat <= 0.1 × "
                                 "PyTorch", f"{r:.3f}×", r <= 0.1))
         for storage in STORAGES:
             mine = _zg(*small, True, "microtorch", storage)
             ref = _zg(*small, True, "torch", "default")
             if mine and ref:
                 r = mine["median_us"] / ref["median_us"]
-                rows.append(_target("4", f"cpu: zero_grad(True), 1000 × (64,), {storage} "
+                rows.append(_target("zeroing", f"cpu: zero_grad(True), 1000 × (64,), {storage} "
                                     "no slower than PyTorch", f"{r:.2f}×", r <= 1.0))
         ref = _zg(*big, False, "torch", "default")
         for storage in STORAGES:
             mine = _zg(*big, False, "microtorch", storage)
             if mine and ref:
                 rows.append(_target(
-                    "4", f"cpu: zeroing 100 × (1024, 1024), {storage}: bandwidth >= PyTorch's",
+                    "zeroing",
+                    f"cpu: zeroing 100 × (1024, 1024), {storage}: bandwidth >= PyTorch's",
                     f"{mine['bandwidth_gbs']:.1f} vs {ref['bandwidth_gbs']:.1f} GB/s",
                     mine["bandwidth_gbs"] >= ref["bandwidth_gbs"]))
     else:
@@ -153,38 +158,38 @@ def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
             if mine:
                 ok = None if ref is None else mine["median_us"] <= ref["median_us"]
                 versus = "" if ref is None else f" vs {format_us(ref['median_us'])}"
-                rows.append(_target("4", f"{dev}: zero_grad(False), 1000 params, {storage} "
+                rows.append(_target("zeroing", f"{dev}: zero_grad(False), 1000 params, {storage} "
                                     "no slower than torch._foreach_zero_",
                                     f"{format_us(mine['median_us'])}{versus}", ok))
         for (n, shape) in results["config"].get("gpu_extra_cases", []):
             mine = _zg(n, tuple(shape), False, "microtorch", "flat")
             if mine:
                 tbs = mine["bandwidth_gbs"] / 1e3
-                rows.append(_target("4", f"{dev}: flat-buffer zeroing of {n} × "
+                rows.append(_target("zeroing", f"{dev}: flat-buffer zeroing of {n} × "
                                     f"{_shape(list(shape))} above 3 TB/s", f"{tbs:.2f} TB/s",
                                     tbs > 3.0))
     return rows
 
 
 def targets(results: dict) -> list[dict[str, Any]]:
-    """The performance targets of issues 4 and 5, each with its measured value and verdict
+    """The performance targets (benchmarks/README.md), each with its measured value and verdict
     (None where the run lacks the data, e.g. PyTorch absent)."""
     rows: list[dict[str, Any]] = []
     for dev in results["devices"]:
         rows += _zero_grad_targets(results, dev)
         for r in _headline_steps(results, dev):
             if r["ratio"] is not None:
-                rows.append(_target("5", f"{dev}: MLP training step <= 1.0× PyTorch "
+                rows.append(_target("training", f"{dev}: MLP training step <= 1.0× PyTorch "
                                     "(goal 0.85×)", f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
-                rows.append(_target("5", f"{dev}: training-step losses equal PyTorch's",
+                rows.append(_target("training", f"{dev}: training-step losses equal PyTorch's",
                                     f"max rel. diff {r['max_loss_rel_diff']:.1e}",
                                     r["max_loss_rel_diff"] < 1e-5))
         for r in _on(results, "op_chain", dev):
             if r["ratio"] is not None:
-                rows.append(_target("5", f"{dev}: per-op overhead, {r['phase']}, <= PyTorch",
+                rows.append(_target("training", f"{dev}: per-op overhead, {r['phase']}, <= PyTorch",
                                     f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
         for r, twin, held, peak_ok in _set_to_none_checks(_on(results, "memory", dev)):
-            rows.append(_target("5", f"{dev}: set_to_none=True, K={r['accum_steps']}, "
+            rows.append(_target("training", f"{dev}: set_to_none=True, K={r['accum_steps']}, "
                                 f"{r['storage']}: no gradient bytes between steps, peak <= "
                                 "set_to_none=False's",
                                 f"{_bytes(held)} held; peak {_bytes(r['peak_of_step'])} vs "
@@ -211,9 +216,9 @@ def _set_to_none_checks(rows: list[dict]) -> list[tuple[dict, dict | None, int, 
 
 def _targets_md(results: dict) -> list[str]:
     verdict = {True: "yes", False: "**no**", None: "n/a"}
-    return (["## Targets (issues 4 and 5)", ""]
-            + _table(["issue", "target", "measured", "met"],
-                     ([t["issue"], t["target"], t["measured"], verdict[t["ok"]]]
+    return (["## Targets", ""]
+            + _table(["area", "target", "measured", "met"],
+                     ([t["area"], t["target"], t["measured"], verdict[t["ok"]]]
                       for t in targets(results)))
             + [""])
 
@@ -346,7 +351,7 @@ def render_markdown(results: dict) -> str:
     if results.get("section_seconds"):
         lines += ["Seconds per section: " + ", ".join(
             f"{k} {v:.1f}" for k, v in results["section_seconds"].items()), ""]
-    lines += ["## Headline (the DESIGN.md section 4 cases)", ""]
+    lines += ["## Headline (the reference cases)", ""]
     lines += _table(["device", "case", "microtorch", "PyTorch", "ratio"],
                     ([h["device"], h["case"], format_us(h["microtorch_us"]),
                       format_us(h["torch_us"]), _ratio(h["ratio"])] for h in headline(results)))
@@ -363,109 +368,34 @@ def render_markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------------- plots
+# ---------------------------------------------------------------------------------- output
 
-_COLORS = {"default": "tab:blue", "foreach": "tab:orange", "flat": "tab:green"}
+def write_report(results: dict[str, Any], out_dir: str | os.PathLike,
+                 render_markdown: Callable[[dict], str],
+                 render_plots: Callable[[dict, Path], list[Path]] | None = None) -> list[Path]:
+    """Write results.json, report.md (``render_markdown(results)``) and the files of
+    ``render_plots(results, dir)`` into ``out_dir``; returns the paths.
 
-
-def _save_small_png(fig: Any, path: Path) -> None:
-    """Save as a 64-colour palette PNG: line plots need no more, and the files stay small
-    enough to commit (a third of matplotlib's RGBA output)."""
-    import io
-
-    from PIL import Image
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    buf.seek(0)
-    with Image.open(buf) as img:
-        img.convert("RGB").quantize(colors=64).save(path, optimize=True)
-
-
-def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    rows = _on(results, "zero_grad", dev)
-    shapes = {tuple(r["shape"]) for r in rows}
-    counts = {r["n_params"] for r in rows}
-    # Count sweep: the most common small shape; size sweep: the most common count.
-    count_shape = min(shapes, key=lambda s: (-sum(tuple(r["shape"]) == s for r in rows),
-                                             math.prod(s)))
-    size_count = max(counts, key=lambda n: (sum(r["n_params"] == n for r in rows), n))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=72)
-    sweeps = [(axes[0], lambda r: tuple(r["shape"]) == count_shape, "n_params",
-               f"number of parameters of shape {_shape(list(count_shape))}"),
-              (axes[1], lambda r: r["n_params"] == size_count,
-               "elements", f"elements per parameter ({size_count} parameters)")]
-    for ax, keep, xkey, xlabel in sweeps:
-        for lib, storages in (("microtorch", STORAGES), ("torch", ("default", "foreach"))):
-            for storage in storages:
-                for stn in (True, False):
-                    pts = sorted((r["n_params"] if xkey == "n_params" else math.prod(r["shape"]),
-                                  r["median_us"]) for r in rows
-                                 if keep(r) and r["lib"] == lib and r["storage"] == storage
-                                 and r["set_to_none"] == stn)
-                    if not pts:
-                        continue
-                    ax.plot(*zip(*pts), color=_COLORS[storage],
-                            linestyle="-" if stn else "--",
-                            marker="o" if lib == "microtorch" else "x",
-                            alpha=1.0 if lib == "microtorch" else 0.6,
-                            label=f"{lib} {storage} set_to_none={stn}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("zero_grad time (µs, median)")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=6, loc="upper left")
-    fig.suptitle(f"zero_grad time on {dev} (o microtorch, x PyTorch; dashed: set_to_none=False)",
-                 fontsize=10)
-    fig.tight_layout()
-    _save_small_png(fig, path)
-    plt.close(fig)
+    Everything is rendered into a temporary folder beside ``out_dir`` first and moved into
+    place only when all of it succeeded, so a failure leaves nothing half-written there.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".bench-", dir=out) as tmp:
+        staged = Path(tmp)
+        (staged / "results.json").write_text(json.dumps(results, indent=1) + "\n",
+                                             encoding="utf-8")
+        (staged / "report.md").write_text(render_markdown(results), encoding="utf-8")
+        names = ["results.json", "report.md"]
+        if render_plots is not None:
+            names += [p.name for p in render_plots(results, staged)]
+        for name in names:
+            os.replace(staged / name, out / name)
+    return [out / name for name in names]
 
 
-def _plot_memory(results: dict, dev: str, path: Path) -> None:
-    import matplotlib.pyplot as plt
+def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+    """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
+    from .plots import render_plots
 
-    rows = _on(results, "memory", dev)
-    ks = sorted({r["accum_steps"] for r in rows})
-    fig, axes = plt.subplots(1, len(ks), figsize=(4.5 * len(ks), 3.8), dpi=72,
-                             squeeze=False)
-    for ax, k in zip(axes[0], ks):
-        labels: list[str] = []
-        mine = [r for r in rows if r["accum_steps"] == k]
-        for i, r in enumerate(mine):
-            labels = [p["point"] for p in r["timeline"]]
-            # Settings often coincide: draw earlier ones wider so every line stays visible.
-            ax.plot(range(len(labels)), [p["bytes"] / 2**10 for p in r["timeline"]],
-                    color=_COLORS[r["storage"]], linestyle="-" if r["set_to_none"] else "--",
-                    linewidth=1.0 + 0.7 * (len(mine) - 1 - i), alpha=0.8,
-                    label=f"{r['storage']} set_to_none={r['set_to_none']}")
-        step = max(1, len(labels) // 12)
-        ax.set_xticks(range(0, len(labels), step))
-        ax.set_xticklabels(labels[::step], rotation=60, fontsize=6)
-        ax.set_ylabel("memory_allocated over baseline (KiB)")
-        ax.set_title(f"accumulation steps K={k}", fontsize=9)
-        ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=6)
-    fig.suptitle(f"microtorch memory through training steps on {dev}", fontsize=10)
-    fig.tight_layout()
-    _save_small_png(fig, path)
-    plt.close(fig)
-
-
-def render_plots(results: dict, out: Path) -> list[Path]:
-    """One zero_grad plot and one memory plot per device; returns the written paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: works without a display
-    paths = []
-    for dev in results["devices"]:
-        if _on(results, "zero_grad", dev):
-            paths.append(out / f"zero_grad_{dev}.png")
-            _plot_zero_grad(results, dev, paths[-1])
-        if _on(results, "memory", dev):
-            paths.append(out / f"memory_{dev}.png")
-            _plot_memory(results, dev, paths[-1])
-    return paths
+    return write_report(results, out_dir, render_markdown, render_plots)

@@ -12,7 +12,7 @@ and rank 0 reports, per step:
   gradient was ready (the part of ``comm`` that was *not* hidden);
 - ``hidden_fraction``: ``1 - exposed / comm`` (medians), clamped to [0, 1].
 
-Results use ``microtorch.bench``'s format: ``summarize`` statistics in microseconds, the
+Results use ``microtorch.bench.measure``'s format: ``summarize`` statistics in microseconds, the
 machine description, ``results.json`` and ``report.md``.
 """
 
@@ -67,8 +67,9 @@ def _worker(cfg: DistributedBenchConfig, out_path: str) -> None:
     import microtorch as mt
     import microtorch.distributed as dist
     from microtorch import nn
-    from microtorch.bench import summarize
     from microtorch.nn.parallel import DistributedDataParallel as DDP
+
+    from .measure import summarize
 
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -138,7 +139,7 @@ def _mpiexec() -> str:
 def run_distributed_bench(cfg: DistributedBenchConfig | None = None,
                           timeout: float = 600) -> dict[str, Any]:
     """Run the worker on each world size (mpiexec -n k); returns the JSON-able results."""
-    from microtorch.bench import machine_info
+    from .measure import machine_info
 
     cfg = cfg or DistributedBenchConfig()
     launcher = _mpiexec()
@@ -153,7 +154,7 @@ def run_distributed_bench(cfg: DistributedBenchConfig | None = None,
         for world in cfg.world_sizes:
             out = Path(tmp, f"world{world}.json")
             cmd = [launcher, "-n", str(world), sys.executable, "-m",
-                   "microtorch.distributed.bench", "--worker", str(out),
+                   "microtorch.bench.distributed", "--worker", str(out),
                    "--config", json.dumps(asdict(cfg))]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
             if proc.returncode != 0 or not out.exists():
@@ -167,7 +168,7 @@ def run_distributed_bench(cfg: DistributedBenchConfig | None = None,
 # ------------------------------------------------------------------------------ the report
 
 def _us(stats: dict) -> str:
-    from microtorch.bench_report import format_us
+    from .report import format_us
 
     return format_us(stats["median_us"])
 
@@ -197,7 +198,7 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
     """Write results.json and report.md into ``out_dir``; returns the paths."""
-    from microtorch.bench import write_report
+    from .report import write_report
 
     return write_report(results, out_dir, render_markdown)
 

@@ -1,0 +1,16 @@
+"""Benchmarks behind ``microtorch bench``: the set_to_none study and the speed comparisons.
+
+Modules, with imports running one way (``measure`` <- ``report`` <- ``study``, ``distributed``):
+
+- ``measure``: timing statistics, machine description, contenders, alternating-block scheduling;
+- ``study``: the sections (zero_grad, training step, memory, op chain) and ``run_benchmarks``;
+- ``report``: ``report.md`` tables, PNG plots, ``write_outputs``;
+- ``distributed``: ``microtorch bench --distributed`` (data-parallel communication over MPI).
+"""
+
+from .measure import STORAGES, interleave, load_torch, machine_info, summarize
+from .report import write_outputs, write_report
+from .study import BenchConfig, run_benchmarks
+
+__all__ = ["BenchConfig", "run_benchmarks", "write_outputs", "write_report", "machine_info",
+           "summarize", "interleave", "load_torch", "STORAGES"]
