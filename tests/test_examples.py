@@ -83,7 +83,6 @@ PENDING = {
     "lstmcell_sine.py": "optim.LBFGS",
     "mnist_cnn.py": "optim.Adadelta",
     "polynomial_nn.py": "linspace and integer pow rounding as PyTorch's",
-    "reinforce.py": "torch.distributions",
 }
 
 
