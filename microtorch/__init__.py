@@ -43,14 +43,27 @@ half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 
 from . import (  # noqa: E402
+    amp,
     autograd,
     cpu,
     cuda,
-    distributions,  # noqa: E402  (builds on nn.functional)
+    distributions,  # after nn: distributions build on nn.functional
     linalg,
     nn,
     optim,
     utils,
+)
+from .amp.autocast_mode import (  # noqa: E402
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
 )
 
 __version__ = "0.1.0"
@@ -81,7 +94,11 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_grad_enabled", "manual_seed", "seed", "initial_seed", "Generator",
            "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
            "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
-           "save", "load", "utils", "linalg", "distributions", *_ops_all]
+           "save", "load", "utils", "linalg", "distributions", "amp",
+           "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
+           "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
+           "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
+           "set_autocast_enabled", *_ops_all]
 del _dtype
 
 
