@@ -11,7 +11,8 @@ by the op's policy:
 
 float64 tensors are never cast, and tensors on the other device type are left alone. An op
 runs its own body with autocast suspended, so ops it calls internally are not cast again (as
-PyTorch's kernels run below the autocast dispatch key). Casts are ordinary differentiable
+PyTorch's kernels run below the autocast dispatch key): ``mv`` on the CPU, off PyTorch's CPU
+list, stays float32 although microtorch computes it with ``matmul``. Casts are differentiable
 ``.to(dtype)`` copies: gradients reach float32 master weights in float32. Within the outermost
 region each float32 leaf parameter is cast to the low-precision dtype once (the cast cache).
 
@@ -290,8 +291,8 @@ def _run_cast(name: str, fn, args, kwargs):
         target = None if kwargs.get("dtype") is not None else _dtype.float32
     elif policy == "promote":
         target = _widest(list(_tensors(list(args) + list(kwargs.values()))), device_type)
-    else:  # not on this device type's lists: an ordinary call
-        return fn(*args, **kwargs)
+    else:  # not on this device type's lists: no cast (but its body is still one op)
+        target = None
     if target is not None:
         args = _cast_all(args, target, device_type)
         kwargs = {k: _cast_all(v, target, device_type) for k, v in kwargs.items()}
