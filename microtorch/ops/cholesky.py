@@ -48,6 +48,18 @@ def _failing_minor(arr) -> int:
     return k
 
 
+def _not_positive_definite(arr) -> str:
+    """PyTorch's message, naming the first failing matrix of a batch and its minor."""
+    where = ""
+    if arr.ndim > 2:
+        flat = arr.reshape(-1, *arr.shape[-2:])
+        index = next(i for i in range(flat.shape[0]) if _try_cholesky(flat[i]) is None)
+        where, arr = f"(Batch element {index}): ", flat[index]
+    return (f"linalg.cholesky: {where}The factorization could not be completed because the "
+            f"input is not positive-definite (the leading minor of order {_failing_minor(arr)} "
+            "is not positive-definite).")
+
+
 class Cholesky(Function):
     torch_name = "LinalgCholeskyExBackward0"
 
@@ -56,10 +68,7 @@ class Cholesky(Function):
         arr = a._data
         low = _try_cholesky(arr)
         if low is None:
-            raise LinAlgError(
-                "linalg.cholesky: The factorization could not be completed because the input "
-                f"is not positive-definite (the leading minor of order {_failing_minor(arr)} "
-                "is not positive-definite).")
+            raise LinAlgError(_not_positive_definite(arr))
         ctx.upper = upper
         ctx.save_output()
         low = low.astype(arr.dtype, copy=False)

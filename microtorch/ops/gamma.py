@@ -64,7 +64,8 @@ class Polygamma(Function):
 
 
 def _trigamma_array(arr):
-    """polygamma(1, x) as PyTorch computes it (to the last bit for x > 0): reflection below
+    """polygamma(1, x) as PyTorch computes it (float32 bit for bit from 1/2 on, float64 within
+    an ulp: PyTorch's build fuses some multiply-adds): reflection below
     1/2, six steps of the recurrence psi'(x) = psi'(x + 1) + 1/x^2, then the asymptotic
     series; in the input's precision (float16 through float32)."""
     xp = xp_of(arr)
