@@ -195,6 +195,11 @@ def test_autocast_op_dtypes_match_torch(low):
         "mv": lambda L, x, w, b: L.mv(x, b), "add": lambda L, x, w, b: x + w,
         "trace": lambda L, x, w, b: L.trace(x), "exp": lambda L, x, w, b: x.exp(),
         "float64": lambda L, x, w, b: x.double() @ w.double(),
+        "cat": lambda L, x, w, b: L.cat([x, w.float()]),
+        "stack": lambda L, x, w, b: L.stack([x, w.float()]),
+        "sum": lambda L, x, w, b: x.sum(), "prod": lambda L, x, w, b: L.prod(x),
+        "cumsum": lambda L, x, w, b: L.cumsum(x, 0), "pow": lambda L, x, w, b: x ** 2,
+        "logsumexp": lambda L, x, w, b: L.logsumexp(x, 0), "log": lambda L, x, w, b: x.log(),
     }
     for name, fn in ops.items():
         for dt in ("float32", low):

@@ -307,9 +307,13 @@ def _run_cast(name: str, fn, args, kwargs):
 
 def autocast_op(name: str) -> Callable:
     """Decorator for an op entry point: under autocast, cast its arguments by the policy of
-    ``name`` in PyTorch's lists; otherwise (the common case) one attribute check."""
+    ``name`` in PyTorch's lists; otherwise (the common case) one attribute check. An op on no
+    list is returned undecorated."""
 
     def decorate(fn: Callable) -> Callable:
+        if not any(name in table for table in POLICIES.values()):
+            return fn
+
         @functools.wraps(fn)
         def op(*args, **kwargs):
             if not _state.active:

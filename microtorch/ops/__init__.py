@@ -11,6 +11,7 @@ import builtins
 import numpy as np
 
 from .. import _dtype
+from ..amp.autocast_mode import autocast_op
 from ..autograd import views
 from ..autograd.function import named
 from ..autograd.grad_mode import state
@@ -161,6 +162,7 @@ def div(input, other, *, rounding_mode=None) -> Tensor:
     return Div.apply(input, other, rounding_mode)
 
 
+@autocast_op("pow")
 def pow(input, exponent) -> Tensor:  # noqa: A001
     """input ** exponent (either may be a number)."""
     return Pow.apply(input, exponent)
@@ -182,7 +184,7 @@ def _unary_function(cls, name):
 
     op.__name__ = name
     op.__doc__ = f"Elementwise {name}."
-    return op
+    return autocast_op(name)(op)  # exp, log ... run in float32 under CUDA autocast
 
 
 UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1p": Log1p,

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _dtype
+from ..amp.autocast_mode import autocast_op
 from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
@@ -259,6 +260,7 @@ class Cat(Function):
                                for g, dt in zip(grads, ctx.dtypes))
 
 
+@autocast_op("cat")
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
     tensors = [t for t in tensors]
@@ -283,6 +285,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
+@autocast_op("stack")
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
     tensors = list(tensors)
