@@ -308,3 +308,36 @@ def test_autocast_caches_weight_casts_within_a_region():
         a = x @ w
         b = x @ w
         assert a.grad_fn._next[1] is not b.grad_fn._next[1]
+
+
+def test_autocast_follows_the_device_types_list(device):
+    # PyTorch's lists differ by device type: exp, sum and log_softmax-like ops go to float32
+    # under CUDA autocast but keep their dtype under CPU autocast; matmul is low on both.
+    x = mt.randn(4, 4, device=device)
+    with mt.autocast(device, dtype=mt.float16):
+        h = x @ x
+        assert h.dtype == mt.float16
+        wide = mt.float32 if device == "cuda" else mt.float16
+        assert h.exp().dtype == wide and h.sum().dtype == wide and (h ** 2).dtype == wide
+        assert mt.mv(h, x[0].half()).dtype == mt.float16
+        assert mt.cat([h, x]).dtype == mt.float32
+    other = "cpu" if device == "cuda" else "cuda"
+    if other == "cpu" or mt.cuda.is_available():
+        with mt.autocast(other, dtype=mt.float16):  # the other device type's region: no cast
+            assert (x @ x).dtype == mt.float32
+
+
+def test_grad_scaler_on_every_device(device):
+    p = mt.ones(3, device=device, requires_grad=True)
+    opt = mt.optim.SGD([p], lr=0.5)
+    scaler = mt.amp.GradScaler(device, init_scale=8.0, growth_interval=1)
+    scaler.scale((p * 2).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_allclose(p.detach().cpu().numpy(), [0.0, 0.0, 0.0])
+    assert scaler.get_scale() == 16.0
+    opt.zero_grad()
+    scaler.scale((p * float("inf")).sum()).backward()
+    assert scaler.step(opt) is None
+    scaler.update()
+    assert scaler.get_scale() == 8.0

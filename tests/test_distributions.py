@@ -514,3 +514,27 @@ def test_gamma_cdf_gradient_in_rate_and_value():
     tout.sum().backward()
     np.testing.assert_allclose(r.grad.numpy(), tr.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("case", SEEDED, ids=[c[0] for c in SEEDED])
+def test_sample_moments_on_every_device(case, device):
+    # Seeded, wide bounds: on CUDA the draws come from CuPy's generator, not PyTorch's stream.
+    name, kwargs = case
+    dist, _ = _build(mt, name, kwargs, "float64", device)
+    mt.manual_seed(0)
+    n = 4000
+    s = dist.sample((n,))
+    assert s.device.type == device
+    assert tuple(s.shape) == (n,) + tuple(dist.batch_shape) + tuple(dist.event_shape)
+    values = s.double().cpu().numpy()
+    if name == "Categorical":
+        counts = np.stack([(s.cpu().numpy() == k).mean(0) for k in range(3)], -1)
+        np.testing.assert_allclose(counts, dist.probs.detach().cpu().numpy(), atol=0.05)
+        return
+    mean = dist.mean.detach().double().cpu().numpy()
+    std = dist.stddev.detach().double().cpu().numpy()
+    if name == "LogNormal":  # heavy tails: check the normal underneath
+        values, mean, std = np.log(values), kwargs["loc"], kwargs["scale"]
+    np.testing.assert_allclose(values.mean(0), mean, atol=float(6 * std.max() / np.sqrt(n)))
+    np.testing.assert_allclose(values.std(0), std, rtol=0.1, atol=0.02)
+    assert bool(dist.support.check(s).all())
