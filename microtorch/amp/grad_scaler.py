@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
-import microtorch as torch
+from .. import _dtype, ops
+from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from ..backend import cuda_available
 
 __all__ = ["GradScaler", "OptState"]
 
@@ -67,7 +70,7 @@ class GradScaler:
                  growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = device
         self._enabled = enabled
-        if self._device == "cuda" and enabled and not torch.cuda.is_available():
+        if self._device == "cuda" and enabled and not cuda_available():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
                           "Disabling.", stacklevel=2)
             self._enabled = False
@@ -95,8 +98,8 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev) -> None:
-        self._scale = torch.full((), self._init_scale, dtype=torch.float32, device=dev)
-        self._growth_tracker = torch.full((), self._init_growth_tracker, dtype=torch.int32,
+        self._scale = ops.full((), self._init_scale, dtype=_dtype.float32, device=dev)
+        self._growth_tracker = ops.full((), self._init_growth_tracker, dtype=_dtype.int32,
                                           device=dev)
 
     def scale(self, outputs):
@@ -105,7 +108,7 @@ class GradScaler:
             return outputs
 
         def apply_scale(val):
-            if isinstance(val, torch.Tensor):
+            if isinstance(val, Tensor):
                 if self._scale is None:
                     self._lazy_init_scale_growth_tracker(val.device)
                 return val * self._scale.to(device=val.device)
@@ -120,18 +123,18 @@ class GradScaler:
 
     def _unscale_grads_(self, optimizer, inv_scale: float, allow_fp16: bool) -> dict:
         per_device: dict = defaultdict(list)
-        with torch.no_grad():
+        with no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
                     if param.grad is None:
                         continue
-                    if not allow_fp16 and param.grad.dtype == torch.float16:
+                    if not allow_fp16 and param.grad.dtype == _dtype.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     per_device[param.grad.device].append(param.grad)
         found = {}
         for dev, grads in per_device.items():
             flag = _unscale_and_check(grads, inv_scale)
-            found[dev] = torch.full((), 1.0 if flag else 0.0, dtype=torch.float32, device=dev)
+            found[dev] = ops.full((), 1.0 if flag else 0.0, dtype=_dtype.float32, device=dev)
         return found
 
     def unscale_(self, optimizer) -> None:
@@ -184,7 +187,7 @@ class GradScaler:
             else:
                 reason = ("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
                           "torch.FloatTensor with requires_grad=False.")
-                if not isinstance(new_scale, torch.Tensor):
+                if not isinstance(new_scale, Tensor):
                     raise AssertionError(reason)
                 if new_scale.device.type != self._device:
                     raise AssertionError(reason)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numbers
 
-import microtorch as torch
-import microtorch.nn.functional as F
-
+from .. import ops
+from .._tensor import Size, Tensor
+from ..autograd.grad_mode import no_grad
+from ..nn import functional as F
 from . import constraints, sampling
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, uniform
@@ -50,7 +51,7 @@ class Bernoulli(Distribution):
     @property
     def mode(self):
         mode = (self.probs >= 0.5).to(self.probs.dtype)
-        return torch.where(self.probs == 0.5, torch.full_like(mode, float("nan")), mode)
+        return ops.where(self.probs == 0.5, ops.full_like(mode, float("nan")), mode)
 
     @property
     def variance(self):
@@ -65,13 +66,13 @@ class Bernoulli(Distribution):
         return logits_to_probs(self.logits, is_binary=True)
 
     @property
-    def param_shape(self) -> torch.Size:
+    def param_shape(self) -> Size:
         return self._param.size()
 
     def sample(self, sample_shape=()):
         # torch.bernoulli(p): a uniform of p's dtype per element, 1 where it is below p.
         shape = self._extended_shape(sample_shape)
-        with torch.no_grad():
+        with no_grad():
             probs = self.probs.expand(shape)
             return (uniform(shape, probs) < probs).to(probs.dtype)
 
@@ -85,7 +86,7 @@ class Bernoulli(Distribution):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand: bool = True):
-        values = torch.arange(2, dtype=self._param.dtype, device=self._param.device)
+        values = ops.arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
@@ -147,25 +148,25 @@ class Binomial(Distribution):
         return logits_to_probs(self.logits, is_binary=True)
 
     @property
-    def param_shape(self) -> torch.Size:
+    def param_shape(self) -> Size:
         return self._param.size()
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        with torch.no_grad():
+        with no_grad():
             draws = sampling.binomial(self.total_count.expand(shape), self.probs.expand(shape))
-            return torch.Tensor._make(draws)
+            return Tensor._make(draws)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        log_factorial_n = torch.lgamma(self.total_count + 1)
-        log_factorial_k = torch.lgamma(value + 1)
-        log_factorial_nmk = torch.lgamma(self.total_count - value + 1)
+        log_factorial_n = ops.lgamma(self.total_count + 1)
+        log_factorial_k = ops.lgamma(value + 1)
+        log_factorial_nmk = ops.lgamma(self.total_count - value + 1)
         # k log p + (n - k) log(1 - p) = k * logit - n * max(logit, 0) - n * log1p(e^-|logit|),
         # a form that stays finite for large |logit|.
         normalize_term = (self.total_count * _clamp_by_zero(self.logits)
-                          + self.total_count * torch.log1p(torch.exp(-torch.abs(self.logits)))
+                          + self.total_count * ops.log1p(ops.exp(-ops.abs(self.logits)))
                           - log_factorial_n)
         return value * self.logits - normalize_term - log_factorial_k - log_factorial_nmk
 
@@ -178,11 +179,11 @@ class Binomial(Distribution):
     def entropy(self):
         self._homogeneous_count("entropy")
         log_prob = self.log_prob(self.enumerate_support(False))
-        return -(torch.exp(log_prob) * log_prob).sum(0)
+        return -(ops.exp(log_prob) * log_prob).sum(0)
 
     def enumerate_support(self, expand: bool = True):
         total_count = self._homogeneous_count("enumerate_support")
-        values = torch.arange(1 + total_count, dtype=self._param.dtype,
+        values = ops.arange(1 + total_count, dtype=self._param.dtype,
                               device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         if expand:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import microtorch as torch
-import microtorch.nn.functional as F
-
+from .. import _dtype, ops
+from .._tensor import Size
+from ..autograd.grad_mode import no_grad
+from ..nn import functional as F
 from . import constraints, sampling
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits
@@ -17,7 +18,7 @@ __all__ = ["Categorical", "OneHotCategorical"]
 
 def _draw_indices(probs_2d, num_samples: int):
     """``torch.multinomial(probs_2d, num_samples, True)`` (microtorch's when it has one)."""
-    op = getattr(torch, "multinomial", None)
+    op = getattr(ops, "multinomial", None)
     if op is not None:
         return op(probs_2d, num_samples, True)
     return sampling.multinomial(probs_2d, num_samples)
@@ -67,12 +68,12 @@ class Categorical(Distribution):
         return logits_to_probs(self.logits)
 
     @property
-    def param_shape(self) -> torch.Size:
+    def param_shape(self) -> Size:
         return self._param.size()
 
     @property
     def mean(self):
-        return torch.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
+        return ops.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
                           device=self.probs.device)
 
     @property
@@ -81,12 +82,12 @@ class Categorical(Distribution):
 
     @property
     def variance(self):
-        return torch.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
+        return ops.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
                           device=self.probs.device)
 
     def sample(self, sample_shape=()):
-        sample_shape = torch.Size(tuple(sample_shape))
-        with torch.no_grad():
+        sample_shape = Size(tuple(sample_shape))
+        with no_grad():
             probs_2d = self.probs.reshape(-1, self._num_events)
             samples_2d = _draw_indices(probs_2d, sample_shape.numel()).T
             return samples_2d.reshape(self._extended_shape(sample_shape))
@@ -103,12 +104,12 @@ class Categorical(Distribution):
     def entropy(self):
         # Clamp -inf logits (probability 0) to the most negative number so 0 * log 0 is 0.
         min_real = float(np.finfo(self.logits._data.dtype).min)
-        logits = torch.clamp(self.logits, min=min_real)
+        logits = ops.clamp(self.logits, min=min_real)
         p_log_p = logits * self.probs
         return -p_log_p.sum(-1)
 
     def enumerate_support(self, expand: bool = True):
-        values = torch.arange(self._num_events, dtype=torch.long, device=self._param.device)
+        values = ops.arange(self._num_events, dtype=_dtype.int64, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
@@ -131,7 +132,7 @@ class OneHotCategorical(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = torch.Size(tuple(batch_shape))
+        batch_shape = Size(tuple(batch_shape))
         new._categorical = self._categorical.expand(batch_shape)
         super(OneHotCategorical, new).__init__(batch_shape, self.event_shape,
                                                validate_args=False)
@@ -165,11 +166,11 @@ class OneHotCategorical(Distribution):
         return self._categorical.probs * (1 - self._categorical.probs)
 
     @property
-    def param_shape(self) -> torch.Size:
+    def param_shape(self) -> Size:
         return self._categorical.param_shape
 
     def sample(self, sample_shape=()):
-        sample_shape = torch.Size(tuple(sample_shape))
+        sample_shape = Size(tuple(sample_shape))
         probs = self._categorical.probs
         num_events = self._categorical._num_events
         indices = self._categorical.sample(sample_shape)
@@ -186,7 +187,7 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand: bool = True):
         n = self.event_shape[0]
-        values = torch.eye(n, dtype=self._param.dtype, device=self._param.device)
+        values = ops.eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))

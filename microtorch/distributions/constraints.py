@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import microtorch as torch
-
+from .. import _dtype, linalg, ops
+from .._tensor import Tensor
 from ..ops._util import xp_of
 from ..ops.cholesky import _try_cholesky
 
@@ -286,7 +286,7 @@ class _CorrCholesky(Constraint):
 
     def check(self, value):
         tol = float(np.finfo(value._data.dtype).eps) * value.shape[-1] * 10
-        row_norm = torch.linalg.norm(value.detach(), dim=-1)
+        row_norm = linalg.norm(value.detach(), dim=-1)
         unit_row_norm = (row_norm - 1.0).abs().le(tol).all(dim=-1)
         return _LowerCholesky().check(value) & unit_row_norm
 
@@ -295,8 +295,8 @@ class _Square(Constraint):
     event_dim = 2
 
     def check(self, value):
-        return torch.full(value.shape[:-2], value.shape[-2] == value.shape[-1],
-                          dtype=torch.bool, device=value.device)
+        return ops.full(value.shape[:-2], value.shape[-2] == value.shape[-1],
+                          dtype=_dtype.bool_, device=value.device)
 
 
 class _Symmetric(_Square):
@@ -315,7 +315,7 @@ class _PositiveSemidefinite(_Symmetric):
             return sym_check
         xp = _xp(value)
         eig = xp.linalg.eigvalsh(value._data)
-        return torch.Tensor._make(xp.asarray(eig >= 0).all(-1))
+        return Tensor._make(xp.asarray(eig >= 0).all(-1))
 
 
 class _PositiveDefinite(_Symmetric):
@@ -325,7 +325,7 @@ class _PositiveDefinite(_Symmetric):
             return sym_check
         flat = value._data.reshape(-1, *value.shape[-2:])
         ok = [_try_cholesky(m) is not None for m in flat]
-        return torch.tensor(ok, dtype=torch.bool, device=value.device).reshape(value.shape[:-2])
+        return ops.tensor(ok, dtype=_dtype.bool_, device=value.device).reshape(value.shape[:-2])
 
 
 def _xp(value):
@@ -356,7 +356,7 @@ class _Cat(Constraint):
         for constr, length in zip(self.cseq, self.lengths):
             checks.append(constr.check(value.narrow(self.dim, start, length)))
             start += length
-        return torch.cat(checks, self.dim)
+        return ops.cat(checks, self.dim)
 
 
 class _Stack(Constraint):
@@ -378,7 +378,7 @@ class _Stack(Constraint):
 
     def check(self, value):
         slices = value.unbind(self.dim)
-        return torch.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+        return ops.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
 
 
 dependent = _Dependent()

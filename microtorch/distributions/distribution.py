@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import warnings
 
-import microtorch as torch
-
+from .. import ops
+from .._tensor import Size, Tensor
+from ..autograd.grad_mode import no_grad
 from . import constraints
 from .utils import lazy_property
 
 __all__ = ["Distribution"]
 
 
-def _as_size(shape) -> torch.Size:
+def _as_size(shape) -> Size:
     if isinstance(shape, int):
-        return torch.Size((shape,))
-    return torch.Size(tuple(shape))
+        return Size((shape,))
+    return Size(tuple(shape))
 
 
 class Distribution:
@@ -72,12 +73,12 @@ class Distribution:
         raise NotImplementedError
 
     @property
-    def batch_shape(self) -> torch.Size:
+    def batch_shape(self) -> Size:
         """The shape over which parameters are batched."""
         return self._batch_shape
 
     @property
-    def event_shape(self) -> torch.Size:
+    def event_shape(self) -> Size:
         """The shape of a single sample (without batching)."""
         return self._event_shape
 
@@ -113,7 +114,7 @@ class Distribution:
 
     def sample(self, sample_shape=()):
         """A sample (or a batch of ``sample_shape``) without gradients."""
-        with torch.no_grad():
+        with no_grad():
             return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=()):
@@ -124,7 +125,7 @@ class Distribution:
         """Deprecated: ``sample((n,))``."""
         warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning,
                       stacklevel=2)
-        return self.sample(torch.Size((n,)))
+        return self.sample(Size((n,)))
 
     def log_prob(self, value):
         """Log of the density (or mass) at ``value``."""
@@ -148,18 +149,18 @@ class Distribution:
 
     def perplexity(self):
         """exp(entropy)."""
-        return torch.exp(self.entropy())
+        return ops.exp(self.entropy())
 
-    def _extended_shape(self, sample_shape=()) -> torch.Size:
+    def _extended_shape(self, sample_shape=()) -> Size:
         """sample_shape + batch_shape + event_shape."""
-        if not isinstance(sample_shape, torch.Size):
+        if not isinstance(sample_shape, Size):
             sample_shape = _as_size(sample_shape)
-        return torch.Size(tuple(sample_shape) + tuple(self._batch_shape)
+        return Size(tuple(sample_shape) + tuple(self._batch_shape)
                           + tuple(self._event_shape))
 
     def _validate_sample(self, value) -> None:
         """PyTorch's checks of a ``log_prob`` argument: a tensor, shapes, support."""
-        if not isinstance(value, torch.Tensor):
+        if not isinstance(value, Tensor):
             raise ValueError("The value argument to log_prob must be a Tensor")
         event_dim_start = value.dim() - len(self._event_shape)
         if tuple(value.shape[event_dim_start:]) != tuple(self._event_shape):

@@ -16,9 +16,10 @@ import numbers
 
 import numpy as np
 
-import microtorch as torch
-
+from .. import ops
+from .._tensor import Size, Tensor
 from ..autograd.function import Function
+from ..nn import functional as F
 from ..ops._util import xp_of
 from . import constraints, sampling
 from .distribution import Distribution
@@ -66,7 +67,7 @@ class _StandardGamma(Function):
         (alpha,) = ctx.saved_tensors
         out = ctx.saved_output
         dx = _gamma_sample_grad(alpha._data, out._data).astype(alpha._data.dtype)
-        return grad * torch.Tensor._make(dx)
+        return grad * Tensor._make(dx)
 
 
 class _DirichletSample(Function):
@@ -91,7 +92,7 @@ class _DirichletSample(Function):
         up = grad._data.astype(np.float64)
         # dx_i/da_j = (delta_ij - x_i) * dg_j/da_j / total
         ga = dg / total * (up - (up * x).sum(-1, keepdims=True))
-        return torch.Tensor._make(ga.astype(concentration._data.dtype))
+        return Tensor._make(ga.astype(concentration._data.dtype))
 
 
 def _scalar_batch(*params) -> bool:
@@ -133,15 +134,15 @@ class Gamma(Distribution):
         return value
 
     def log_prob(self, value):
-        value = torch.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
+        value = ops.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
         return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value)
-                - self.rate * value - torch.lgamma(self.concentration))
+                - self.rate * value - ops.lgamma(self.concentration))
 
     def entropy(self):
-        return (self.concentration - torch.log(self.rate) + torch.lgamma(self.concentration)
-                + (1.0 - self.concentration) * torch.digamma(self.concentration))
+        return (self.concentration - ops.log(self.rate) + ops.lgamma(self.concentration)
+                + (1.0 - self.concentration) * ops.digamma(self.concentration))
 
     def cdf(self, value):
         if self._validate_args:
@@ -166,7 +167,7 @@ class _Gammainc(Function):
             raise NotImplementedError("the derivative for 'igamma: input' is not implemented.")
         from ..ops._util import reduce_grad
 
-        density = ((a - 1) * torch.log(x) - x - torch.lgamma(a)).exp()
+        density = ((a - 1) * ops.log(x) - x - ops.lgamma(a)).exp()
         return None, reduce_grad(grad * density, x.shape, x._data.dtype)
 
 
@@ -200,8 +201,8 @@ class Dirichlet(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         return (xlogy(self.concentration - 1.0, value).sum(-1)
-                + torch.lgamma(self.concentration.sum(-1))
-                - torch.lgamma(self.concentration).sum(-1))
+                + ops.lgamma(self.concentration.sum(-1))
+                - ops.lgamma(self.concentration).sum(-1))
 
     @property
     def mean(self):
@@ -213,9 +214,9 @@ class Dirichlet(Distribution):
         mode = concm1 / concm1.sum(-1, True)
         # Where every concentration is below 1 the density peaks at a vertex: the largest.
         corner = (self.concentration < 1).all(dim=-1, keepdim=True)
-        vertex = torch.nn.functional.one_hot(mode.argmax(dim=-1), concm1.shape[-1]).to(
+        vertex = F.one_hot(mode.argmax(dim=-1), concm1.shape[-1]).to(
             mode.dtype)
-        return torch.where(corner, vertex, mode)
+        return ops.where(corner, vertex, mode)
 
     @property
     def variance(self):
@@ -226,9 +227,9 @@ class Dirichlet(Distribution):
     def entropy(self):
         k = self.concentration.size(-1)
         a0 = self.concentration.sum(-1)
-        return (torch.lgamma(self.concentration).sum(-1) - torch.lgamma(a0)
-                - (k - a0) * torch.digamma(a0)
-                - ((self.concentration - 1.0) * torch.digamma(self.concentration)).sum(-1))
+        return (ops.lgamma(self.concentration).sum(-1) - ops.lgamma(a0)
+                - (k - a0) * ops.digamma(a0)
+                - ((self.concentration - 1.0) * ops.digamma(self.concentration)).sum(-1))
 
 
 class Beta(Distribution):
@@ -241,16 +242,16 @@ class Beta(Distribution):
 
     def __init__(self, concentration1, concentration0, validate_args: bool | None = None):
         if _scalar_batch(concentration1, concentration0):
-            stacked = torch.tensor([float(concentration1), float(concentration0)])
+            stacked = ops.tensor([float(concentration1), float(concentration0)])
         else:
             concentration1, concentration0 = broadcast_all(concentration1, concentration0)
-            stacked = torch.stack([concentration1, concentration0], -1)
+            stacked = ops.stack([concentration1, concentration0], -1)
         self._dirichlet = Dirichlet(stacked, validate_args=validate_args)
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Beta, _instance)
-        batch_shape = torch.Size(tuple(batch_shape))
+        batch_shape = Size(tuple(batch_shape))
         new._dirichlet = self._dirichlet.expand(batch_shape)
         super(Beta, new).__init__(batch_shape, validate_args=False)
         new._validate_args = self._validate_args
@@ -275,7 +276,7 @@ class Beta(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        heads_tails = torch.stack([value, 1.0 - value], -1)
+        heads_tails = ops.stack([value, 1.0 - value], -1)
         return self._dirichlet.log_prob(heads_tails)
 
     def entropy(self):

@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 import warnings
 
-import microtorch as torch
-import microtorch.nn.functional as F
-
+from .. import linalg, ops
+from ..nn import functional as F
 from .bernoulli import Bernoulli, Binomial
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
@@ -77,7 +76,7 @@ def kl_divergence(p: Distribution, q: Distribution):
 
 def _set_where(t, mask, value: float):
     """``t[mask] = value`` without writing in place (so gradients flow elsewhere)."""
-    return torch.where(mask, torch.full_like(t, value), t)
+    return ops.where(mask, ops.full_like(t, value), t)
 
 
 @register_kl(Bernoulli, Bernoulli)
@@ -95,9 +94,9 @@ def _kl_beta_beta(p, q):
     sum_params_q = q.concentration1 + q.concentration0
     t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sum_params_p.lgamma()
     t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sum_params_q.lgamma()
-    t3 = (p.concentration1 - q.concentration1) * torch.digamma(p.concentration1)
-    t4 = (p.concentration0 - q.concentration0) * torch.digamma(p.concentration0)
-    t5 = (sum_params_q - sum_params_p) * torch.digamma(sum_params_p)
+    t3 = (p.concentration1 - q.concentration1) * ops.digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * ops.digamma(p.concentration0)
+    t5 = (sum_params_q - sum_params_p) * ops.digamma(sum_params_p)
     return t1 - t2 + t3 + t4 + t5
 
 
@@ -143,9 +142,9 @@ def _kl_exponential_exponential(p, q):
 
 @register_kl(Gamma, Gamma)
 def _kl_gamma_gamma(p, q):
-    t1 = q.concentration * torch.log(p.rate / q.rate)
-    t2 = torch.lgamma(q.concentration) - torch.lgamma(p.concentration)
-    t3 = (p.concentration - q.concentration) * torch.digamma(p.concentration)
+    t1 = q.concentration * ops.log(p.rate / q.rate)
+    t2 = ops.lgamma(q.concentration) - ops.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * ops.digamma(p.concentration)
     t4 = (q.rate - p.rate) * (p.concentration / p.rate)
     return t1 + t2 + t3 + t4
 
@@ -156,7 +155,7 @@ def _kl_laplace_laplace(p, q):
     loc_abs_diff = (p.loc - q.loc).abs()
     t1 = -scale_ratio.log()
     t2 = loc_abs_diff / q.scale
-    t3 = scale_ratio * torch.exp(-loc_abs_diff / p.scale)
+    t3 = scale_ratio * ops.exp(-loc_abs_diff / p.scale)
     return t1 + t2 + t3 - 1
 
 
@@ -172,7 +171,7 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
                              p._unbroadcasted_scale_tril.shape[:-2])
     q_tril = q._unbroadcasted_scale_tril.expand(*batch, n, n)
     p_tril = p._unbroadcasted_scale_tril.expand(*batch, n, n)
-    solved = torch.linalg.solve_triangular(q_tril, p_tril, upper=False)
+    solved = linalg.solve_triangular(q_tril, p_tril, upper=False)
     term2 = solved.reshape(*batch, n * n).pow(2).sum(-1)  # trace of X X^T
     term3 = batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
@@ -187,7 +186,7 @@ def _kl_normal_normal(p, q):
 
 @register_kl(Poisson, Poisson)
 def _kl_poisson_poisson(p, q):
-    return p.rate * (torch.log(p.rate) - torch.log(q.rate)) - (p.rate - q.rate)
+    return p.rate * (ops.log(p.rate) - ops.log(q.rate)) - (p.rate - q.rate)
 
 
 @register_kl(TransformedDistribution, TransformedDistribution)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 
-import microtorch as torch
-
+from .. import linalg, ops
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_shapes, lazy_property, standard_normal
@@ -16,24 +15,24 @@ __all__ = ["MultivariateNormal"]
 
 def batch_mahalanobis(scale_tril, x):
     """Squared Mahalanobis norms |L^-1 x|^2 of vectors x for lower factors L (broadcast)."""
-    solved = torch.linalg.solve_triangular(scale_tril, x.unsqueeze(-1), upper=False)
+    solved = linalg.solve_triangular(scale_tril, x.unsqueeze(-1), upper=False)
     return solved.squeeze(-1).pow(2).sum(-1)
 
 
 def _cholesky_inverse(scale_tril):
     """(L L^T)^-1 from the lower factor L."""
-    eye = torch.eye(scale_tril.shape[-1], dtype=scale_tril.dtype, device=scale_tril.device)
-    inv = torch.linalg.solve_triangular(scale_tril, eye, upper=False)
+    eye = ops.eye(scale_tril.shape[-1], dtype=scale_tril.dtype, device=scale_tril.device)
+    inv = linalg.solve_triangular(scale_tril, eye, upper=False)
     return inv.mT @ inv
 
 
 def _precision_to_scale_tril(precision):
     """The lower factor of the covariance P^-1, without inverting P: the Cholesky factor of
     P with rows and columns reversed is the inverse transpose of the wanted factor, reversed."""
-    lf = torch.linalg.cholesky(torch.flip(precision, (-2, -1)))
-    l_inv = torch.transpose(torch.flip(lf, (-2, -1)), -2, -1)
-    eye = torch.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device)
-    return torch.linalg.solve_triangular(l_inv, eye, upper=False)
+    lf = linalg.cholesky(ops.flip(precision, (-2, -1)))
+    l_inv = ops.transpose(ops.flip(lf, (-2, -1)), -2, -1)
+    eye = ops.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device)
+    return linalg.solve_triangular(l_inv, eye, upper=False)
 
 
 class MultivariateNormal(Distribution):
@@ -69,7 +68,7 @@ class MultivariateNormal(Distribution):
         if name == "scale_tril":
             self._unbroadcasted_scale_tril = matrix
         elif name == "covariance_matrix":
-            self._unbroadcasted_scale_tril = torch.linalg.cholesky(matrix)
+            self._unbroadcasted_scale_tril = linalg.cholesky(matrix)
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(matrix)
 
@@ -90,7 +89,7 @@ class MultivariateNormal(Distribution):
     @lazy_property
     def covariance_matrix(self):
         low = self._unbroadcasted_scale_tril
-        return torch.matmul(low, low.mT).expand(self._matrix_shape())
+        return ops.matmul(low, low.mT).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):
@@ -112,7 +111,7 @@ class MultivariateNormal(Distribution):
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         eps = standard_normal(shape, self.loc)
-        return self.loc + torch.matmul(self._unbroadcasted_scale_tril,
+        return self.loc + ops.matmul(self._unbroadcasted_scale_tril,
                                        eps.unsqueeze(-1)).squeeze(-1)
 
     def _half_log_det(self):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import numbers
 
-import microtorch as torch
-
+from .. import ops
+from ..autograd.grad_mode import no_grad
 from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
@@ -55,7 +55,7 @@ class Normal(Distribution):
     def sample(self, sample_shape=()):
         # torch.normal(loc, scale): standard normals, times scale, plus loc (same draws).
         shape = self._extended_shape(sample_shape)
-        with torch.no_grad():
+        with no_grad():
             return standard_normal(shape, self.loc) * self.scale.expand(shape) + \
                 self.loc.expand(shape)
 
@@ -75,14 +75,14 @@ class Normal(Distribution):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return 0.5 * (1 + torch.erf((value - self.loc) * self.scale.reciprocal()
+        return 0.5 * (1 + ops.erf((value - self.loc) * self.scale.reciprocal()
                                     / math.sqrt(2)))
 
     def icdf(self, value):
-        return self.loc + self.scale * torch.erfinv(2 * value - 1) * math.sqrt(2)
+        return self.loc + self.scale * ops.erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self):
-        return 0.5 + 0.5 * math.log(2 * math.pi) + torch.log(self.scale)
+        return 0.5 + 0.5 * math.log(2 * math.pi) + ops.log(self.scale)
 
 
 class LogNormal(TransformedDistribution):

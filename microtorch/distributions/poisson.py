@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numbers
 
-import microtorch as torch
-
+from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
 from . import constraints, sampling
 from .distribution import Distribution
 from .utils import broadcast_all, xlogy
@@ -41,8 +41,8 @@ class Poisson(Distribution):
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        with torch.no_grad():
-            return torch.Tensor._make(sampling.poisson(self.rate.expand(shape)))
+        with no_grad():
+            return Tensor._make(sampling.poisson(self.rate.expand(shape)))
 
     def log_prob(self, value):
         if self._validate_args:

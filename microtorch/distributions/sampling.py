@@ -15,8 +15,7 @@ import math
 
 import numpy as np
 
-import microtorch as torch
-
+from .._tensor import Tensor
 from .utils import standard_exponential
 
 __all__ = ["binomial", "dirichlet", "multinomial", "poisson", "standard_gamma"]
@@ -257,11 +256,11 @@ def multinomial(probs_2d, num_samples: int):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         if num_samples == 1:
             race = p / standard_exponential(p.shape, probs_2d)._data
-            return torch.Tensor._make(race.argmax(-1)[:, None].astype(np.int64))
+            return Tensor._make(race.argmax(-1)[:, None].astype(np.int64))
         cum = cum / total
         cum[:, -1] = 1
         u = backend.asarray(backend.uniform((p.shape[0], num_samples), np.float64))
         cum = cum.astype(np.float64)
         # The first slot whose cumulative probability is not below the draw (lower bound).
         idx = xp.stack([xp.searchsorted(cum[i], u[i], side="left") for i in range(p.shape[0])])
-    return torch.Tensor._make(idx.reshape(p.shape[0], num_samples).astype(np.int64))
+    return Tensor._make(idx.reshape(p.shape[0], num_samples).astype(np.int64))

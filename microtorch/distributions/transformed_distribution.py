@@ -3,8 +3,8 @@ dimensions) and ``TransformedDistribution`` (a base distribution pushed through 
 
 from __future__ import annotations
 
-import microtorch as torch
-
+from .._tensor import Size
+from ..autograd.grad_mode import no_grad
 from . import constraints
 from .distribution import Distribution
 from .transforms import ComposeTransform, Transform
@@ -36,9 +36,9 @@ class Independent(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Independent, _instance)
-        batch_shape = torch.Size(tuple(batch_shape))
+        batch_shape = Size(tuple(batch_shape))
         kept = tuple(self.event_shape[:self.reinterpreted_batch_ndims])
-        new.base_dist = self.base_dist.expand(torch.Size(tuple(batch_shape) + kept))
+        new.base_dist = self.base_dist.expand(Size(tuple(batch_shape) + kept))
         new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
         super(Independent, new).__init__(batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
@@ -110,7 +110,7 @@ class TransformedDistribution(Distribution):
             self.transforms = transforms
         else:
             raise ValueError(f"transforms must be a Transform or list, but was {transforms}")
-        base_shape = torch.Size(tuple(base_distribution.batch_shape)
+        base_shape = Size(tuple(base_distribution.batch_shape)
                                 + tuple(base_distribution.event_shape))
         base_event_dim = len(base_distribution.event_shape)
         transform = ComposeTransform(self.transforms)
@@ -134,8 +134,8 @@ class TransformedDistribution(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(TransformedDistribution, _instance)
-        batch_shape = torch.Size(tuple(batch_shape))
-        shape = torch.Size(tuple(batch_shape) + tuple(self.event_shape))
+        batch_shape = Size(tuple(batch_shape))
+        shape = Size(tuple(batch_shape) + tuple(self.event_shape))
         for t in reversed(self.transforms):
             shape = t.inverse_shape(shape)
         base_batch_shape = shape[:len(shape) - len(self.base_dist.event_shape)]
@@ -160,7 +160,7 @@ class TransformedDistribution(Distribution):
         return self.base_dist.has_rsample
 
     def sample(self, sample_shape=()):
-        with torch.no_grad():
+        with no_grad():
             x = self.base_dist.sample(sample_shape)
             for transform in self.transforms:
                 x = transform(x)

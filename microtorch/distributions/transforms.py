@@ -9,9 +9,9 @@ import weakref
 
 import numpy as np
 
-import microtorch as torch
-import microtorch.nn.functional as F
-
+from .. import ops
+from .._tensor import Size, Tensor
+from ..nn import functional as F
 from . import constraints
 from .utils import sum_rightmost
 
@@ -257,7 +257,7 @@ class ComposeTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         if not self.parts:
-            return torch.zeros_like(x)
+            return ops.zeros_like(x)
         # The intermediate values (free when the parts cache them).
         xs = [x]
         for part in self.parts[:-1]:
@@ -352,19 +352,19 @@ class PowerTransform(Transform):
         return (self.exponent * y / x).abs().log()
 
     def forward_shape(self, shape):
-        return torch.Size(np.broadcast_shapes(tuple(shape),
+        return Size(np.broadcast_shapes(tuple(shape),
                                               tuple(getattr(self.exponent, "shape", ()))))
 
     inverse_shape = forward_shape
 
 
 def _as_tensors(*values):
-    return tuple(v if isinstance(v, torch.Tensor) else torch.tensor(float(v)) for v in values)
+    return tuple(v if isinstance(v, Tensor) else ops.tensor(float(v)) for v in values)
 
 
 def _clipped_sigmoid(x):
     info = np.finfo(x._data.dtype)
-    return torch.clamp(torch.sigmoid(x), min=float(info.tiny), max=1.0 - float(info.eps))
+    return ops.clamp(ops.sigmoid(x), min=float(info.tiny), max=1.0 - float(info.eps))
 
 
 class SigmoidTransform(Transform):
@@ -478,16 +478,16 @@ class AffineTransform(Transform):
         shape = x.shape
         scale = self.scale
         if isinstance(scale, numbers.Real):
-            result = torch.full_like(x, math.log(abs(scale)))
+            result = ops.full_like(x, math.log(abs(scale)))
         else:
-            result = torch.abs(scale).log()
+            result = ops.abs(scale).log()
         if self.event_dim:
             result = result.reshape(*result.shape[:result.dim() - self.event_dim], -1).sum(-1)
             shape = shape[:len(shape) - self.event_dim]
         return result.expand(shape)
 
     def forward_shape(self, shape):
-        return torch.Size(np.broadcast_shapes(tuple(shape),
+        return Size(np.broadcast_shapes(tuple(shape),
                                               tuple(getattr(self.loc, "shape", ())),
                                               tuple(getattr(self.scale, "shape", ()))))
 

@@ -7,8 +7,7 @@ import numbers
 
 import numpy as np
 
-import microtorch as torch
-
+from .. import ops
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, standard_exponential, uniform
@@ -72,7 +71,7 @@ class Uniform(Distribution):
             self._validate_sample(value)
         lb = self.low.le(value).to(self.low.dtype)
         ub = self.high.gt(value).to(self.low.dtype)
-        return torch.log(lb.mul(ub)) - torch.log(self.high - self.low)
+        return ops.log(lb.mul(ub)) - ops.log(self.high - self.low)
 
     def cdf(self, value):
         if self._validate_args:
@@ -84,7 +83,7 @@ class Uniform(Distribution):
         return value * (self.high - self.low) + self.low
 
     def entropy(self):
-        return torch.log(self.high - self.low)
+        return ops.log(self.high - self.low)
 
 
 class Laplace(Distribution):
@@ -124,25 +123,25 @@ class Laplace(Distribution):
         # Uniform on [eps - 1, 1): excludes -1, where log1p(-|u|) would be -inf.
         eps = float(np.finfo(self.loc._data.dtype).eps)
         u = uniform(shape, self.loc, eps - 1, 1)
-        return self.loc - self.scale * u.sign() * torch.log1p(-u.abs())
+        return self.loc - self.scale * u.sign() * ops.log1p(-u.abs())
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return -torch.log(2 * self.scale) - torch.abs(value - self.loc) / self.scale
+        return -ops.log(2 * self.scale) - ops.abs(value - self.loc) / self.scale
 
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return 0.5 - 0.5 * (value - self.loc).sign() * torch.expm1(
+        return 0.5 - 0.5 * (value - self.loc).sign() * ops.expm1(
             -(value - self.loc).abs() / self.scale)
 
     def icdf(self, value):
         term = value - 0.5
-        return self.loc - self.scale * term.sign() * torch.log1p(-2 * term.abs())
+        return self.loc - self.scale * term.sign() * ops.log1p(-2 * term.abs())
 
     def entropy(self):
-        return 1 + torch.log(2 * self.scale)
+        return 1 + ops.log(2 * self.scale)
 
 
 class Exponential(Distribution):
@@ -167,7 +166,7 @@ class Exponential(Distribution):
 
     @property
     def mode(self):
-        return torch.zeros_like(self.rate)
+        return ops.zeros_like(self.rate)
 
     @property
     def stddev(self):
@@ -189,10 +188,10 @@ class Exponential(Distribution):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return 1 - torch.exp(-self.rate * value)
+        return 1 - ops.exp(-self.rate * value)
 
     def icdf(self, value):
-        return -torch.log1p(-value) / self.rate
+        return -ops.log1p(-value) / self.rate
 
     def entropy(self):
-        return 1.0 - torch.log(self.rate)
+        return 1.0 - ops.log(self.rate)

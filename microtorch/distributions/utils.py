@@ -9,7 +9,9 @@ from functools import update_wrapper
 
 import numpy as np
 
-import microtorch as torch
+from .. import _dtype, ops
+from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
            "probs_to_logits"]
@@ -17,16 +19,16 @@ __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
 
 def broadcast_all(*values):
     """The values as tensors of one broadcast shape; numbers take the tensors' dtype/device."""
-    if not all(isinstance(v, (torch.Tensor, numbers.Number)) for v in values):
+    if not all(isinstance(v, (Tensor, numbers.Number)) for v in values):
         raise ValueError("Input arguments must all be instances of numbers.Number, "
                          "torch.Tensor or objects implementing __torch_function__.")
-    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    tensors = [v for v in values if isinstance(v, Tensor)]
     if tensors:
         like = tensors[0]
         dtype, device = like.dtype, like.device
     else:
-        dtype, device = torch.get_default_dtype(), None
-    values = [v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=dtype, device=device)
+        dtype, device = _dtype.get_default_dtype(), None
+    values = [v if isinstance(v, Tensor) else ops.tensor(v, dtype=dtype, device=device)
               for v in values]
     shape = broadcast_shapes(*(v.shape for v in values))
     return tuple(v if tuple(v.shape) == shape else v.expand(shape) for v in values)
@@ -54,16 +56,16 @@ def clamp_probs(probs):
 def logits_to_probs(logits, is_binary: bool = False):
     """Sigmoid of binary logits, else softmax over the last dimension."""
     if is_binary:
-        return torch.sigmoid(logits)
-    return torch.softmax(logits, dim=-1)
+        return ops.sigmoid(logits)
+    return ops.softmax(logits, dim=-1)
 
 
 def probs_to_logits(probs, is_binary: bool = False):
     """The inverse of ``logits_to_probs`` (up to normalisation), on clamped probabilities."""
     ps_clamped = clamp_probs(probs)
     if is_binary:
-        return torch.log(ps_clamped) - torch.log1p(-ps_clamped)
-    return torch.log(ps_clamped)
+        return ops.log(ps_clamped) - ops.log1p(-ps_clamped)
+    return ops.log(ps_clamped)
 
 
 class lazy_property:
@@ -80,7 +82,7 @@ class lazy_property:
     def __get__(self, instance, obj_type=None):
         if instance is None:
             return _lazy_property_and_property(self.wrapped)
-        with torch.enable_grad():
+        with enable_grad():
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
@@ -105,12 +107,12 @@ def uniform(shape, like, low: float = 0.0, high: float = 1.0):
     backend = like._backend
     with backend.context():
         arr = backend.uniform(tuple(shape), like._data.dtype, float(low), float(high))
-    return torch.Tensor._make(backend.asarray(arr))
+    return Tensor._make(backend.asarray(arr))
 
 
 def standard_normal(shape, like):
     """``torch.randn(shape)`` with the dtype and device of ``like``."""
-    return torch.randn(tuple(shape), dtype=like.dtype, device=like.device)
+    return ops.randn(tuple(shape), dtype=like.dtype, device=like.device)
 
 
 def standard_exponential(shape, like):
@@ -126,11 +128,11 @@ def standard_exponential(shape, like):
         else:
             draws = -backend.xp.log1p(-u)
         arr = draws.astype(like._data.dtype)
-    return torch.Tensor._make(backend.asarray(arr))
+    return Tensor._make(backend.asarray(arr))
 
 
 def xlogy(x, y):
     """x * log(y), taken as 0 where x is 0 (``torch.xlogy``)."""
     if isinstance(x, numbers.Number):
-        return torch.zeros_like(y) if x == 0 else x * torch.log(y)
-    return torch.where(x == 0, torch.zeros_like(x), x * torch.log(y))
+        return ops.zeros_like(y) if x == 0 else x * ops.log(y)
+    return ops.where(x == 0, ops.zeros_like(x), x * ops.log(y))

@@ -11,7 +11,6 @@ import builtins
 import numpy as np
 
 from .. import _dtype
-from ..amp.autocast_mode import autocast_op
 from ..autograd import views
 from ..autograd.function import named
 from ..autograd.grad_mode import state
@@ -29,6 +28,7 @@ from . import (
     sorting,
     special,
 )
+from ._autocast import autocast_op
 from ._util import Tensor, is_scalar, promote_operands, xp_of
 from .arrange import *  # noqa: F403
 from .creation import *  # noqa: F403

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..amp.autocast_mode import autocast_op
 from ..autograd.function import Function, named
+from ._autocast import autocast_op
 from ._util import Tensor, promote_operands, reduce_grad
 
 

@@ -12,9 +12,9 @@ import builtins
 import numpy as np
 
 from .. import _dtype
-from ..amp.autocast_mode import autocast_op
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
+from ._autocast import autocast_op
 from ._util import Tensor, wrap_dim, xp_of
 
 __all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron"]

@@ -6,8 +6,8 @@ import math
 from collections import namedtuple
 
 from .. import _dtype
-from ..amp.autocast_mode import autocast_op
 from ..autograd.function import Function, finish, lift, named, namespace
+from ._autocast import autocast_op
 from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])

@@ -7,11 +7,11 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..amp.autocast_mode import autocast_op
 from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
+from ._autocast import autocast_op
 from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
 
 
