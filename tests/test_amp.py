@@ -341,3 +341,39 @@ def test_grad_scaler_on_every_device(device):
     assert scaler.step(opt) is None
     scaler.update()
     assert scaler.get_scale() == 8.0
+
+
+def test_custom_fwd_casts_inputs_and_custom_bwd_restores_the_state():
+    class Ctx:
+        pass
+
+    seen = {}
+
+    @mt.amp.custom_fwd(device_type="cpu", cast_inputs=mt.float32)
+    def forward(ctx, x, scale):
+        seen["fwd"] = (x.dtype, mt.is_autocast_enabled("cpu"))
+        return x * scale
+
+    @mt.amp.custom_bwd(device_type="cpu")
+    def backward(ctx, grad):
+        seen["bwd"] = mt.is_autocast_enabled("cpu")
+        return grad
+
+    ctx = Ctx()
+    with mt.autocast("cpu", dtype=mt.float16):
+        forward(ctx, mt.ones(2, dtype=mt.float16), 2.0)
+    assert seen["fwd"] == (mt.float32, False)
+    backward(ctx, mt.ones(2))
+    assert seen["bwd"] is False  # cast_inputs ran forward outside autocast
+
+    @mt.amp.custom_fwd(device_type="cpu")
+    def forward_plain(ctx, x):
+        return x @ x
+
+    ctx = Ctx()
+    with mt.autocast("cpu", dtype=mt.float16):
+        assert forward_plain(ctx, mt.ones(2, 2)).dtype == mt.float16
+    backward(ctx, mt.ones(2))
+    assert seen["bwd"] is True and ctx._dtype == mt.float16
+    with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+        mt.amp.custom_fwd(device_type=mt.device("cpu"))

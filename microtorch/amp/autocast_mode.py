@@ -19,7 +19,8 @@ from ..backend import cuda_available
 from ..ops._autocast import _DEVICE_TYPES
 from ..ops._autocast import state as _state
 
-__all__ = ["autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
+__all__ = ["autocast", "custom_bwd", "custom_fwd", "autocast_decrement_nesting",
+           "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_available",
            "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled",
            "set_autocast_dtype", "set_autocast_enabled"]
@@ -153,3 +154,63 @@ class autocast:
         return decorate_autocast
 
 
+
+
+def _cast_inputs(value, device_type: str, dtype):
+    """Floating tensors on ``device_type`` (not float64) cast to ``dtype``, in containers too."""
+    from .._tensor import Tensor
+
+    if isinstance(value, Tensor):
+        eligible = (value.is_floating_point() and value.device.type == device_type
+                    and value.dtype != _dtype.float64)
+        return value.to(dtype) if eligible else value
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, dict):
+        return {k: _cast_inputs(v, device_type, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_inputs(v, device_type, dtype) for v in value)
+    return value
+
+
+def custom_fwd(fwd: Callable | None = None, *, device_type: str, cast_inputs=None):
+    """Decorator for a custom Function's ``forward``: with ``cast_inputs``, run it outside
+    autocast on inputs cast to that dtype; remember the autocast state for ``custom_bwd``."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        ctx._fwd_used_autocast = False
+        if not is_autocast_enabled(device_type):
+            return fwd(*args, **kwargs)
+        with autocast(device_type=device_type, enabled=False):
+            return fwd(*_cast_inputs(args, device_type, cast_inputs),
+                       **_cast_inputs(kwargs, device_type, cast_inputs))
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd: Callable | None = None, *, device_type: str):
+    """Decorator for a custom Function's ``backward``: run it under the autocast state its
+    forward ran under."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type=device_type, enabled=ctx._fwd_used_autocast,
+                      dtype=ctx._dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd

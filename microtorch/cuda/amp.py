@@ -8,8 +8,10 @@ import warnings
 from .. import _dtype
 from ..amp import GradScaler as _GradScaler
 from ..amp import autocast as _autocast
+from ..amp import custom_bwd as _custom_bwd
+from ..amp import custom_fwd as _custom_fwd
 
-__all__ = ["GradScaler", "autocast"]
+__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
 class autocast(_autocast):
@@ -34,3 +36,19 @@ class GradScaler(_GradScaler):
         super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
                          backoff_factor=backoff_factor, growth_interval=growth_interval,
                          enabled=enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """``amp.custom_fwd(device_type="cuda")`` (deprecated spelling)."""
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return _custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """``amp.custom_bwd(device_type="cuda")`` (deprecated spelling)."""
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return _custom_bwd(bwd, device_type="cuda")
