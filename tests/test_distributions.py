@@ -538,3 +538,16 @@ def test_sample_moments_on_every_device(case, device):
     np.testing.assert_allclose(values.mean(0), mean, atol=float(6 * std.max() / np.sqrt(n)))
     np.testing.assert_allclose(values.std(0), std, rtol=0.1, atol=0.02)
     assert bool(dist.support.check(s).all())
+
+
+@pytest.mark.parametrize("given", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_multivariate_normal_derived_matrices_match_torch(given):
+    matrix = _tril(3, (2,)) if given == "scale_tril" else _spd(3, (2,))
+    loc = RNG.standard_normal(3)
+    d = mt.distributions.MultivariateNormal(mt.tensor(loc), **{given: mt.tensor(matrix)})
+    td = torch.distributions.MultivariateNormal(torch.tensor(loc),
+                                                **{given: torch.tensor(matrix)})
+    for name in ("covariance_matrix", "precision_matrix", "scale_tril", "variance", "mean"):
+        np.testing.assert_allclose(getattr(d, name).detach().numpy(),
+                                   getattr(td, name).detach().numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)
