@@ -24,7 +24,16 @@ from ._dtype import (
     uint8,
 )
 from ._tensor import Size, Tensor
-from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .backend.device import device
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
@@ -91,7 +100,8 @@ def is_floating_point(input: Tensor) -> bool:
 
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "manual_seed", "seed", "initial_seed", "Generator",
+           "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", "manual_seed", "seed", "initial_seed", "Generator",
            "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
            "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
            "save", "load", "utils", "linalg", "distributions", "amp",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 
 from ._tensor import Tensor
-from .autograd.function import Function
+from .autograd.node import Node
 from .backend import backend_of
 from .backend.base import tracking
 
@@ -27,7 +27,7 @@ def start_tracking() -> None:
         kind = type(obj)
         if issubclass(kind, Tensor):
             _register(obj._data)
-        elif issubclass(kind, Function):
+        elif issubclass(kind, Node):
             for value in obj._saved or ():
                 if value is not None and not isinstance(value, (Tensor, int, float, bool)):
                     _register(value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import _dtype
@@ -19,17 +21,26 @@ class _GradEpoch:
 
     Gradients accumulated in place leave it unchanged, so a flat gradient buffer that checked
     its parameters' gradients at some epoch knows they are still the same while it holds.
-    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``.
+    Every code path that rebinds a leaf's ``_grad`` calls ``bump()``. Each bump takes a new
+    number from a counter (one atomic step, so bumps from concurrent threads are never lost);
+    readers only compare for equality.
     """
 
     value = 0
+    _numbers = itertools.count(1).__next__
 
     @classmethod
     def bump(cls) -> None:
-        cls.value += 1
+        cls.value = cls._numbers()
 
 
 grad_epoch = _GradEpoch
+
+# PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
+_LEGACY_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half",
+                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                      "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 class Tensor:
@@ -327,9 +338,12 @@ class Tensor:
         return self.to(device)
 
     def type(self, dtype=None):
-        """The type name, or a tensor converted to ``dtype``."""
+        """The legacy type name (``microtorch.FloatTensor``, ``microtorch.cuda.LongTensor``),
+        or a tensor converted to ``dtype``."""
         if dtype is None:
-            return f"microtorch.{self.dtype.name.capitalize()}Tensor"
+            name = self.dtype.name
+            kind = _LEGACY_TYPE_NAMES.get(name, name.capitalize())
+            return f"microtorch.{'cuda.' if self.is_cuda else ''}{kind}Tensor"
         return self.to(_dtype.as_dtype(dtype))
 
     def float(self) -> Tensor:

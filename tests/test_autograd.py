@@ -38,7 +38,7 @@ class PassThrough(Function):
 
     @staticmethod
     def forward(ctx, x):
-        return x._data.copy()
+        return x.clone()
 
     @staticmethod
     def backward(ctx, grad):

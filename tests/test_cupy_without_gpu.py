@@ -202,6 +202,7 @@ cupy.tri cupy.triu cupy.eye cupy.ones cupy.zeros cupy.argsort cupy.flip cupy.ein
 cupy.indices cupy.moveaxis cupy.roll cupy.arctan2 cupy.hypot cupy.where cupy.isnan
 cupy.isfinite cupy.abs cupy.copysign cupy.logaddexp cupy.exp cupy.log cupy.full cupy.zeros_like
 cupyx.scipy.special.erfc cupyx.scipy.special.erfinv
+cupy.sign cupy.clip cupy.sqrt cupy.divide cupy.negative cupy.dot cupy.ndarray.copy
 """.split()
 
 # The NCCL API of microtorch/distributed/_nccl.py (only there when CuPy finds libnccl).

@@ -127,6 +127,45 @@ def test_a_failing_rank_does_not_hang_the_others(mode, tmp_path):
         assert "a peer rank may have failed" in proc.stderr
 
 
+@pytest.mark.mpi
+def test_a_killed_rank_ends_the_job(tmp_path):
+    """SIGKILL of rank 1 mid-training: the job ends quickly and never reports success. (Under
+    MPICH's launcher the survivor is taken down with the job; when it is not, its next
+    all-reduce times out, as ``hang`` shows.)"""
+    start = time.monotonic()
+    proc = run_mpi("failure.py", "kill", out=tmp_path, timeout=60)
+    assert proc.returncode != 0
+    assert "UNREACHABLE" not in proc.stdout
+    assert time.monotonic() - start < 30
+    for report in tmp_path.glob("rank*.json"):  # a survivor that saw the failure says so
+        assert json.loads(report.read_text())["error"] in ("DistributedTimeoutError",
+                                                           "Exception")
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("mode, rank1_shape, counts", [
+    ("shape", "(6, 4)", (4, 4)),  # same element count, other shape
+    ("numel", "(5, 4)", (4, 4)),
+    ("count", "(6, 4)", (4, 6)),  # rank 1 has another layer
+])
+def test_ddp_refuses_ranks_with_different_models(mode, rank1_shape, counts, tmp_path):
+    reports = results(run_mpi("ddp_mismatch.py", mode, out=tmp_path, timeout=60), tmp_path)
+    assert len(reports) == 2
+    for r in reports:  # every rank raises the same error, naming both shapes
+        message = r["error"]
+        assert message is not None, r
+        assert f"rank 0 has {counts[0]} parameters" in message
+        assert f"rank 1 has {counts[1]}" in message
+        assert "parameter 0: rank 0 has '0.weight' of shape (4, 6)" in message
+        assert f"rank 1 has '0.weight' of shape {rank1_shape}" in message
+
+
+@pytest.mark.mpi
+def test_ddp_accepts_identical_models(tmp_path):
+    reports = results(run_mpi("ddp_mismatch.py", "same", out=tmp_path, timeout=60), tmp_path)
+    assert [r["error"] for r in reports] == [None, None]
+
+
 # -- single process -----------------------------------------------------------------------------
 def test_sampler_shards_pad_and_drop_last():
     shards = [list(DistributedSampler(range(10), 3, r, shuffle=False)) for r in range(3)]

@@ -1,4 +1,5 @@
-"""Reverse-mode automatic differentiation: ``backward``, ``grad``, grad modes, ``Function``."""
+"""Reverse-mode automatic differentiation: ``backward``, ``grad``, grad modes, ``Function``,
+``gradcheck`` / ``gradgradcheck`` and the ``functional`` Jacobian and Hessian helpers."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ from .function import Function
 from .grad_mode import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
+    is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_detect_anomaly,
     set_grad_enabled,
 )
 
-__all__ = ["Function", "Variable", "backward", "grad", "no_grad", "enable_grad",
+__all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "backward",
+           "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
-           "is_anomaly_enabled"]
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
 
 
 def _as_list(x) -> list:
@@ -101,3 +107,7 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+from . import functional  # noqa: E402  (both use grad, defined above)
+from .gradcheck import gradcheck, gradgradcheck  # noqa: E402

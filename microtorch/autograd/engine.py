@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import heapq
 import sys
+import threading
 
 import numpy as np
 
-from .function import Function
-from .grad_mode import set_grad_enabled, state
+from .grad_mode import anomaly, set_grad_enabled
+from .node import Node
 
 
 def _priority(node) -> int:
@@ -18,7 +19,7 @@ def _priority(node) -> int:
     orders the graph topologically: popping the newest pending node first means every node
     runs after all nodes that send it a gradient, with no separate sorting pass.
     """
-    return -node._seq if isinstance(node, Function) else 1
+    return -node._seq if isinstance(node, Node) else 1
 
 
 def _useful_nodes(roots: list, targets: dict) -> set[int]:
@@ -65,12 +66,23 @@ def _refcount_when_owned() -> tuple[int, int]:
 _OWNED_TENSOR_REFS, _OWNED_ARRAY_REFS = _refcount_when_owned()
 
 
+# Locks guarding accumulation into a leaf's ``.grad``, so threads running backward at once
+# into a shared model lose no gradient (PyTorch locks each AccumulateGrad node). A leaf picks
+# one by its id: no per-tensor lock object, and threads writing different leaves rarely meet.
+_ACCUMULATE_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
 def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
-    """Add ``grad`` into ``leaf.grad`` following docs/semantics.md.
+    """Add ``grad`` into ``leaf.grad`` following docs/semantics.md, holding the leaf's lock.
 
     ``owned``: nobody but the engine holds ``grad`` or its buffer (PyTorch's use_count() == 1),
     so it may become ``.grad`` without a copy.
     """
+    with _ACCUMULATE_LOCKS[(id(leaf) >> 4) & 63]:
+        _accumulate_locked(leaf, grad, create_graph, owned)
+
+
+def _accumulate_locked(leaf, grad, create_graph: bool, owned: bool) -> None:
     old = leaf._grad
     if old is None or create_graph:
         grad_epoch.bump()  # leaf gets a new .grad object
@@ -97,21 +109,30 @@ def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
         bump_grad_version(old)
 
 
-# Callbacks queued during a backward pass, run once the outermost pass finishes (PyTorch's
-# ``Variable._execution_engine.queue_callback``). DistributedDataParallel waits for its
-# gradient all-reduces here; ``_depth`` makes a backward nested inside a hook not run them early.
-_queued_callbacks: list = []
-_depth = 0
+class _PassState(threading.local):
+    """The calling thread's backward passes: callbacks queued during a pass, run once the
+    outermost pass finishes (PyTorch's ``Variable._execution_engine.queue_callback``), and the
+    nesting depth, so a backward nested inside a hook does not run them early.
+    DistributedDataParallel waits for its gradient all-reduces here. Per thread, because
+    threads run their backward passes independently."""
+
+    depth = 0
+
+    def __init__(self) -> None:
+        self.callbacks: list = []
+
+
+_pass = _PassState()
 
 
 def queue_callback(callback) -> None:
-    """Run ``callback()`` when the current backward pass has finished.
+    """Run ``callback()`` when the current backward pass (of this thread) has finished.
 
     Only valid while a backward pass runs (from a hook, for instance), as in PyTorch.
     """
-    if _depth == 0:
+    if _pass.depth == 0:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
-    _queued_callbacks.append(callback)
+    _pass.callbacks.append(callback)
 
 
 def register_post_accumulate_grad_hook(tensor, hook):
@@ -129,11 +150,12 @@ def register_post_accumulate_grad_hook(tensor, hook):
 
 def _run_queued_callbacks() -> None:
     # A callback may queue another (PyTorch runs those too), so drain until empty.
-    while _queued_callbacks:
-        _queued_callbacks.pop(0)()
+    callbacks = _pass.callbacks
+    while callbacks:
+        callbacks.pop(0)()
 
 
-def _check_anomaly(node: Function, grads: tuple) -> None:
+def _check_anomaly(node: Node, grads: tuple) -> None:
     for i, g in enumerate(grads):
         arr = g._data if isinstance(g, Tensor) else g
         if arr is not None and not bool(backend_of(arr).xp.isfinite(arr).all()):
@@ -167,17 +189,17 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
         captured = [None] * len(capture)
         useful = _useful_nodes([entry[2] for entry in pending], targets)
 
-    global _depth
-    _depth += 1
+    passes = _pass
+    passes.depth += 1
     try:
         _propagate(pending, buffers, targets, captured, useful, retain_graph, create_graph)
     except BaseException:
-        if _depth == 1:
-            _queued_callbacks.clear()  # a failed pass runs no final callbacks
+        if passes.depth == 1:
+            passes.callbacks.clear()  # a failed pass runs no final callbacks
         raise
     finally:
-        _depth -= 1
-    if _depth == 0:
+        passes.depth -= 1
+    if passes.depth == 0:
         _run_queued_callbacks()
 
     if capture is None:
@@ -196,14 +218,15 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                useful: set | None, retain_graph: bool, create_graph: bool) -> None:
     """Run each pending node's backward, newest first, accumulating into leaves or capturing."""
     heappop, heappush = heapq.heappop, heapq.heappush
-    with set_grad_enabled(create_graph):
+    with set_grad_enabled(bool(create_graph)):
         while pending:
             node = heappop(pending)[2]
             grad = buffers.pop(id(node))
-            is_leaf = not isinstance(node, Function)
+            is_leaf = not isinstance(node, Node)
             hooks = node._hooks if is_leaf else node._pre_hooks
             if not isinstance(grad, Tensor) and (is_leaf or hooks or targets is not None
-                                             or not node.lifted or node._retained is not None):
+                                             or not node.lifted or node._retained is not None
+                                             ) and type(grad) is not OutputGrads:
                 grad = Tensor._make(grad)  # a raw array from a lifted backward
             if hooks:
                 for hook in tuple(hooks.values()):
@@ -234,7 +257,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
             if len(out) < len(node._next):
                 raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                    f"gradients (expected {len(node._next)}, got {len(out)})")
-            if state.anomaly:
+            if anomaly.enabled and anomaly.check_nan:
                 _check_anomaly(node, out)
             if not retain_graph:  # free what forward saved
                 node._saved = node._out_data = None
@@ -247,13 +270,26 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                     elif useful is None or key in useful:
                         buffers[key] = g
                         # _priority(edge), inlined: this is the engine's innermost loop
-                        heappush(pending, (-edge._seq if isinstance(edge, Function) else 1,
+                        heappush(pending, (-edge._seq if isinstance(edge, Node) else 1,
                                            key, edge))
             grad = out = g = None  # no stray references: they would defeat the ownership test
 
 
+class OutputGrads(dict):
+    """Gradients of several outputs of one node, by output index, on their way to it (a user
+    Function with several differentiable outputs, see ``function.OutputSlot``)."""
+
+    def merged(self, other: OutputGrads) -> OutputGrads:
+        out = OutputGrads(self)
+        for i, g in other.items():
+            out[i] = g if i not in out else _add(out[i], g)
+        return out
+
+
 def _add(a, b):
     """Sum two gradients that may be Tensors or (in a plain backward) raw arrays."""
+    if type(a) is OutputGrads:
+        return a.merged(b)
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         a = a if isinstance(a, Tensor) else Tensor._make(a)
         b = b if isinstance(b, Tensor) else Tensor._make(b)

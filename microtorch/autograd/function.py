@@ -1,275 +1,435 @@
-"""``Function``: a differentiable operation and, once applied, its node in the backward graph.
+"""``Function``: PyTorch's ``torch.autograd.Function`` contract for user-defined operations.
 
-An op subclasses Function with two static methods:
+A user subclass writes ``forward(ctx, *args)`` (or ``forward(*args)`` plus
+``setup_context(ctx, inputs, output)``) on Tensors, run under no_grad, returning Tensors (or a
+tuple of them and of other values), and ``backward(ctx, *grads)`` returning one gradient Tensor
+(or None) per argument of forward. The ctx is the output's ``grad_fn``: an instance of a node
+class made for each Function (``<Name>Backward``, PyTorch's ``BackwardCFunction``) that offers
+``save_for_backward``, ``saved_tensors``, ``needs_input_grad``, ``mark_dirty``,
+``mark_non_differentiable`` and ``set_materialize_grads``.
 
-- ``forward(ctx, *args, **kwargs)`` gets the op's arguments (tensors stay tensors) and returns
-  the result *array*; it saves what backward needs with ``ctx.save_for_backward``.
-- ``backward(ctx, grad)`` gets the gradient of the output and returns one gradient (or None)
-  per positional argument. It is written with Tensor ops, so under ``create_graph=True`` the
-  backward pass itself is recorded and can be differentiated again; a Function with
-  ``lifted = True`` writes it once for arrays and tensors alike (see ``lift``) and then gets
-  and returns raw arrays in a plain backward.
-
-``Function.apply`` runs forward and, when grad mode is on and an input requires grad, turns the
-ctx into the output's ``grad_fn``: its ``_next`` holds one edge per positional argument up to
-the last tensor (the input's grad_fn, the leaf tensor itself, or None). Backward may return
-extra trailing Nones for non-tensor arguments.
+microtorch's own ops subclass ``Function`` too, with the internal fast contract of ``Node``
+(forward returns an array, the op instance is its own node, see ``node.py``). Which contract a
+subclass gets is decided by where it is defined: inside the microtorch package it is an op,
+anywhere else it is a user Function. So moving an op between microtorch's modules changes
+nothing, and no user class can land on the internal path by accident.
 """
 
 from __future__ import annotations
 
-import itertools
-import traceback
+import functools
+import inspect
+import warnings
 
-import numpy as np
+from .grad_mode import no_grad, recording
+from .node import (  # noqa: F401  (the helpers microtorch's op modules import from here)
+    AccumulateGrad,
+    Node,
+    broadcast_message,
+    finish,
+    lift,
+    modified_error,
+    named,
+    namespace,
+)
 
-from .grad_mode import state
-
-_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
-          "after they have already been freed). Saved intermediate values of the graph are freed "
-          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
-          "backward through the graph a second time or if you need to access saved tensors after "
-          "calling backward.")
+_PACKAGE = __name__.partition(".")[0]
+_ONCE = "trying to differentiate twice a function that was marked with @once_differentiable"
 
 
-_next_sequence_number = itertools.count().__next__
+def _defined_in_microtorch(cls) -> bool:
+    module = cls.__module__ or ""
+    return module == _PACKAGE or module.startswith(_PACKAGE + ".")
 
 
-class Function:
-    """Base class of differentiable operations; an applied instance is a graph node."""
+class FunctionCtx:
+    """What ``forward`` / ``setup_context`` and ``backward`` of a user Function get as ``ctx``.
 
-    _next: tuple = ()
-    _saved: tuple | None = ()
-    _pre_hooks: dict | None = None
-    _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
-    _stack: list | None = None  # forward traceback, kept in anomaly mode
-    lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
-    torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
-    _out_data = None
-    _out_vbox = None  # the output's version counter: in-place changes to it are detected
+    Attributes set on it in forward are there in backward.
+    """
 
-    @staticmethod
-    def forward(ctx, *args, **kwargs):
-        """Compute the result array."""
-        raise NotImplementedError
+    needs_input_grad: tuple = ()
+    materialize_grads = True
+    _to_save: tuple = ()
+    _dirty: tuple = ()
+    _non_differentiable: tuple = ()
 
-    @staticmethod
-    def backward(ctx, grad):
-        """Gradients (Tensors or None) for each positional argument of forward."""
-        raise NotImplementedError
-
-    # -- saving values for backward -------------------------------------------------------
-    def save_for_backward(self, *values) -> None:
-        """Keep tensors (or arrays) for backward; freed after it unless retain_graph."""
-        self._saved = values
-        # The version of each saved tensor now, to detect later in-place changes.
-        versions = []
-        for v in values:
-            versions.append(v._vbox[0] if isinstance(v, Tensor) else None)
-        self._versions = versions
+    def save_for_backward(self, *tensors) -> None:
+        """Keep ``tensors`` (or None) for backward, where ``saved_tensors`` returns them; they
+        must not be modified in place in between, and are freed after backward unless
+        ``retain_graph``."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
+        self._to_save = tensors
 
     @property
     def saved_tensors(self) -> tuple:
-        """The saved values; raises if freed or modified in place since they were saved."""
-        if self._saved is None:
+        """The tensors given to ``save_for_backward``; raises if they were freed by a backward
+        without ``retain_graph``, or modified in place since they were saved."""
+        saved = self._saved
+        if saved is None:
             raise RuntimeError(_FREED)
-        for value, version in zip(self._saved, self._versions):
-            if version is not None and value._vbox[0] != version:
-                raise RuntimeError(
-                    f"one of the variables needed for gradient computation has been modified by "
-                    f"an inplace operation: [{value.dtype}{list(value.shape)}] is at version "
-                    f"{value._vbox[0]}; expected version {version} instead.")
-        return self._saved
+        if saved == () and self._to_save:  # forward ran without recording a graph
+            return self._to_save
+        for i, (value, version) in enumerate(zip(saved, self._versions)):
+            if value is not None and value._vbox[0] != version:
+                raise modified_error(value, version, self if i in self._saved_outputs else None)
+        return saved
 
-    def save_output(self) -> None:
-        """Ask apply to keep the output array (for ops whose derivative uses their result)."""
-        self._out_data = True
+    def mark_dirty(self, *tensors) -> None:
+        """Declare input tensors that forward modified in place (and returns)."""
+        self._dirty = tensors
 
-    @property
-    def saved_output(self):
-        """The op's output as a Tensor whose grad_fn is this node."""
-        if self._out_data is None:
-            raise RuntimeError(_FREED)
-        if self._out_vbox[0] != 0:
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: the output of {self.name()} is at version "
-                f"{self._out_vbox[0]}; expected version 0 instead.")
-        return Tensor._make(self._out_data, True, self)
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs that get no gradient (indices, masks, ...)."""
+        self._non_differentiable = tensors
 
-    # -- graph introspection ---------------------------------------------------------------
-    def name(self) -> str:
-        """The node's name as PyTorch prints it, e.g. ``MulBackward0``: ``torch_name`` where
-        the op is one that PyTorch names otherwise (set on the class, or on the node when it
-        depends on the arguments), else the class name."""
-        return self.torch_name or f"{type(self).__name__}Backward0"
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether backward gets zero tensors (True, the default) or None for outputs whose
+        gradient is undefined (unused or non-differentiable outputs)."""
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(FunctionCtx, Node):
+    """The node of one application of a user Function (PyTorch's ``BackwardCFunction``); a
+    subclass named ``<Name>Backward`` is made for each Function."""
+
+    _forward_cls = None
+    lifted = True  # the engine may hand over raw arrays: ``_run_backward`` wraps them
+    _single = 0  # index of the only differentiable output, or None when there are several
+    _outputs: tuple = ()  # per output: (shape, dtype, backend) of a tensor, else None
+    _inputs: tuple = ()  # per argument: (shape, dtype, device) of a tensor, else None
+    _versions: tuple = ()
+    _saved_outputs: frozenset = frozenset()  # indices of saved tensors that are outputs
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{_PACKAGE}.autograd.function.{self.name()} object at {id(self):#x}>"
 
-    @property
-    def next_functions(self) -> tuple:
-        """((node, 0), ...) for each positional input, as in PyTorch."""
-        return tuple((_edge_node(e), 0) for e in self._next)
+    @staticmethod
+    def backward(ctx, grad):
+        """Called by the engine: the user's backward on one gradient per output."""
+        return _run_backward(ctx, grad)
 
-    def register_prehook(self, hook):
-        """Run ``hook(grad)`` on this node's incoming gradient; it may return a replacement."""
-        if self._pre_hooks is None:
-            self._pre_hooks = {}
-        return RemovableHandle(self._pre_hooks, hook)
+    def apply(self, *grads):
+        """Run the user's backward on ``grads`` (one per output), as PyTorch's node.apply."""
+        return self._forward_cls._user_backward(self, *grads)
 
-    # -- applying --------------------------------------------------------------------------
-    @classmethod
-    def _make_node(cls, edges: tuple) -> Function:
-        """A node put into the graph directly, with no forward (``autograd.views``' nodes)."""
-        node = object.__new__(cls)
-        node._next = edges
-        node._seq = _next_sequence_number()
-        if state.anomaly:
-            node._stack = traceback.format_stack()[:-2]
-        return node
+
+class Function(Node):
+    """Base class of user-defined differentiable operations, PyTorch's contract.
+
+    Subclass with static ``forward`` and ``backward`` and call ``MyFunction.apply(*args)``.
+    """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if _defined_in_microtorch(cls):  # one of microtorch's ops: the internal contract
+            cls.apply = _NODE_APPLY
+            return
+        name = f"{cls.__name__}Backward"
+        cls._backward_cls = type(name, (BackwardCFunction,), {
+            "_forward_cls": cls, "torch_name": name, "__module__": __name__,
+            "__doc__": f"The backward node of {cls.__qualname__}."})
+        cls._uses_setup_context = cls.setup_context is not Function.setup_context
+        if cls._uses_setup_context:
+            cls._forward_signature = inspect.signature(cls.forward)
+        cls._user_backward = (cls.vjp if cls.backward is Function.backward
+                              and cls.vjp is not Function.vjp else cls.backward)
+
+    def __init__(self, *args, **kwargs) -> None:
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
+                      f"are all static, so you should invoke them on the class itself. "
+                      f"Instantiating an autograd function will raise an error in a future "
+                      f"version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is "
+                           "deprecated. Please use new-style autograd function with static "
+                           "forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        """The operation, on Tensors (run under no_grad)."""
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output) -> None:
+        """Optional: fill ``ctx`` from the inputs and output (then forward takes no ctx)."""
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """One gradient (or None) per argument of forward, given one per output."""
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
+
+    @staticmethod
+    def vjp(ctx, *grad_outputs):
+        """Another name for ``backward`` (define one of the two)."""
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward-mode AD: not available in microtorch."""
+        raise NotImplementedError("microtorch has no forward-mode AD: Function.jvp is not used")
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        """Run forward on ``args`` and record the node when a gradient is needed."""
-        ctx = object.__new__(cls)
-        first = None
-        needs_grad = False
-        # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
-        # the same pass as the device check (a loop is cheaper here than a comprehension).
+        """Run forward on ``args`` and, when an input requires grad, record the node."""
+        ctx = object.__new__(cls._backward_cls)
+        if cls._uses_setup_context:  # every argument positional, defaults filled in
+            bound = cls._forward_signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, {}
+        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        ctx.needs_input_grad = needs
+        record = recording() and any(needs)
         edges = []
-        n_edges = 0  # up to the last tensor argument
-        for a in args:
-            if isinstance(a, Tensor):
-                if first is None:
-                    first = a
-                elif type(a._data) is not type(first._data) or (
-                        type(a._data) is not np.ndarray and a._data.device != first._data.device):
-                    raise RuntimeError(
-                        "Expected all tensors to be on the same device, but found at least two "
-                        f"devices, {first.device} and {a.device}! (in {cls.__name__})")
-                node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
-                if node is not None:
-                    needs_grad = True
-                    edges.append(node)
-                elif a.requires_grad:
-                    needs_grad = True
-                    edges.append(a)
+        if record:
+            n_edges = 0  # up to the last tensor argument, as for every node
+            for i, a in enumerate(args):
+                if isinstance(a, Tensor):
+                    edges.append(a.grad_fn if a.grad_fn is not None else a if needs[i] else None)
+                    n_edges = i + 1
                 else:
                     edges.append(None)
-                n_edges = len(edges)
+            edges = edges[:n_edges]
+        with no_grad():
+            if cls._uses_setup_context:
+                out = cls.forward(*args)
+                cls.setup_context(ctx, args, out)
             else:
-                edges.append(None)
-        try:
-            if first is not None and type(first._data) is not np.ndarray:
-                with first._backend.context():
-                    out = cls.forward(ctx, *args, **kwargs)
-            elif kwargs:
                 out = cls.forward(ctx, *args, **kwargs)
-            else:
-                out = cls.forward(ctx, *args)
-        except ValueError as exc:  # NumPy's words for shapes that do not broadcast
-            if "broadcast" not in str(exc):
-                raise
-            raise RuntimeError(broadcast_message(args)) from None
-        if not (needs_grad and state.grad_enabled):
-            return Tensor._make(out, False, None)
-        ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
-        ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
-        if state.anomaly:
-            ctx._stack = traceback.format_stack()[:-2]
-        result = Tensor._make(out, True, ctx)
-        if ctx._out_data is not None:
-            ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
-            ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
-        return result
+        return _wrap_outputs(ctx, args, out, record, tuple(edges))
 
 
-def named(out: Tensor, torch_name: str) -> Tensor:
-    """``out`` with its node named ``torch_name`` (when it has one): for a composite function,
-    several microtorch nodes standing for one PyTorch op, so its result prints as PyTorch's.
-    ``out`` must be a fresh result of the function, never one of its inputs."""
-    node = out.grad_fn
-    if node is not None:
-        node.torch_name = torch_name
-    return out
+_NODE_APPLY = Node.__dict__["apply"]
 
 
-def broadcast_message(operands) -> str:
-    """PyTorch's error for tensor shapes that do not broadcast (checked from the last dim)."""
-    shapes = [x._data.shape for x in operands if isinstance(x, Tensor)]
-    ndim = max(len(s) for s in shapes)
-    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
-    for i in range(ndim - 1, -1, -1):
-        sizes = [s[i] for s in padded if s[i] != 1]
-        if len(set(sizes)) > 1:
-            return (f"The size of tensor a ({sizes[0]}) must match the size of tensor b "
-                    f"({sizes[1]}) at non-singleton dimension {i}")
-    return "shapes cannot be broadcast together"
+def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
+    """Give forward's tensor outputs their place in the graph, as PyTorch's _wrap_outputs."""
+    is_tuple = isinstance(out, tuple)
+    outs = list(out) if is_tuple else [out]
+    inputs = {id(a): a for a in args if isinstance(a, Tensor)}
+    if any(id(t) not in inputs for t in ctx._dirty):
+        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                      "Tensors that have been mutated should be passed to ctx.mark_dirty().",
+                      UserWarning, stacklevel=3)
+    dirty = {id(t) for t in ctx._dirty if id(t) in inputs}
+    if not dirty <= {id(t) for t in outs}:
+        raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                           "returned as output. The inputs that are modified inplace must all "
+                           "be outputs of the Function.")
+    if record and any(id(t) in dirty and t.requires_grad and t.grad_fn is None for t in outs):
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                           "operation.")
+    non_diff = {id(t) for t in ctx._non_differentiable}
+    for t in ctx._dirty:
+        if id(t) in dirty:
+            t._vbox[0] += 1  # the in-place change forward made, as PyTorch counts it
+    differentiable = [i for i, t in enumerate(outs) if isinstance(t, Tensor)
+                      and id(t) not in non_diff and t._data.dtype.kind in "fc"]
+    if not record:
+        for i, t in enumerate(outs):
+            if isinstance(t, Tensor) and id(t) in inputs and id(t) not in dirty:
+                outs[i] = _alias(t)
+        ctx._saved = ()
+        return tuple(outs) if is_tuple else outs[0]
+    ctx._next = edges
+    ctx._seq = _next_sequence_number()
+    if anomaly.enabled:
+        ctx._stack = traceback.format_stack()[:-3]
+    ctx._inputs = tuple((a._data.shape, a._data.dtype, a.device) if isinstance(a, Tensor)
+                        else None for a in args)
+    ctx._outputs = tuple((t._data.shape, t._data.dtype, t._backend) if isinstance(t, Tensor)
+                         else None for t in outs)
+    ctx._single = differentiable[0] if len(differentiable) == 1 else None
+    for i, t in enumerate(outs):
+        if not isinstance(t, Tensor):
+            continue
+        if id(t) not in dirty and (id(t) in inputs or t.grad_fn is not None
+                                   or t.requires_grad):
+            t = outs[i] = _alias(t)  # never re-home a tensor the caller already holds
+        if i not in differentiable:
+            continue
+        node = ctx if ctx._single is not None else OutputSlot._for(ctx, i)
+        if id(t) in dirty:
+            _rebase_dirty(t, node)
+        else:
+            t.grad_fn = node
+            t.requires_grad = True
+    ctx._saved = tuple(ctx._to_save)
+    ctx._versions = tuple(None if t is None else t._vbox[0] for t in ctx._saved)
+    output_ids = {id(t) for t in outs}
+    ctx._saved_outputs = frozenset(i for i, t in enumerate(ctx._saved) if id(t) in output_ids)
+    return tuple(outs) if is_tuple else outs[0]
 
 
-def lift(*values) -> tuple:
-    """The values a backward formula computes with: arrays in a plain backward (fast), the
-    tensors themselves under ``create_graph`` (so the formula is recorded and differentiable).
+def _alias(t: Tensor) -> Tensor:
+    """A new tensor on ``t``'s data, sharing its version counter (PyTorch returns a view)."""
+    alias = Tensor._make(t._data)
+    alias._vbox = t._vbox
+    return alias
 
-    Formulas written with operators and ``namespace(x)`` functions run unchanged on both.
+
+def _rebase_dirty(t: Tensor, node: Node) -> None:
+    """Make ``node`` the history of ``t``, an input forward modified in place."""
+    if t._base is None:
+        views.set_node(t, node)
+        return
+    views.check_inplace(t, ())
+    views.rebase(t, views.Strided.of(t._data, t._base._data), node)
+
+
+class OutputSlot(Node):
+    """The ``grad_fn`` of output ``output_nr`` of a Function with several differentiable
+    outputs: it hands its gradient on to the Function's node, marked with its index.
+
+    (microtorch's graph edges are nodes, one gradient buffer each, so each output needs its
+    own; unlike PyTorch, ``a.grad_fn is b.grad_fn`` is False for two such outputs, while names,
+    ``next_functions`` and ctx attributes read through to the shared node.)
     """
-    if state.grad_enabled:
-        return values
-    out = []
-    for v in values:  # (a loop: cheaper than a comprehension's frame on Python 3.11)
-        out.append(v._data if isinstance(v, Tensor) else v)
-    return out
 
+    lifted = True
 
-def finish(*grads) -> tuple:
-    """The gradients of a lifted formula, ready for the engine.
+    @classmethod
+    def _for(cls, ctx: Node, index: int) -> OutputSlot:
+        slot = cls._make_node((ctx,))
+        slot.output_nr = index
+        return slot
 
-    Under ``create_graph`` they are Tensors already. In a plain backward they stay raw arrays
-    (the engine wraps one only where a Tensor is needed: leaves, hooks, non-lifted nodes),
-    counted in the memory statistics like any tensor buffer.
-    """
-    if state.grad_enabled:
-        return grads
-    out = []
-    for g in grads:
-        if isinstance(g, np.generic):  # NumPy turns 0-d results into scalars
-            g = np.asarray(g)
-        if tracking.on and g is not None and not isinstance(g, Tensor):
-            backend_of(g).memory.register(g)
-        out.append(g)
-    return tuple(out)
-
-
-def namespace(x):
-    """Functions (exp, where, sign, ...) for ``x``: the array module, or microtorch's ops."""
-    if isinstance(x, Tensor):
-        from .. import ops
-
-        return ops
-    return np if isinstance(x, np.generic) else xp_of(x)
-
-
-def _edge_node(edge):
-    if edge is None or isinstance(edge, Function):
-        return edge
-    return AccumulateGrad(edge)
-
-
-class AccumulateGrad:
-    """The view of a leaf's gradient sink in ``next_functions`` (PyTorch's AccumulateGrad)."""
-
-    def __init__(self, variable) -> None:
-        self.variable = variable
+    @staticmethod
+    def backward(slot, grad):
+        return (OutputGrads({slot.output_nr: grad}),)
 
     def name(self) -> str:
-        return "torch::autograd::AccumulateGrad"
+        return self._next[0].name()
 
     def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {id(self):#x}>"
+        return repr(self._next[0])
+
+    @property
+    def next_functions(self) -> tuple:
+        return self._next[0].next_functions
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return getattr(self._next[0], attr)
 
 
-from .._hooks import RemovableHandle  # noqa: E402
-from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
-from ..backend import backend_of, xp_of  # noqa: E402
-from ..backend.base import tracking  # noqa: E402
+def _run_backward(ctx, grad) -> tuple:
+    """The user's backward, given the engine's gradient(s) for ``ctx``'s outputs; its result
+    checked and fitted to the inputs as PyTorch does."""
+    n = len(ctx._outputs)
+    if ctx._single is not None:
+        grads = [None] * n
+        grads[ctx._single] = grad
+    else:
+        grads = [grad.get(i) for i in range(n)]
+    for i, g in enumerate(grads):
+        if g is not None and not isinstance(g, Tensor):
+            grads[i] = Tensor._make(g)  # a raw array from a lifted backward
+        elif g is None and ctx.materialize_grads and ctx._outputs[i] is not None:
+            shape, dtype, backend = ctx._outputs[i]
+            with backend.context():
+                grads[i] = Tensor._make(backend.xp.zeros(shape, dtype=dtype))
+    grad = None  # (no stray reference: the engine may adopt a gradient buffer it owns alone)
+    result = ctx._forward_cls._user_backward(ctx, *grads)
+    grads = None
+    if not isinstance(result, tuple):
+        result = (result,)
+    expected = len(ctx._inputs)
+    if len(result) != expected and (len(result) < expected or any(
+            g is not None for g in result[expected:])):
+        raise RuntimeError(f"function {ctx.name()} returned an incorrect number of gradients "
+                           f"(expected {expected}, got {len(result)})")
+    out = [_fit_gradient(ctx, i, result[i]) for i in range(expected)]
+    return tuple(out[:len(ctx._next)])
+
+
+def _fit_gradient(ctx, i: int, g):
+    """Gradient ``i`` checked against argument ``i``: summed to its shape where it was
+    broadcast, cast to its dtype (PyTorch's validate_outputs)."""
+    if g is None:
+        return None
+    if not isinstance(g, Tensor):
+        raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
+    meta = ctx._inputs[i]
+    if meta is None:
+        raise RuntimeError(f"function {ctx.name()} returned a gradient different than None at "
+                           f"position {i + 1}, but the corresponding forward input was not a "
+                           f"Variable")
+    if not ctx.needs_input_grad[i]:
+        return None
+    shape, dtype, device = meta
+    if g._data.shape != shape:
+        if not _expandable(shape, g._data.shape):
+            raise RuntimeError(f"Function {ctx.name()} returned an invalid gradient at index "
+                               f"{i} - got {list(g._data.shape)} but expected shape compatible "
+                               f"with {list(shape)}")
+        g = g.sum_to_size(shape)
+    if g.device != device:
+        raise RuntimeError(f"Function {ctx.name()} returned an invalid gradient at index {i} - "
+                           f"expected device {device} but got {g.device}")
+    if g._data.dtype != dtype:
+        g = g.to(_dtype.from_numpy_dtype(dtype))
+    return g
+
+
+def _expandable(shape: tuple, target: tuple) -> bool:
+    """True when a tensor of ``shape`` broadcasts to ``target``."""
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
+
+
+class DelayedError(Node):
+    """The node given to gradients computed by a ``once_differentiable`` backward under
+    create_graph: differentiating them again raises."""
+
+    @staticmethod
+    def forward(ctx, *grads):
+        return grads[0]._data
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError(_ONCE)
+
+
+def once_differentiable(fn):
+    """Decorate a backward that is not itself differentiable: it runs under no_grad, and where
+    a double backward would need its result, differentiating it raises instead."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not recording():
+            return outputs
+        incoming = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+        if not incoming:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        wrapped = tuple(DelayedError.apply(g, *incoming) if isinstance(g, Tensor) else g
+                        for g in ((outputs,) if single else outputs))
+        return wrapped[0] if single else wrapped
+
+    return wrapper
+
+
+import traceback  # noqa: E402
+
+from .. import _dtype  # noqa: E402
+from .._tensor import Tensor  # noqa: E402
+from . import views  # noqa: E402
+from .engine import OutputGrads  # noqa: E402
+from .grad_mode import anomaly  # noqa: E402
+from .node import _FREED, _next_sequence_number  # noqa: E402

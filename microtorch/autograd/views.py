@@ -29,8 +29,8 @@ import numpy as np
 
 from ..backend import xp_of
 from ..backend.base import dense_order, root_buffer
-from .function import Function, finish
-from .grad_mode import state
+from .grad_mode import recording
+from .node import Node, finish
 
 _NO_GRAD = ("no_grad", 0, None)  # the creation mark of a view made under no_grad
 
@@ -143,7 +143,7 @@ def _apply_strided(geom: Strided, mode: str, grad):
     return getattr(geom, mode)(grad)
 
 
-class StridedCopy(Function):
+class StridedCopy(Node):
     """gather / scatter / mask as a differentiable op (the backward of the nodes below under
     ``create_graph``); each is linear, with gather and scatter each other's adjoint."""
 
@@ -159,7 +159,7 @@ class StridedCopy(Function):
         return finish(_apply_strided(ctx.geom, _ADJOINT[ctx.mode], grad), None, None)
 
 
-class CopySlices(Function):
+class CopySlices(Node):
     """The node of a base written through a view: edges (base's old node, the op's node)."""
 
     lifted = True
@@ -177,7 +177,7 @@ class CopySlices(Function):
         return finish(untouched, _apply_strided(geom, "gather", grad))
 
 
-class AsStrided(Function):
+class AsStrided(Node):
     """The node of a view taken from its base's current node (edge: the base)."""
 
     lifted = True
@@ -201,7 +201,7 @@ def as_view(out: Tensor, base: Tensor) -> Tensor:
         else:
             out._base = root
             meta = base._vmeta
-        if not state.grad_enabled:
+        if not recording():
             out._vmeta = _NO_GRAD
         elif meta is not None:  # a view of a no_grad / multi-output view inherits the mark
             out._vmeta = (meta[0], 0, None)
@@ -213,7 +213,7 @@ def as_view(out: Tensor, base: Tensor) -> Tensor:
 
 def mark_multi_output(views, name: str) -> tuple:
     """Mark the outputs of split/chunk/unbind, whose in-place modification PyTorch forbids."""
-    if state.grad_enabled:
+    if recording():
         for i, v in enumerate(views):
             if v._base is not None:
                 v._vmeta = ("multi", i, name)
@@ -271,7 +271,7 @@ def check_inplace(view: Tensor, others: tuple) -> bool:
     return True
 
 
-def retarget(t: Tensor, node: Function) -> None:
+def retarget(t: Tensor, node: Node) -> None:
     """Make ``node`` the graph node of ``t`` (which now holds the node's result), moving a
     ``retain_grad()`` of ``t`` along with it."""
     old = _GRAD_FN.__get__(t)
@@ -281,13 +281,13 @@ def retarget(t: Tensor, node: Function) -> None:
     _REQUIRES_GRAD.__set__(t, True)
 
 
-def _new_node(cls, edges: tuple, geom: Strided) -> Function:
+def _new_node(cls, edges: tuple, geom: Strided) -> Node:
     node = cls._make_node(edges)
     node.geom = geom
     return node
 
 
-def rebase(view: Tensor, geom: Strided, node: Function) -> None:
+def rebase(view: Tensor, geom: Strided, node: Node) -> None:
     """After ``node``'s result was written into ``view``: record it on the base and the view."""
     track()
     base = view._base
@@ -306,7 +306,7 @@ def refresh(view: Tensor, reading_grad_fn: bool) -> None:
     meta = view._vmeta
     if meta is not None:  # stays out of date: using it for gradients raises, as in PyTorch
         _REQUIRES_GRAD.__set__(view, True)
-        if reading_grad_fn and state.grad_enabled:
+        if reading_grad_fn and recording():
             raise _creation_error(view, meta, False)
         return
     geom = Strided.of(view._data, base._data)
@@ -362,7 +362,7 @@ def _sole_box_refs() -> int:
     return sys.getrefcount(t._vbox)
 
 
-def set_node(t: Tensor, node: Function) -> None:
+def set_node(t: Tensor, node: Node) -> None:
     """``retarget`` for a recorded in-place op on ``t`` (not a view): its live views (they
     share its version counter) recorded its old node, so views start checking first."""
     if sys.getrefcount(t._vbox) > _SOLE_BOX_REFS:

@@ -90,7 +90,8 @@ def _legend_storage_and_library(fig: Any) -> None:
     handles = [Line2D([], [], color=c, lw=3, label=f"storage: {s}")
                for s, c in STORAGE_COLORS.items()]
     handles += [Line2D([], [], color="black", ls=ls, marker="o" if lib == "microtorch" else "x",
-                       label=lib) for lib, ls in LIBRARY_STYLES.items()]
+                       label="PyTorch" if lib == "torch" else lib)
+                for lib, ls in LIBRARY_STYLES.items()]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
     fig.subplots_adjust(bottom=0.14)
 

@@ -23,9 +23,13 @@ gradient (a rank without one contributed zeros), the others stay None.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 import weakref
 from contextlib import contextmanager
+
+import numpy as np
 
 from .._tensor import Tensor, bump_grad_version, grad_epoch
 from ..autograd import engine
@@ -102,6 +106,27 @@ class _Bucket:
         self.work = None  # pending is reset by the next forward
 
 
+def _mismatch_message(lists: list[list]) -> str:
+    """The first difference between rank 0's parameters and another rank's, in words."""
+    def describe(entry) -> str:
+        name, shape, dtype = entry
+        return f"{name!r} of shape {tuple(shape)} ({dtype})"
+
+    ref = lists[0]
+    for rank, other in enumerate(lists[1:], 1):
+        for i in range(max(len(ref), len(other))):
+            a = ref[i] if i < len(ref) else None
+            b = other[i] if i < len(other) else None
+            if a != b:
+                where = (f"parameter {i}: rank 0 has "
+                         f"{describe(a) if a else 'no such parameter'}, rank {rank} has "
+                         f"{describe(b) if b else 'no such parameter'}")
+                return (f"DistributedDataParallel expects the same model on every rank, but "
+                        f"rank 0 has {len(ref)} parameters that require grad and rank {rank} "
+                        f"has {len(other)}; the first difference is {where}")
+    return "DistributedDataParallel: the ranks' parameters differ"
+
+
 def _weak_method(obj, name: str):
     """A function calling ``obj.<name>(*args)`` while ``obj`` lives (hooks must not keep the
     wrapper alive through the parameters)."""
@@ -151,6 +176,7 @@ class DistributedDataParallel(Module):
         self._group = group
         self.world_size: int = group.size
         self.rank: int = group.rank
+        self._verify_same_parameters()
         self._sync_module_states()
         self._buckets = self._build_buckets()
         self._where: dict[int, _Bucket] = {}
@@ -168,6 +194,41 @@ class DistributedDataParallel(Module):
     # -- construction ---------------------------------------------------------------------------
     def _params(self) -> list[Tensor]:
         return [p for p in self.module.parameters() if p.requires_grad]
+
+    def _parameter_signature(self) -> list[tuple[str, tuple[int, ...], str]]:
+        return [(name, tuple(p.shape), str(p.dtype)) for name, p in
+                self.module.named_parameters() if p.requires_grad]
+
+    def _gather(self, values: np.ndarray) -> np.ndarray:
+        """Every rank's ``values`` (int64, same length everywhere), one row per rank."""
+        xp = self._params()[0]._backend.xp if self._params() else np
+        out = xp.zeros((self.world_size, values.size), dtype=np.int64)
+        self._group.allgather(out, xp.asarray(values)).wait()
+        return out.get() if hasattr(out, "get") else out
+
+    def _verify_same_parameters(self) -> None:
+        """Refuse to train when ranks hold different models (PyTorch checks this too).
+
+        One small all-gather of (parameter count, digest of names, shapes and dtypes); only
+        when they differ do the ranks exchange their full lists, so that every rank raises
+        the same error naming the first mismatching parameter and both ranks' shapes.
+        """
+        if self.world_size == 1:
+            return
+        signature = self._parameter_signature()
+        digest = hashlib.blake2b(repr(signature).encode(), digest_size=8).digest()
+        mine = np.array([len(signature), int.from_bytes(digest, "little", signed=True)],
+                        dtype=np.int64)
+        rows = self._gather(mine)
+        if (rows == rows[0]).all():
+            return
+        text = np.frombuffer(json.dumps(signature).encode(), dtype=np.uint8).astype(np.int64)
+        longest = int(self._gather(np.array([text.size], dtype=np.int64)).max())
+        padded = np.zeros(longest, dtype=np.int64)
+        padded[:text.size] = text
+        lists = [json.loads(bytes(row[row > 0].astype(np.uint8).tolist()).decode())
+                 for row in self._gather(padded)]
+        raise RuntimeError(_mismatch_message(lists))
 
     def _sync_module_states(self) -> None:
         """Every rank starts from rank 0's parameters and buffers."""

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd import views
 from ..autograd.function import named
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import no_grad, recording
 from . import (
     arrange,
     creation,
@@ -214,7 +214,7 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 
 def _check_inplace(self: Tensor, *others) -> bool:
     """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
-    if not state.grad_enabled:
+    if not recording():
         return False
     if self._base is not None:
         return views.check_inplace(self, others)
@@ -259,7 +259,7 @@ def _inplace(op):
     def method(self: Tensor, *args, **kwargs) -> Tensor:
         if _check_inplace(self, *args):
             return _write(self, op(_frozen(self), *args, **kwargs))
-        with _no_record():
+        with no_grad():
             return _write(self, op(self, *args, **kwargs))
 
     method.__name__ = op.__name__ + "_"
@@ -293,18 +293,10 @@ def _ufunc_inplace(name, op):
     return method
 
 
-class _no_record:  # noqa: N801
-    def __enter__(self):
-        self.prev, state.grad_enabled = state.grad_enabled, False
-
-    def __exit__(self, *exc):
-        state.grad_enabled = self.prev
-
-
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
     _check_inplace(self)
-    if state.grad_enabled and self.requires_grad:
+    if recording() and self.requires_grad:
         return _write(self, self * 0)
     self._backend.fill_zero(self._data)
     self._vbox[0] += 1

@@ -20,6 +20,7 @@ is given explicitly (PyTorch also defaults to its multi-tensor path on CUDA).
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 import weakref
 from collections import defaultdict
@@ -220,6 +221,20 @@ class Optimizer:
         for group in param_groups:
             self.add_param_group(group)
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        # A subclass that defines its own ``step`` (LBFGS, a user's optimizer) still marks
+        # ``_opt_called``, which lr schedulers read to warn about the call order (PyTorch
+        # wraps ``optimizer.step`` for the same purpose).
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_marks_opt_called", False):
+            @functools.wraps(step)
+            def marked_step(self, *args, **kwargs):
+                self._opt_called = True
+                return step(self, *args, **kwargs)
+            marked_step._marks_opt_called = True
+            cls.step = marked_step
+
     # -- parameter groups ---------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters (with hyperparameters overriding the defaults)."""
@@ -349,19 +364,48 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        for group in self.param_groups:
-            params, grads = [], []
-            for p in group["params"]:
-                g = p._grad
-                if g is not None:
-                    params.append(p)
-                    grads.append(g)
-            if not params:
-                continue
+        batches = self._params_with_grads()
+        for group, params, grads in batches:
             if not self._stale_warned:
                 self._check_stale(params, grads)
             self._step_group(group, params, grads)
         return loss
+
+    def _params_with_grads(self) -> list[tuple[dict[str, Any], list[Tensor], list[Tensor]]]:
+        """(group, parameters with a gradient, their gradients) for each group that has one.
+
+        Every gradient is checked against its parameter (shape, dtype, device) before any
+        update, so a step that cannot be applied raises and changes nothing (PyTorch would
+        update the parameters before the bad one and then fail). A gradient of the same kind
+        but another precision (a float64 gradient of a float32 parameter, which only a dtype
+        leak in some backward can produce, as ``p.grad = t`` checks the dtype) is applied
+        rounded to the parameter's dtype, as PyTorch's accumulation would have stored it, with
+        a warning.
+        """
+        batches = []
+        index = 0
+        for group_index, group in enumerate(self.param_groups):
+            params, grads = [], []
+            for p in group["params"]:
+                g = p._grad
+                if g is not None:
+                    pa, ga = p._data, g._data
+                    if (ga.shape != pa.shape or type(ga) is not type(pa)
+                            or (type(pa) is not np.ndarray and ga.device != pa.device)):
+                        raise RuntimeError(_bad_grad_message(index, group_index, p, g))
+                    if ga.dtype != pa.dtype:
+                        if not np.can_cast(ga.dtype, pa.dtype, "same_kind"):
+                            raise RuntimeError(_bad_grad_message(index, group_index, p, g))
+                        warnings.warn(f"optimizer.step(): the gradient of parameter {index} "
+                                      f"is {g.dtype} but the parameter is {p.dtype}; applied "
+                                      f"as {p.dtype}", UserWarning, stacklevel=3)
+                        g = Tensor._make(ga.astype(pa.dtype))
+                    params.append(p)
+                    grads.append(g)
+                index += 1
+            if params:
+                batches.append((group, params, grads))
+        return batches
 
     def _check_stale(self, params: list[Tensor], grads: list[Tensor]) -> None:
         """Warn if a gradient was consumed by an earlier step and not reset (see the class)."""
@@ -509,6 +553,14 @@ class Optimizer:
                     lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _bad_grad_message(index: int, group_index: int, p: Tensor, g: Tensor) -> str:
+    """The error of a gradient that does not fit its parameter (``step()`` checks them all)."""
+    return (f"optimizer.step(): the gradient of parameter {index} (in param_groups"
+            f"[{group_index}]) does not match the parameter: gradient {list(g.shape)} "
+            f"{g.dtype} on {g.device}, parameter {list(p.shape)} {p.dtype} on {p.device}. "
+            f"Nothing was updated (was the parameter's .data replaced after backward?)")
 
 
 def _step_tensor() -> Tensor:

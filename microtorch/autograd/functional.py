@@ -1,0 +1,321 @@
+"""``autograd.functional``: Jacobians, Hessians and their products with vectors, computed with
+reverse-mode autograd (PyTorch's ``torch.autograd.functional``).
+
+``jvp`` and ``hvp`` use the double-backward trick, as PyTorch does. ``vectorize=True`` is
+accepted and gives the same values (there is no vmap: the rows are computed one backward at a
+time either way); ``strategy="forward-mode"`` likewise, with ``vectorize=True`` as PyTorch
+requires, is computed in reverse mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+_STRATEGIES = ("forward-mode", "reverse-mode")
+
+
+def _tensors(value, what: str, fn: str) -> tuple[bool, tuple]:
+    """(was it a tuple, the tensors as a tuple); TypeError naming the first non-tensor."""
+    is_tuple = isinstance(value, tuple)
+    values = value if is_tuple else (value,)
+    for i, v in enumerate(values):
+        if not isinstance(v, Tensor):
+            where = f"value at index {i}" if is_tuple else f"given {what}"
+            raise TypeError(f"The {what} given to {fn} must be either a Tensor or a tuple of "
+                            f"Tensors but the {where} has type {type(v)}.")
+    return is_tuple, values
+
+
+def _unpack(result, outer: bool, inner: bool | None = None):
+    """Undo the tuple wrapping of arguments that were single tensors."""
+    if inner is not None and not inner:
+        result = tuple(r[0] for r in result)
+    return result if outer else result[0]
+
+
+def _prepare(values: tuple, create_graph: bool, need_graph: bool) -> tuple:
+    """Inputs the function is differentiated at: new leaves, or (create_graph) views that keep
+    the caller's graph so the result can be differentiated further."""
+    return tuple(v.view_as(v) if create_graph and v.requires_grad
+                 else v.detach().requires_grad_(need_graph) for v in values)
+
+
+def _finish(values, create_graph: bool):
+    if isinstance(values, tuple):
+        return tuple(_finish(v, create_graph) for v in values)
+    return values if create_graph else values.detach()
+
+
+def _check_v(v: tuple, other: tuple, other_is_tuple: bool) -> None:
+    if len(v) != len(other):
+        if other_is_tuple:
+            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got "
+                               f"{len(v)}.")
+        raise RuntimeError("The given v should contain a single Tensor.")
+    for i, (a, b) in enumerate(zip(v, other)):
+        if a.shape != b.shape:
+            where = f"Entry {i} in " if other_is_tuple else ""
+            raise RuntimeError(f"{where}v has invalid size: should be {b.shape} but got "
+                               f"{a.shape}.")
+
+
+_NOT_REQUIRING = {
+    "outputs": "Output {i} of the user-provided function does not require gradients. The "
+               "outputs must be computed in a differentiable manner from the input when running "
+               "in strict mode.",
+    "grad_inputs": "The gradient with respect to input {i} is independent of the inputs of the "
+                   "user-provided function. This is not allowed in strict mode.",
+    "jacobian": "While computing the hessian, found that the jacobian of the user-provided "
+                "function with respect to input {i} is independent of the input. This is not "
+                "allowed in strict mode. You should ensure that your function is twice "
+                "differentiable and that the jacobian depends on the inputs (this would be "
+                "violated by a linear function for example).",
+    "hessian": "The hessian of the user-provided function with respect to input {i} is "
+               "independent of the input. This is not allowed in strict mode. You should ensure "
+               "that your function is thrice differentiable and that the hessian depends on the "
+               "inputs.",
+}
+
+
+def _strict_requires_grad(values: tuple, kind: str, strict: bool) -> None:
+    if not strict:
+        return
+    for i, v in enumerate(values):
+        if v is None:
+            raise RuntimeError(f"The output of the user-provided function is independent of "
+                               f"input {i}. This is not allowed in strict mode.")
+        if not v.requires_grad:
+            raise RuntimeError(_NOT_REQUIRING[kind].format(i=i))
+
+
+def _grad(outputs: tuple, inputs: tuple, grad_outputs=None, create_graph: bool = False,
+          retain_graph: bool | None = None) -> tuple:
+    """autograd.grad over the outputs that require grad (None for every input if none does)."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    kept = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
+    if not kept:
+        return (None,) * len(inputs)
+    outs, gos = zip(*kept)
+    return grad(outs, inputs, list(gos), retain_graph=retain_graph, create_graph=create_graph,
+                allow_unused=True)
+
+
+_INDEPENDENT = {
+    "back": "The output of the user-provided function is independent of input {i}. This is not "
+            "allowed in strict mode.",
+    "back_trick": "The gradient with respect to the input is independent of entry {i} in the "
+                  "grad_outputs when using the double backward trick to compute forward mode "
+                  "gradients. This is not allowed in strict mode.",
+    "double_back": "The jacobian of the user-provided function is independent of input {i}. "
+                   "This is not allowed in strict mode.",
+    "double_back_trick": "The hessian of the user-provided function is independent of entry {i} "
+                         "in the grad_jacobian. This is not allowed in strict mode as it "
+                         "prevents from using the double backward trick to replace forward mode "
+                         "AD.",
+}
+
+
+def _zeros_for_none(grads: tuple, refs: tuple, strict: bool, create_graph: bool,
+                    stage: str) -> tuple:
+    """Zeros where a gradient is None (its input was unused), or strict mode's error."""
+    out = []
+    for i, g in enumerate(grads):
+        if g is None:
+            if strict:
+                raise RuntimeError(_INDEPENDENT[stage].format(i=i))
+            g = ops.zeros_like(refs[i])
+        elif strict and create_graph and not g.requires_grad:
+            what = "hessian" if "double" in stage else "jacobian"
+            raise RuntimeError(f"The {what} of the user-provided function is independent of "
+                               f"input {i}. This is not allowed in strict mode when "
+                               f"create_graph=True.")
+        out.append(g)
+    return tuple(out)
+
+
+def _vector(v, against: tuple, against_is_tuple: bool, create_graph: bool, fn: str,
+            none_message: str):
+    if v is None:
+        if len(against) != 1 or against[0].numel() != 1:
+            raise RuntimeError(none_message)
+        return None
+    _, v = _tensors(v, "v", fn)
+    v = _prepare(v, create_graph, need_graph=False)
+    _check_v(v, against, against_is_tuple)
+    return v
+
+
+_V_NONE_INPUT = ("The vector v can only be None if the input to the user-provided function is a "
+                 "single Tensor with a single element.")
+
+
+def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(inputs), v^T J): the vector-Jacobian product at ``inputs``."""
+    with enable_grad():
+        inputs_tuple, inputs = _tensors(inputs, "inputs", "vjp")
+        inputs = _prepare(inputs, create_graph, need_graph=True)
+        outputs_tuple, outputs = _tensors(func(*inputs), "outputs of the user-provided function",
+                                          "vjp")
+        _strict_requires_grad(outputs, "outputs", strict)
+        v = _vector(v, outputs, outputs_tuple, create_graph, "vjp",
+                    "The vector v can only be None if the user-provided function returns a "
+                    "single Tensor with a single element.")
+        grads = _grad(outputs, inputs, v, create_graph=create_graph)
+        result = _zeros_for_none(grads, inputs, strict, create_graph, "back")
+    return (_unpack(_finish(outputs, create_graph), outputs_tuple),
+            _unpack(_finish(result, create_graph), inputs_tuple))
+
+
+def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(inputs), J v): the Jacobian-vector product, by the double-backward trick."""
+    with enable_grad():
+        inputs_tuple, inputs = _tensors(inputs, "inputs", "jvp")
+        inputs = _prepare(inputs, create_graph, need_graph=True)
+        v = _vector(v, inputs, inputs_tuple, create_graph, "jvp", _V_NONE_INPUT)
+        outputs_tuple, outputs = _tensors(func(*inputs), "outputs of the user-provided function",
+                                          "jvp")
+        _strict_requires_grad(outputs, "outputs", strict)
+        # J^T u is linear in u: differentiating it with respect to u, against v, gives J v.
+        u = tuple(ops.zeros_like(o, requires_grad=True) for o in outputs)
+        jtu = _grad(outputs, inputs, u, create_graph=True)
+        _strict_requires_grad(jtu, "grad_inputs", strict)
+        grads = _grad(jtu, u, v, create_graph=create_graph)
+        result = _zeros_for_none(grads, outputs, strict, create_graph, "back_trick")
+    return (_unpack(_finish(outputs, create_graph), outputs_tuple),
+            _unpack(_finish(result, create_graph), outputs_tuple))
+
+
+def _check_strategy(strategy: str, vectorize: bool, strict: bool) -> None:
+    if strategy not in _STRATEGIES:
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". '
+                             'Hint: If your function has more outputs than inputs, '
+                             '"forward-mode" tends to be more performant. Otherwise, prefer to '
+                             'use "reverse-mode".')
+    if strategy == "forward-mode":
+        if strict:
+            raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
+                               '`strategy="forward-mode"` are not supported together (yet). '
+                               'Please either set `strict=False` or `strategy="reverse-mode"`.')
+        if not vectorize:
+            # PyTorch's words, its missing space included
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-"
+                                      "reverse Hessian isonly implemented for `vectorize=True`.")
+
+
+def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode"):
+    """The Jacobian of ``func`` at ``inputs``: for output i and input j a tensor of shape
+    ``outputs[i].shape + inputs[j].shape`` (tuples nested as the arguments were)."""
+    _check_strategy(strategy, vectorize, strict)
+    with enable_grad():
+        inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
+        inputs = _prepare(inputs, create_graph, need_graph=True)
+        outputs_tuple, outputs = _tensors(func(*inputs), "outputs of the user-provided function",
+                                          "jacobian")
+        _strict_requires_grad(outputs, "outputs", strict)
+        if vectorize and strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                               "`vectorized=True` are not supported together. Please either "
+                               "set `strict=False` or `vectorize=False`.")
+        result = tuple(_jacobian_of(i, out, inputs, create_graph, strict)
+                       for i, out in enumerate(outputs))
+    return _unpack(_finish(result, create_graph), outputs_tuple, inputs_tuple)
+
+
+def _jacobian_of(i: int, out: Tensor, inputs: tuple, create_graph: bool, strict: bool) -> tuple:
+    """Row by row (one backward per element of ``out``): its Jacobian for each input."""
+    rows: list[list[Tensor]] = [[] for _ in inputs]
+    flat = out.reshape(-1)
+    for k in range(out.numel()):
+        grads = _grad((flat[k],), inputs, retain_graph=True, create_graph=create_graph)
+        for j, (g, x) in enumerate(zip(grads, inputs)):
+            if g is None:
+                if strict:
+                    raise RuntimeError(f"Output {i} of the user-provided function is independent "
+                                       f"of input {j}. This is not allowed in strict mode.")
+                g = ops.zeros_like(x)
+            elif strict and create_graph and not g.requires_grad:
+                raise RuntimeError(f"The jacobian of the user-provided function is independent "
+                                   f"of input {j}. This is not allowed in strict mode when "
+                                   f"create_graph=True.")
+            rows[j].append(g)
+    return tuple(ops.stack(r).view(tuple(out.shape) + tuple(x.shape)) if r
+                 else ops.zeros(tuple(out.shape) + tuple(x.shape), dtype=x.dtype, device=x.device)
+                 for r, x in zip(rows, inputs))
+
+
+def _single_output(func: Callable, fn: str, strict: bool):
+    """``func`` checked to return one single-element Tensor (for hessian / vhp / hvp)."""
+
+    def checked(*args):
+        out = func(*args)
+        is_tuple, outs = _tensors(out, "outputs of the user-provided function", fn)
+        _strict_requires_grad(outs, "outputs", strict)
+        if is_tuple:
+            raise RuntimeError(f"The function given to {fn} should return a single Tensor")
+        if out.numel() != 1:
+            raise RuntimeError(f"The Tensor returned by the function given to {fn} should "
+                               f"contain a single element")
+        return out
+
+    return checked
+
+
+def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
+    """The Hessian of the scalar ``func`` at ``inputs`` (for inputs i, j a tensor of shape
+    ``inputs[i].shape + inputs[j].shape``): the Jacobian of its gradient."""
+    inputs_tuple, inputs = _tensors(inputs, "inputs", "hessian")
+    _check_strategy(outer_jacobian_strategy, vectorize, strict)
+    scalar = _single_output(func, "hessian", strict)
+
+    def gradient(*args):
+        first = jacobian(lambda *a: scalar(*a).squeeze(), args, create_graph=True)
+        _strict_requires_grad(first, "jacobian", strict)
+        return first
+
+    result = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
+                      vectorize=vectorize)
+    return _unpack(result, inputs_tuple, inputs_tuple)
+
+
+def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(inputs), v^T H): the vector-Hessian product of the scalar ``func``."""
+    with enable_grad():
+        inputs_tuple, inputs = _tensors(inputs, "inputs", "vhp")
+        inputs = _prepare(inputs, create_graph, need_graph=True)
+        v = _vector(v, inputs, inputs_tuple, create_graph, "vhp", _V_NONE_INPUT)
+        out = _single_output(func, "vhp", strict)(*inputs)
+        first = _grad((out,), inputs, create_graph=True)
+        _strict_requires_grad(first, "jacobian", strict)
+        grads = _grad(first, inputs, v, create_graph=create_graph)
+        result = _zeros_for_none(grads, inputs, strict, create_graph, "double_back")
+    return _finish(out, create_graph), _unpack(_finish(result, create_graph), inputs_tuple)
+
+
+def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """(func(inputs), H v): the Hessian-vector product of the scalar ``func``, by the
+    double-backward trick (equal to ``vhp`` for a twice continuously differentiable func)."""
+    with enable_grad():
+        inputs_tuple, inputs = _tensors(inputs, "inputs", "hvp")
+        inputs = _prepare(inputs, create_graph, need_graph=True)
+        v = _vector(v, inputs, inputs_tuple, create_graph, "hvp", _V_NONE_INPUT)
+        out = _single_output(func, "hvp", strict)(*inputs)
+        first = _grad((out,), inputs, create_graph=True)
+        _strict_requires_grad(first, "jacobian", strict)
+        u = tuple(ops.zeros_like(x, requires_grad=True) for x in inputs)
+        h_u = _grad(first, inputs, u, create_graph=True)  # H^T u, linear in u
+        _strict_requires_grad(h_u, "hessian", strict)
+        grads = _grad(h_u, u, v, create_graph=create_graph)
+        result = _zeros_for_none(grads, inputs, strict, create_graph, "double_back_trick")
+    return _finish(out, create_graph), _unpack(_finish(result, create_graph), inputs_tuple)
+
+
+__all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
+
+# ops is still being imported when this module is: its functions are read when called.
+from .. import ops  # noqa: E402
+from .._tensor import Tensor  # noqa: E402
+from . import grad  # noqa: E402
+from .grad_mode import enable_grad  # noqa: E402

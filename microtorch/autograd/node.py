@@ -1,0 +1,290 @@
+"""``Node``: a differentiable operation of microtorch and, once applied, its node in the
+backward graph; plus the helpers its backward formulas use (``lift``, ``finish``, ``namespace``).
+
+This is the internal contract, built for speed; user code subclasses the public
+``autograd.Function`` (PyTorch's contract, ``function.py``), whose nodes are Nodes too.
+An op subclasses Node (through ``Function``, see its module) with two static methods:
+
+- ``forward(ctx, *args, **kwargs)`` gets the op's arguments (tensors stay tensors) and returns
+  the result *array*; it saves what backward needs with ``ctx.save_for_backward``.
+- ``backward(ctx, grad)`` gets the gradient of the output and returns one gradient (or None)
+  per positional argument. It is written with Tensor ops, so under ``create_graph=True`` the
+  backward pass itself is recorded and can be differentiated again; a node with
+  ``lifted = True`` writes it once for arrays and tensors alike (see ``lift``) and then gets
+  and returns raw arrays in a plain backward.
+
+``Node.apply`` runs forward and, when grad mode is on and an input requires grad, turns the
+ctx into the output's ``grad_fn``: its ``_next`` holds one edge per positional argument up to
+the last tensor (the input's grad_fn, the leaf tensor itself, or None). Backward may return
+extra trailing Nones for non-tensor arguments.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import traceback
+
+import numpy as np
+
+from .grad_mode import anomaly, recording
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
+          "after they have already been freed). Saved intermediate values of the graph are freed "
+          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+          "backward through the graph a second time or if you need to access saved tensors after "
+          "calling backward.")
+
+
+_next_sequence_number = itertools.count().__next__
+
+
+class Node:
+    """Base class of differentiable operations; an applied instance is a graph node."""
+
+    _next: tuple = ()
+    _saved: tuple | None = ()
+    _pre_hooks: dict | None = None
+    _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
+    _stack: list | None = None  # forward traceback, kept in anomaly mode
+    lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
+    torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
+    _out_data = None
+    _out_vbox = None  # the output's version counter: in-place changes to it are detected
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """Compute the result array."""
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):
+        """Gradients (Tensors or None) for each positional argument of forward."""
+        raise NotImplementedError
+
+    # -- saving values for backward -------------------------------------------------------
+    def save_for_backward(self, *values) -> None:
+        """Keep tensors (or arrays) for backward; freed after it unless retain_graph."""
+        self._saved = values
+        # The version of each saved tensor now, to detect later in-place changes.
+        versions = []
+        for v in values:
+            versions.append(v._vbox[0] if isinstance(v, Tensor) else None)
+        self._versions = versions
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved values; raises if freed or modified in place since they were saved."""
+        if self._saved is None:
+            raise RuntimeError(_FREED)
+        for value, version in zip(self._saved, self._versions):
+            if version is not None and value._vbox[0] != version:
+                raise modified_error(value, version)
+        return self._saved
+
+    def save_output(self) -> None:
+        """Ask apply to keep the output array (for ops whose derivative uses their result)."""
+        self._out_data = True
+
+    @property
+    def saved_output(self):
+        """The op's output as a Tensor whose grad_fn is this node."""
+        if self._out_data is None:
+            raise RuntimeError(_FREED)
+        if self._out_vbox[0] != 0:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: the output of {self.name()} is at version "
+                f"{self._out_vbox[0]}; expected version 0 instead.")
+        return Tensor._make(self._out_data, True, self)
+
+    # -- graph introspection ---------------------------------------------------------------
+    def name(self) -> str:
+        """The node's name as PyTorch prints it, e.g. ``MulBackward0``: ``torch_name`` where
+        the op is one that PyTorch names otherwise (set on the class, or on the node when it
+        depends on the arguments), else the class name."""
+        return self.torch_name or f"{type(self).__name__}Backward0"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    @property
+    def next_functions(self) -> tuple:
+        """((node, 0), ...) for each positional input, as in PyTorch."""
+        return tuple((_edge_node(e), 0) for e in self._next)
+
+    def register_prehook(self, hook):
+        """Run ``hook(grad)`` on this node's incoming gradient; it may return a replacement."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return RemovableHandle(self._pre_hooks, hook)
+
+    # -- applying --------------------------------------------------------------------------
+    @classmethod
+    def _make_node(cls, edges: tuple) -> Node:
+        """A node put into the graph directly, with no forward (``autograd.views``' nodes)."""
+        node = object.__new__(cls)
+        node._next = edges
+        node._seq = _next_sequence_number()
+        if anomaly.enabled:
+            node._stack = traceback.format_stack()[:-2]
+        return node
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run forward on ``args`` and record the node when a gradient is needed."""
+        ctx = object.__new__(cls)
+        first = None
+        needs_grad = False
+        # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
+        # the same pass as the device check (a loop is cheaper here than a comprehension).
+        edges = []
+        n_edges = 0  # up to the last tensor argument
+        for a in args:
+            if isinstance(a, Tensor):
+                if first is None:
+                    first = a
+                elif type(a._data) is not type(first._data) or (
+                        type(a._data) is not np.ndarray and a._data.device != first._data.device):
+                    raise RuntimeError(
+                        "Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {first.device} and {a.device}! (in {cls.__name__})")
+                node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
+                if node is not None:
+                    needs_grad = True
+                    edges.append(node)
+                elif a.requires_grad:
+                    needs_grad = True
+                    edges.append(a)
+                else:
+                    edges.append(None)
+                n_edges = len(edges)
+            else:
+                edges.append(None)
+        try:
+            if first is not None and type(first._data) is not np.ndarray:
+                with first._backend.context():
+                    out = cls.forward(ctx, *args, **kwargs)
+            elif kwargs:
+                out = cls.forward(ctx, *args, **kwargs)
+            else:
+                out = cls.forward(ctx, *args)
+        except ValueError as exc:  # NumPy's words for shapes that do not broadcast
+            if "broadcast" not in str(exc):
+                raise
+            raise RuntimeError(broadcast_message(args)) from None
+        if not (needs_grad and recording()):
+            return Tensor._make(out, False, None)
+        ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
+        ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
+        if anomaly.enabled:
+            ctx._stack = traceback.format_stack()[:-2]
+        result = Tensor._make(out, True, ctx)
+        if ctx._out_data is not None:
+            ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
+            ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
+        return result
+
+
+def modified_error(value: Tensor, expected: int, node: Node | None = None) -> RuntimeError:
+    """PyTorch's error for a tensor saved for backward and modified in place since; ``node``:
+    the node the tensor is an output of, where it was saved as one (else its ``grad_fn``)."""
+    node = node or value.grad_fn
+    made_by = ("" if node is None else
+               f", which is output {getattr(node, 'output_nr', 0)} of "
+               f"{re.sub(r'Backward[0-9]*$', '', node.name())}")
+    return RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{value.type()} {list(value.shape)}]{made_by}, is at version "
+        f"{value._vbox[0]}; expected version {expected} instead. Hint: enable anomaly detection "
+        f"to find the operation that failed to compute its gradient, with "
+        f"microtorch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def named(out: Tensor, torch_name: str) -> Tensor:
+    """``out`` with its node named ``torch_name`` (when it has one): for a composite function,
+    several microtorch nodes standing for one PyTorch op, so its result prints as PyTorch's.
+    ``out`` must be a fresh result of the function, never one of its inputs."""
+    node = out.grad_fn
+    if node is not None:
+        node.torch_name = torch_name
+    return out
+
+
+def broadcast_message(operands) -> str:
+    """PyTorch's error for tensor shapes that do not broadcast (checked from the last dim)."""
+    shapes = [x._data.shape for x in operands if isinstance(x, Tensor)]
+    ndim = max(len(s) for s in shapes)
+    padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+    for i in range(ndim - 1, -1, -1):
+        sizes = [s[i] for s in padded if s[i] != 1]
+        if len(set(sizes)) > 1:
+            return (f"The size of tensor a ({sizes[0]}) must match the size of tensor b "
+                    f"({sizes[1]}) at non-singleton dimension {i}")
+    return "shapes cannot be broadcast together"
+
+
+def lift(*values) -> tuple:
+    """The values a backward formula computes with: arrays in a plain backward (fast), the
+    tensors themselves under ``create_graph`` (so the formula is recorded and differentiable).
+
+    Formulas written with operators and ``namespace(x)`` functions run unchanged on both.
+    """
+    if recording():
+        return values
+    out = []
+    for v in values:  # (a loop: cheaper than a comprehension's frame on Python 3.11)
+        out.append(v._data if isinstance(v, Tensor) else v)
+    return out
+
+
+def finish(*grads) -> tuple:
+    """The gradients of a lifted formula, ready for the engine.
+
+    Under ``create_graph`` they are Tensors already. In a plain backward they stay raw arrays
+    (the engine wraps one only where a Tensor is needed: leaves, hooks, non-lifted nodes),
+    counted in the memory statistics like any tensor buffer. (Decided per value rather than by
+    reading grad mode: the loop leaves Tensors as they are, and this runs once per node.)
+    """
+    out = []
+    for g in grads:
+        if isinstance(g, np.generic):  # NumPy turns 0-d results into scalars
+            g = np.asarray(g)
+        if tracking.on and g is not None and not isinstance(g, Tensor):
+            backend_of(g).memory.register(g)
+        out.append(g)
+    return tuple(out)
+
+
+def namespace(x):
+    """Functions (exp, where, sign, ...) for ``x``: the array module, or microtorch's ops."""
+    if isinstance(x, Tensor):
+        from .. import ops
+
+        return ops
+    return np if isinstance(x, np.generic) else xp_of(x)
+
+
+def _edge_node(edge):
+    if edge is None or isinstance(edge, Node):
+        return edge
+    return AccumulateGrad(edge)
+
+
+class AccumulateGrad:
+    """The view of a leaf's gradient sink in ``next_functions`` (PyTorch's AccumulateGrad)."""
+
+    def __init__(self, variable) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+from .._hooks import RemovableHandle  # noqa: E402
+from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
+from ..backend import backend_of, xp_of  # noqa: E402
+from ..backend.base import tracking  # noqa: E402
