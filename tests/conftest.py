@@ -10,9 +10,16 @@ import importlib.util
 import os
 import re
 
-import pytest
+# One BLAS/OpenMP thread per test process, set before NumPy and PyTorch load their thread pools.
+# The tests' tensors are tiny: extra threads only spin, and with several pytest-xdist workers (or
+# a busy machine) the spinning threads fight over the cores, several times the CPU time for
+# the same results. A value already in the environment wins.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-import microtorch
+import pytest  # noqa: E402
+
+import microtorch  # noqa: E402
 
 CUDA_SKIP_REASON = "CUDA not available (needs CuPy and a GPU)"
 _MENTIONS_TORCH = re.compile(r"(?<![a-z])torch\b", re.IGNORECASE)  # "torch" but not "microtorch"

@@ -81,7 +81,11 @@ def test_short_run_writes_all_metrics(tmp_path: Path) -> None:
     ("--optimizer", "adam", "--grad-storage", "foreach", "--model", "cnn"),
 ])
 def test_resume_continues_exactly(tmp_path: Path, extra: tuple[str, ...]) -> None:
-    common = ("--batch-size", "64", "--seed", "3", *extra)
+    # A small IDX set keeps this cheap: 100 8x8 images in batches of 16 are 7 batches an epoch
+    # (the last one partial), so --accum-steps 3 still ends each epoch on a partial window.
+    data = _mnist_dir(tmp_path / "data", n_train=100, size=8)
+    common = ("--data", "mnist", "--data-dir", str(data), "--batch-size", "16", "--seed", "3",
+              *extra)
     straight = train_metrics(tmp_path, "straight", "--epochs", "2", *common)
     ckpt = tmp_path / "ckpt.mt"
     first = train_metrics(tmp_path, "first", "--epochs", "1", "--save", str(ckpt), *common)
@@ -120,13 +124,14 @@ def _write_idx(path: Path, data: np.ndarray, gz: bool) -> None:
     path.write_bytes(gzip.compress(raw) if gz else raw)
 
 
-def _mnist_dir(root: Path, n_train: int = 96, n_test: int = 32) -> Path:
+def _mnist_dir(root: Path, n_train: int = 96, n_test: int = 32, size: int = 28) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     for prefix, n, gz in (("train", n_train, True), ("t10k", n_test, False)):
         labels = rng.integers(0, 10, n)
         # Learnable toy images: a bright column at the label's position.
-        images = rng.integers(0, 40, (n, 28, 28))
-        images[np.arange(n), :, labels * 2 + 4] = 255
+        images = rng.integers(0, 40, (n, size, size))
+        images[np.arange(n), :, (labels * 2 + 4) * size // 28] = 255
         suffix = ".gz" if gz else ""
         _write_idx(root / f"{prefix}-images-idx3-ubyte{suffix}", images, gz)
         _write_idx(root / f"{prefix}-labels-idx1-ubyte{suffix}", labels, gz)
@@ -187,7 +192,8 @@ def test_bad_checkpoint_is_one_line(tmp_path: Path) -> None:
 
 def test_resume_refuses_another_model(tmp_path: Path) -> None:
     ckpt = tmp_path / "mlp.mt"
-    assert main(["train", "--epochs", "1", "--batch-size", "128", "--save", str(ckpt)]) == 0
-    proc = run_cli("train", "--epochs", "2", "--model", "cnn", "--resume", str(ckpt))
+    data = ("--data", "mnist", "--data-dir", str(_mnist_dir(tmp_path / "data", size=8)))
+    assert main(["train", *data, "--epochs", "1", "--batch-size", "32", "--save", str(ckpt)]) == 0
+    proc = run_cli("train", *data, "--epochs", "2", "--model", "cnn", "--resume", str(ckpt))
     assert_one_line_error(proc)
     assert "--model" in proc.stderr

@@ -9,7 +9,7 @@ from _gradcheck import finite_difference_check
 
 import microtorch as mt
 import microtorch.nn.functional as F
-from microtorch.ops import nn_ops
+from microtorch.ops import conv as conv_ops
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -156,7 +156,7 @@ def test_conv2d_errors(device):
 def test_conv2d_column_blocks(device, monkeypatch, dtype, columns, kwargs, wshape, bias):
     """The im2col columns in blocks of one image, of several (2 or 3 of 6 here) or of the whole
     batch, as ``_GEMM_COLUMNS`` picks them, with groups, strides, dilation and padding."""
-    monkeypatch.setattr(nn_ops, "_GEMM_COLUMNS", columns)
+    monkeypatch.setattr(conv_ops, "_GEMM_COLUMNS", columns)
     arrays = [randn(6, 6, 9, 7), randn(*wshape), randn(wshape[0]) if bias else None]
     compare(lambda x, w, b: F.conv2d(x, w, b, **kwargs),
             lambda x, w, b: TF.conv2d(x, w, b, **kwargs), arrays, dtype, device)

@@ -12,7 +12,7 @@ from _torch_compare import copy_weights, float64_pair
 import microtorch as mt
 import microtorch.nn as nn
 from microtorch.nn.utils import rnn as R
-from microtorch.ops import rnn_ops
+from microtorch.ops import rnn as rnn_ops
 
 torch = pytest.importorskip("torch")
 TR = torch.nn.utils.rnn

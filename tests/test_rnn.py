@@ -11,7 +11,7 @@ from _torch_compare import assert_init_equal, copy_weights, float64_pair
 
 import microtorch as mt
 import microtorch.nn as nn
-from microtorch.ops import rnn_ops
+from microtorch.ops import rnn as rnn_ops
 
 torch = pytest.importorskip("torch")
 

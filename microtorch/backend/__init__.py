@@ -44,10 +44,24 @@ def canonical_device(spec) -> device:
         return CPU
     dev = spec if isinstance(spec, device) else device(spec)
     if dev.type == "cuda" and dev.index is None:
-        from .. import cuda
-
-        dev = device("cuda", cuda.current_device())
+        dev = device("cuda", current_cuda_index())
     return dev
+
+
+# The GPU that "cuda" without an index means. It lives here, not in microtorch.cuda (which sets
+# it through set_current_cuda_index), so the backend never imports the layers above it.
+_current_cuda = 0
+
+
+def current_cuda_index() -> int:
+    """Index of the GPU used for ``"cuda"`` without an index."""
+    return _current_cuda
+
+
+def set_current_cuda_index(index: int) -> None:
+    """Select the GPU used for ``"cuda"`` without an index (checked by ``cuda.set_device``)."""
+    global _current_cuda
+    _current_cuda = index
 
 
 _backends: dict[device, Backend] = {}

@@ -19,6 +19,11 @@ STORAGES = ("default", "foreach", "flat")
 SET_TO_NONE = (True, False)
 
 
+def setting_name(row: dict[str, Any]) -> str:
+    """``set_to_none=True, flat`` style name of a setting."""
+    return f"set_to_none={row['set_to_none']}, {row['storage']}"
+
+
 # ---------------------------------------------------------------------------- statistics
 
 def summarize(seconds: Iterable[float]) -> dict[str, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .measure import setting_name
 from .report import _bytes, _machine_md, _table, format_us
 
 __all__ = ["recommend", "render_model_markdown", "setting_name"]
@@ -17,11 +18,6 @@ __all__ = ["recommend", "render_model_markdown", "setting_name"]
 BASELINE = (True, "default")
 # Two settings whose step times differ by less than this are as fast as each other.
 SAME_SPEED = 0.03
-
-
-def setting_name(row: dict[str, Any]) -> str:
-    """``set_to_none=True, flat`` style name of a setting."""
-    return f"set_to_none={row['set_to_none']}, {row['storage']}"
 
 
 def _key(row: dict[str, Any]) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .measure import SET_TO_NONE, STORAGES
+from .measure import SET_TO_NONE, STORAGES, setting_name
 
 __all__ = ["render_plots", "plot_model_study"]
 
@@ -206,8 +206,6 @@ def _bars(ax: Any, rows: list[dict], value: Any, ylabel: str) -> None:
 
 
 def _plot_model_time(results: dict, path: Path) -> None:
-    from .model_report import setting_name
-
     ks = results["accum_steps"]
     # (phase, axis label, microseconds per axis unit)
     phases = (("backward", "backward per micro-batch (ms)", 1e3),
@@ -229,8 +227,6 @@ def _plot_model_time(results: dict, path: Path) -> None:
 
 
 def _plot_model_memory(results: dict, path: Path) -> None:
-    from .model_report import setting_name
-
     k = min(results["accum_steps"])
     rows = [r for r in results["memory"] if r["accum_steps"] == k]
     leanest = min(rows, key=lambda r: (r["allocated_between_steps"], r["peak_of_step"]))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from ..backend import cuda_available, cuda_device_count, get_backend
+from ..backend import (
+    cuda_available,
+    cuda_device_count,
+    current_cuda_index,
+    get_backend,
+    set_current_cuda_index,
+)
 from ..backend.device import device
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
            "manual_seed", "manual_seed_all", "memory_allocated", "max_memory_allocated",
            "reset_peak_memory_stats", "memory_reserved", "empty_cache"]
-
-_current = 0
-
 
 def is_available() -> bool:
     """True when CuPy is installed and a GPU is visible."""
@@ -24,16 +27,15 @@ def device_count() -> int:
 
 def current_device() -> int:
     """Index of the GPU used for ``"cuda"`` without an index."""
-    return _current
+    return current_cuda_index()
 
 
 def set_device(index) -> None:
     """Select the GPU used for ``"cuda"`` without an index."""
-    global _current
     index = index.index if isinstance(index, device) else int(index)
     if not 0 <= index < max(device_count(), 1):
         raise RuntimeError(f"invalid CUDA device {index}: {device_count()} device(s) present")
-    _current = index
+    set_current_cuda_index(index)
 
 
 def _stats(dev):
@@ -45,7 +47,7 @@ def _stats(dev):
 
 def _backend(dev):
     if dev is None:
-        dev = _current
+        dev = current_cuda_index()
     if isinstance(dev, int):
         dev = device("cuda", dev)
     return get_backend(dev)

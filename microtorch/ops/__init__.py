@@ -22,7 +22,6 @@ from . import (
     indexed,
     linalg,
     matrix,
-    nn_ops,
     reduce,
     shape,
     sorting,
@@ -30,6 +29,7 @@ from . import (
 )
 from ._autocast import autocast_op
 from ._util import Tensor, is_scalar, promote_operands, xp_of
+from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
@@ -86,7 +86,6 @@ from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
-from .nn_ops import erf, log_softmax, softmax
 from .reduce import (
     all,
     amax,
@@ -140,6 +139,7 @@ from .shape import (
 )
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
+from .special import erf
 
 
 def add(input, other, *, alpha=1) -> Tensor:

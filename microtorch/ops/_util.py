@@ -126,3 +126,27 @@ def reduce_grad(grad, shape: tuple, dtype):
     if grad._data.dtype != dtype:
         grad = grad.to(_dtype.from_numpy_dtype(dtype))
     return grad
+
+
+def _needs(ctx, i: int) -> bool:
+    """True when positional input ``i`` of the node wants a gradient."""
+    return i < len(ctx._next) and ctx._next[i] is not None
+
+
+def _wrap(arr) -> Tensor:
+    return Tensor._make(arr, False, None)
+
+
+def _float_array(x: Tensor):
+    arr = x._data
+    if arr.dtype.kind != "f":
+        from .. import _dtype
+
+        arr = arr.astype(_dtype.get_default_dtype().np)
+    return arr
+
+
+def const(like: Tensor, arr) -> Tensor:
+    """A constant tensor on ``like``'s device with its dtype."""
+    return Tensor._make(like._backend.asarray(np.asarray(arr, dtype=like._data.dtype)), False,
+                        None)

@@ -431,3 +431,20 @@ def floor_divide(a, b) -> Tensor:
 def remainder(a, b) -> Tensor:
     """Python-style modulus (the sign of the divisor); gradient 1 with respect to ``a``."""
     return a - floor_divide(a, b) * b
+
+
+class ClampMinValueOnly(Function):
+    """max(x, lo) in value, identity in gradient: PyTorch's ``clamp_min_`` under no_grad on a
+    tensor that stays in the graph (cosine_similarity's norms)."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, x, lo):
+        arr = x._data
+        return xp_of(arr).maximum(arr, lo)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (g,) = lift(grad)
+        return finish(g, None)

@@ -15,10 +15,18 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..autograd.function import Function, named
-from ._util import Tensor, is_scalar, promote_operands, reduce_grad, wrap_dim, xp_of
+from ..autograd.function import Function, finish, lift, named, namespace
+from ._util import (
+    Tensor,
+    _float_array,
+    _needs,
+    is_scalar,
+    promote_operands,
+    reduce_grad,
+    wrap_dim,
+    xp_of,
+)
 from .elementwise import _meta
-from .nn_ops import _float_array
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
            "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp"]
@@ -336,3 +344,61 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     if input._data.dtype.kind != "f":
         raise RuntimeError("logcumsumexp(): expected a floating point tensor")
     return Logcumsumexp.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1)))
+
+
+# -- erf (for the exact GELU) -------------------------------------------------------------------
+def _erf_array(arr):
+    xp = xp_of(arr)
+    if xp is not np:
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special.erf(arr)
+    try:
+        from scipy.special import erf as scipy_erf
+    except ImportError:  # scipy is optional: fall back to libm's erf one element at a time
+        return np.frompyfunc(math.erf, 1, 1)(arr).astype(arr.dtype)
+    return scipy_erf(arr).astype(arr.dtype, copy=False)
+
+
+class Erf(Function):
+    """The error function; derivative 2/sqrt(pi) exp(-x^2)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _erf_array(_float_array(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x * x).neg().exp() * (2.0 / math.sqrt(math.pi))
+
+
+def erf(input: Tensor) -> Tensor:
+    """Elementwise error function."""
+    return Erf.apply(input)
+
+
+class Xlogy(Function):
+    """x * log(y), and 0 where x == 0 (PyTorch's ``xlogy``, with its derivatives:
+    d/dx = xlogy(x != 0, y), d/dy = x / y, which is NaN at x = y = 0 as in PyTorch)."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, y)
+        a, b = x._data, y._data
+        xp = xp_of(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = xp.where(a == 0, 0.0, a * xp.log(b))
+        return xp.where(xp.isnan(b), b, out).astype(a.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, x, y = lift(grad, *ctx.saved_tensors)
+        F = namespace(g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gx = F.where(x != 0, g * F.log(y), 0.0) if _needs(ctx, 0) else None
+            gy = g * x / y if _needs(ctx, 1) else None
+        return finish(gx, gy)

@@ -1,30 +1,46 @@
-"""The layer classes of ``microtorch.nn``."""
+"""The layer classes of ``microtorch.nn``, one module per category as in PyTorch's
+``torch/nn/modules``: activation, container, conv, distance, dropout, flatten, linear, loss,
+normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling."""
 
-from . import activation_extra, layers_1d, loss_extra, normalization_extra, resampling, transformer
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
-from .activation_extra import *  # noqa: F403
-from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose2d
-from .dropout import Dropout
-from .flatten import Flatten, Unflatten
-from .layers_1d import AvgPool1d, MaxPool1d
-from .linear import Identity, Linear
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
-from .loss_extra import *  # noqa: F403
+from . import (
+    activation,
+    container,
+    conv,
+    distance,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    normalization,
+    padding,
+    pixelshuffle,
+    pooling,
+    rnn,
+    sparse,
+    transformer,
+    upsampling,
+)
+from .activation import *  # noqa: F403
+from .container import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .distance import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .flatten import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
-from .normalization_extra import *  # noqa: F403
-from .pooling import AvgPool2d, MaxPool2d
-from .resampling import *  # noqa: F403
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .sparse import Embedding
+from .normalization import *  # noqa: F403
+from .padding import *  # noqa: F403
+from .pixelshuffle import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
+from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
+from .upsampling import *  # noqa: F403
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "Conv1d",
-           "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "Flatten", "Unflatten", "Dropout",
-           "Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "ReLU", "LeakyReLU", "GELU",
-           "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "L1Loss",
-           "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "RNNBase", "RNN", "LSTM",
-           "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-__all__ += [*activation_extra.__all__, *loss_extra.__all__, *normalization_extra.__all__,
-            *resampling.__all__, *transformer.__all__, *layers_1d.__all__]
+__all__ = ["Module"] + [
+    name
+    for category in (activation, container, conv, distance, dropout, flatten, linear, loss,
+                     normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer,
+                     upsampling)
+    for name in category.__all__]

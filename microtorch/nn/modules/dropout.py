@@ -1,4 +1,4 @@
-"""``Dropout``."""
+"""``Dropout`` and the channel-wise ``Dropout1d/2d/3d``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
 
 
 class Dropout(Module):
@@ -25,3 +25,27 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """Zero whole channels of (N, C, L) / (C, L) input with probability ``p`` in training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply channel dropout when training."""
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zero whole channels of (N, C, H, W) input with probability ``p`` in training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply channel dropout when training."""
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    """Zero whole channels of (N, C, D, H, W) input with probability ``p`` in training."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply channel dropout when training."""
+        return F.dropout3d(input, self.p, self.training, self.inplace)

@@ -2,7 +2,7 @@
 
 Parameters, their names, order, shapes and initialisation are PyTorch's, so state dicts load
 across and ``manual_seed`` gives the same weights. Each layer and direction runs as one input
-projection over the whole sequence plus one fused recurrence node (``ops.rnn_ops``).
+projection over the whole sequence plus one fused recurrence node (``ops.rnn``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import warnings
 
 from ..._tensor import Tensor
 from ...autograd.function import named
-from ...ops import rnn_ops
+from ...ops import rnn as rnn_ops
 from ...ops.creation import empty, tensor, zeros
 from ...ops.shape import cat, stack
 from .. import functional as F

@@ -21,7 +21,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...ops.creation import empty, tensor
 from .. import functional as F
 from .. import init
-from .._functional_attention import _canonical_mask, _causal_array, _none_or_dtype
+from ..functional.attention import _canonical_mask, _causal_array, _none_or_dtype
 from ..parameter import Parameter
 from .activation import GELU, ReLU
 from .container import ModuleList

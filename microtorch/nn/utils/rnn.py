@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._dtype import float16, float32, float64
 from ..._tensor import Tensor
 from ...ops.creation import full
 from ...ops.creation import tensor as _tensor
@@ -60,15 +61,12 @@ class PackedSequence(_PackedSequenceBase):
         return self.to("cpu")
 
     def double(self) -> PackedSequence:
-        from ... import float64
         return self.to(dtype=float64)
 
     def float(self) -> PackedSequence:
-        from ... import float32
         return self.to(dtype=float32)
 
     def half(self) -> PackedSequence:
-        from ... import float16
         return self.to(dtype=float16)
 
     @property

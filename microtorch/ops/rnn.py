@@ -22,10 +22,10 @@ from ..autograd.function import Function, finish
 from ..autograd.grad_mode import state
 from ._util import Tensor, xp_of
 from .elementwise import Relu, Sigmoid, Tanh
-from .nn_ops import Linear
+from .linear import Linear
 from .shape import cat, stack
 
-__all__ = ["GATES", "Recurrence", "recurrence", "lstm_cell", "gru_cell", "rnn_cell"]
+__all__ = []
 
 # Gate blocks per hidden unit in each mode's weight matrices.
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}

@@ -13,10 +13,13 @@ import warnings
 
 import numpy as np
 
-from .._tensor import Tensor
-from ..ops.creation import zeros, zeros_like
-from ..ops.nn_ops import softmax
-from ..ops.shape import cat
+from ..._tensor import Tensor
+from ...ops.activation import softmax
+from ...ops.creation import zeros, zeros_like
+from ...ops.shape import cat
+from .dropout import dropout
+from .linear import linear
+from .vision import pad
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -89,7 +92,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         dead = (scores == _NEG_INF).all(-1, keepdim=True)
         weights = softmax(scores.masked_fill(dead, 0.0), dim=-1).masked_fill(dead, 0.0)
     if dropout_p > 0.0:
-        from .functional import dropout
         weights = dropout(weights, dropout_p, training=True)
     return weights @ value
 
@@ -155,12 +157,10 @@ def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) 
 def _pad_key(*masks):
     """The masks (None stays None) with a column for one more key (``bias_k`` or the zero
     key of ``add_zero_attn``)."""
-    from .functional import pad
     return tuple(None if m is None else pad(m, (0, 1)) for m in masks)
 
 
 def _in_projection(query, key, value, w, b, w_q=None, w_k=None, w_v=None):
-    from .functional import linear
     if w_q is None:
         if key is value and query is key:  # self-attention: one projection
             return linear(query, w, b).chunk(3, -1)
@@ -190,8 +190,6 @@ def multi_head_attention_forward(
     PyTorch); otherwise through ``scaled_dot_product_attention`` (zeros there, as PyTorch).
     Returns ``(attn_output, attn_weights or None)``.
     """
-    from .functional import linear
-
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -294,7 +292,6 @@ def multi_head_attention_forward(
             scores = attn_mask + scores
         weights = softmax(scores, dim=-1)
         if dropout_p > 0.0:
-            from .functional import dropout
             weights = dropout(weights, p=dropout_p)
         out = (weights @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)

@@ -1,0 +1,36 @@
+"""``microtorch.nn.functional``: stateless layers, activations and losses (``import ... as F``).
+
+One module per category, as PyTorch groups them: ``activation``, ``loss``, ``conv``,
+``pooling``, ``normalization``, ``dropout``, ``sparse`` (embedding, one_hot), ``attention``,
+``vision`` (pad, interpolate, pixel shuffle), ``distance`` and ``linear``. The graph nodes the
+hot ones use live in ``microtorch.ops`` under the same category names (``ops.conv``,
+``ops.pooling``, ...); this package holds the PyTorch-signature entry points.
+"""
+
+# Aliased: ``dropout`` and ``linear`` are also the names of functions exported below.
+from . import activation as _activation
+from . import attention as _attention
+from . import conv as _conv
+from . import distance as _distance
+from . import dropout as _dropout
+from . import linear as _linear
+from . import loss as _loss
+from . import normalization as _normalization
+from . import pooling as _pooling
+from . import sparse as _sparse
+from . import vision as _vision
+from .activation import *  # noqa: F403
+from .attention import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .distance import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .sparse import *  # noqa: F403
+from .vision import *  # noqa: F403
+
+__all__ = [name for module in (_activation, _attention, _conv, _distance, _dropout,
+                               _linear, _loss, _normalization, _pooling, _sparse, _vision)
+           for name in module.__all__]

@@ -1,0 +1,267 @@
+"""Activations: ``relu``, ``gelu``, ``elu``, ``hardtanh``, ``softmin``, ``glu``, ... and their
+in-place ``_`` variants. Ops with kinks or overflow-prone formulas are single lifted nodes
+that follow PyTorch's gradient conventions at the kinks.
+
+Each follows PyTorch's signature, defaults, error types and messages; graph nodes come from
+``microtorch.ops.activation``, the rest are compositions of differentiable Tensor ops, so autograd
+(including ``create_graph``) handles them without extra code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...autograd.function import named
+from ...ops import _inplace, where
+from ...ops import activation as A
+from ...ops._util import Tensor, wrap_dim
+from ...ops.activation import log_softmax, softmax
+from ...ops.elementwise import Relu, Sigmoid, Tanh
+from ...ops.special import erf
+
+__all__ = ["softmax", "log_softmax", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
+           "tanh", "softmin", "glu", "elu", "elu_", "selu", "selu_", "celu", "celu_", "softplus",
+           "hardtanh", "hardtanh_", "relu6", "hardsigmoid", "hardswish", "mish", "prelu",
+           "softsign", "tanhshrink", "logsigmoid", "threshold", "threshold_"]
+
+
+# -- activations ---------------------------------------------------------------------------------
+def _inplace_result(input: Tensor, out: Tensor, torch_name: str) -> Tensor:
+    """``out`` written into ``input``, named as PyTorch's in-place op (a view written in place
+    reads AsStrided, as in PyTorch)."""
+    input.copy_(out)
+    return input if input._base is not None else named(input, torch_name)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0)."""
+    return input.relu_() if inplace else Relu.apply(input)
+
+
+def relu_(input: Tensor) -> Tensor:
+    """max(x, 0) in place."""
+    return input.relu_()
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope * x."""
+    out = where(input > 0, input, input * negative_slope)
+    return _inplace_result(input, out, "LeakyReluBackward1") if inplace else \
+        named(out, "LeakyReluBackward0")
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x) (exact, via erf) or its tanh approximation (``approximate='tanh'``)."""
+    if approximate == "none":
+        return named(input * 0.5 * (1.0 + erf(input * (1.0 / math.sqrt(2.0)))),
+                     "GeluBackward0")
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return named(input * 0.5 * (1.0 + inner.tanh()), "GeluBackward0")
+    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x)."""
+    out = input * Sigmoid.apply(input)
+    return _inplace_result(input, out, "SiluBackward0") if inplace else \
+        named(out, "SiluBackward0")
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """1 / (1 + exp(-x))."""
+    return Sigmoid.apply(input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return Tanh.apply(input)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    """softmax(-input) along ``dim``."""
+    if dim is None:  # PyTorch's legacy implicit dim: 0 for 0-, 1- and 3-d inputs, else 1
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return softmax(-input, dim, dtype)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: a * sigmoid(b), with a, b the two halves of ``input`` along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = input.narrow(d, 0, n // 2), input.narrow(d, n // 2, n // 2)
+    return named(a * b.sigmoid(), "GluBackward0")
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _maybe_inplace(op, input: Tensor, inplace: bool, *args, names=(None, None)) -> Tensor:
+    """``op(input, *args)``, or written into ``input`` (recorded like any in-place op);
+    ``names``: PyTorch's node names of the two forms, where they are not op's."""
+    if inplace:
+        out, name = _inplace(op)(input, *args), names[1]
+        if out._base is not None:  # (a view written in place reads AsStrided, as in PyTorch)
+            return out
+    else:
+        out, name = op(input, *args), names[0]
+    return out if name is None else named(out, name)
+
+
+# -- ELU family, hard, smooth and thresholded activations -----------------------------------------
+def _elu(x: Tensor, alpha: float, scale: float, input_scale: float,
+         grad_input_scale: float | None = None) -> Tensor:
+    gs = input_scale if grad_input_scale is None else grad_input_scale
+    return A.Elu.apply(x, alpha, scale, input_scale, gs)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha * (exp(x) - 1); the gradient at 0 is alpha (PyTorch's)."""
+    return _maybe_inplace(_elu, input, inplace, float(alpha), 1.0, 1.0,
+                          names=(None, "EluBackward1"))
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place :func:`elu`."""
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalising constants of Klambauer et al."""
+    return _maybe_inplace(_elu, input, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0,
+                          names=(None, "EluBackward1"))
+
+
+def selu_(input: Tensor) -> Tensor:
+    """In-place :func:`selu`."""
+    return selu(input, inplace=True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    # PyTorch's CELU backward uses 1 / float32(alpha) as the input scale.
+    return _maybe_inplace(_elu, input, inplace, float(alpha), 1.0, 1.0 / alpha,
+                          1.0 / float(np.float32(alpha)),
+                          names=("CeluBackward0", "CeluBackward1"))
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place :func:`celu`."""
+    return celu(input, alpha, inplace=True)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta; the identity where beta x > threshold (as PyTorch)."""
+    return A.Softplus.apply(input, float(beta), float(threshold))
+
+
+def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
+    return A.Hardtanh.apply(x, lo, hi)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """clamp(x, min_val, max_val); zero gradient at and beyond the bounds (PyTorch's)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _maybe_inplace(_hardtanh, input, inplace, float(min_val), float(max_val))
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place :func:`hardtanh`."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) = hardtanh(x, 0, 6) (zero gradient at exactly 0 and 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def _hardsigmoid(x: Tensor) -> Tensor:
+    return A.Hardsigmoid.apply(x)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6."""
+    return _maybe_inplace(_hardsigmoid, input, inplace)
+
+
+def _hardswish(x: Tensor) -> Tensor:
+    return A.Hardswish.apply(x)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    return _maybe_inplace(_hardswish, input, inplace)
+
+
+def _mish(x: Tensor) -> Tensor:
+    return A.Mish.apply(x)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x))."""
+    return _maybe_inplace(_mish, input, inplace)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x for x > 0, else weight * x, the weight broadcast over the channel dim (dim 1)."""
+    n = weight.numel()
+    if n != 1:
+        if input.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.ndim >= 2 else 1
+        if channels != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+    if weight.ndim != 1 and n != 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.ndim}")
+    if n != 1:
+        w = weight.reshape((n,) + (1,) * (input.ndim - 2))
+    else:
+        w = weight.reshape((1,) * input.ndim)
+    return named(where(input > 0, input, w * input), "PreluKernelBackward0")
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    return input - Tanh.apply(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|)) (never overflows)."""
+    return A.LogSigmoid.apply(input)
+
+
+def _threshold(x: Tensor, th: float, value: float) -> Tensor:
+    return where(x <= th, value, x)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value (NaN stays NaN)."""
+    return _maybe_inplace(_threshold, input, inplace, threshold, value,
+                          names=("ThresholdBackward0", "ThresholdBackward1"))
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place :func:`threshold`."""
+    return _maybe_inplace(_threshold, input, True, threshold, value,
+                          names=(None, "ThresholdBackward1"))

@@ -1,0 +1,205 @@
+"""Normalization: layer, batch, group, instance and local response normalisation, and
+``normalize`` (division by a p-norm).
+
+Each follows PyTorch's signature, defaults, error types and messages; graph nodes come from
+``microtorch.ops.reduce``, the rest are compositions of differentiable Tensor ops, so autograd
+(including ``create_graph``) handles them without extra code.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ...autograd.function import named
+from ...autograd.grad_mode import no_grad
+from ...ops import vector_norm
+from ...ops._util import Tensor
+from ._util import _size
+from .vision import pad as _pad
+
+__all__ = ["layer_norm", "batch_norm", "normalize", "group_norm", "instance_norm",
+           "local_response_norm"]
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims (biased variance), then affine."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    centred = input - mean
+    var = (centred * centred).mean(dims, keepdim=True)
+    out = centred * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return named(out, "NativeLayerNormBackward0")
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise per channel (dim 1) with batch statistics (training) or running ones.
+
+    In training the running stats are updated in place: mean with the batch mean, var with the
+    *unbiased* batch variance, both blended by ``momentum`` as PyTorch does.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+    c = input.shape[1]
+    dims = (0,) + tuple(range(2, input.ndim))
+    view = (1, c) + (1,) * (input.ndim - 2)
+    if training:
+        n = input.numel() // c
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {list(input.shape)}")
+        mean = input.mean(dims, keepdim=True)
+        centred = input - mean
+        var = (centred * centred).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            with no_grad():
+                m = float(momentum)
+                if running_mean is not None:
+                    rm = running_mean._data
+                    rm *= 1.0 - m
+                    rm += m * mean._data.reshape(c).astype(rm.dtype, copy=False)
+                    running_mean._vbox[0] += 1
+                if running_var is not None:
+                    rv = running_var._data
+                    rv *= 1.0 - m
+                    rv += (m * n / (n - 1)) * var._data.reshape(c).astype(rv.dtype, copy=False)
+                    running_var._vbox[0] += 1
+        out = centred * (var + eps).rsqrt()
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        out = (input - running_mean.reshape(view)) * (running_var.reshape(view) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(view)
+    if bias is not None:
+        out = out + bias.reshape(view)
+    return named(out, "NativeBatchNormBackward0")
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Tensor | None = None) -> Tensor:
+    """input / max(||input||_p, eps) along ``dim``."""
+    denom = vector_norm(input, p, dim, keepdim=True).clamp(min=eps)
+    result = input / denom
+    if out is not None:
+        return out.copy_(result)
+    return result
+
+
+# -- normalisation -------------------------------------------------------------------------------
+def _affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    view = (1, -1) + (1,) * (out.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(view)
+    if bias is not None:
+        out = out + bias.reshape(view)
+    return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise each group of ``C / num_groups`` channels of each sample (biased variance),
+    then apply the per-channel affine."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {list(t.shape)} "
+                               f"and input of shape {list(input.shape)}")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centred = x - mean
+    var = (centred * centred).mean(-1, keepdim=True)
+    out = (centred * (var + eps).rsqrt()).reshape(input.shape)
+    return named(_affine(out, weight, bias), "NativeGroupNormBackward0")
+
+
+def _verify_spatial_size(shape) -> None:
+    if math.prod(shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{_size(shape)}")
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample over its spatial dims (biased variance).
+
+    With ``use_input_stats`` and running stats given, those are updated in place like
+    PyTorch's: the batch average of each sample's mean and *unbiased* variance, blended by
+    ``momentum``; without ``use_input_stats`` the running stats normalise instead.
+    """
+    if input.ndim < 3:
+        raise ValueError(f"expected at least 3D input (got {input.ndim}D input)")
+    if use_input_stats:
+        _verify_spatial_size(input.shape)
+    dims = tuple(range(2, input.ndim))
+    c = input.shape[1]
+    view = (1, c) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        centred = input - mean
+        var = (centred * centred).mean(dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            m = float(momentum)
+            count = math.prod(input.shape[2:])
+            if running_mean is not None:
+                rm = running_mean._data
+                batch = mean._data.reshape(input.shape[0], c).mean(0)
+                rm *= 1.0 - m
+                rm += (m * batch).astype(rm.dtype, copy=False)
+                running_mean._vbox[0] += 1
+            if running_var is not None:
+                rv = running_var._data
+                batch = var._data.reshape(input.shape[0], c).mean(0) * (count / (count - 1))
+                rv *= 1.0 - m
+                rv += (m * batch).astype(rv.dtype, copy=False)
+                running_var._vbox[0] += 1
+        out = centred * (var + eps).rsqrt()
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        out = (input - running_mean.reshape(view)) * (running_var.reshape(view) + eps).rsqrt()
+    # (PyTorch batch-normalises the input viewed as (1, N * C, ...), then views it back)
+    return named(_affine(out, weight, bias), "ViewBackward0")
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean of x^2 over ``size`` neighbouring channels)^beta (zero-padded,
+    ``size // 2`` before and ``(size - 1) // 2`` after each channel)."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         f"dimensions)")
+    if input.numel() == 0:
+        return input
+    c = input.shape[1]
+    sq = input * input
+    pads = [0, 0] * (input.ndim - 2) + [size // 2, (size - 1) // 2]
+    padded = _pad(sq, pads)
+    acc = padded.narrow(1, 0, c)
+    for i in range(1, size):
+        acc = acc + padded.narrow(1, i, c)
+    div = (acc / size * alpha + k) ** beta
+    return input / div

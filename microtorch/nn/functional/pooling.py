@@ -1,0 +1,168 @@
+"""Pooling: max / average pooling in 1-D and 2-D, and adaptive pooling.
+
+The 1-D layers run the 2-D ones on a height-1 view, as PyTorch's ``max_pool1d`` does on the CPU.
+
+Each follows PyTorch's signature, defaults, error types and messages; graph nodes come from
+``microtorch.ops.pooling``, the rest are compositions of differentiable Tensor ops, so autograd
+(including ``create_graph``) handles them without extra code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...autograd.function import named
+from ...ops import matmul
+from ...ops import pooling as P
+from ...ops._util import Tensor, const, xp_of
+from ._util import _as_3d, _as_4d, _pair, _single
+
+__all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool2d"]
+
+
+def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode):
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
+    pad, dil = _pair(padding, "padding"), _pair(dilation, "dilation")
+    if pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                           f"pad={pad[0]}, kernel_size={kernel[0]}")
+    h, w = x.shape[2:]
+    out = (P.pool_output_size(h, kernel[0], stride[0], pad[0], dil[0], ceil_mode),
+           P.pool_output_size(w, kernel[1], stride[1], pad[1], dil[1], ceil_mode))
+    if out[0] <= 0 or out[1] <= 0:
+        raise RuntimeError(f"Given input size: ({x.shape[1]}x{h}x{w}). Calculated output size: "
+                           f"({x.shape[1]}x{out[0]}x{out[1]}). Output size is too small")
+    # Extra bottom/right padding so every ceil_mode window lies inside the padded array.
+    extra_h = max(0, (out[0] - 1) * stride[0] + dil[0] * (kernel[0] - 1) + 1 - (h + 2 * pad[0]))
+    extra_w = max(0, (out[1] - 1) * stride[1] + dil[1] * (kernel[1] - 1) + 1 - (w + 2 * pad[1]))
+    pads = (pad[0], pad[0] + extra_h, pad[1], pad[1] + extra_w)
+    return kernel, stride, pad, pads, dil, out
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """Maximum over sliding windows (stride defaults to the kernel size)."""
+    if return_indices:
+        raise NotImplementedError("max_pool2d(return_indices=True) is not supported")
+    x, unbatched = _as_4d(input, "max_pool2d")
+    kernel, stride, _, pads, dil, out_hw = _pool_geometry(x, kernel_size, stride, padding,
+                                                          dilation, ceil_mode)
+    out = P.MaxPool2d.apply(x, kernel, stride, pads, dil, out_hw)
+    return out.squeeze(0) if unbatched else out
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Average over sliding windows (stride defaults to the kernel size)."""
+    x, unbatched = _as_4d(input, "avg_pool2d")
+    kernel, stride, pad, pads, _, out_hw = _pool_geometry(x, kernel_size, stride, padding, 1,
+                                                          ceil_mode)
+    divisor = P.avg_pool_divisor(xp_of(x._data), x._data.dtype, *x.shape[2:], kernel,
+                                 stride, pad, out_hw, count_include_pad, divisor_override)
+    out = P.AvgPool2d.apply(x, kernel, stride, pads, out_hw, divisor)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """Maximum over sliding windows of the last dim (stride defaults to the kernel size)."""
+    x, unbatched = _as_3d(input, "max_pool1d")
+    k = _single(kernel_size, "kernel_size")
+    s = k if stride is None or stride == [] or stride == () else _single(stride, "stride")
+    out = max_pool2d(x.unsqueeze(2), (1, k), (1, s), (0, _single(padding, "padding")),
+                     (1, _single(dilation, "dilation")), ceil_mode, return_indices)
+    return out.squeeze(2).squeeze(0) if unbatched else out.squeeze(2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Average over sliding windows of the last dim (stride defaults to the kernel size)."""
+    x, unbatched = _as_3d(input, "avg_pool1d")
+    k = _single(kernel_size, "kernel_size")
+    s = k if stride is None or stride == [] or stride == () else _single(stride, "stride")
+    out = avg_pool2d(x.unsqueeze(2), (1, k), (1, s), (0, _single(padding, "padding")),
+                     ceil_mode, count_include_pad)
+    return out.squeeze(2).squeeze(0) if unbatched else out.squeeze(2)
+
+
+# -- adaptive pooling ----------------------------------------------------------------------------
+def _adaptive_sizes(name: str, input: Tensor, output_size, n: int) -> tuple[int, ...]:
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        sizes = (output_size,) * n
+    else:
+        sizes = tuple(output_size)
+        if len(sizes) != n:
+            if name == "adaptive_max_pool2d":
+                raise RuntimeError(f"{name}(): internal error: output_size.size() must be {n}")
+            raise RuntimeError(f"{name}: output_size must be {n}")
+    spatial = input.shape[input.ndim - n:]
+    sizes = tuple(int(s) if s is not None else int(spatial[i]) for i, s in enumerate(sizes))
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{', '.join(map(str, sizes))}}}")
+    return sizes
+
+
+def _check_adaptive_input(name: str, input: Tensor, n: int) -> None:
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got "
+                           f"{list(input.shape)}")
+    for i in range(1 if input.ndim == n + 2 else 0, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i} being empty")
+
+
+def _window_sum_matrix(like: Tensor, size: int, out: int) -> tuple[Tensor, np.ndarray]:
+    start, end = P.adaptive_windows(size, out)
+    j = np.arange(size)
+    m = (j >= start[:, None]) & (j < end[:, None])
+    return const(like, m), (end - start)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Average over PyTorch's adaptive windows (start = floor(i H / OH), end =
+    ceil((i + 1) H / OH)); windows overlap when H is not a multiple of OH. ``output_size``: an
+    int, or a pair whose None entries keep the input size."""
+    if input.ndim < 3:
+        raise ValueError("Input dimension should be at least 3")
+    oh, ow = _adaptive_sizes("adaptive_avg_pool2d", input, output_size, 2)
+    _check_adaptive_input("adaptive_avg_pool2d", input, 2)
+    h, w = input.shape[-2:]
+    sh, ch = _window_sum_matrix(input, h, oh)
+    sw, cw = _window_sum_matrix(input, w, ow)
+    sums = matmul(matmul(sh, input), sw.t())
+    # (PyTorch takes the mean over the last two dims for a 1 x 1 output)
+    return named(sums / const(input, ch[:, None] * cw[None, :]),
+                 "MeanBackward1" if (oh, ow) == (1, 1) else "AdaptiveAvgPool2DBackward0")
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Average over adaptive windows of the last dim of (N, C, L) or (C, L) input."""
+    (ol,) = _adaptive_sizes("adaptive_avg_pool1d", input, output_size, 1)
+    _check_adaptive_input("adaptive_avg_pool1d", input, 1)
+    s, counts = _window_sum_matrix(input, input.shape[-1], ol)
+    # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
+    return named(matmul(input, s.t()) / const(input, counts), "SqueezeBackward1")
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Maximum over PyTorch's adaptive windows; the gradient goes to the first maximum of each
+    window. ``return_indices=True`` also returns the flat (h * W + w) indices."""
+    if input.ndim < 3:
+        raise ValueError("Input dimension should be at least 3")
+    oh, ow = _adaptive_sizes("adaptive_max_pool2d", input, output_size, 2)
+    _check_adaptive_input("adaptive_max_pool2d", input, 2)
+    x = input if input.ndim == 4 else input.unsqueeze(0)
+    n, c, h, w = x.shape
+    idx = P.adaptive_max_indices(x._data, (oh, ow))
+    index = Tensor._make(idx.reshape(n, c, oh * ow).astype("int64", copy=False), False, None)
+    out = x.reshape(n, c, h * w).gather(2, index).reshape(n, c, oh, ow)
+    indices = index.reshape(n, c, oh, ow)
+    if input.ndim == 3:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    named(out, "AdaptiveMaxPool2DBackward0")
+    return (out, indices) if return_indices else out

@@ -1,0 +1,224 @@
+"""Graph nodes of the activations: softmax / log-softmax (backward written with Tensor ops) and
+the pointwise activations with kinks or overflow-prone formulas (``elu``, ``softplus``,
+``hardtanh``, ...), single lifted nodes whose forward and backward follow PyTorch's kernels,
+including their conventions at the kinks (e.g. a zero gradient of ``hardtanh`` at exactly
+``min_val``/``max_val``). They are written with functions that NumPy, CuPy and microtorch share,
+so the same code runs on the CPU, on CUDA and under ``create_graph``.
+
+This module must not import ``microtorch.nn`` (one direction of dependency).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Function, finish, lift, namespace
+from ._util import Tensor, _float_array, wrap_dim, xp_of
+
+__all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "Elu", "Softplus", "Hardtanh",
+           "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid"]
+
+
+# -- softmax family -----------------------------------------------------------------------------
+def _log_softmax_array(xa, dim: int):
+    xp = xp_of(xa)
+    shifted = xa - xa.max(axis=dim, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+class Softmax(Function):
+    """exp(x) / sum(exp(x)) along ``dim``; backward y * (g - sum(g * y))."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        xa = _float_array(x)
+        xp = xp_of(xa)
+        e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
+        e /= e.sum(axis=dim, keepdims=True)
+        ctx.dim = dim
+        ctx.save_output()
+        return e
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.saved_output
+        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
+
+
+class LogSoftmax(Function):
+    """x - logsumexp(x) along ``dim``; backward g - softmax * sum(g)."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        ctx.save_output()
+        return _log_softmax_array(_float_array(x), dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y = ctx.saved_output
+        return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
+
+
+def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """Softmax along ``dim``."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return Softmax.apply(input, wrap_dim(dim, input._data.ndim))
+
+
+def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
+    """Log-softmax along ``dim`` (computed stably in one node)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return LogSoftmax.apply(input, wrap_dim(dim, input._data.ndim))
+
+
+# PyTorch's hardsigmoid backward multiplies by the float literal 1.0f / 6.0f, in every dtype.
+_ONE_SIXTH_F32 = float(np.float32(1.0 / 6.0))
+
+
+class _Pointwise(Function):
+    """One-input elementwise op with float parameters: ``compute(xp, x, *params)`` is the
+    forward on arrays; ``derivative(g, x, F, *params)`` the backward (lifted)."""
+
+    lifted = True
+
+    @staticmethod
+    def compute(xp, x, *params):
+        raise NotImplementedError
+
+    @staticmethod
+    def derivative(g, x, F, *params):
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, x, *params):
+        arr = _float_array(x)
+        ctx.save_for_backward(x)
+        ctx.params = params
+        return cls.compute(xp_of(arr), arr, *params)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        g, x = lift(grad, ctx.saved_tensors[0])
+        return finish(cls.derivative(g, x, namespace(g), *ctx.params), *(None,) * len(ctx.params))
+
+
+def _neg_part(F, x):
+    """min(x, 0) as a where: its derivative is 0 at x == 0 (PyTorch's ELU double backward
+    masks with x < 0; an elementwise minimum would halve the gradient at the tie)."""
+    return F.where(x < 0, x, 0.0)
+
+
+def _softplus(F, y):
+    """log(1 + exp(y)) without overflow, differentiable everywhere (also at 0, where an |y|
+    form would lose the derivative in double backward)."""
+    pos = y > 0
+    yp = F.where(pos, y, 0.0)
+    yn = F.where(pos, 0.0, y)
+    return F.where(pos, yp + F.log1p(F.exp(-yp)), F.log1p(F.exp(yn)))
+
+
+def _sigmoid(F, y):
+    """1 / (1 + exp(-y)) without overflow (microtorch's own op under create_graph)."""
+    if hasattr(F, "sigmoid"):
+        return F.sigmoid(y)
+    e = F.exp(-F.abs(y))
+    return F.where(y >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+class Elu(_Pointwise):
+    """scale * x for x > 0, else alpha * scale * (exp(x * input_scale) - 1) (ELU, SELU, CELU).
+
+    The second derivative is zero at x == 0 (PyTorch's ``elu_double_backward`` masks x < 0).
+    """
+
+    @staticmethod
+    def compute(xp, x, alpha, scale, input_scale, grad_input_scale):
+        neg = xp.expm1(_neg_part(xp, x) * input_scale) * (alpha * scale)
+        return xp.where(x > 0, x * scale, neg)
+
+    @staticmethod
+    def derivative(g, x, F, alpha, scale, input_scale, grad_input_scale):
+        # PyTorch's CELU backward uses 1 / float(alpha) (``grad_input_scale``).
+        s = grad_input_scale
+        neg = g * F.exp(_neg_part(F, x) * s) * (alpha * scale * s)
+        return F.where(x > 0, g * scale, neg)
+
+
+class Softplus(_Pointwise):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
+
+    @staticmethod
+    def compute(xp, x, beta, threshold):
+        y = x * beta
+        return xp.where(y > threshold, x, _softplus(xp, y) / beta)
+
+    @staticmethod
+    def derivative(g, x, F, beta, threshold):
+        y = x * beta
+        # At y == threshold the sigmoid's value with a zero derivative: PyTorch's double
+        # backward masks y < threshold.
+        return F.where(y > threshold, g, g * _sigmoid(F, F.where(y < threshold, y, threshold)))
+
+
+class Hardtanh(_Pointwise):
+    """clamp(x, min_val, max_val); the gradient is zero at the bounds themselves."""
+
+    @staticmethod
+    def compute(xp, x, lo, hi):
+        return xp.minimum(xp.maximum(x, lo), hi)
+
+    @staticmethod
+    def derivative(g, x, F, lo, hi):
+        return F.where((x > lo) & (x < hi), g, 0.0)
+
+
+class Hardsigmoid(_Pointwise):
+    """relu6(x + 3) / 6."""
+
+    @staticmethod
+    def compute(xp, x):
+        return xp.minimum(xp.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+    @staticmethod
+    def derivative(g, x, F):
+        return F.where((x > -3.0) & (x < 3.0), g * _ONE_SIXTH_F32, 0.0)
+
+
+class Hardswish(_Pointwise):
+    """x * relu6(x + 3) / 6."""
+
+    @staticmethod
+    def compute(xp, x):
+        return x * xp.minimum(xp.maximum(x + 3.0, 0.0), 6.0) / 6.0
+
+    @staticmethod
+    def derivative(g, x, F):
+        return F.where(x <= -3.0, 0.0, F.where(x < 3.0, g * (x / 3.0 + 0.5), g))
+
+
+class Mish(_Pointwise):
+    """x * tanh(softplus(x))."""
+
+    @staticmethod
+    def compute(xp, x):
+        return x * xp.tanh(_softplus(xp, x))
+
+    @staticmethod
+    def derivative(g, x, F):
+        t = F.tanh(_softplus(F, x))
+        return g * (t + x * _sigmoid(F, x) * (1.0 - t * t))
+
+
+class LogSigmoid(_Pointwise):
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), never overflowing."""
+
+    @staticmethod
+    def compute(xp, x):
+        return _neg_part(xp, x) - xp.log1p(xp.exp(-xp.abs(x)))
+
+    @staticmethod
+    def derivative(g, x, F):
+        return g * _sigmoid(F, -x)

@@ -1,0 +1,274 @@
+"""Graph nodes of convolution.
+
+Convolution copies the strided views of the padded input once into im2col columns laid out for
+a few wide GEMMs (see ``Conv2d``); gradients go back with one strided slice-add per kernel
+offset. The backward passes are themselves differentiable nodes (any order): convolution's are
+convolutions.
+
+This module must not import ``microtorch.nn`` (one direction of dependency).
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Function
+from ..autograd.grad_mode import state
+from ._util import _needs, _wrap, xp_of
+from ._windows import _col2im, _crop_hw, _pad_hw
+
+__all__ = ["Conv2d", "ConvInputGrad", "ConvWeightGrad"]
+
+
+# Fewest GEMM columns per block of images: much narrower GEMMs run far below BLAS speed.
+_GEMM_COLUMNS = 512
+
+
+def _images_per_block(n: int, p: int) -> int:
+    """The smallest divisor of ``n`` whose images, ``p`` output pixels each, give at least
+    _GEMM_COLUMNS columns (``n`` itself when none does)."""
+    nb = max(1, min(n, -(-_GEMM_COLUMNS // p)))
+    while n % nb:
+        nb += 1
+    return nb
+
+
+def _conv_weight(wa, g: int):
+    """(O, Cg, KH, KW) weights as (G, Og, KH*KW*Cg): kernel offset before channel, the row
+    order of the im2col columns."""
+    o, cg, kh, kw = wa.shape
+    return wa.reshape(g, o // g, cg, kh, kw).transpose(0, 1, 3, 4, 2).reshape(g, o // g, -1)
+
+
+def _conv_out_hw(h: int, w: int, kh: int, kw: int, stride, pads, dilation) -> tuple[int, int]:
+    top, bottom, left, right = pads
+    return ((h + top + bottom - dilation[0] * (kh - 1) - 1) // stride[0] + 1,
+            (w + left + right - dilation[1] * (kw - 1) - 1) // stride[1] + 1)
+
+
+def _is_pointwise(nb: int, kh: int, kw: int, stride, pads) -> bool:
+    """A 1x1, stride-1, unpadded convolution over one image per block: its columns are the
+    input itself."""
+    return nb == 1 and kh == kw == 1 and tuple(stride) == (1, 1) and not any(pads)
+
+
+def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: int, nb: int):
+    """The (B, G, KH*KW*Cg, Nb*OH*OW) columns of the input: kernel offset before channel."""
+    n, c = xa.shape[:2]
+    cg, p, b = c // g, oh * ow, n // nb
+    if _is_pointwise(nb, kh, kw, stride, pads):
+        return xa.reshape(n, g, cg, p)
+    xp = xp_of(xa)
+    xpad = _pad_hw(xa, pads)
+    s0, s1, s2, s3 = xpad.strides
+    win = xp.lib.stride_tricks.as_strided(  # (B, G, KH, KW, Cg, Nb, OH, OW), no copy
+        xpad, (b, g, kh, kw, cg, nb, oh, ow),
+        (nb * s0, cg * s1, dilation[0] * s2, dilation[1] * s3, s1, s0, stride[0] * s2,
+         stride[1] * s3))
+    cols = xp.empty(win.shape, dtype=xa.dtype)
+    cols[...] = win  # the one copy of the input
+    return cols.reshape(b, g, kh * kw * cg, nb * p)
+
+
+def _grad_columns(ga, g: int, nb: int):
+    """An (N, O, OH, OW) output gradient laid out like the GEMM output, (B, G, Og, Nb*OH*OW):
+    a view when Nb = 1, else one copy in runs of OH*OW."""
+    n, o, oh, ow = ga.shape
+    p, b = oh * ow, n // nb
+    if nb == 1:
+        return ga.reshape(b, g, o // g, p)
+    xp = xp_of(ga)
+    gm = xp.empty((b, o, nb, p), dtype=ga.dtype)
+    gm[...] = ga.reshape(b, nb, o, p).transpose(0, 2, 1, 3)
+    return gm.reshape(b, g, o // g, nb * p)
+
+
+def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
+                     nb: int):
+    """The input gradient (N, C, H, W) of a convolution from its gradient columns (col2im)."""
+    n, c, h, w = x_shape
+    o, cg, kh, kw = wa.shape
+    xp = xp_of(gm)
+    b = n // nb
+    gcols = xp.matmul(_conv_weight(wa, g).transpose(0, 2, 1), gm)  # (B, G, K, Nb*P)
+    if _is_pointwise(nb, kh, kw, stride, pads):
+        return gcols.reshape(n, c, h, w)
+    top, bottom, left, right = pads
+    gpad = xp.zeros((b, g, cg, nb, h + top + bottom, w + left + right), dtype=gm.dtype)
+    gcols = gcols.reshape(b, g, kh, kw, cg, nb, oh, ow).transpose(2, 3, 0, 1, 4, 5, 6, 7)
+    _col2im(gpad, gcols, *stride, *dilation)
+    gx = _crop_hw(gpad, pads, h, w)  # (B, G, Cg, Nb, H, W)
+    if nb > 1:
+        gx = gx.transpose(0, 3, 1, 2, 4, 5)
+    return xp.ascontiguousarray(gx).reshape(n, c, h, w)
+
+
+def _conv_weight_grad(cols, gm, w_shape, g: int):
+    """The weight gradient (O, Cg, KH, KW) of a convolution: columns times gradient columns."""
+    o, cg, kh, kw = w_shape
+    xp = xp_of(gm)
+    # cols @ gm^T is faster in OpenBLAS than gm @ cols^T (by about a third here).
+    gm_t = gm.transpose(0, 1, 3, 2)
+    gw = xp.matmul(cols[0], gm_t[0]) if len(cols) == 1 else xp.matmul(cols, gm_t).sum(0)
+    gw = gw.reshape(g, kh, kw, cg, o // g).transpose(0, 4, 3, 1, 2)  # (G, K, Og) to OIHW
+    return xp.ascontiguousarray(gw).reshape(o, cg, kh, kw)
+
+
+class Conv2d(Function):
+    """2-D cross-correlation as GEMMs over im2col columns; backward by GEMMs and col2im.
+
+    The batch is cut into B blocks of Nb images (``_images_per_block``) and the columns laid
+    out (B, G, KH*KW*Cg, Nb*OH*OW), kernel offset before channel. So every copy (im2col,
+    output and gradient reorders, col2im) moves runs of OW or more elements, not KW; each
+    GEMM is one BLAS call per block and group; with Nb = 1 the GEMM output already is the
+    (N, O, OH, OW) result; and col2im adds one contiguous block per kernel offset. A 1x1,
+    stride-1, unpadded convolution with Nb = 1 uses the input itself as its columns.
+
+    Convolution, its input gradient (``ConvInputGrad``, also the transposed convolution) and
+    its weight gradient (``ConvWeightGrad``) are three nodes whose backward passes are made of
+    each other, as in PyTorch's ``convolution_backward``: under ``create_graph`` the gradient
+    is itself differentiable, to any order. A plain backward reuses the forward's columns.
+    """
+
+    torch_name = "ConvolutionBackward0"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, pads, dilation, groups):
+        xa, wa = x._data, weight._data
+        if xa.dtype != wa.dtype:
+            raise RuntimeError(f"Input type ({x.dtype}) and weight type ({weight.dtype}) should "
+                               f"be the same")
+        xp = xp_of(xa)
+        n = xa.shape[0]
+        o, cg, kh, kw = wa.shape
+        g = groups
+        oh, ow = _conv_out_hw(*xa.shape[2:], kh, kw, stride, pads, dilation)
+        if oh <= 0 or ow <= 0:
+            raise RuntimeError(f"Calculated output size: ({o}x{oh}x{ow}). Output size is too "
+                               f"small")
+        p = oh * ow
+        nb = _images_per_block(n, p)
+        b = n // nb
+        cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb)
+        out = xp.matmul(_conv_weight(wa, g), cols)  # (B, G, Og, Nb*P)
+        if nb == 1:
+            out = out.reshape(n, o, oh, ow)
+            if bias is not None:
+                out += bias._data.reshape(1, o, 1, 1)
+        else:  # (B, O, Nb, P) -> (B, Nb, O, P), the bias added on the way
+            blocks = out.reshape(b, o, nb, p).transpose(0, 2, 1, 3)
+            out = xp.empty((b, nb, o, p), dtype=out.dtype)
+            if bias is None:
+                out[...] = blocks
+            else:
+                xp.add(blocks, bias._data.reshape(o, 1), out=out)
+            out = out.reshape(n, o, oh, ow)
+        # A 1x1 kernel's columns are the input: keep only the tensor, so in-place changes
+        # raise. Otherwise the columns serve a plain backward; x, a double backward.
+        ctx.save_for_backward(weight, x, None if _is_pointwise(nb, kh, kw, stride, pads)
+                              else cols)
+        ctx.geom = stride, pads, dilation, g, nb
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, x, cols = ctx.saved_tensors
+        stride, pads, dilation, g, nb = ctx.geom
+        gx = gw = gb = None
+        if state.grad_enabled:  # create_graph: gradients as recorded, differentiable nodes
+            if _needs(ctx, 0):
+                gx = ConvInputGrad.apply(grad, weight, None, x.shape[2:], stride, pads,
+                                         dilation, g)
+            if _needs(ctx, 1):
+                gw = ConvWeightGrad.apply(x, grad, weight.shape[2:], stride, pads, dilation, g)
+            for gradient in (gx, gw):
+                if gradient is not None and gradient.grad_fn is not None:
+                    gradient.grad_fn.torch_name = "ConvolutionBackwardBackward0"
+            if _needs(ctx, 2):
+                gb = grad.sum((0, 2, 3))
+            return gx, gw, gb, None, None, None, None
+        ga, wa = grad._data, weight._data
+        oh, ow = ga.shape[2:]
+        gm = _grad_columns(ga, g, nb)
+        if _needs(ctx, 0):
+            gx = _wrap(_conv_input_grad(gm, wa, x.shape, stride, pads, dilation, g, oh, ow,
+                                        nb))
+        if _needs(ctx, 1):
+            if cols is None:  # pointwise: the input is the columns
+                cols = x._data.reshape(x.shape[0], g, x.shape[1] // g, oh * ow)
+            gw = _wrap(_conv_weight_grad(cols, gm, wa.shape, g))
+        if _needs(ctx, 2):
+            gb = _wrap(ga.sum(axis=(0, 2, 3)))
+        return gx, gw, gb, None, None, None, None
+
+
+class ConvInputGrad(Function):
+    """The input gradient of a convolution as an op of its own: ``(g, weight) -> dx``.
+
+    ``F.conv_transpose2d`` is this op, with a bias (a transposed convolution is the input
+    gradient of a convolution). Its backward: d/dg is the convolution of the incoming gradient
+    with the weight, d/dweight the weight gradient of that convolution.
+    """
+
+    torch_name = "ConvolutionBackward0"
+
+    @staticmethod
+    def forward(ctx, g, weight, bias, x_hw, stride, pads, dilation, groups):
+        ga, wa = g._data, weight._data
+        if ga.dtype != wa.dtype:
+            raise RuntimeError(f"Input type ({g.dtype}) and weight type ({weight.dtype}) should "
+                               f"be the same")
+        n, _, oh, ow = ga.shape
+        x_shape = (n, wa.shape[1] * groups, *x_hw)
+        nb = _images_per_block(n, oh * ow)
+        ctx.save_for_backward(g, weight)
+        ctx.geom = stride, pads, dilation, groups
+        out = _conv_input_grad(_grad_columns(ga, groups, nb), wa, x_shape, stride, pads,
+                               dilation, groups, oh, ow, nb)
+        if bias is not None:
+            out += bias._data.reshape(1, -1, 1, 1)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, weight = ctx.saved_tensors
+        stride, pads, dilation, groups = ctx.geom
+        dg = dw = db = None
+        if _needs(ctx, 0):
+            dg = Conv2d.apply(grad, weight, None, stride, pads, dilation, groups)
+        if _needs(ctx, 1):
+            dw = ConvWeightGrad.apply(grad, g, weight.shape[2:], stride, pads, dilation, groups)
+        if _needs(ctx, 2):
+            db = grad.sum((0, 2, 3))
+        return dg, dw, db, None, None, None, None, None
+
+
+class ConvWeightGrad(Function):
+    """The weight gradient of a convolution as an op of its own: ``(x, g) -> dweight``.
+
+    Its backward: d/dx is the input gradient (``ConvInputGrad``) of the incoming weight
+    gradient, d/dg the convolution of x with it.
+    """
+
+    torch_name = "ConvolutionBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, x, g, k_hw, stride, pads, dilation, groups):
+        xa, ga = x._data, g._data
+        n, c = xa.shape[:2]
+        oh, ow = ga.shape[2:]
+        nb = _images_per_block(n, oh * ow)
+        cols = _im2col(xa, *k_hw, stride, pads, dilation, groups, oh, ow, nb)
+        ctx.save_for_backward(x, g)
+        ctx.geom = stride, pads, dilation, groups
+        return _conv_weight_grad(cols, _grad_columns(ga, groups, nb),
+                                 (ga.shape[1], c // groups, *k_hw), groups)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, g = ctx.saved_tensors
+        stride, pads, dilation, groups = ctx.geom
+        dx = dg = None
+        if _needs(ctx, 0):
+            dx = ConvInputGrad.apply(g, grad, None, x.shape[2:], stride, pads, dilation, groups)
+        if _needs(ctx, 1):
+            dg = Conv2d.apply(x, grad, None, stride, pads, dilation, groups)
+        return dx, dg, None, None, None, None, None

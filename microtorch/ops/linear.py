@@ -1,0 +1,55 @@
+"""The graph node of ``nn.functional.linear``: one lifted node for y = x W^T + b (its
+backward one formula on arrays, or on tensors under ``create_graph``), named as PyTorch names
+the node it decomposes linear into.
+
+This module must not import ``microtorch.nn`` (one direction of dependency).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.function import Function, finish, lift
+from ._util import _needs
+
+__all__ = ["Linear"]
+
+
+# -- linear -------------------------------------------------------------------------------------
+# PyTorch's node for F.linear, by (input is 1-D / 2-D / more, has bias): it decomposes linear.
+_LINEAR_NAMES = {(1, True): "ViewBackward0", (1, False): "SqueezeBackward4",
+                 (2, True): "AddmmBackward0", (2, False): "MmBackward0",
+                 (3, True): "ViewBackward0", (3, False): "UnsafeViewBackward0"}
+
+
+class Linear(Function):
+    """``x @ W.T + b`` as one node: dW = g.T @ x, db = g.sum(0), dx = g @ W."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, x, weight, bias=None):
+        xa, wa = x._data, weight._data
+        if xa.dtype != wa.dtype or (bias is not None and bias._data.dtype != xa.dtype):
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and "
+                               f"{weight.dtype}")
+        if xa.shape[-1] != wa.shape[1]:
+            rows = math.prod(xa.shape[:-1])
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                               f"{xa.shape[-1]} and {wa.shape[1]}x{wa.shape[0]})")
+        ctx.save_for_backward(x, weight)
+        ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
+        out = xa @ wa.T
+        if bias is not None:
+            out += bias._data
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, x, w = lift(grad, *ctx.saved_tensors)  # arrays, or tensors under create_graph
+        out_f, in_f = w.shape
+        g2 = g.reshape(-1, out_f)
+        gx = g @ w if _needs(ctx, 0) else None
+        gw = g2.T @ x.reshape(-1, in_f) if _needs(ctx, 1) else None
+        gb = g2.sum(0) if _needs(ctx, 2) else None
+        return finish(gx, gw, gb)

@@ -1,0 +1,123 @@
+"""Graph nodes of the losses: cross entropy with class indices (one lifted node over
+log-softmax) and binary cross entropy.
+
+This module must not import ``microtorch.nn`` (one direction of dependency).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd.function import Function, finish, lift
+from ..autograd.grad_mode import state
+from ._util import _needs, _wrap, xp_of
+from .activation import Softmax, _log_softmax_array
+
+__all__ = ["CrossEntropy", "BinaryCrossEntropy", "class_targets"]
+
+
+# -- cross entropy with class indices -----------------------------------------------------------
+def class_targets(t, w, ignore_index: int, c: int, dtype):
+    """(safe targets, kept rows, row weights) of class indices ``t`` over ``c`` classes.
+
+    Rows whose target is ``ignore_index`` keep target 0 and weight 0; the others weigh
+    ``w[target]`` (``w`` an array of class weights, or None for ones). A target out of
+    [0, c) raises PyTorch's IndexError.
+    """
+    keep = t != ignore_index
+    safe = xp_of(t).where(keep, t, 0)
+    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
+        raise IndexError(f"Target {int(safe[(safe < 0) | (safe >= c)][0])} is out of bounds.")
+    row_w = keep.astype(dtype) if w is None else w[safe] * keep
+    return safe, keep, row_w
+
+
+class CrossEntropy(Function):
+    """log_softmax + nll_loss (+ label smoothing) on (M, C) logits and (M,) class indices.
+
+    One node; the gradient is ``(softmax - onehot)`` scaled per row. Rows whose target is
+    ``ignore_index`` contribute nothing; ``mean`` divides by the summed weight of the other rows
+    as PyTorch does (NaN when every row is ignored, also like PyTorch).
+    """
+
+    lifted = True
+    torch_name = "NllLossBackward0"  # PyTorch's cross_entropy ends in nll_loss
+
+    @staticmethod
+    def forward(ctx, x, target, weight, ignore_index, reduction, label_smoothing):
+        xa = x._data
+        xp = xp_of(xa)
+        m, c = xa.shape
+        logp = _log_softmax_array(xa, 1)
+        w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
+        safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
+        picked = xp.take_along_axis(logp, safe_t[:, None], 1)[:, 0]
+        nll = -picked * row_w
+        eps = float(label_smoothing)
+        if eps:
+            smooth = -(logp.sum(1) if w is None else logp @ w) * keep
+        if reduction == "none":
+            loss = nll if not eps else (1 - eps) * nll + (eps / c) * smooth
+            denom = 1.0
+        else:
+            denom = row_w.sum() if reduction == "mean" else xa.dtype.type(1)
+            with np.errstate(invalid="ignore"):  # every row ignored: NaN, as in PyTorch
+                loss = nll.sum() / denom
+                if eps:
+                    loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
+        ctx.save_for_backward(x, xp.exp(logp))  # the softmax, freed after backward
+        ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
+        return xp.asarray(loss, dtype=xa.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, p = ctx.saved_tensors
+        safe_t, keep, row_w, w, denom, eps, reduction = ctx.parts
+        xp = xp_of(p)
+        m, c = p.shape
+        # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
+        a = (1 - eps) * row_w
+        b = xp.zeros_like(p)
+        b[xp.arange(m), safe_t] = a
+        if eps:
+            w_sum = float(c) if w is None else w.sum()
+            a = a + (eps / c) * w_sum * keep
+            b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
+        if reduction == "mean":
+            # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
+            scale = 1 / denom if denom else 0.0
+            a, b = a * scale, b * scale
+        a = a[:, None]
+        (g,) = lift(grad)
+        if state.grad_enabled:  # create_graph: the softmax again, as a node of x
+            p, a, b = Softmax.apply(x, 1), _wrap(a), _wrap(b)
+        if reduction == "none":
+            g = g.reshape(-1, 1)
+        return finish((p * a - b) * g, None, None, None, None, None)
+
+
+# -- binary cross entropy -----------------------------------------------------------------------
+class BinaryCrossEntropy(Function):
+    """Elementwise -(y log x + (1-y) log(1-x)) with logs clamped at -100 (PyTorch's guard)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        xa, ya = x._data, y._data
+        xp = xp_of(xa)
+        if ((xa < 0) | (xa > 1)).any():
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        with np.errstate(divide="ignore"):
+            log_x = xp.maximum(xp.log(xa), -100)
+            log_1mx = xp.maximum(xp.log1p(-xa), -100)
+        ctx.save_for_backward(x, y)
+        return -(ya * log_x + (1 - ya) * log_1mx)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        gx = gy = None
+        if _needs(ctx, 0):  # PyTorch's form: (x - y) / max(x (1 - x), 1e-12)
+            gx = grad * (x - y) / (x * (1 - x)).clamp(min=1e-12)
+        if _needs(ctx, 1):
+            gy = grad * ((1 - x).log().clamp(min=-100) - x.log().clamp(min=-100))
+        return gx, gy

@@ -1,0 +1,288 @@
+"""Graph nodes and index tables of pooling.
+
+Max pooling records each window's index of its maximum; its backward is a scatter whose adjoint
+is a gather. Average pooling's backward is a spread whose adjoint is the pooling. The windows of
+adaptive pooling are NumPy tables (they depend only on the shapes).
+
+This module must not import ``microtorch.nn`` (one direction of dependency).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.function import Function
+from ..autograd.grad_mode import state
+from ._util import _wrap, xp_of
+from ._windows import _col2im, _crop_hw, _pad_hw, _window_slices, _windows
+
+__all__ = ["pool_output_size", "MaxPool2d", "MaxPoolScatter", "MaxPoolGather", "AvgPoolSpread",
+           "AvgPool2d", "adaptive_windows", "adaptive_max_indices"]
+
+
+def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,
+                     ceil_mode: bool) -> int:
+    """PyTorch's pooling output size, including its ceil_mode rule (last window must start
+    inside the input or the left padding)."""
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _disjoint(kernel, stride, dilation) -> bool:
+    """True when pooling windows never share an element (each offset's view is disjoint)."""
+    return all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
+
+
+def _may_be_set(mask) -> bool:
+    """``mask.any()`` on NumPy; True on a GPU, where asking would cost a device sync."""
+    return xp_of(mask) is not np or bool(mask.any())
+
+
+class MaxPool2d(Function):
+    """Max over each window (padding counts as -inf); the gradient goes to the element
+    PyTorch's index points to: the first maximum, the last NaN of a window holding NaNs, or,
+    in an all -inf window, its first element inside the input.
+
+    Forward is a running ``maximum`` over the KH*KW kernel offsets (each a strided view;
+    NaN propagates) and then records each window's offset of that element; backward writes
+    the gradient with one strided add per offset. Windows that do not overlap (the usual
+    stride = kernel) are first copied out to contiguous blocks, no more memory than the input,
+    on which the later passes run several times faster than on strided views; their
+    backward writes instead of adds.
+    """
+
+    torch_name = "MaxPool2DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, pads, dilation, out_hw):
+        xa = x._data
+        if xa.dtype.kind != "f":
+            raise RuntimeError("max_pool2d: only floating-point inputs are supported")
+        xp = xp_of(xa)
+        xpad = _pad_hw(xa, pads, -math.inf)
+        views = [v for _, v in _window_slices(xpad, *kernel, *stride, *dilation, *out_hw)]
+        if _disjoint(kernel, stride, dilation):
+            blocks = xp.empty((len(views),) + views[0].shape, dtype=xa.dtype)
+            for k, v in enumerate(views):
+                blocks[k] = v
+            views = list(blocks)
+        best = views[0].copy()
+        for v in views[1:]:
+            xp.maximum(best, v, out=best)
+        if not ((x.requires_grad or x.grad_fn is not None) and state.grad_enabled):
+            return best  # no node is recorded (Function.apply's test): no index needed
+        # Each window's offset of that element, counted with boolean ops (masked writes are
+        # several times slower on NumPy): the offsets before the first maximum.
+        pending = views[0] != best
+        idx = pending.astype(np.uint8 if len(views) < 256 else np.int64)
+        for v in views[1:]:
+            pending &= v != best
+            idx += pending
+        nan = best != best  # NaN windows count every offset: idx is KH*KW there
+        if _may_be_set(nan):  # PyTorch keeps `val > max || isnan(val)`: the last NaN wins
+            pending = views[-1] == views[-1]
+            after = pending.astype(idx.dtype)  # offsets after the last NaN
+            for v in views[-2::-1]:
+                pending &= v == v
+                after += pending
+            idx -= nan * after
+            idx -= nan
+        top, _, left, _ = pads
+        if top or left:  # all -inf: the index stays on the first element inside the input
+            kw, (sh, sw), (dh, dw), (oh, ow) = kernel[1], stride, dilation, out_hw
+            i0 = -(-xp.maximum(top - sh * xp.arange(oh), 0) // dh)
+            j0 = -(-xp.maximum(left - sw * xp.arange(ow), 0) // dw)
+            idx += (best == -math.inf) * (i0[:, None] * kw + j0).astype(idx.dtype)
+        ctx.save_for_backward(x, idx)  # x for its version: PyTorch refuses a changed input
+        ctx.geom = kernel, stride, pads, dilation
+        return best
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, idx = ctx.saved_tensors
+        geom = ctx.geom
+        if state.grad_enabled:  # create_graph: the scatter as a differentiable node
+            return MaxPoolScatter.apply(grad, idx, x.shape, *geom), None, None, None, None, None
+        return _wrap(_max_pool_scatter(grad._data, idx, x.shape, *geom)), None, None, None, \
+            None, None
+
+
+def _max_pool_scatter(ga, idx, x_shape, kernel, stride, pads, dilation):
+    """Each output gradient written to the input element its window's index points to."""
+    xp = xp_of(ga)
+    n, c, h, w = x_shape
+    top, bottom, left, right = pads
+    gpad = xp.zeros((n, c, h + top + bottom, w + left + right), dtype=ga.dtype)
+    # ga * hit is exact for finite ga (not 0 * inf) and several times faster than
+    # where on NumPy.
+    product = xp is np and bool(np.isfinite(ga).all())
+    disjoint = _disjoint(kernel, stride, dilation)
+    for k, gv in _window_slices(gpad, *kernel, *stride, *dilation, *ga.shape[2:]):
+        hit = idx == k
+        if disjoint and product:
+            xp.multiply(ga, hit, out=gv)
+        elif disjoint:
+            gv[...] = xp.where(hit, ga, 0)
+        else:
+            gv += ga * hit if product else xp.where(hit, ga, 0)
+    return xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))
+
+
+def _max_pool_gather(xa, idx, kernel, stride, pads, dilation):
+    """The element of each window that its index points to (the adjoint of the scatter)."""
+    xp = xp_of(xa)
+    out = xp.zeros(idx.shape, dtype=xa.dtype)
+    for k, v in _window_slices(_pad_hw(xa, pads), *kernel, *stride, *dilation, *idx.shape[2:]):
+        out += xp.where(idx == k, v, 0)
+    return out
+
+
+class MaxPoolScatter(Function):
+    """max_pool2d's backward as a node: output gradients scattered to the recorded maxima.
+
+    Linear in the gradient, with the indices fixed, so its own backward is the gather of
+    the same elements (``MaxPoolGather``), and that one's is this scatter: max_pool2d is
+    differentiable to any order (the indices are piecewise constant in the input).
+    """
+
+    torch_name = "MaxPool2DWithIndicesBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, idx, x_shape, kernel, stride, pads, dilation):
+        ctx.idx, ctx.geom = idx, (kernel, stride, pads, dilation)
+        return _max_pool_scatter(g._data, idx, x_shape, kernel, stride, pads, dilation)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolGather.apply(grad, ctx.idx, tuple(grad.shape), *ctx.geom),
+                None, None, None, None, None, None)
+
+
+class MaxPoolGather(Function):
+    """The adjoint of ``MaxPoolScatter``: each window's recorded element."""
+
+    torch_name = "MaxPool2DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx, x, idx, x_shape, kernel, stride, pads, dilation):
+        ctx.idx, ctx.x_shape, ctx.geom = idx, x_shape, (kernel, stride, pads, dilation)
+        return _max_pool_gather(x._data, idx, kernel, stride, pads, dilation)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (MaxPoolScatter.apply(grad, ctx.idx, ctx.x_shape, *ctx.geom),
+                None, None, None, None, None, None)
+
+
+class AvgPool2d(Function):
+    """Mean over each window, divided by PyTorch's divisor (see ``avg_pool_divisor``)."""
+
+    torch_name = "AvgPool2DBackward0"
+
+    @staticmethod
+    def forward(ctx, x, kernel, stride, pads, out_hw, divisor):
+        xa = x._data
+        kh, kw = kernel
+        oh, ow = out_hw
+        xpad = _pad_hw(xa, pads)
+        if kw > 4 * ow:  # short output rows (global pooling, say): sum runs of KW instead
+            total = _windows(xpad, kh, kw, *stride, 1, 1, oh, ow).sum(axis=(4, 5))
+        else:  # a running sum over the kernel offsets, each a strided view in runs of OW
+            total = None
+            for _, v in _window_slices(xpad, kh, kw, *stride, 1, 1, oh, ow):
+                if total is None:
+                    total = v.astype(xa.dtype if xa.dtype.kind == "f" else np.float64)
+                else:
+                    total += v
+        ctx.geom = xa.shape, xpad.shape, kernel, stride, pads, divisor
+        return total / divisor
+
+    @staticmethod
+    def backward(ctx, grad):
+        if state.grad_enabled:  # create_graph: the spreading as a differentiable node
+            return AvgPoolSpread.apply(grad, ctx.geom), None, None, None, None, None
+        return _wrap(_avg_pool_spread(grad._data, ctx.geom)), None, None, None, None, None
+
+
+def _avg_pool_spread(ga, geom):
+    """avg_pool2d's input gradient: each output gradient / divisor added over its window."""
+    (n, c, h, w), padded, (kh, kw), (sh, sw), pads, divisor = geom
+    xp = xp_of(ga)
+    share = ga / divisor
+    gpad = xp.zeros(padded, dtype=ga.dtype)
+    cols = xp.broadcast_to(share, (kh, kw) + share.shape)
+    _col2im(gpad, cols, sh, sw, 1, 1)
+    return xp.ascontiguousarray(_crop_hw(gpad, pads, h, w))
+
+
+class AvgPoolSpread(Function):
+    """avg_pool2d's backward as a node. It is linear, and its adjoint is average pooling with
+    the same windows and divisor, so gradients of gradients are pools and spreads in turn."""
+
+    torch_name = "AvgPool2DBackwardBackward0"
+
+    @staticmethod
+    def forward(ctx, g, geom):
+        ctx.geom, ctx.out_hw = geom, g.shape[2:]
+        return _avg_pool_spread(g._data, geom)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _, _, kernel, stride, pads, divisor = ctx.geom
+        return AvgPool2d.apply(grad, kernel, stride, pads, ctx.out_hw, divisor), None
+
+
+def avg_pool_divisor(xp, dtype, h: int, w: int, kernel, stride, pad, out_hw,
+                     count_include_pad: bool, divisor_override):
+    """PyTorch's per-window divisor: the window clipped to the padded input (count_include_pad)
+    or to the real input; a number when it is the same for every window."""
+    kh, kw = kernel
+    if divisor_override:
+        return float(divisor_override)
+    oh, ow = out_hw
+    ph, pw = pad
+    extra_h = max(0, (oh - 1) * stride[0] + kh - (h + 2 * ph))
+    extra_w = max(0, (ow - 1) * stride[1] + kw - (w + 2 * pw))
+    if count_include_pad and not extra_h and not extra_w:
+        return float(kh * kw)
+    ones = xp.ones((1, 1, h, w), dtype=dtype)
+    if count_include_pad:  # padding counts, the ceil_mode overhang does not
+        ones = _pad_hw(ones, (ph, ph, pw, pw), 1.0)
+        ones = _pad_hw(ones, (0, extra_h, 0, extra_w))
+    else:
+        ones = _pad_hw(ones, (ph, ph + extra_h, pw, pw + extra_w))
+    counts = _windows(ones, kh, kw, *stride, 1, 1, oh, ow).sum(axis=(4, 5))
+    return counts
+
+
+# -- adaptive pooling windows ---------------------------------------------------------------------
+def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's adaptive pooling windows: start = floor(i*size/out), end = ceil((i+1)*size/out)."""
+    i = np.arange(out, dtype=np.int64)
+    return (i * size) // out, -((-(i + 1) * size) // out)
+
+
+def adaptive_max_indices(arr, out_hw: tuple[int, int]):
+    """Flat (h * W + w) index of each adaptive window's maximum (the first one in row-major
+    order, NaN winning, as PyTorch's kernel) for an (N, C, H, W) array."""
+    xp = xp_of(arr)
+    n, c, h, w = arr.shape
+    sh, eh = adaptive_windows(h, out_hw[0])
+    sw, ew = adaptive_windows(w, out_hw[1])
+    kh, kw = int((eh - sh).max()), int((ew - sw).max())
+    # Windows padded to the largest size by repeating their last row/column: a repeat comes after
+    # the original, so the first maximum is unchanged.
+    rows = np.minimum(sh[:, None] + np.arange(kh), eh[:, None] - 1)  # (OH, kh)
+    cols = np.minimum(sw[:, None] + np.arange(kw), ew[:, None] - 1)  # (OW, kw)
+    flat = rows[:, None, :, None] * w + cols[None, :, None, :]  # (OH, OW, kh, kw)
+    flat = xp.asarray(flat.reshape(out_hw[0], out_hw[1], kh * kw))
+    windows = arr.reshape(n, c, h * w)[:, :, flat]  # (N, C, OH, OW, kh*kw)
+    nan = xp.isnan(windows)
+    pick = xp.where(nan.any(-1), nan.astype(xp.int8).argmax(-1), windows.argmax(-1))
+    return xp.take_along_axis(xp.broadcast_to(flat, windows.shape), pick[..., None],
+                              -1)[..., 0]

@@ -1,0 +1,40 @@
+"""The graph node of ``nn.functional.embedding``: rows picked by integer indices.
+
+This module must not import ``microtorch.nn`` (one direction of dependency).
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import Function
+from ._util import _wrap, xp_of
+
+__all__ = ["Embedding"]
+
+
+# -- embedding ----------------------------------------------------------------------------------
+class Embedding(Function):
+    """Rows of ``weight`` picked by integer indices; the padding row gets no gradient."""
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx):
+        wa, idx = weight._data, indices._data
+        if idx.dtype.kind not in "iu":
+            raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                               "following scalar types: Long, Int")
+        n = wa.shape[0]
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            raise IndexError("index out of range in self")
+        ctx.idx, ctx.shape, ctx.padding_idx = idx, wa.shape, padding_idx
+        return wa[idx]
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .shape import IndexScatter
+
+        flat = ctx.idx.reshape(-1)
+        gw = IndexScatter.apply(grad.reshape(-1, ctx.shape[1]), (flat,), ctx.shape)
+        if ctx.padding_idx is not None:
+            mask = xp_of(flat).ones((ctx.shape[0], 1), dtype=grad._data.dtype)
+            mask[ctx.padding_idx] = 0
+            gw = gw * _wrap(mask)
+        return gw, None, None
