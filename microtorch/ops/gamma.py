@@ -12,8 +12,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Function
-from ._util import Tensor, xp_of
-from .nn_ops import _float_array
+from ._util import Tensor, _float_array, xp_of
 from .special import _special
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma"]
