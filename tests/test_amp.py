@@ -377,3 +377,72 @@ def test_custom_fwd_casts_inputs_and_custom_bwd_restores_the_state():
     assert seen["bwd"] is True and ctx._dtype == mt.float16
     with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
         mt.amp.custom_fwd(device_type=mt.device("cpu"))
+
+
+_X = np.random.default_rng(5).standard_normal((4, 6)).astype("float32")
+_W = np.random.default_rng(6).standard_normal((3, 6)).astype("float32")
+_IMG = np.random.default_rng(7).standard_normal((1, 2, 6, 6)).astype("float32")
+_K = np.random.default_rng(8).standard_normal((3, 2, 3, 3)).astype("float32")
+_T = np.array([0, 1, 2, 1])
+NN_OPS = {
+    "linear": lambda L, F, a: F.linear(a, L.tensor(_W), L.tensor(_W[:, 0])),
+    "conv2d": lambda L, F, a: F.conv2d(L.tensor(_IMG).to(a.dtype), L.tensor(_K)),
+    "conv1d": lambda L, F, a: F.conv1d(L.tensor(_IMG[0]).to(a.dtype), L.tensor(_K[:, :, 0])),
+    "conv_transpose2d": lambda L, F, a: F.conv_transpose2d(L.tensor(_IMG).to(a.dtype),
+                                                           L.tensor(_K).transpose(0, 1)),
+    "softmax": lambda L, F, a: F.softmax(a, -1),
+    "log_softmax": lambda L, F, a: F.log_softmax(a, -1),
+    "cross_entropy": lambda L, F, a: F.cross_entropy(a[:, :3], L.tensor(_T)),
+    "nll_loss": lambda L, F, a: F.nll_loss(a[:, :3], L.tensor(_T)),
+    "mse_loss": lambda L, F, a: F.mse_loss(a, a.detach() * 0.5),
+    "bce_with_logits": lambda L, F, a: F.binary_cross_entropy_with_logits(
+        a, (a.detach() > 0).to(a.dtype)),
+    "bce": lambda L, F, a: F.binary_cross_entropy(a.sigmoid(), (a.detach() > 0).to(a.dtype)),
+    "l1_loss": lambda L, F, a: F.l1_loss(a, a.detach() * 0.3),
+    "huber_loss": lambda L, F, a: F.huber_loss(a, a.detach() * 0.3),
+    "kl_div": lambda L, F, a: F.kl_div(a, a.detach().exp() * 0.1, reduction="batchmean"),
+    "layer_norm": lambda L, F, a: F.layer_norm(a, (6,)),
+    "group_norm": lambda L, F, a: F.group_norm(a, 2),
+    "softplus": lambda L, F, a: F.softplus(a),
+    "prelu": lambda L, F, a: F.prelu(a, L.tensor([0.25])),
+    "sdpa": lambda L, F, a: F.scaled_dot_product_attention(a[None], a[None], a[None]),
+    "cosine_similarity": lambda L, F, a: F.cosine_similarity(a, a * 2),
+    "cdist": lambda L, F, a: L.cdist(a, a),
+}
+
+
+@pytest.mark.parametrize("name", list(NN_OPS))
+def test_autocast_nn_ops_match_torch(name):
+    fn = NN_OPS[name]
+    results = []
+    for L in (mt, torch):
+        row = []
+        for dt in ("float32", "float16"):
+            a = L.tensor(_X).to(getattr(L, dt))
+            with L.autocast("cpu", dtype=L.float16):
+                try:
+                    out = fn(L, L.nn.functional, a)
+                except RuntimeError:
+                    row.append(("error",))
+                    continue
+            row.append((str(out.dtype).split(".")[-1], out.detach().float().numpy()))
+        results.append(row)
+    for mine, theirs in zip(*results):
+        assert mine[0] == theirs[0], name
+        if len(mine) > 1:
+            np.testing.assert_allclose(mine[1], theirs[1], rtol=2e-2, atol=2e-2, err_msg=name)
+
+
+def test_autocast_cuda_list(device):
+    if device != "cuda":
+        pytest.skip("the CUDA list needs a GPU")
+    F = mt.nn.functional
+    x = mt.randn(4, 6, device=device)
+    with mt.autocast("cuda"):
+        h = F.linear(x, mt.randn(6, 6, device=device))
+        assert h.dtype == mt.float16
+        assert F.softmax(h, -1).dtype == mt.float32
+        assert F.softmax(h, -1, dtype=mt.float16).dtype == mt.float16
+        assert F.layer_norm(h, (6,)).dtype == mt.float32
+        with pytest.raises(RuntimeError, match="unsafe to autocast"):
+            F.binary_cross_entropy(h.sigmoid(), h.detach().sigmoid())

@@ -7,7 +7,8 @@ the region's device type by the op's policy:
 - ``lower``: to the autocast dtype (matrix products, linear, convolutions, attention);
 - ``fp32``: to float32 (losses, and on CUDA softmax, norms, exp/log/pow ... as PyTorch lists);
 - ``fp32_opt_dtype``: to float32 unless the call passes ``dtype=`` (CUDA's softmax, sum ...);
-- ``promote``: all to the widest floating dtype among them (cat, stack, addcmul ...).
+- ``promote``: all to the widest floating dtype among them (cat, stack, addcmul ...);
+- ``banned``: PyTorch's error (binary_cross_entropy under CUDA autocast).
 
 float64 tensors are never cast, and tensors on the other device type are left alone. An op
 runs its own body with autocast suspended, so ops it calls internally are not cast again (as
@@ -64,8 +65,17 @@ POLICIES: dict[str, dict[str, str]] = {
         **dict.fromkeys(("softmax", "log_softmax", "cumsum", "cumprod", "sum", "prod"),
                         "fp32_opt_dtype"),
         **dict.fromkeys(_PROMOTE_COMMON + ("dot",), "promote"),
+        "binary_cross_entropy": "banned",
     },
 }
+
+_BANNED = {"binary_cross_entropy": (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast.")}
 
 
 def _default_dtypes() -> dict:
@@ -153,6 +163,8 @@ def _run_cast(name: str, fn, args, kwargs):
         target = _dtype.float32
     elif policy == "fp32_opt_dtype":
         target = None if kwargs.get("dtype") is not None else _dtype.float32
+    elif policy == "banned":  # PyTorch refuses these under CUDA autocast
+        raise RuntimeError(_BANNED[name])
     elif policy == "promote":
         target = _widest(list(_tensors(list(args) + list(kwargs.values()))), device_type)
     else:  # not on this device type's lists: no cast (but its body is still one op)
