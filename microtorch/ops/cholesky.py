@@ -7,6 +7,8 @@ batch (no pivoting, as LAPACK's ``trsm``), which runs unchanged on NumPy and CuP
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..autograd.function import Function
 from ._util import Tensor, reduce_grad, xp_of
 
@@ -32,12 +34,18 @@ def _try_cholesky(arr):
     """The lower factor, or None where the matrices are not positive definite."""
     xp = xp_of(arr)
     try:
-        low = xp.linalg.cholesky(arr)
-    except Exception as err:  # numpy.linalg.LinAlgError
+        if xp is np:
+            low = np.linalg.cholesky(arr)
+        else:
+            import cupyx
+
+            with cupyx.errstate(linalg="raise"):  # CuPy's default: no check at all
+                low = xp.linalg.cholesky(arr)
+    except Exception as err:  # numpy.linalg.LinAlgError (CuPy raises NumPy's)
         if type(err).__name__ != "LinAlgError":
             raise
         return None
-    return None if bool(xp.isnan(low).any()) else low  # CuPy reports failure with NaNs
+    return None if bool(xp.isnan(low).any()) else low
 
 
 def _failing_minor(arr) -> int:
@@ -90,7 +98,7 @@ def _substitute(a, b, upper: bool, unit: bool):
     """Solve a x = b for triangular a (batched arrays, b with one or more columns)."""
     xp = xp_of(a)
     n = a.shape[-1]
-    batch = xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = xp.broadcast_to(a, batch + a.shape[-2:])
     x = xp.array(xp.broadcast_to(b, batch + b.shape[-2:]), copy=True)
     rows = range(n - 1, -1, -1) if upper else range(n)
