@@ -38,6 +38,7 @@ mt19937 as done here.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Sequence
@@ -396,6 +397,44 @@ class Generator:
             self._next_double_normal = r * math.sin(theta)
             ret = r * math.cos(theta)
         return float(_fma64(ret, std, mean))  # val * std + mean, fused by the compiler
+
+    @contextlib.contextmanager
+    def scalar_draws(self, chunk: int = 1024):
+        """``(uniform, normal)``: callables giving one ``uniform_real_distribution<double>``
+        draw and one ``normal_distribution<double>`` draw (Box-Muller, its second value
+        cached) at a time, as ATen's sequential samplers (gamma, Poisson, binomial) consume
+        them. Words are drawn ahead in chunks; on exit the engine is left exactly past the
+        words used, so the stream stays in step with torch."""
+        start = self._engine.state
+        exhausted = self._next_when_exhausted
+        f64 = np.dtype(_f64)
+        buf: list[float] = []
+        pos = used = 0
+
+        def uniform() -> float:
+            nonlocal buf, pos, used
+            if pos == len(buf):
+                buf, pos = self._unit(chunk, f64).tolist(), 0
+            pos += 1
+            used += 1
+            return buf[pos - 1]
+
+        def normal() -> float:
+            if self._next_double_normal is not None:
+                ret, self._next_double_normal = self._next_double_normal, None
+                return ret
+            u1, u2 = uniform(), uniform()
+            r = math.sqrt(-2.0 * math.log1p(-u2))
+            theta = 2.0 * math.pi * u1
+            self._next_double_normal = r * math.sin(theta)
+            return r * math.cos(theta)
+
+        try:
+            yield uniform, normal
+        finally:
+            self._engine.state = start
+            self._next_when_exhausted = exhausted
+            self._random(2 * used)
 
     def _normal_fill(self, n: int, dtype, transform16) -> np.ndarray:
         """torch's ``normal_fill``: uniforms for all n, Box-Muller per block of 16, tail redo."""

@@ -25,18 +25,8 @@ _F32_0331 = float(np.float32(0.0331))
 
 
 def _draws(like):
-    """Scalar double uniform and standard normal draws of the CPU generator (its
-    ``uniform_real_distribution<double>`` and cached Box-Muller ``normal_distribution``)."""
-    gen = like._backend.generator
-    f64 = np.dtype(np.float64)
-
-    def uniform() -> float:
-        return float(gen._unit(1, f64)[0])
-
-    def normal() -> float:
-        return gen._normal_scalar(0.0, 1.0)
-
-    return uniform, normal
+    """The CPU generator's buffered scalar draws (a context giving ``(uniform, normal)``)."""
+    return like._backend.generator.scalar_draws()
 
 
 def _is_cpu(t) -> bool:
@@ -81,9 +71,10 @@ def standard_gamma(concentration) -> np.ndarray:
     arr = concentration._data
     tiny = float(np.finfo(arr.dtype).tiny)
     if _is_cpu(concentration):
-        uniform, normal = _draws(concentration)
         single = arr.dtype != np.float64
-        draws = _per_element(lambda a: _gamma_one(a, single, uniform, normal), arr, np.float64)
+        with _draws(concentration) as (uniform, normal):
+            draws = _per_element(lambda a: _gamma_one(a, single, uniform, normal), arr,
+                                 np.float64)
         return np.maximum(draws.astype(arr.dtype), arr.dtype.type(tiny))
     xp = concentration._backend.xp
     with concentration._backend.context():
@@ -96,8 +87,9 @@ def dirichlet(concentration) -> tuple:
     clamped into [tiny, 1) of the dtype. Returns (samples, gammas in double)."""
     arr = concentration._data
     if _is_cpu(concentration):
-        uniform, normal = _draws(concentration)
-        gammas = _per_element(lambda a: _gamma_one(a, False, uniform, normal), arr, np.float64)
+        with _draws(concentration) as (uniform, normal):
+            gammas = _per_element(lambda a: _gamma_one(a, False, uniform, normal), arr,
+                                  np.float64)
         gammas = np.maximum(gammas, np.finfo(np.float64).tiny)
         xp = np
     else:
@@ -151,9 +143,9 @@ def poisson(rate) -> np.ndarray:
     """Poisson(rate) draws as an array of the rate's dtype."""
     arr = rate._data
     if _is_cpu(rate):
-        uniform, _ = _draws(rate)
         single = arr.dtype != np.float64
-        return _per_element(lambda lam: _poisson_one(lam, single, uniform), arr, arr.dtype)
+        with _draws(rate) as (uniform, _):
+            return _per_element(lambda lam: _poisson_one(lam, single, uniform), arr, arr.dtype)
     xp = rate._backend.xp
     with rate._backend.context():
         return xp.random.poisson(arr.astype(np.float64)).astype(arr.dtype)
@@ -226,9 +218,9 @@ def binomial(total_count, probs) -> np.ndarray:
     """Binomial(total_count, probs) draws (same shapes) as an array of the probs' dtype."""
     counts, ps = total_count._data, probs._data
     if _is_cpu(probs):
-        uniform, _ = _draws(probs)
-        flat = [_binomial_one(n, p, uniform) for n, p in zip(counts.ravel().tolist(),
-                                                             ps.ravel().tolist())]
+        with _draws(probs) as (uniform, _):
+            flat = [_binomial_one(n, p, uniform) for n, p in zip(counts.ravel().tolist(),
+                                                                 ps.ravel().tolist())]
         return np.array(flat, dtype=ps.dtype).reshape(ps.shape)
     xp = probs._backend.xp
     with probs._backend.context():
