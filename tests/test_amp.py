@@ -200,6 +200,8 @@ def test_autocast_op_dtypes_match_torch(low):
         "sum": lambda L, x, w, b: x.sum(), "prod": lambda L, x, w, b: L.prod(x),
         "cumsum": lambda L, x, w, b: L.cumsum(x, 0), "pow": lambda L, x, w, b: x ** 2,
         "logsumexp": lambda L, x, w, b: L.logsumexp(x, 0), "log": lambda L, x, w, b: x.log(),
+        "atan2": lambda L, x, w, b: L.atan2(x, w.float()), "erfinv": lambda L, x, w, b:
+        (x * 0.1).erfinv(),
     }
     for name, fn in ops.items():
         for dt in ("float32", low):

@@ -41,8 +41,9 @@ _FP32_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss
                 "poisson_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
                 "soft_margin_loss", "multilabel_margin_loss", "multi_margin_loss",
                 "triplet_margin_loss", "cosine_embedding_loss", "cdist")
-_PROMOTE_COMMON = ("cat", "stack", "addcmul", "addcdiv", "atan2", "bilinear", "cross",
-                   "index_put", "scatter_add", "tensordot")
+_PROMOTE_COMMON = ("cat", "stack", "index_copy")
+_PROMOTE_CUDA = ("addcmul", "addcdiv", "atan2", "bilinear", "cross", "dot", "grid_sampler",
+                 "index_put", "scatter_add", "tensordot")
 
 POLICIES: dict[str, dict[str, str]] = {
     "cpu": {
@@ -64,7 +65,7 @@ POLICIES: dict[str, dict[str, str]] = {
             "softmin"), "fp32"),
         **dict.fromkeys(("softmax", "log_softmax", "cumsum", "cumprod", "sum", "prod"),
                         "fp32_opt_dtype"),
-        **dict.fromkeys(_PROMOTE_COMMON + ("dot",), "promote"),
+        **dict.fromkeys(_PROMOTE_COMMON + _PROMOTE_CUDA, "promote"),
         "binary_cross_entropy": "banned",
     },
 }

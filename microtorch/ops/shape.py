@@ -544,6 +544,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return Gather.apply(input, d, index)
 
 
+@autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     return ScatterAdd.apply(input, wrap_dim(dim, input._data.ndim), index, src)

@@ -165,6 +165,7 @@ def erfc(input: Tensor) -> Tensor:
     return Erfc.apply(input)
 
 
+@autocast_op("erfinv")
 def erfinv(input: Tensor) -> Tensor:
     """Elementwise inverse error function (NaN outside [-1, 1])."""
     return Erfinv.apply(input)
