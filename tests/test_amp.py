@@ -410,6 +410,10 @@ NN_OPS = {
     "sdpa": lambda L, F, a: F.scaled_dot_product_attention(a[None], a[None], a[None]),
     "cosine_similarity": lambda L, F, a: F.cosine_similarity(a, a * 2),
     "cdist": lambda L, F, a: L.cdist(a, a),
+    "pad_reflect": lambda L, F, a: F.pad(a[None], (1, 1), mode="reflect"),
+    "pad_replicate": lambda L, F, a: F.pad(a[None, None], (1, 1, 2, 0), mode="replicate"),
+    "pad_circular": lambda L, F, a: F.pad(a[None], (1, 1), mode="circular"),
+    "pad_constant": lambda L, F, a: F.pad(a, (1, 1)),
 }
 
 
