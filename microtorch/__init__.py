@@ -67,12 +67,18 @@ from .amp.autocast_mode import (  # noqa: E402
     autocast_decrement_nesting,
     autocast_increment_nesting,
     clear_autocast_cache,
+    get_autocast_cpu_dtype,
     get_autocast_dtype,
+    get_autocast_gpu_dtype,
     is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
     is_autocast_enabled,
     set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
     set_autocast_dtype,
     set_autocast_enabled,
+    set_autocast_gpu_dtype,
 )
 
 __version__ = "0.1.0"
@@ -108,7 +114,9 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
-           "set_autocast_enabled", *_ops_all]
+           "set_autocast_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype",
+           "is_autocast_cpu_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
+           "set_autocast_gpu_dtype", *_ops_all]
 del _dtype
 
 

@@ -452,3 +452,19 @@ def test_autocast_cuda_list(device):
         assert F.layer_norm(h, (6,)).dtype == mt.float32
         with pytest.raises(RuntimeError, match="unsafe to autocast"):
             F.binary_cross_entropy(h.sigmoid(), h.detach().sigmoid())
+
+
+def test_deprecated_autocast_spellings_warn_as_torch():
+    for L in (mt, torch):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert L.get_autocast_gpu_dtype() == L.float16
+            assert L.is_autocast_cpu_enabled() is False
+            L.set_autocast_cpu_enabled(False)
+            L.set_autocast_gpu_dtype(L.float16)
+        texts = [str(w.message).split(" (Triggered")[0] for w in caught]
+        assert all(w.category is DeprecationWarning for w in caught)
+        if L is mt:
+            mine = texts
+        else:
+            assert mine == texts

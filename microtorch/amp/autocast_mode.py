@@ -214,3 +214,33 @@ def custom_bwd(bwd: Callable | None = None, *, device_type: str):
             return bwd(*args, **kwargs)
 
     return decorate_bwd
+
+
+def _deprecated(old: str, new: str, fn: Callable) -> Callable:
+    """PyTorch's old per-device spelling of an autocast function: warns, then calls ``fn``."""
+
+    def spelling(*args):
+        warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.",
+                      DeprecationWarning, stacklevel=2)
+        return fn(*args)
+
+    spelling.__name__ = old.split("(")[0]
+    spelling.__doc__ = f"Deprecated: ``{new}``."
+    return spelling
+
+
+is_autocast_cpu_enabled = _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')",
+                                      lambda: is_autocast_enabled("cpu"))
+get_autocast_cpu_dtype = _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')",
+                                     lambda: get_autocast_dtype("cpu"))
+get_autocast_gpu_dtype = _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')",
+                                     lambda: get_autocast_dtype("cuda"))
+set_autocast_cpu_enabled = _deprecated(
+    "set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)",
+    lambda enabled: set_autocast_enabled("cpu", enabled))
+set_autocast_cpu_dtype = _deprecated("set_autocast_cpu_dtype(dtype)",
+                                     "set_autocast_dtype('cpu', dtype)",
+                                     lambda dtype: set_autocast_dtype("cpu", dtype))
+set_autocast_gpu_dtype = _deprecated("set_autocast_gpu_dtype(dtype)",
+                                     "set_autocast_dtype('cuda', dtype)",
+                                     lambda dtype: set_autocast_dtype("cuda", dtype))
