@@ -551,3 +551,18 @@ def test_multivariate_normal_derived_matrices_match_torch(given):
         np.testing.assert_allclose(getattr(d, name).detach().numpy(),
                                    getattr(td, name).detach().numpy(), rtol=1e-9, atol=1e-12,
                                    err_msg=name)
+
+
+def test_pytorchs_module_paths_import():
+    import importlib
+
+    for module, name in [("beta", "Beta"), ("dirichlet", "Dirichlet"), ("laplace", "Laplace"),
+                         ("exponential", "Exponential"), ("binomial", "Binomial"),
+                         ("one_hot_categorical", "OneHotCategorical"), ("normal", "Normal"),
+                         ("independent", "Independent"), ("log_normal", "LogNormal"),
+                         ("categorical", "Categorical"), ("gamma", "Gamma"),
+                         ("multivariate_normal", "MultivariateNormal"), ("poisson", "Poisson"),
+                         ("transformed_distribution", "TransformedDistribution")]:
+        mine = importlib.import_module(f"microtorch.distributions.{module}")
+        assert hasattr(importlib.import_module(f"torch.distributions.{module}"), name)
+        assert getattr(mine, name) is getattr(mt.distributions, name)

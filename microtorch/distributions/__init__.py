@@ -6,7 +6,18 @@ reparameterised gradients, transforms, and ``kl_divergence`` for the common pair
 the samples equal PyTorch's after the same ``manual_seed``.
 """
 
-from . import constraints, transforms
+import sys as _sys
+
+from . import (
+    bernoulli,
+    categorical,
+    constraints,
+    gamma,
+    normal,
+    transformed_distribution,
+    transforms,
+    uniform,
+)
 from .bernoulli import Bernoulli, Binomial
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
@@ -35,3 +46,14 @@ __all__ = [
     "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
     "transforms",
 ]
+
+# PyTorch has one module per distribution (``torch.distributions.beta``); here a family shares a
+# module. Register PyTorch's module names for those, so ``from torch.distributions.beta import
+# Beta`` imports from the family's module.
+_TORCH_MODULES = {"beta": gamma, "dirichlet": gamma, "exponential": uniform, "laplace": uniform,
+                  "binomial": bernoulli, "one_hot_categorical": categorical,
+                  "independent": transformed_distribution, "log_normal": normal}
+for _name, _module in _TORCH_MODULES.items():
+    _sys.modules[f"{__name__}.{_name}"] = _module
+    globals()[_name] = _module
+del _name, _module
