@@ -412,8 +412,14 @@ def test_kl_independent_and_registry():
     other = D.Normal(mt.ones(2, 3), mt.full((2, 3), 2.0))
     kl = D.kl_divergence(D.Independent(base, 1), D.Independent(other, 1))
     np.testing.assert_allclose(kl.numpy(), D.kl_divergence(base, other).sum(-1).numpy())
-    with pytest.raises(NotImplementedError, match="No KL"):
-        D.kl_divergence(base, D.Exponential(mt.ones(2, 3)))
+    for other, tother in ((D.Poisson(mt.ones(2, 3)), torch.distributions.Poisson(1.0)),
+                          (D.Categorical(mt.ones(3)), torch.distributions.Categorical(
+                              torch.ones(3)))):
+        with pytest.raises(NotImplementedError) as mine:
+            D.kl_divergence(base, other)
+        with pytest.raises(NotImplementedError) as theirs:
+            torch.distributions.kl_divergence(torch.distributions.Normal(0.0, 1.0), tother)
+        assert str(mine.value) == str(theirs.value)
 
     class MyNormal(D.Normal):
         pass
@@ -566,3 +572,76 @@ def test_pytorchs_module_paths_import():
         mine = importlib.import_module(f"microtorch.distributions.{module}")
         assert hasattr(importlib.import_module(f"torch.distributions.{module}"), name)
         assert getattr(mine, name) is getattr(mt.distributions, name)
+
+
+EXP_FAMILY = ["Normal", "Gamma", "Beta", "Dirichlet", "Exponential", "Poisson", "Bernoulli"]
+
+
+@pytest.mark.parametrize("name", EXP_FAMILY)
+def test_exponential_family_bregman_entropy_and_kl(name):
+    from microtorch.distributions.exp_family import ExponentialFamily, bregman_kl
+
+    pair = next(p for p in KL_PAIRS if p[0] == name)
+    p, _ = _build(mt, name, pair[1], "float64")
+    q, _ = _build(mt, name, pair[2], "float64")
+    tp, _ = _build(torch, name, pair[1], "float64")
+    assert isinstance(p, ExponentialFamily)
+    assert isinstance(tp, torch.distributions.ExponentialFamily)
+    np.testing.assert_allclose(bregman_kl(p, q).detach().numpy(),
+                               mt.distributions.kl_divergence(p, q).detach().numpy(),
+                               rtol=1e-9, atol=1e-12)
+    try:
+        expected = torch.distributions.ExponentialFamily.entropy(tp).detach().numpy()
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            ExponentialFamily.entropy(p)
+        return
+    np.testing.assert_allclose(ExponentialFamily.entropy(p).detach().numpy(), expected,
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ExponentialFamily.entropy(p).detach().numpy(),
+                               p.entropy().detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+CROSS = {
+    "Normal": dict(loc=np.array([0.3, -1.0]), scale=np.array([1.2, 0.4])),
+    "Laplace": dict(loc=np.array([0.3, 0.5]), scale=np.array([1.2, 2.0])),
+    "Exponential": dict(rate=np.array([1.5, 0.3])),
+    "Gamma": dict(concentration=np.array([2.0, 0.7]), rate=np.array([1.5, 3.0])),
+    "Beta": dict(concentration1=np.array([2.0, 0.5]), concentration0=np.array([3.0, 1.5])),
+    "Uniform": dict(low=np.array([0.2, -0.5]), high=np.array([0.7, 0.9])),
+    "Poisson": dict(rate=np.array([2.0, 0.4])),
+    "Bernoulli": dict(probs=np.array([0.3, 0.8])),
+    "Binomial": dict(total_count=5, probs=np.array([0.3, 0.6])),
+}
+
+
+@pytest.mark.parametrize("p_name", list(CROSS))
+def test_cross_family_kl_matches_torch(p_name):
+    for q_name in CROSS:
+        if q_name == p_name:
+            continue
+        p, pp = _build(mt, p_name, CROSS[p_name], "float64")
+        q, qp = _build(mt, q_name, CROSS[q_name], "float64")
+        tp, tpp = _build(torch, p_name, CROSS[p_name], "float64")
+        tq, tqp = _build(torch, q_name, CROSS[q_name], "float64")
+        try:
+            tkl = torch.distributions.kl_divergence(tp, tq)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError):
+                mt.distributions.kl_divergence(p, q)
+            continue
+        kl = mt.distributions.kl_divergence(p, q)
+        np.testing.assert_allclose(kl.detach().numpy(), tkl.detach().numpy(), rtol=1e-10,
+                                   err_msg=f"{p_name}-{q_name}")
+        finite = np.isfinite(tkl.detach().numpy())
+        if not finite.any() or not tkl.requires_grad:
+            continue
+        w = finite.astype("float64")
+        (kl * mt.tensor(w)).sum().backward()
+        (tkl * torch.tensor(w)).sum().backward()
+        for params, tparams in ((pp, tpp), (qp, tqp)):
+            for k, t in tparams.items():
+                if isinstance(t, torch.Tensor) and t.grad is not None:
+                    np.testing.assert_allclose(params[k].grad.numpy(), t.grad.numpy(),
+                                               rtol=1e-9, atol=1e-12,
+                                               err_msg=f"{p_name}-{q_name} d/d{k}")

@@ -13,6 +13,7 @@ from . import (
     categorical,
     constraints,
     gamma,
+    kl_cross,  # registers the cross-family pairs
     normal,
     transformed_distribution,
     transforms,
@@ -21,6 +22,7 @@ from . import (
 from .bernoulli import Bernoulli, Binomial
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import Beta, Dirichlet, Gamma
 from .kl import kl_divergence, register_kl
 from .multivariate_normal import MultivariateNormal
@@ -40,7 +42,8 @@ from .uniform import Exponential, Laplace, Uniform
 
 __all__ = [
     "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "ComposeTransform",
-    "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Independent",
+    "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+    "Gamma", "Independent",
     "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
     "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform",
     "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",

@@ -10,6 +10,7 @@ from ..autograd.grad_mode import no_grad
 from ..nn import functional as F
 from . import constraints, sampling
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, uniform
 
 __all__ = ["Bernoulli", "Binomial"]
@@ -20,7 +21,7 @@ def _one_of(probs, logits) -> None:
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -84,6 +85,15 @@ class Bernoulli(Distribution):
 
     def entropy(self):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (ops.log(self.probs / (1 - self.probs)),)
+
+    def _log_normalizer(self, x):
+        return ops.log1p(ops.exp(x))
+
+    _mean_carrier_measure = 0
 
     def enumerate_support(self, expand: bool = True):
         values = ops.arange(2, dtype=self._param.dtype, device=self._param.device)

@@ -22,7 +22,7 @@ from ..autograd.function import Function
 from ..nn import functional as F
 from ..ops._util import xp_of
 from . import constraints, sampling
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, xlogy
 
 __all__ = ["Beta", "Dirichlet", "Gamma"]
@@ -99,7 +99,7 @@ def _scalar_batch(*params) -> bool:
     return all(isinstance(p, numbers.Number) for p in params)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The gamma distribution with shape ``concentration`` and inverse scale ``rate``."""
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
@@ -149,6 +149,15 @@ class Gamma(Distribution):
             self._validate_sample(value)
         return _regularized_gamma(self.concentration, self.rate * value)
 
+    @property
+    def _natural_params(self) -> tuple:
+        return self.concentration - 1, -self.rate
+
+    def _log_normalizer(self, x, y):
+        return ops.lgamma(x + 1) + (x + 1) * ops.log(-y.reciprocal())
+
+    _mean_carrier_measure = 0
+
 
 class _Gammainc(Function):
     """The regularised lower incomplete gamma P(a, x); differentiable in x only, as in
@@ -176,7 +185,7 @@ def _regularized_gamma(a, x):
     return _Gammainc.apply(a, x)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution on the simplex, with ``concentration`` per coordinate."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -224,6 +233,13 @@ class Dirichlet(Distribution):
         return (self.concentration * (con0 - self.concentration)
                 / (con0.pow(2) * (con0 + 1)))
 
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - ops.lgamma(x.sum(-1))
+
     def entropy(self):
         k = self.concentration.size(-1)
         a0 = self.concentration.sum(-1)
@@ -232,7 +248,7 @@ class Dirichlet(Distribution):
                 - ((self.concentration - 1.0) * ops.digamma(self.concentration)).sum(-1))
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """The beta distribution on [0, 1]: the first coordinate of a two-coordinate Dirichlet."""
 
     arg_constraints = {"concentration1": constraints.positive,
@@ -281,6 +297,13 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self) -> tuple:
+        return self.concentration1, self.concentration0
+
+    def _log_normalizer(self, x, y):
+        return ops.lgamma(x) + ops.lgamma(y) - ops.lgamma(x + y)
 
     @property
     def concentration1(self):

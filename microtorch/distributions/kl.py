@@ -14,6 +14,7 @@ from ..nn import functional as F
 from .bernoulli import Bernoulli, Binomial
 from .categorical import Categorical, OneHotCategorical
 from .distribution import Distribution
+from .exp_family import ExponentialFamily, bregman_kl
 from .gamma import Beta, Dirichlet, Gamma
 from .multivariate_normal import MultivariateNormal, batch_mahalanobis
 from .normal import Normal
@@ -77,6 +78,9 @@ def kl_divergence(p: Distribution, q: Distribution):
 def _set_where(t, mask, value: float):
     """``t[mask] = value`` without writing in place (so gradients flow elsewhere)."""
     return ops.where(mask, ops.full_like(t, value), t)
+
+
+register_kl(ExponentialFamily, ExponentialFamily)(bregman_kl)
 
 
 @register_kl(Bernoulli, Bernoulli)

@@ -8,7 +8,7 @@ import numbers
 from .. import ops
 from ..autograd.grad_mode import no_grad
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
 from .utils import broadcast_all, standard_normal
@@ -18,7 +18,7 @@ __all__ = ["LogNormal", "Normal"]
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """The normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
@@ -83,6 +83,15 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + ops.log(self.scale)
+
+    @property
+    def _natural_params(self) -> tuple:
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * ops.log(-math.pi / y)
+
+    _mean_carrier_measure = 0
 
 
 class LogNormal(TransformedDistribution):

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import numbers
 
+from .. import ops
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from . import constraints, sampling
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, xlogy
 
 __all__ = ["Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Counts of events that occur independently at ``rate`` per unit."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -49,3 +50,10 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return xlogy(value, rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (ops.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return ops.exp(x)

@@ -10,6 +10,7 @@ import numpy as np
 from .. import ops
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, standard_exponential, uniform
 
 __all__ = ["Exponential", "Laplace", "Uniform"]
@@ -144,7 +145,7 @@ class Laplace(Distribution):
         return 1 + ops.log(2 * self.scale)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution with rate ``rate`` (mean 1 / rate)."""
 
     arg_constraints = {"rate": constraints.positive}
@@ -195,3 +196,12 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - ops.log(self.rate)
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -ops.log(-x)
+
+    _mean_carrier_measure = 0
