@@ -417,15 +417,16 @@ NN_OPS = {
 }
 
 
+@pytest.mark.parametrize("low", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", list(NN_OPS))
-def test_autocast_nn_ops_match_torch(name):
+def test_autocast_nn_ops_match_torch(name, low):
     fn = NN_OPS[name]
     results = []
     for L in (mt, torch):
         row = []
-        for dt in ("float32", "float16"):
+        for dt in ("float32", low):
             a = L.tensor(_X).to(getattr(L, dt))
-            with L.autocast("cpu", dtype=L.float16):
+            with L.autocast("cpu", dtype=getattr(L, low)):
                 try:
                     out = fn(L, L.nn.functional, a)
                 except RuntimeError:
@@ -436,7 +437,8 @@ def test_autocast_nn_ops_match_torch(name):
     for mine, theirs in zip(*results):
         assert mine[0] == theirs[0], name
         if len(mine) > 1:
-            np.testing.assert_allclose(mine[1], theirs[1], rtol=2e-2, atol=2e-2, err_msg=name)
+            tol = 2e-2 if low == "float16" else 8e-2  # bfloat16 keeps 8 bits of mantissa
+            np.testing.assert_allclose(mine[1], theirs[1], rtol=tol, atol=tol, err_msg=name)
 
 
 def test_autocast_cuda_list(device):
@@ -468,3 +470,22 @@ def test_deprecated_autocast_spellings_warn_as_torch():
             mine = texts
         else:
             assert mine == texts
+
+
+def test_bfloat16_is_the_cpu_default_and_matches_torch():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 8)).astype("float32")
+    outs = []
+    for L in (mt, torch):
+        L.manual_seed(0)
+        lin = L.nn.Linear(8, 4)
+        with L.autocast("cpu"):
+            assert L.get_autocast_dtype("cpu") == L.bfloat16
+            y = lin(L.tensor(x))
+            loss = L.nn.functional.mse_loss(y, L.zeros(5, 4))
+        assert y.dtype == L.bfloat16 and loss.dtype == L.float32
+        loss.backward()
+        assert lin.weight.dtype == L.float32 and lin.weight.grad.dtype == L.float32
+        outs.append((y.float().detach().numpy(), lin.weight.grad.numpy()))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=2e-2, atol=1e-2)

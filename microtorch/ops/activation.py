@@ -100,7 +100,8 @@ class _Pointwise(Function):
         arr = _float_array(x)
         ctx.save_for_backward(x)
         ctx.params = params
-        return cls.compute(xp_of(arr), arr, *params)
+        # 16-bit floats may come back wider from NumPy ufuncs (bfloat16): round back as PyTorch
+        return cls.compute(xp_of(arr), arr, *params).astype(arr.dtype, copy=False)
 
     @classmethod
     def backward(cls, ctx, grad):
