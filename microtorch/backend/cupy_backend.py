@@ -74,7 +74,7 @@ class CupyBackend(Backend):
             sample = self.xp.random.random(shape, dtype=dtype if dtype != "float16" else "f4")
             return (sample * (high - low) + low).astype(dtype, copy=False)
 
-    def normal(self, shape, dtype, mean=0.0, std=1.0):
+    def normal(self, shape, dtype, mean=0.0, std=1.0, contiguous=True):
         with self._device:
             wide = "f4" if dtype in ("float16", self.xp.float16) else dtype
             return (self.xp.random.standard_normal(shape, dtype=wide) * std + mean).astype(dtype)

@@ -147,7 +147,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     x = input.expand(shape) if input._data.shape != shape else input
     m = mask._data if mask._data.shape == shape else xp_of(mask._data).broadcast_to(
         mask._data, shape)
-    return named(x[Tensor._make(m)], "MaskedSelectBackward0")
+    return named(x[Tensor._make(m)], "MaskedSelectBackward0", input)
 
 
 def _check_flat_index(index: Tensor, n: int) -> None:
@@ -165,7 +165,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
         raise RuntimeError("take(): Expected a long tensor for index, but got "
                            f"{index.dtype.name.capitalize()}")
     _check_flat_index(index, input._data.size)
-    return named(input.reshape(-1)[index], "TakeBackward0")
+    return named(input.reshape(-1)[index], "TakeBackward0", input)
 
 
 class Put(Function):

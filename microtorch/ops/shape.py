@@ -221,7 +221,7 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     inter = x.reshape(tuple(v for s in shape for v in (1, s)))
     expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
     return named(expanded.reshape(tuple(r * s for r, s in zip(sizes, shape))),
-                 "RepeatBackward0")
+                 "RepeatBackward0", input)
 
 
 class Flip(Function):
@@ -298,7 +298,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(shape) + 1)
-    return named(cat([t.unsqueeze(d) for t in tensors], d), "StackBackward0")
+    return named(cat([t.unsqueeze(d) for t in tensors], d), "StackBackward0", *tensors)
 
 
 def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
@@ -474,6 +474,20 @@ def getitem(input: Tensor, key) -> Tensor:
     return _as_view(out, input) if _is_basic(key) else out
 
 
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at ``index`` along ``dim``, without that dim (a view, as ``x[:, index]``)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    i = int(index)
+    if not -size <= i < size:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{list(input._data.shape)} at dimension {d}")
+    return getitem(input, (slice(None),) * d + (i,))
+
+
 class IndexPut(Function):
     """A copy of ``x`` with ``values`` written at ``key`` (``x[key] = values`` out of place)."""
 
@@ -554,7 +568,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, input._data.ndim)
-    return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0")
+    return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0", input)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
