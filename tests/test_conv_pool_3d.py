@@ -10,7 +10,6 @@ from _gradcheck import finite_difference_check
 from _torch_compare import compare
 
 import microtorch as mt
-import microtorch.nn as nn
 import microtorch.nn.functional as F
 
 torch = pytest.importorskip("torch")
@@ -34,8 +33,9 @@ def test_conv3d(device, dtype, kw):
     x = rng.standard_normal((2, 4, 5, 6, 5))
     w = rng.standard_normal((6, 4 // kw.get("groups", 1), 3, 2, 3))
     b = rng.standard_normal(6)
-    compare(torch, lambda a, c, d: F.conv3d(a, c, d, **kw), lambda a, c, d: TF.conv3d(a, c, d, **kw),
-            [x, w, b], dtype, device, grad=(0, 1, 2), tol=tol(dtype))
+    compare(torch, lambda a, c, d: F.conv3d(a, c, d, **kw),
+            lambda a, c, d: TF.conv3d(a, c, d, **kw), [x, w, b], dtype, device,
+            grad=(0, 1, 2), tol=tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
