@@ -48,7 +48,10 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
              eps: float | None = None) -> Tensor:
     """Root-mean-square normalisation over the trailing ``normalized_shape`` dims:
     ``x / sqrt(mean(x^2) + eps) * weight``; ``eps`` defaults to the dtype's machine epsilon."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if isinstance(normalized_shape, int):
+        raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
+                        "ints, not int")
+    shape = tuple(normalized_shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*{', '.join(map(str, shape))}], but got input of size"

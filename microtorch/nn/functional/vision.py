@@ -283,7 +283,6 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         align_corners = False
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    size = list(size)
     rows = {4: (2, 3), 5: (3, 4)}.get(len(size))
     if rows is None:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
@@ -292,7 +291,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         kind = "2D" if len(size) == 4 else "3D"
         raise ValueError(f"Expected a batch of {kind} affine matrices of shape "
                          f"Nx{rows[0]}x{rows[1]} for size {size}. Got {theta.shape}.")
-    spatial = size[2:]
+    spatial = list(size[2:])
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "
@@ -306,7 +305,8 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
     mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]
     base = np.stack([*mesh, np.ones(tuple(spatial), dt)], axis=-1).reshape(-1, len(spatial) + 1)
     grid = matmul(const(theta, base), theta.transpose(1, 2))
-    return named(grid.reshape(size[0], *spatial, len(spatial)), "AffineGridGeneratorBackward0")
+    return named(grid.reshape(int(size[0]), *spatial, len(spatial)),
+                 "AffineGridGeneratorBackward0")
 
 
 def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
