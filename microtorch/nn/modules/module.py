@@ -201,6 +201,15 @@ class Module:
         ``state_dict`` (a copy of the caller's) and the lists."""
         return RemovableHandle(self._load_state_dict_pre_hooks, hook)
 
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False
+                                           ) -> RemovableHandle:
+        """The older pre hook: ``hook(state_dict, prefix, ...)`` without the module unless
+        ``with_module``."""
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        return self.register_load_state_dict_pre_hook(
+            lambda module, *args: hook(*args))
+
     def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """Call ``hook(module, incompatible_keys)`` after loading; it may edit the key lists in
         place (clearing them lets a strict load pass) and must return None."""
