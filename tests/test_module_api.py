@@ -272,3 +272,18 @@ def test_zero_grad_children_add_module_and_repr():
     assert repr(ours) == repr(theirs)
     assert [type(c).__name__ for c in ours.children()] == \
         [type(c).__name__ for c in theirs.children()]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, m: m.add_module("a.b", lib.nn.ReLU()),
+    lambda lib, m: m.add_module("", lib.nn.ReLU()),
+    lambda lib, m: m.add_module("weight", lib.nn.ReLU()),
+    lambda lib, m: m.register_parameter("a.b", None),
+    lambda lib, m: m.register_buffer("a.b", None),
+])
+def test_registration_errors_match_torch(call):
+    with pytest.raises(KeyError) as theirs:
+        call(torch, torch.nn.Linear(1, 1))
+    with pytest.raises(KeyError) as ours:
+        call(mt, nn.Linear(1, 1))
+    assert str(ours.value) == str(theirs.value)

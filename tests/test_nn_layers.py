@@ -367,3 +367,18 @@ def test_affine_grid_errors():
         with pytest.raises(ValueError) as ours:
             call(mt)
         assert str(ours.value).replace("microtorch", "torch") == str(theirs.value)
+
+
+@pytest.mark.parametrize("values,classes", [([0, 3], 2), ([0, -1], 3), ([2, 0, 1], -1),
+                                            ([[1, 0], [0, 2]], 4)])
+def test_one_hot(values, classes):
+    try:
+        expected = TF.one_hot(torch.tensor(values), classes).numpy()
+    except RuntimeError as theirs:
+        with pytest.raises(RuntimeError) as ours:
+            F.one_hot(mt.tensor(values), classes)
+        assert str(ours.value) == str(theirs)
+        return
+    out = F.one_hot(mt.tensor(values), classes)
+    np.testing.assert_array_equal(out.numpy(), expected)
+    assert out.dtype == mt.int64

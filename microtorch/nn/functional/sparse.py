@@ -39,7 +39,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     xp = xp_of(idx)
     if num_classes == -1:
         num_classes = int(idx.max()) + 1 if idx.size else 0
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num_classes):
+    if idx.size and int(idx.min()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if idx.size and int(idx.max()) >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
     out = (idx[..., None] == xp.arange(num_classes)).astype(xp.int64)
     return Tensor._make(out, False, None)

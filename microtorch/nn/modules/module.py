@@ -257,8 +257,9 @@ class Module:
             raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if not name:
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+        if "." in name:  # (PyTorch names the offending module name, not the others)
+            got = f", got: {name}" if kind == "module" else ""
+            raise KeyError(f'{kind} name can\'t contain "."{got}')
         if hasattr(self, name) and name not in own:
             raise KeyError(f"attribute '{name}' already exists")
 
