@@ -1,6 +1,6 @@
 """ParameterList/ParameterDict, RMSNorm, EmbeddingBag, Bilinear, Fold/Unfold, ChannelShuffle,
-Upsample's modes, grid_sample and affine_grid against PyTorch: values, gradients, init after
-the same seed, state-dict keys, repr and errors; finite differences in float64."""
+Upsample's modes, grid_sample (2-D and 3-D) and affine_grid against PyTorch: values, gradients,
+init after the same seed, state-dict keys, repr and errors; finite differences in float64."""
 
 from __future__ import annotations
 
@@ -300,12 +300,13 @@ def test_upsample_mode_errors():
 
 # -- grid_sample / affine_grid ------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("mode,nd", [("bilinear", 2), ("nearest", 2), ("bicubic", 2),
+                                     ("bilinear", 3), ("nearest", 3)])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [False, True])
-def test_grid_sample(device, dtype, mode, padding_mode, align):
-    x = rng.standard_normal((2, 3, 5, 6))
-    grid = rng.uniform(-1.4, 1.4, (2, 4, 7, 2))
+def test_grid_sample(device, dtype, mode, nd, padding_mode, align):
+    x = rng.standard_normal((2, 3, 5, 6) if nd == 2 else (2, 3, 4, 5, 6))
+    grid = rng.uniform(-1.4, 1.4, (2, 4, 7, 2) if nd == 2 else (2, 3, 4, 5, 3))
     outs = []
     for lib, fn in ((mt, F.grid_sample), (torch, TF.grid_sample)):
         a = (mt.tensor(x.astype(dtype), device=device, requires_grad=True) if lib is mt
@@ -331,8 +332,12 @@ def test_grid_sample_finite_differences_and_errors():
     x = rng.standard_normal((1, 2, 4, 5))
     grid = rng.uniform(-1.2, 1.2, (1, 3, 3, 2))
     for pm in ["zeros", "border", "reflection"]:
-        finite_difference_check(lambda a, g, pm=pm: F.grid_sample(a, g, "bilinear", pm, False),
-                                [x, grid], "cpu")
+        for mode in ["bilinear", "bicubic"]:
+            finite_difference_check(lambda a, g, pm=pm, mode=mode: F.grid_sample(
+                a, g, mode, pm, False), [x, grid], "cpu")
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+        F.grid_sample(mt.ones(1, 1, 2, 2, 2), mt.zeros(1, 1, 1, 1, 3), "bicubic",
+                      align_corners=False)
     with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
         F.grid_sample(mt.tensor(x), mt.tensor(grid))
     with pytest.raises(ValueError, match="expected mode to be 'bilinear', 'nearest' or "

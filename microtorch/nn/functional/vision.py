@@ -9,6 +9,7 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Sequence
@@ -328,8 +329,8 @@ def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
     return even * (extra + low) + (1 - even) * (span - extra + low)
 
 
-def _source_index(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    coord = _unnormalize(coord, size, align_corners)
+def _pad_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """A pixel coordinate moved into the image by ``padding_mode`` ('zeros' leaves it)."""
     if padding_mode == "border":
         coord = coord.clamp(0, size - 1)
     elif padding_mode == "reflection":
@@ -339,11 +340,26 @@ def _source_index(coord: Tensor, size: int, padding_mode: str, align_corners: bo
     return coord
 
 
+def _cubic_coefficients(t: Tensor) -> list[Tensor]:
+    """Keys' cubic convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 for offset t."""
+    a = -0.75
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
-    """Sample (N, C, H, W) ``input`` at the normalized (x, y) locations of ``grid``
-    (N, H_out, W_out, 2): 'bilinear' or 'nearest', with 'zeros', 'border' or 'reflection'
-    padding; differentiable in input and grid (composed of gathers and arithmetic)."""
+    """Sample ``input`` (N, C, H, W) at the normalized (x, y) locations of ``grid``
+    (N, H_out, W_out, 2), or (N, C, D, H, W) input at (x, y, z) of an (N, D_out, H_out, W_out,
+    3) grid: 'bilinear' (trilinear for 5-D), 'nearest' or 'bicubic' (4-D), with 'zeros',
+    'border' or 'reflection' padding. Differentiable in input and grid (gathers and
+    arithmetic); 'nearest' gives the grid no gradient path (PyTorch's gradient is zero)."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
@@ -353,36 +369,57 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
-    if input.ndim != 4 or mode == "bicubic":
-        raise NotImplementedError("grid_sample supports 4-D input with mode 'bilinear' or "
-                                  "'nearest' (5-D input and 'bicubic' are not implemented)")
-    if grid.ndim != 4 or grid.shape[0] != input.shape[0] or grid.shape[-1] != 2:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension and "
-                           f"the same batch size as input, but got grid with sizes "
-                           f"{list(grid.shape)} for input with sizes {list(input.shape)}")
-    n, c, h, w = input.shape
-    ix = _source_index(grid[..., 0], w, padding_mode, align_corners)
-    iy = _source_index(grid[..., 1], h, padding_mode, align_corners)
-    batch = const(input, np.arange(n).reshape(n, 1, 1)).long()
+    nd = input.ndim - 2
+    if nd not in (2, 3) or grid.ndim != input.ndim or grid.shape[0] != input.shape[0] \
+            or grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
+                           f"of dimensions, the same batch size and size {max(nd, 2)} in the "
+                           f"grid's last dimension, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    sizes = list(input.shape[:1:-1])  # (W, H[, D]): the order of the grid's coordinates
+    n = input.shape[0]
+    batch = const(input, np.arange(n).reshape((n,) + (1,) * nd)).long()
 
-    def tap(yc: Tensor, xc: Tensor) -> Tensor:
-        """input at integer (yc, xc) as (N, H_out, W_out, C); zero outside the image."""
-        inside = ((xc >= 0) & (xc <= w - 1) & (yc >= 0) & (yc <= h - 1)).to(input.dtype)
-        xi = xc.clamp(0, w - 1).long()
-        yi = yc.clamp(0, h - 1).long()
-        return input[batch, :, yi, xi] * inside.unsqueeze(-1)
+    def tap(coords: list) -> Tensor:
+        """input at integer coordinates (x, y[, z]) as (N, *out, C); zero outside."""
+        inside = None
+        index = []
+        for c, size in zip(coords, sizes):
+            ok = (c >= 0) & (c <= size - 1)
+            inside = ok if inside is None else inside & ok
+            index.append(c.clamp(0, size - 1).long())
+        return input[(batch, slice(None), *index[::-1])] * inside.to(input.dtype).unsqueeze(-1)
 
-    if mode == "nearest":
-        # round half to even, as std::nearbyint
-        xr = Tensor._make(input._backend.xp.rint(ix._data), False, None)
-        yr = Tensor._make(input._backend.xp.rint(iy._data), False, None)
-        out = tap(yr, xr)
+    raw = [_unnormalize(grid[..., k], size, align_corners) for k, size in enumerate(sizes)]
+    if mode == "bicubic":
+        lo = [r.detach().floor() for r in raw]
+        cx, cy = (_cubic_coefficients(r - f) for r, f in zip(raw, lo))
+        out = None
+        for i in range(4):
+            yc = _pad_coord(lo[1] + (i - 1), sizes[1], padding_mode, align_corners)
+            row = None
+            for j in range(4):
+                xc = _pad_coord(lo[0] + (j - 1), sizes[0], padding_mode, align_corners)
+                term = tap([xc, yc]) * cx[j].unsqueeze(-1)
+                row = term if row is None else row + term
+            term = row * cy[i].unsqueeze(-1)
+            out = term if out is None else out + term
     else:
-        x0, y0 = ix.detach().floor(), iy.detach().floor()
-        x1, y1 = x0 + 1, y0 + 1
-        nw = ((x1 - ix) * (y1 - iy)).unsqueeze(-1)
-        ne = ((ix - x0) * (y1 - iy)).unsqueeze(-1)
-        sw = ((x1 - ix) * (iy - y0)).unsqueeze(-1)
-        se = ((ix - x0) * (iy - y0)).unsqueeze(-1)
-        out = (tap(y0, x0) * nw + tap(y0, x1) * ne + tap(y1, x0) * sw + tap(y1, x1) * se)
-    return named(out.permute(0, 3, 1, 2), "GridSampler2DBackward0")
+        src = [_pad_coord(r, size, padding_mode, align_corners) for r, size in zip(raw, sizes)]
+        if mode == "nearest":  # round half to even, as std::nearbyint
+            out = tap([Tensor._make(input._backend.xp.rint(c._data), False, None) for c in src])
+        else:
+            lo = [c.detach().floor() for c in src]
+            out = None
+            for bits in itertools.product((0, 1), repeat=nd):  # (z,) y, x; x fastest
+                corner = [f + b for f, b in zip(lo, bits[::-1])]
+                weight = None
+                for c, f, b in zip(src, lo, bits[::-1]):
+                    w = (c - f) if b else (f + 1 - c)
+                    weight = w if weight is None else weight * w
+                term = tap(corner) * weight.unsqueeze(-1)
+                out = term if out is None else out + term
+    dims = (0, nd + 1, *range(1, nd + 1))
+    return named(out.permute(*dims), f"GridSampler{nd}DBackward0")
