@@ -17,7 +17,7 @@ from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 
-__all__ = ["BackwardHook", "BackwardHookFunction"]
+__all__ = ["BackwardHook", "BackwardHookFunction", "call_with_hooks"]
 
 
 class BackwardHookFunction(Function):
@@ -128,3 +128,63 @@ class BackwardHook:
             res = tuple(out)
         self.grad_outputs = None
         return tuple(res[i] for i in self.input_index)
+
+
+def call_with_hooks(module, args: tuple, kwargs: dict):
+    """``module(*args, **kwargs)`` with its hooks, in PyTorch's order: forward pre-hooks,
+    the backward hooks' input wrapping, forward, forward hooks, the output wrapping; when
+    forward raises, the ``always_call`` forward hooks that did not run yet still run."""
+    result = None
+    called = set()  # always_call hooks that already ran
+    try:
+        for hook_id, hook in list(module._forward_pre_hooks.items()):
+            if hook_id in module._forward_pre_hooks_with_kwargs:
+                new = hook(module, args, kwargs)
+                if new is not None:
+                    if not (isinstance(new, tuple) and len(new) == 2):
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {new}.")
+                    args, kwargs = new
+            else:
+                new = hook(module, args)
+                if new is not None:
+                    args = new if isinstance(new, tuple) else (new,)
+        bw_hook = None
+        if module._backward_hooks or module._backward_pre_hooks:
+            bw_hook = BackwardHook(module, list(module._backward_hooks.values()),
+                                   list(module._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
+        result = module.forward(*args, **kwargs)
+        for hook_id, hook in list(module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called:
+                called.add(hook_id)
+            if hook_id in module._forward_hooks_with_kwargs:
+                new = hook(module, args, kwargs, result)
+            else:
+                new = hook(module, args, result)
+            if new is not None:
+                result = new
+        if bw_hook is not None:
+            if not isinstance(result, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              f"Tensor or a tuple of Tensors but received {type(result)}",
+                              stacklevel=2)
+            else:
+                result = bw_hook.setup_output_hook(result)
+        return result
+    except Exception:
+        for hook_id, hook in list(module._forward_hooks.items()):
+            if hook_id not in module._forward_hooks_always_called or hook_id in called:
+                continue
+            try:
+                if hook_id in module._forward_hooks_with_kwargs:
+                    new = hook(module, args, kwargs, result)
+                else:
+                    new = hook(module, args, result)
+                if new is not None:
+                    result = new
+            except Exception as e:
+                warnings.warn("module forward hook with ``always_call=True`` raised an "
+                              "exception that was silenced as another error was raised in "
+                              f"forward: {e}", stacklevel=2)
+        raise

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator
 
@@ -13,7 +12,7 @@ from ...autograd.grad_mode import no_grad
 from ...backend import backend_of
 from ...ops.creation import _parse_to
 from ..parameter import Parameter
-from .hooks import BackwardHook
+from .hooks import call_with_hooks
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -84,60 +83,7 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        result = None
-        called = set()  # always_call hooks that already ran
-        try:
-            for hook_id, hook in list(self._forward_pre_hooks.items()):
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    new = hook(self, args, kwargs)
-                    if new is not None:
-                        if not (isinstance(new, tuple) and len(new) == 2):
-                            raise RuntimeError(f"forward pre-hook must return None or a tuple of "
-                                               f"(new_args, new_kwargs), but got {new}.")
-                        args, kwargs = new
-                else:
-                    new = hook(self, args)
-                    if new is not None:
-                        args = new if isinstance(new, tuple) else (new,)
-            bw_hook = None
-            if self._backward_hooks or self._backward_pre_hooks:
-                bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                       list(self._backward_pre_hooks.values()))
-                args = bw_hook.setup_input_hook(args)
-            result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called:
-                    called.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
-                    new = hook(self, args, kwargs, result)
-                else:
-                    new = hook(self, args, result)
-                if new is not None:
-                    result = new
-            if bw_hook is not None:
-                if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a "
-                                  f"Tensor or a tuple of Tensors but received {type(result)}",
-                                  stacklevel=2)
-                else:
-                    result = bw_hook.setup_output_hook(result)
-            return result
-        except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id not in self._forward_hooks_always_called or hook_id in called:
-                    continue
-                try:
-                    if hook_id in self._forward_hooks_with_kwargs:
-                        new = hook(self, args, kwargs, result)
-                    else:
-                        new = hook(self, args, result)
-                    if new is not None:
-                        result = new
-                except Exception as e:
-                    warnings.warn("module forward hook with ``always_call=True`` raised an "
-                                  "exception that was silenced as another error was raised in "
-                                  f"forward: {e}", stacklevel=2)
-            raise
+        return call_with_hooks(self, args, kwargs)
 
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
