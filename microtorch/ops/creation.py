@@ -41,6 +41,8 @@ def _infer_dtype(data) -> _dtype.dtype:
             d = _dtype.int64
         elif isinstance(item, numbers.Real):
             d = _dtype.get_default_dtype()
+        elif isinstance(item, numbers.Complex):
+            d = _dtype.default_complex()
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
             continue
@@ -143,8 +145,10 @@ def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
     if any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = getattr(backend.xp, fill)(shape, dtype=_creation_dtype(dtype))
+        arr = getattr(backend.xp, fill)(shape, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -170,8 +174,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
         dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     shape = sizes_arg((size,))
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.full(shape, fill_value, dtype=_creation_dtype(dtype))
+        arr = backend.xp.full(shape, fill_value, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -223,7 +229,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
                        for v in values)
         dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
     dt = _dtype.as_dtype(dtype).np
-    if dt.kind != "f":
+    floating = _dtype.kind_of(dt) == "f"
+    if not floating:
         # PyTorch accumulates integer ranges in int64: start and step are truncated first
         # (and for int64 output the size is counted from a truncated end too).
         first, inc = int(start), int(step)
@@ -233,13 +240,45 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
             start, end, step = first, int(end), inc
     n = int(np.ceil((end - start) / step))
     backend = get_backend(device)
+    backend.check_dtype(dt)
     with backend.context():
-        if dt.kind == "f":
+        if floating:
             # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
             arr = (backend.xp.arange(n, dtype=np.float64) * step + start).astype(dt)
         else:
             arr = (backend.xp.arange(n, dtype=np.int64) * inc + first).astype(dt)
     return _finish(arr, requires_grad)
+
+
+def _fma(a, b, c):
+    """``a * b + c`` with one rounding (a fused multiply-add), on float64 arrays: Dekker's
+    exact product and Knuth's exact sum, summed once."""
+    p = a * b
+    split = 134217729.0  # 2**27 + 1
+    a_hi = split * a - (split * a - a)
+    b_hi = split * b - (split * b - b)
+    p_err = ((a_hi * b_hi - p) + a_hi * (b - b_hi) + (a - a_hi) * b_hi) + (a - a_hi) * (b - b_hi)
+    s = p + c
+    virtual = s - p
+    s_err = (p - (s - virtual)) + (c - virtual)
+    return s + (s_err + p_err)
+
+
+def _linspace_float(xp, start, end, steps: int, dt):
+    """PyTorch's CPU linspace: start and end rounded to the dtype, the step computed in it,
+    the first half ``start + step * i`` and the second ``end - step * (steps - 1 - i)``,
+    each a fused multiply-add (its vectorised kernel compiles to FMA instructions)."""
+    lo, hi = dt.type(start), dt.type(end)
+    step = dt.type((hi - lo) / dt.type(steps - 1))
+    i = xp.arange(steps, dtype=xp.float64)
+    step64 = xp.float64(step)
+    if dt == xp.float64:
+        front = _fma(xp.full(steps, step64), i, xp.full(steps, xp.float64(lo)))
+        back = _fma(xp.full(steps, -step64), steps - 1 - i, xp.full(steps, xp.float64(hi)))
+    else:  # an exact product and one float64 sum, then one rounding to the narrow dtype
+        front = xp.float64(lo) + step64 * i
+        back = xp.float64(hi) - step64 * (steps - 1 - i)
+    return xp.where(i < steps // 2, front, back).astype(dt)
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None,
@@ -249,19 +288,21 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
         raise RuntimeError("number of steps must be non-negative")
     dt = _creation_dtype(dtype)
     backend = get_backend(device)
+    backend.check_dtype(dt)
     xp = backend.xp
     with backend.context():
         if steps == 1:
             arr = xp.full((1,), start, dtype=dt)
+        elif dt.kind == "f":
+            arr = _linspace_float(xp, start, end, steps, dt)
         else:
-            # PyTorch fills the first half forwards from start and the second half backwards
-            # from end, in the output dtype; doing the same gives identical values.
-            step = dt.type((end - start) / (steps - 1))
-            i = xp.arange(steps, dtype=dt)
-            half = steps // 2
-            front = dt.type(start) + step * i
-            back = dt.type(end) - step * (dt.type(steps - 1) - i)
-            arr = xp.where(xp.arange(steps) < half, front, back).astype(dt)
+            # Integers: PyTorch truncates start and end, steps in double from both ends and
+            # truncates again.
+            lo, hi = int(start), int(end)
+            step = (hi - lo) / (steps - 1)
+            i = xp.arange(steps, dtype=xp.float64)
+            values = xp.where(i < steps // 2, lo + step * i, hi - step * (steps - 1 - i))
+            arr = values.astype(dt)
     return _finish(arr, requires_grad)
 
 
@@ -269,8 +310,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (n x m)."""
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.eye(n, n if m is None else m, dtype=_creation_dtype(dtype))
+        arr = backend.xp.eye(n, n if m is None else m, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -278,6 +321,7 @@ def _random(method: str, size, dtype, device, requires_grad, *args, generator=No
     shape = sizes_arg(size)
     dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     backend = get_backend(device)
+    backend.check_dtype(dt.np)
     source = backend if generator is None else generator
     arr = getattr(source, method)(shape, dt.np, *args)
     return _finish(backend.asarray(arr), requires_grad)
