@@ -181,3 +181,18 @@ def test_spectral_norm_errors():
             lib.nn.utils.parametrizations.spectral_norm(lib.nn.Linear(2, 2), dim=2)
         with pytest.raises(ValueError, match="has no parameter or buffer with name 'w'"):
             lib.nn.utils.parametrizations.spectral_norm(lib.nn.Linear(2, 2), name="w")
+
+
+def test_parametrized_modules_copy_but_do_not_pickle():
+    import copy
+    import pickle
+
+    for lib in (mt, torch):
+        m = lib.nn.utils.parametrizations.weight_norm(lib.nn.Linear(3, 2))
+        clone = copy.deepcopy(m)
+        assert type(clone).__name__ == "ParametrizedLinear"
+        np.testing.assert_array_equal(clone.weight.detach().numpy(), m.weight.detach().numpy())
+        assert clone.parametrizations.weight.original1 is not m.parametrizations.weight.original1
+        with pytest.raises(RuntimeError, match="Serialization of parametrized modules is only "
+                                               "supported through state_dict()"):
+            pickle.dumps(m)

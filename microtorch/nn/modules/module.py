@@ -484,6 +484,10 @@ class Module:
         """Cast floating-point parameters and buffers to float16."""
         return self.to(_dtype.float16)
 
+    def bfloat16(self) -> Module:
+        """Cast floating-point parameters and buffers to bfloat16."""
+        return self.to(_dtype.bfloat16)
+
     # -- state dict ------------------------------------------------------------------------
     def _local_state(self) -> dict[str, Tensor]:
         """Own parameters and persistent buffers (not None), in registration order."""

@@ -11,6 +11,7 @@ dicts move between the two frameworks).
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator, Sequence
 
 from ..._tensor import Tensor
@@ -152,10 +153,31 @@ class ParametrizationList(ModuleList):
 
 
 def _inject_new_class(module: Module) -> None:
-    """Swap ``module``'s class for a ``Parametrized<Class>`` subclass (room for properties)."""
+    """Swap ``module``'s class for a ``Parametrized<Class>`` subclass (room for properties).
+
+    As PyTorch's, it refuses pickling (the class exists only in this process: save the state
+    dict instead) but copies with ``copy.deepcopy``."""
     cls = module.__class__
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {
-        "__doc__": f"{cls.__name__} with parametrized tensors.", "__module__": cls.__module__})
+
+    def getstate(self):
+        raise RuntimeError("Serialization of parametrized modules is only supported through "
+                           "state_dict(). See:\nhttps://pytorch.org/tutorials/beginner/"
+                           "saving_loading_models.html#saving-loading-a-general-checkpoint-for-"
+                           "inference-and-or-resuming-training")
+
+    def deepcopy(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        replica = self.__new__(self.__class__)
+        memo[id(self)] = replica
+        replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+        return replica
+
+    namespace = {"__getstate__": getstate, "__doc__": f"{cls.__name__} with parametrized "
+                 "tensors.", "__module__": cls.__module__}
+    if not hasattr(cls, "__deepcopy__"):
+        namespace["__deepcopy__"] = deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), namespace)
 
 
 def _inject_property(module: Module, tensor_name: str) -> None:
