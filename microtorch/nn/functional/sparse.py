@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...autograd.function import named
+from ...backend import backend_of
 from ...ops import matmul
 from ...ops._util import Tensor, const, xp_of
 from ...ops.shape import cat
@@ -37,12 +38,13 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if idx.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     xp = xp_of(idx)
-    if num_classes == -1:
-        num_classes = int(idx.max()) + 1 if idx.size else 0
-    if idx.size and int(idx.min()) < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if idx.size and int(idx.max()) >= num_classes:
-        raise RuntimeError("Class values must be smaller than num_classes.")
+    backend = backend_of(idx)
+    if num_classes == -1:  # the output's size needs the data: a sync point on a GPU
+        num_classes = backend.item(idx.max()) + 1 if idx.size else 0
+    # checked on the device (no host wait on a GPU); the first failing rule names the problem
+    backend.check(idx >= 0, RuntimeError, "Class values must be non-negative.")
+    backend.check(idx < num_classes, RuntimeError,
+                  "Class values must be smaller than num_classes.")
     out = (idx[..., None] == xp.arange(num_classes)).astype(xp.int64)
     return Tensor._make(out, False, None)
 
