@@ -171,3 +171,20 @@ def test_finite_differences_float64():
     wt = mt.tensor(w, requires_grad=True)
     assert mt.autograd.gradgradcheck(lambda a, b: F.conv3d(a, b), (xt, wt))
     assert mt.autograd.gradgradcheck(lambda a: F.max_pool3d(a, 2), (xt,))
+
+
+def test_autocast_policies_of_the_3d_ops():
+    """CPU autocast: the convolutions run in bfloat16, the 3-D pools in float32 (PyTorch's
+    lists)."""
+    x = rng.standard_normal((1, 2, 4, 4, 4)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 2, 2, 2)).astype(np.float32)
+    dtypes = []
+    for lib in (mt, torch):
+        f = lib.nn.functional
+        xs, ws = lib.tensor(x), lib.tensor(w)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            outs = [f.conv3d(xs, ws), f.conv_transpose3d(xs, ws.transpose(0, 1)),
+                    f.conv_transpose1d(xs[:, :, 0, 0], ws[:, :, 0, 0].transpose(0, 1)),
+                    f.max_pool3d(xs.to(lib.bfloat16), 2), f.avg_pool3d(xs.to(lib.bfloat16), 2)]
+        dtypes.append([str(o.dtype).split(".")[-1] for o in outs])
+    assert dtypes[0] == dtypes[1] == ["bfloat16"] * 3 + ["float32"] * 2

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...autograd.function import named
 from ...ops import matmul
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const
 from ...ops.conv import Conv2d, ConvInputGrad
 from ...ops.shape import stack
@@ -34,6 +35,7 @@ def _check_stride(stride) -> None:
         raise RuntimeError("non-positive stride is not supported")
 
 
+@autocast_op("conv2d")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D cross-correlation; ``padding`` may be an int, a pair, ``'same'`` or ``'valid'``."""
@@ -65,6 +67,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """2-D transposed convolution ("deconvolution"): the input gradient of ``conv2d``.
@@ -100,6 +103,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op("conv1d")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """1-D cross-correlation over (N, C, L) or (C, L) inputs with a (O, C / groups, K)
@@ -131,6 +135,7 @@ def _same_pads(kernel, dilation) -> list[tuple[int, int]]:
     return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
 
 
+@autocast_op("conv3d")
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """3-D cross-correlation over (N, C, D, H, W) or (C, D, H, W) input with a
@@ -197,6 +202,7 @@ def _check_output_padding(output_padding, stride, dilation) -> None:
                        f"{dilation}")
 
 
+@autocast_op("conv_transpose1d")
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """1-D transposed convolution over (N, C_in, L) or (C_in, L) input with a
@@ -215,6 +221,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return named(out.squeeze(0) if unbatched else out, "ConvolutionBackward0")
 
 
+@autocast_op("conv_transpose3d")
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """3-D transposed convolution over (N, C_in, D, H, W) or unbatched input with a

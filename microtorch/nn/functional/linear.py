@@ -8,6 +8,7 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 from __future__ import annotations
 
 from ...autograd.function import named
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor
 from ...ops.linear import Linear
 from ...ops.matrix import einsum
@@ -16,6 +17,7 @@ __all__ = ["linear", "bilinear", "flatten"]
 
 
 # -- layers --------------------------------------------------------------------------------------
+@autocast_op("linear")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` in one graph node."""
     if input.ndim == 0 or weight.ndim == 0:
@@ -24,6 +26,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return Linear.apply(input, weight, bias)
 
 
+@autocast_op("bilinear")
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None
              ) -> Tensor:
     """``y_o = x1^T W_o x2 + b_o`` over matching leading (batch) dims; ``weight`` is

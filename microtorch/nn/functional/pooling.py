@@ -16,6 +16,7 @@ import numpy as np
 from ...autograd.function import named
 from ...ops import matmul
 from ...ops import pooling as P
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const, xp_of
 from ...ops.vision import Pad
 from . import _window_index as W
@@ -110,6 +111,7 @@ def _windows(x: Tensor, pad, extra, value: float, out, kernel, stride, dil) -> T
     return win.reshape(*x.shape[:2], *out, W.numel(kernel))
 
 
+@autocast_op("max_pool3d")
 def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """Maximum over sliding 3-D windows (stride defaults to the kernel size); the gradient goes
@@ -130,6 +132,7 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     return values, (indices.squeeze(0) if unbatched else indices)
 
 
+@autocast_op("avg_pool3d")
 def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Average over sliding 3-D windows (stride defaults to the kernel size), with PyTorch's

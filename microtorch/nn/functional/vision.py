@@ -19,6 +19,7 @@ import numpy as np
 from ...autograd.function import named
 from ...ops import matmul
 from ...ops import vision as V
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -31,7 +32,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     """Pad with a constant, or by 'reflect', 'replicate' or 'circular'; ``pad`` lists
     (left, right) of the last dim, then the one before..."""
     if mode in ("reflect", "replicate", "circular"):
-        return pad_index(input, pad, mode)
+        # PyTorch's op names: reflection/replication padding is on CPU autocast's float32 list
+        kind = {"reflect": "reflection", "replicate": "replication"}.get(mode, mode)
+        return autocast_op(f"{kind}_pad{len(pad) // 2}d")(pad_index)(input, pad, mode)
     if mode != "constant":
         raise NotImplementedError(f"pad mode {mode!r} is not supported (only 'constant', "
                                   f"'reflect', 'replicate' and 'circular')")
@@ -354,6 +357,7 @@ def _cubic_coefficients(t: Tensor) -> list[Tensor]:
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+@autocast_op("grid_sampler")
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample ``input`` (N, C, H, W) at the normalized (x, y) locations of ``grid``
