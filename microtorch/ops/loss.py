@@ -54,10 +54,12 @@ def _log_softmax_rows(xa):
 
     def rows(lo: int, hi: int) -> None:
         x, out, e = xa[lo:hi], logp[lo:hi], p[lo:hi]
-        np.subtract(x, x.max(axis=1, keepdims=True), out=out)
-        total = np.exp(out, out=e).sum(axis=1, keepdims=True)
-        out -= np.log(total)
-        np.exp(out, out=e)
+        # (per thread: NumPy's error state is the calling thread's)
+        with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
+            np.subtract(x, x.max(axis=1, keepdims=True), out=out)
+            total = np.exp(out, out=e).sum(axis=1, keepdims=True)
+            out -= np.log(total)
+            np.exp(out, out=e)
 
     rows_by_measurement(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c,
                         _ROWS_MIN_WORK)
@@ -102,7 +104,8 @@ class CrossEntropy(Function):
         if xp is np and xa.dtype in _ROW_DTYPES:
             logp, softmax = _log_softmax_rows(xa)
         else:
-            logp = _log_softmax_array(xa, 1)
+            with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
+                logp = _log_softmax_array(xa, 1)
             softmax = xp.exp(logp)
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
         safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
@@ -141,7 +144,8 @@ class CrossEntropy(Function):
         b[xp.arange(m), safe_t] = a
         if eps:
             w_sum = float(c) if w is None else w.sum()
-            a = a + (eps / c) * w_sum * keep
+            # (keep is boolean: as the float of p's dtype, not NumPy's float64 promotion)
+            a = a + (eps / c) * w_sum * keep.astype(p.dtype)
             b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
         if reduction == "mean":
             # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
@@ -170,7 +174,8 @@ class BinaryCrossEntropy(Function):
     def forward(ctx, x, y):
         xa, ya = x._data, y._data
         xp = xp_of(xa)
-        backend_of(xa).check(~((xa < 0) | (xa > 1)), RuntimeError,  # NaN passes, as there
+        # NaN fails both comparisons, so it is refused too, as PyTorch 2.13 refuses it
+        backend_of(xa).check((xa >= 0) & (xa <= 1), RuntimeError,
                              "all elements of input should be between 0 and 1")
         with np.errstate(divide="ignore"):
             log_x = xp.maximum(xp.log(xa), -100)
