@@ -105,3 +105,23 @@ def test_cross_entropy_gradient_matches_torch() -> None:
     tx = torch.tensor(logits, requires_grad=True)
     torch.nn.functional.cross_entropy(tx, torch.tensor(target)).backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_row_work_runs_in_a_forked_child(restore_threads) -> None:
+    """A child forked after the pool started makes its own pool (no hang on dead threads)."""
+    import os
+
+    microtorch.set_num_threads(2)
+    threads.run_rows(lambda lo, hi: None, 10, work=10**9, min_work=1)  # the pool exists
+    pid = os.fork()
+    if pid == 0:  # the child: row work must complete
+        seen = np.zeros(10)
+
+        def mark(lo, hi):
+            seen[lo:hi] += 1
+
+        threads.run_rows(mark, 10, work=10**9, min_work=1)
+        os._exit(0 if (seen == 1).all() else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -51,6 +51,17 @@ class _Threads:
 _threads = _Threads()
 
 
+def _forget_pool_in_child() -> None:
+    # A forked child (DataLoader workers) has none of the parent's pool threads: it makes its
+    # own pool on first use instead of queueing work for threads that do not exist there.
+    _threads.pool = None
+    _threads.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def get_num_threads() -> int:
     """The number of threads microtorch uses for CPU work (its pool and BLAS)."""
     if not _threads.count:
