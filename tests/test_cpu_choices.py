@@ -178,3 +178,35 @@ def test_conv_data_movement_over_threads_is_bit_identical(forced, layout, case) 
             decide.force(None)
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+def test_large_relu_over_threads_is_bit_identical_and_checks_in_place_changes() -> None:
+    from microtorch.ops import elementwise
+
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((600, 1000)).astype(np.float32)
+    g0 = rng.standard_normal((600, 1000)).astype(np.float32)
+    before = microtorch.get_num_threads()
+    results = []
+    try:
+        microtorch.set_num_threads(3)
+        for variant in ("one", "threads"):
+            for decide in elementwise._RELU.values():
+                decide.force(variant)
+            x = microtorch.tensor(x0, requires_grad=True)
+            y = microtorch.relu(x * 1.0)
+            y.backward(microtorch.tensor(g0))
+            results.append((y.detach().numpy(), x.grad.numpy()))
+        x = microtorch.tensor(x0, requires_grad=True)
+        y = microtorch.relu(x * 1.0)
+        y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward(microtorch.tensor(g0))
+    finally:
+        microtorch.set_num_threads(before)
+        for decide in elementwise._RELU.values():
+            decide.force(None)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(results[0][0], np.maximum(x0, 0))
+    np.testing.assert_array_equal(results[0][1], g0 * (x0 > 0))

@@ -8,6 +8,8 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
+from ..autograd.grad_mode import recording
+from ..backend.autotune import choice, rows_by_measurement
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
 from .complex import conj_of
 
@@ -350,8 +352,55 @@ Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, flo
 # |z| is not analytic: its gradient is grad * sgn(z) = grad * z / |z| (NumPy's complex sign)
 Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False,
              holomorphic=False)
-Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
-              "output", False)
+_Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
+               "output", False)
+
+# Whether a large ReLU (forward, backward) shares its elements between threads, chosen per
+# shape by measurement; elementwise, so exact either way.
+_RELU = {"forward": choice("relu_forward_chunks", ("threads", "one")),
+         "backward": choice("relu_backward_chunks", ("threads", "one"))}
+_RELU_MIN_WORK = 1 << 17  # elements per thread below which one thread is faster
+
+
+class Relu(_Relu):
+    """max(x, 0); large contiguous float arrays on the CPU in chunks over threads."""
+
+    @classmethod
+    def forward(cls, ctx, x):
+        arr = x._data
+        if type(arr) is not np.ndarray or arr.size < 2 * _RELU_MIN_WORK or \
+                arr.dtype.kind != "f" or not arr.flags.c_contiguous:
+            return super().forward(ctx, x)
+        ctx.save_output()
+        out = np.empty_like(arr)
+        src, dst = arr.reshape(-1), out.reshape(-1)
+
+        def chunk(lo: int, hi: int) -> None:
+            np.maximum(src[lo:hi], 0, out=dst[lo:hi])
+
+        rows_by_measurement(_RELU["forward"], (arr.size, arr.dtype.str), chunk, src.size,
+                            src.size, _RELU_MIN_WORK)
+        return out
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        g = grad._data if isinstance(grad, Tensor) else grad
+        o = ctx._out_data
+        plain = not recording() and type(g) is np.ndarray and type(o) is np.ndarray
+        if not (plain and g.shape == o.shape and g.dtype == o.dtype
+                and g.size >= 2 * _RELU_MIN_WORK and g.flags.c_contiguous
+                and o.flags.c_contiguous):
+            return super().backward(ctx, grad)
+        _ = ctx.saved_output  # the in-place check: raises if the output was modified since
+        res = np.empty_like(g)
+        gf, of, rf = g.reshape(-1), o.reshape(-1), res.reshape(-1)
+
+        def chunk(lo: int, hi: int) -> None:
+            np.multiply(gf[lo:hi], of[lo:hi] > 0, out=rf[lo:hi])
+
+        rows_by_measurement(_RELU["backward"], (g.size, g.dtype.str), chunk, gf.size, gf.size,
+                            _RELU_MIN_WORK)
+        return finish(res)
 
 
 def _sigmoid(xp, x):
