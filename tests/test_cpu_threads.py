@@ -125,3 +125,20 @@ def test_row_work_runs_in_a_forked_child(restore_threads) -> None:
         os._exit(0 if (seen == 1).all() else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_gemm_threads_puts_small_products_on_one_blas_thread(restore_threads) -> None:
+    blas = threads._blas_controller()
+    if blas is None or not threads._openblas_setter():
+        pytest.skip("needs NumPy on OpenBLAS")
+    microtorch.set_num_threads(2)
+    threads.gemm_threads(threads.SMALL_GEMM - 1)
+    assert [i["num_threads"] for i in blas.info() if i["internal_api"] == "openblas"][0] == 1
+    threads.gemm_threads(threads.SMALL_GEMM)
+    assert [i["num_threads"] for i in blas.info() if i["internal_api"] == "openblas"][0] == 2
+    x = microtorch.randn(8, 4, requires_grad=True)  # a small Linear: one thread, same values
+    w = microtorch.randn(3, 4, requires_grad=True)
+    out = microtorch.nn.functional.linear(x, w)
+    np.testing.assert_allclose(out.detach().numpy(), x.detach().numpy() @ w.detach().numpy().T,
+                               rtol=1e-6)
+    assert [i["num_threads"] for i in blas.info() if i["internal_api"] == "openblas"][0] == 1

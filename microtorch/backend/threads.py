@@ -13,6 +13,7 @@ missing, only microtorch's own pool follows ``set_num_threads``.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -46,6 +47,8 @@ class _Threads:
         self.lock = threading.Lock()
         self.blas = None  # threadpoolctl's controllers of the loaded BLAS libraries
         self.blas_loaded = False
+        self.blas_setter = None  # OpenBLAS's own set_num_threads (ctypes), for gemm_threads
+        self.blas_now: int | None = None  # what gemm_threads last set (None: unknown)
 
 
 _threads = _Threads()
@@ -82,6 +85,43 @@ def _blas_controller():
     return _threads.blas
 
 
+# Matrix products with fewer multiply-adds (m * n * k) than this run on one BLAS thread: a
+# second thread saves a few tens of microseconds on them, but on a busy machine each product
+# waits until the OS runs that thread (measured: the same MLP step in separate processes,
+# 0.66 ms or 65 ms medians, under other processes' load), and afterwards it spins.
+SMALL_GEMM = 32 << 20
+
+
+def _openblas_setter():
+    blas = _blas_controller()
+    if blas is None:
+        return None
+    for lib in blas.lib_controllers:
+        if getattr(lib, "internal_api", "") != "openblas":
+            continue
+        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(lib.dynlib, name, None)
+            if fn is not None:
+                fn.argtypes, fn.restype = (ctypes.c_int,), None
+                return fn
+    return None
+
+
+def gemm_threads(mnk: int) -> None:
+    """Set NumPy's OpenBLAS to the threads a product of ``mnk`` multiply-adds should use:
+    one below ``SMALL_GEMM``, else ``get_num_threads()``. One ctypes call when that changes,
+    nothing otherwise (no-op without OpenBLAS)."""
+    want = 1 if mnk < SMALL_GEMM else get_num_threads()
+    if want == _threads.blas_now:
+        return
+    if _threads.blas_setter is None:
+        _threads.blas_setter = _openblas_setter() or False
+    if _threads.blas_setter:
+        _threads.blas_setter(want)
+    _threads.blas_now = want
+
+
 def set_num_threads(n: int) -> None:
     """Use ``n`` (a checked positive int: ``microtorch.set_num_threads``) threads for CPU
     work: microtorch's pool and the BLAS library's threads."""
@@ -90,6 +130,7 @@ def set_num_threads(n: int) -> None:
         blas.limit(limits=n)  # (kept in force: the returned limiter is not restored)
     with _threads.lock:
         _threads.count = n
+        _threads.blas_now = n
         old, _threads.pool = _threads.pool, None
     if old is not None:
         old.shutdown(wait=False)
@@ -133,5 +174,8 @@ def blas_threads(n: int) -> Iterator[None]:
     if blas is None or n >= get_num_threads():
         yield
         return
-    with blas.limit(limits=n):
-        yield
+    try:
+        with blas.limit(limits=n):
+            yield
+    finally:
+        _threads.blas_now = None  # restored to what it was: unknown to gemm_threads

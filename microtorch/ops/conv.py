@@ -18,7 +18,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend.autotune import choice, rows_by_measurement
-from ..backend.threads import get_num_threads
+from ..backend.threads import gemm_threads, get_num_threads
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
 
@@ -191,6 +191,8 @@ class Conv2d(Function):
         p = oh * ow
         nb, tune = _layout(x, weight, bias, stride, pads, dilation, g, p)
         b = n // nb
+        if xp is np:  # (backend.threads: the product's size decides BLAS's threads)
+            gemm_threads(o * cg * kh * kw * n * p)
         t0 = time.perf_counter()
         cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb)
         out = xp.matmul(_conv_weight(wa, g), cols)  # (B, G, Og, Nb*P)
@@ -237,6 +239,8 @@ class Conv2d(Function):
             return gx, gw, gb, None, None, None, None
         ga, wa = grad._data, weight._data
         oh, ow = ga.shape[2:]
+        if type(ga) is np.ndarray:
+            gemm_threads(wa.size * ga.shape[0] * oh * ow)
         gm = _grad_columns(ga, g, nb)
         if _needs(ctx, 0):
             gx = _wrap(_conv_input_grad(gm, wa, x.shape, stride, pads, dilation, g, oh, ow,

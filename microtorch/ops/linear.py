@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..autograd.function import Function, finish, lift
 from ..autograd.node import ShownNode, _edge_node
+from ..backend.threads import gemm_threads
 from ._util import _needs
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_mm_dtypes
@@ -45,6 +48,8 @@ class Linear(Function):
         ctx.save_for_backward(x, weight)
         ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
         ctx.in_ndim = xa.ndim
+        if type(xa) is np.ndarray:  # small products on one BLAS thread (backend.threads)
+            gemm_threads(xa.size * wa.shape[0])
         if xa.ndim > 2 and xa.flags.c_contiguous:  # one GEMM, not one per leading index
             out = (xa.reshape(-1, xa.shape[-1]) @ wa.T).reshape(*xa.shape[:-1], wa.shape[0])
         else:
@@ -74,6 +79,8 @@ class Linear(Function):
         g, x, w = lift(grad, *ctx.saved_tensors)  # arrays, or tensors under create_graph
         out_f, in_f = w.shape
         g2 = g.reshape(-1, out_f)
+        if type(g2) is np.ndarray:
+            gemm_threads(g2.size * in_f)
         # (complex: the conjugates of the other factor, PyTorch's convention)
         gx = None
         if _needs(ctx, 0):  # (>2-D: one GEMM over all leading dims)
