@@ -43,6 +43,7 @@ from .backend import get_default_device, set_default_device
 from .backend.device import device
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
+from .ops import out_arg as _out_arg
 from .random import (
     Generator,
     default_generator,
@@ -119,6 +120,8 @@ def is_complex(input: Tensor) -> bool:
     """True for complex tensors."""
     return input.is_complex()
 
+
+_out_arg.install(globals())  # torch.add(a, b, out=r) and the like (Tensor methods take no out=)
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",
