@@ -43,6 +43,7 @@ from .backend import get_default_device, set_default_device
 from .backend.device import device
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
+from .ops import numpy_names as _numpy_names
 from .ops import out_arg as _out_arg
 from .random import (
     Generator,
@@ -121,6 +122,7 @@ def is_complex(input: Tensor) -> bool:
     return input.is_complex()
 
 
+_numpy_names.install(globals(), _ops_all)  # torch.sum(x, axis=0, keepdims=True)
 _out_arg.install(globals())  # torch.add(a, b, out=r) and the like (Tensor methods take no out=)
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",

@@ -21,6 +21,7 @@ from . import (
     indexed,
     linalg,
     matrix,
+    numpy_names,
     reduce,
     shape,
     sorting,
@@ -480,6 +481,7 @@ def install_tensor_methods(cls) -> None:
     methods["__isub__"] = methods["sub_"]
     methods["__imul__"] = methods["mul_"]
     methods["__itruediv__"] = methods["div_"]
+    numpy_names.install(methods, list(methods))  # x.sum(axis=0, keepdims=True)
     for name, fn in methods.items():
         setattr(cls, name, fn)
     complex_ops.install(cls)

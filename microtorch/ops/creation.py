@@ -152,20 +152,30 @@ def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
     return _finish(arr, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+def _size_arg(name: str, sizes: tuple, size) -> tuple:
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as PyTorch's
+    keyword ``size=`` (``randn(size=(2, 3))``), never both."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{name}() got multiple values for argument 'size'")
+    return (size,)
+
+
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _filled("zeros", size, dtype, device, requires_grad)
+    return _filled("zeros", _size_arg("zeros", sizes, size), dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _filled("ones", size, dtype, device, requires_grad)
+    return _filled("ones", _size_arg("ones", sizes, size), dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
           memory_format=None, pin_memory=False) -> Tensor:
     """A tensor with unspecified contents."""
-    return _filled("empty", size, dtype, device, requires_grad)
+    return _filled("empty", _size_arg("empty", sizes, size), dtype, device, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -327,14 +337,18 @@ def _random(method: str, size, dtype, device, requires_grad, *args, generator=No
     return _finish(backend.asarray(arr), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def rand(*sizes, size=None, generator=None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
-    return _random("uniform", size, dtype, device, requires_grad, generator=generator)
+    return _random("uniform", _size_arg("rand", sizes, size), dtype, device, requires_grad,
+                   generator=generator)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*sizes, size=None, generator=None, dtype=None, device=None,
+          requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    return _random("normal", size, dtype, device, requires_grad, generator=generator)
+    return _random("normal", _size_arg("randn", sizes, size), dtype, device, requires_grad,
+                   generator=generator)
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -30,8 +30,10 @@ OUT_FUNCTIONS = (
     "atan2", "arctan2", "lerp", "erfc", "erfinv", "hypot", "copysign", "tril", "triu", "erf",
     "neg", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "abs", "sign", "floor", "ceil",
-    "round", "trunc", "reciprocal", "square", "exp2",
+    "round", "trunc", "reciprocal", "square", "exp2", "zeros", "ones", "empty", "rand", "randn",
 )
+# Creation functions take their dtype and device from ``out`` unless given.
+CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 
 
 def _any_requires_grad(values) -> bool:
@@ -82,6 +84,9 @@ def with_out(name: str, fn):
             raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
+        if name in CREATION and isinstance(out, Tensor):
+            kwargs.setdefault("dtype", out.dtype)
+            kwargs.setdefault("device", out.device)
         result = fn(*args, **kwargs)
         if isinstance(result, tuple):
             if not isinstance(out, (tuple, list)) or len(out) != len(result):
