@@ -113,3 +113,24 @@ def test_out_into_a_view_writes_its_base():
 def test_methods_take_no_out():
     with pytest.raises(TypeError):
         microtorch.tensor(A).add(1.0, out=microtorch.empty(2, 3))
+
+
+def test_creation_out_takes_its_dtype_from_out():
+    t_out, m_out = torch.empty(2, dtype=torch.long), microtorch.empty(2, dtype=microtorch.long)
+    with pytest.warns(UserWarning, match="resized"):
+        torch.ones(2, 3, out=t_out)
+    with pytest.warns(UserWarning, match="resized"):
+        got = microtorch.ones(2, 3, out=m_out)
+    assert got is m_out and m_out.dtype == microtorch.int64
+    np.testing.assert_array_equal(m_out.numpy(), t_out.numpy())
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "empty", "rand", "randn"])
+def test_creation_size_keyword(name):
+    t_fn, m_fn = getattr(torch, name), getattr(microtorch, name)
+    assert tuple(m_fn(size=(2, 3)).shape) == tuple(t_fn(size=(2, 3)).shape)
+    assert tuple(m_fn(size=[4]).shape) == tuple(t_fn(size=[4]).shape)
+    with pytest.raises(TypeError):
+        t_fn(2, size=(2,))
+    with pytest.raises(TypeError):
+        m_fn(2, size=(2,))

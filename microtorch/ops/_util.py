@@ -11,7 +11,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..backend import xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
-           "sum_to_shape", "xp_of", "is_scalar"]
+           "sum_to_shape", "xp_of", "is_scalar", "scalar_name"]
 
 wrap_dim = _wrap_dim
 
@@ -19,6 +19,12 @@ wrap_dim = _wrap_dim
 def is_scalar(x) -> bool:
     """True for Python (and NumPy) numbers."""
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, Tensor)
+
+
+def scalar_name(t: Tensor) -> str:
+    """PyTorch's ScalarType name of a tensor's dtype (``Long``, ``Float``), as its dtype
+    errors print it ("not implemented for 'Long'")."""
+    return _dtype.title(t.dtype)
 
 
 def _keeps_dtype(dt, scalar) -> bool:

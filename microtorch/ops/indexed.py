@@ -12,6 +12,7 @@ import builtins
 import numpy as np
 
 from ..autograd.function import Function, named
+from ..backend import backend_of
 from ._util import Tensor, wrap_dim, xp_of
 from .shape import _index_add
 
@@ -26,9 +27,20 @@ def _check_index(input: Tensor, dim: int, index: Tensor, name: str) -> None:
                            "tensor")
     idx = index._data
     n = input._data.shape[dim] if input._data.ndim else 1
-    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
-        raise RuntimeError(f"index {int(idx.max()) if int(idx.max()) >= n else int(idx.min())}"
-                           f" is out of bounds for dimension {dim} with size {n}")
+    _check_bounds(idx, -n, n, RuntimeError,
+                  lambda bad: f"index {bad} is out of bounds for dimension {dim} with size {n}")
+
+
+def _check_bounds(idx, low: int, high: int, error: type[Exception], message) -> None:
+    """``error(message(bad))`` unless every index lies in [low, high): at once on the CPU; on a
+    GPU a check on the device, raised at the next synchronisation (no host wait here), whose
+    message names the range but not the offending index (that would need the data)."""
+    def exact() -> str:
+        bad = idx[(idx < low) | (idx >= high)]
+        return message(int(bad.max()) if int(bad.max()) >= high else int(bad.min()))
+
+    backend_of(idx).check((idx >= low) & (idx < high), error,
+                          message(f"outside [{low}, {high})"), exact)
 
 
 class Scatter(Function):
@@ -128,9 +140,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     if list(source._data.shape) != expect and not (source._data.ndim == 0 and not expect):
         raise RuntimeError("index_add_(): source and index sizes do not match")
     idx, n = index._data, (input._data.shape[d] if input._data.ndim else 1)
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):  # (no negative indices)
-        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
-        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    _check_bounds(idx, 0, n, RuntimeError,  # (no negative indices)
+                  lambda bad: f"index {bad} is out of bounds for dimension {d} with size {n}")
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 
@@ -147,16 +158,14 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     x = input.expand(shape) if input._data.shape != shape else input
     m = mask._data if mask._data.shape == shape else xp_of(mask._data).broadcast_to(
         mask._data, shape)
-    return named(x[Tensor._make(m)], "MaskedSelectBackward0")
+    return named(x[Tensor._make(m)], "MaskedSelectBackward0", input)
 
 
 def _check_flat_index(index: Tensor, n: int) -> None:
     """IndexError unless every entry of ``index`` lies in [-n, n)."""
-    idx = index._data
-    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
-        bad = int(idx.max()) if int(idx.max()) >= n else int(idx.min())
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                         "elements.")
+    _check_bounds(index._data, -n, n, IndexError,
+                  lambda bad: f"out of range: tried to access index {bad} on a tensor of {n} "
+                              "elements.")
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
@@ -165,7 +174,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
         raise RuntimeError("take(): Expected a long tensor for index, but got "
                            f"{index.dtype.name.capitalize()}")
     _check_flat_index(index, input._data.size)
-    return named(input.reshape(-1)[index], "TakeBackward0")
+    return named(input.reshape(-1)[index], "TakeBackward0", input)
 
 
 class Put(Function):
