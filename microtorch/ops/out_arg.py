@@ -45,8 +45,9 @@ def _any_requires_grad(values) -> bool:
     return False
 
 
-def write_out(name: str, result: Tensor, out: Tensor) -> Tensor:
-    """Store ``result`` into ``out`` (resized and cast as PyTorch does) and return ``out``."""
+def write_out(name: str, result: Tensor, out: Tensor, warn_resize: bool = True) -> Tensor:
+    """Store ``result`` into ``out`` (resized and cast as PyTorch does) and return ``out``;
+    creation functions resize without PyTorch's deprecation warning (``warn_resize``)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if out.device != result.device:
@@ -58,7 +59,7 @@ def write_out(name: str, result: Tensor, out: Tensor) -> Tensor:
                            f"desired output type {_dtype.title(out_dtype)}")
     arr = result._data
     if tuple(out._data.shape) != tuple(arr.shape):
-        if out._data.size != 0:
+        if out._data.size != 0 and warn_resize:
             warnings.warn(
                 f"An output with one or more elements was resized since it had shape "
                 f"{list(out._data.shape)}, which does not match the required output shape "
@@ -94,7 +95,7 @@ def with_out(name: str, fn):
                                 f"Tensors, not {type(out).__name__}")
             written = [write_out(name, r, o) for r, o in zip(result, out)]
             return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
-        return write_out(name, result, out)
+        return write_out(name, result, out, warn_resize=name not in CREATION)
 
     return wrapper
 
