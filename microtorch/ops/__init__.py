@@ -200,6 +200,25 @@ UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1
          "floor": Floor, "ceil": Ceil, "trunc": Trunc, "round": Round,
          "reciprocal": Reciprocal, "square": Square}
 globals().update({name: _unary_function(cls, name) for name, cls in UNARY.items()})
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+    """Round half to even; with ``decimals``, to that many decimal places (negative: tens,
+    hundreds, ...), computed as PyTorch's kernel does in the input's dtype: ``rint(x * 10**d) /
+    10**d`` (``rint(x / 10**-d) * 10**-d`` for negative ``d``). Its gradient is zero."""
+    if decimals == 0:
+        return Round.apply(input)
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"round_cpu" not implemented for '
+                                  f"'{_dtype.title(input.dtype)}'")
+    scale = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        out = Round.apply(input * scale) / scale
+    else:
+        out = Round.apply(input / scale) * scale
+    return named(out, "RoundBackward1", input)
+
+
 negative = globals()["neg"]
 ger = outer  # PyTorch's old name of outer
 absolute = globals()["abs"]
