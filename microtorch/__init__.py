@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math as _math
 import warnings as _warnings
 
 from . import _dtype
@@ -57,6 +58,8 @@ from .random import (
 from .serialization import load, save
 
 half, float, double = float16, float32, float64  # noqa: A001
+# PyTorch's Python-float constants (torch.pi, torch.inf, ...).
+e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
@@ -138,7 +141,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
-           "save", "load", "utils", "linalg", *_ops_all]
+           "save", "load", "utils", "linalg", "e", "inf", "nan", "pi", *_ops_all]
 del _dtype
 
 
