@@ -11,6 +11,7 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 from __future__ import annotations
 
 from ...autograd.function import named
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor
 from ...ops.conv import Conv2d, ConvInputGrad
 from ._util import _as_3d, _as_4d, _pair, _single
@@ -18,6 +19,7 @@ from ._util import _as_3d, _as_4d, _pair, _single
 __all__ = ["conv2d", "conv_transpose2d", "conv1d"]
 
 
+@autocast_op("conv2d")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """2-D cross-correlation; ``padding`` may be an int, a pair, ``'same'`` or ``'valid'``."""
@@ -48,6 +50,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """2-D transposed convolution ("deconvolution"): the input gradient of ``conv2d``.
@@ -82,6 +85,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op("conv1d")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """1-D cross-correlation over (N, C, L) or (C, L) inputs with a (O, C / groups, K)

@@ -7,6 +7,7 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor
 from ...ops.linear import Linear
 
@@ -14,6 +15,7 @@ __all__ = ["linear", "flatten"]
 
 
 # -- layers --------------------------------------------------------------------------------------
+@autocast_op("linear")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` in one graph node."""
     return Linear.apply(input, weight, bias)

@@ -17,6 +17,7 @@ from ...autograd.function import named
 from ...autograd.node import ShownNode, edge_of
 from ...ops import loss as L
 from ...ops import masked_fill, where
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, xp_of
 from ...ops.activation import log_softmax
 from ...ops.elementwise import ClampMinValueOnly, Exp, Log, Log1p, Relu
@@ -66,6 +67,7 @@ def _weighted_reduce(loss: Tensor, input: Tensor, weight: Tensor, reduction: str
     return loss.sum() if reduction == "sum" else loss.sum() / weight.sum()
 
 
+@autocast_op("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """(input - target)^2, reduced; with ``weight`` (input's shape), a weighted mean."""
@@ -77,6 +79,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return named(_reduce(loss, reduction), "MseLossBackward0", input, target)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """|input - target|, reduced; with ``weight`` (input's shape), a weighted mean."""
@@ -112,6 +115,7 @@ def _nll_name(ndim: int, reduction: str) -> str:
     return "ViewBackward0" if ndim != 4 and reduction == "none" else "NllLoss2DBackward0"
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -166,6 +170,7 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
                  "NegBackward0")
 
 
+@autocast_op("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """-input[i, target[i]] * weight[target[i]], reduced (mean divides by the summed weights)."""
@@ -189,6 +194,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return named(loss, _nll_name(input.ndim, reduction), input)
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """-(y log x + (1 - y) log(1 - x)) with the logs clamped at -100, as PyTorch."""
@@ -203,6 +209,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                  "BinaryCrossEntropyBackward0", input, target)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
@@ -237,6 +244,7 @@ def _warn_size(input: Tensor, target: Tensor) -> None:
                       stacklevel=3)
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
@@ -253,6 +261,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
                  "SmoothL1LossBackward0", input, target)
 
 
+@autocast_op("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); optionally weighted."""
@@ -270,6 +279,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
 
 
+@autocast_op("kl_div")
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """Pointwise KL divergence target * (log target - input) with ``input`` log-probabilities.
@@ -296,6 +306,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction)
 
 
+@autocast_op("soft_margin_loss")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)) for targets y in {1, -1}."""
@@ -312,6 +323,7 @@ def _same_dims(name: str, *tensors: Tensor, labels=("input1", "input2", "target"
                            f"sizes: {sizes} ")
 
 
+@autocast_op("margin_ranking_loss")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """max(0, -y (x1 - x2) + margin)."""
@@ -321,6 +333,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
 
 
+@autocast_op("hinge_embedding_loss")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """x where y == 1, max(0, margin - x) where y == -1 (PyTorch's where-composition)."""
@@ -331,6 +344,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     return _reduce(out, reduction)
 
 
+@autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """1 - cos(x1, x2) where y == 1, max(0, cos(x1, x2) - margin) where y == -1."""
@@ -355,6 +369,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     return _reduce(out, reduction)
 
 
+@autocast_op("poisson_nll_loss")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None,
                      reduction: str = "mean") -> Tensor:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from ...autograd.function import named
 from ...autograd.grad_mode import no_grad
 from ...ops import vector_norm
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor
 from ._util import _size
 from .vision import pad as _pad
@@ -22,6 +23,7 @@ __all__ = ["layer_norm", "batch_norm", "normalize", "group_norm", "instance_norm
            "local_response_norm"]
 
 
+@autocast_op("layer_norm")
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims (biased variance), then affine."""
@@ -88,6 +90,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return named(out, "NativeBatchNormBackward0", input, weight, bias)
 
 
+@autocast_op("normalize")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """input / max(||input||_p, eps) along ``dim``."""
@@ -108,6 +111,7 @@ def _affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return out
 
 
+@autocast_op("group_norm")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise each group of ``C / num_groups`` channels of each sample (biased variance),

@@ -16,6 +16,7 @@ import numpy as np
 from ...autograd.function import named
 from ...ops import matmul
 from ...ops import vision as V
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -27,7 +28,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     """Pad with a constant, or by 'reflect', 'replicate' or 'circular'; ``pad`` lists
     (left, right) of the last dim, then the one before..."""
     if mode in ("reflect", "replicate", "circular"):
-        return pad_index(input, pad, mode)
+        # PyTorch's op names: reflection/replication padding is on CPU autocast's float32 list
+        kind = {"reflect": "reflection", "replicate": "replication"}.get(mode, mode)
+        return autocast_op(f"{kind}_pad{len(pad) // 2}d")(pad_index)(input, pad, mode)
     if mode != "constant":
         raise NotImplementedError(f"pad mode {mode!r} is not supported (only 'constant', "
                                   f"'reflect', 'replicate' and 'circular')")
