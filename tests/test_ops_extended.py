@@ -581,3 +581,15 @@ def test_in_place_view_under_autograd_is_refused_clearly():
     x = microtorch.ones(2, 3, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="out-of-place"):
         x.t_()
+
+
+def test_scatter_with_a_zero_dim_index_into_a_vector(device):
+    # the data tutorial's one-hot target transform: zeros(10).scatter_(0, tensor(y), value=1)
+    for m in (torch, microtorch):
+        kw = {} if m is torch else {"device": device}
+        got = m.zeros(10, dtype=m.float, **kw).scatter_(0, m.tensor(3, **kw), value=1)
+        src = m.zeros(4, **kw).scatter(0, m.tensor(1, **kw), m.tensor(7.0, **kw))
+        if m is torch:
+            expected, expected_src = got, src
+    assert_same(got, expected)
+    assert_same(src, expected_src)
