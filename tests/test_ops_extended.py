@@ -593,3 +593,21 @@ def test_scatter_with_a_zero_dim_index_into_a_vector(device):
             expected, expected_src = got, src
     assert_same(got, expected)
     assert_same(src, expected_src)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_median_matches_pytorch(dtype, device):
+    a = np.array([[3.0, 1, 2, 5], [0, 5, 4, 4], [1, 2, 2, 0]], dtype=dtype)
+    check(lambda m, x: m.median(x), [a], device)
+    check(lambda m, x: m.median(x, 1), [a], device)
+    check(lambda m, x: x.median(0, keepdim=True), [a], device)
+    check(lambda m, x: x.median(dim=-1).values, [a[:2, :3]], device)
+
+
+def test_median_propagates_nan_as_pytorch(device):
+    a = np.array([[3.0, 1, 2, 5], [1, np.nan, 2, 0]], dtype=np.float32)
+    t_vals, t_idx = torch.median(torch.tensor(a), 1)
+    m_vals, m_idx = microtorch.median(microtorch.tensor(a, device=device), 1)
+    assert_same(m_vals, t_vals)
+    assert_same(m_idx, t_idx)
+    assert np.isnan(microtorch.median(microtorch.tensor(a, device=device)).item())

@@ -580,7 +580,7 @@ METHODS.update({name: globals()[name] for name in (
     "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
     "repeat_interleave", "diff", "inner", "msort", "addcmul", "addcdiv", "fmod", "float_power",
     "sgn", "signbit", "fix", "deg2rad", "rad2deg", "take_along_dim", "nansum", "nanmean",
-    "logical_and", "logical_or", "logical_xor")}, erf=erf)
+    "logical_and", "logical_or", "logical_xor", "median")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
