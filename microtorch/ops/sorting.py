@@ -124,7 +124,12 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
         if bool(nan.any()):
             return named(flat[nan.nonzero()[0, 0]], "MedianBackward0", input)
         k = (flat._data.size - 1) // 2 + 1
-        return named(kthvalue(flat, k, 0).values, "MedianBackward0", input)
+        value = kthvalue(flat.detach(), k, 0).values
+        # PyTorch spreads the gradient evenly over every element equal to the median; the
+        # added term is exactly zero in value, so the result is the median bit for bit.
+        ties = (flat.detach() == value).to(flat.dtype)
+        spread = ((flat - flat.detach()) * ties).sum() / ties.sum()
+        return named(value + spread, "MedianBackward0", input)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     size = input.shape[d] if input._data.ndim else 1
     values, indices = kthvalue(input, (size - 1) // 2 + 1, d, keepdim=True)
