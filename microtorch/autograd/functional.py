@@ -280,15 +280,24 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     return _unpack(result, inputs_tuple, inputs_tuple)
 
 
+def _gradient_at(func: Callable, inputs, v, create_graph: bool, strict: bool, fn: str):
+    """What vhp and hvp start from (under enable_grad): whether the inputs were a tuple, the
+    prepared inputs, the checked ``v``, the scalar output and its gradient, kept differentiable
+    for the second derivative."""
+    inputs_tuple, inputs = _tensors(inputs, "inputs", fn)
+    inputs = _prepare(inputs, create_graph, need_graph=True)
+    v = _vector(v, inputs, inputs_tuple, create_graph, fn, _V_NONE_INPUT)
+    out = _single_output(func, fn, strict)(*inputs)
+    first = _grad((out,), inputs, create_graph=True)
+    _strict_requires_grad(first, "jacobian", strict)
+    return inputs_tuple, inputs, v, out, first
+
+
 def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(inputs), v^T H): the vector-Hessian product of the scalar ``func``."""
     with enable_grad():
-        inputs_tuple, inputs = _tensors(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _vector(v, inputs, inputs_tuple, create_graph, "vhp", _V_NONE_INPUT)
-        out = _single_output(func, "vhp", strict)(*inputs)
-        first = _grad((out,), inputs, create_graph=True)
-        _strict_requires_grad(first, "jacobian", strict)
+        inputs_tuple, inputs, v, out, first = _gradient_at(func, inputs, v, create_graph,
+                                                           strict, "vhp")
         grads = _grad(first, inputs, v, create_graph=create_graph)
         result = _zeros_for_none(grads, inputs, strict, create_graph, "double_back")
     return _finish(out, create_graph), _unpack(_finish(result, create_graph), inputs_tuple)
@@ -298,12 +307,8 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     """(func(inputs), H v): the Hessian-vector product of the scalar ``func``, by the
     double-backward trick (equal to ``vhp`` for a twice continuously differentiable func)."""
     with enable_grad():
-        inputs_tuple, inputs = _tensors(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _vector(v, inputs, inputs_tuple, create_graph, "hvp", _V_NONE_INPUT)
-        out = _single_output(func, "hvp", strict)(*inputs)
-        first = _grad((out,), inputs, create_graph=True)
-        _strict_requires_grad(first, "jacobian", strict)
+        inputs_tuple, inputs, v, out, first = _gradient_at(func, inputs, v, create_graph,
+                                                           strict, "hvp")
         u = tuple(ops.zeros_like(x, requires_grad=True) for x in inputs)
         h_u = _grad(first, inputs, u, create_graph=True)  # H^T u, linear in u
         _strict_requires_grad(h_u, "hessian", strict)
