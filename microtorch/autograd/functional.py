@@ -150,7 +150,8 @@ _V_NONE_INPUT = ("The vector v can only be None if the input to the user-provide
                  "single Tensor with a single element.")
 
 
-def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def vjp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), v^T J): the vector-Jacobian product at ``inputs``."""
     with enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "vjp")
@@ -167,7 +168,8 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
             _unpack(_finish(result, create_graph), inputs_tuple))
 
 
-def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def jvp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), J v): the Jacobian-vector product, by the double-backward trick."""
     with enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jvp")
@@ -204,7 +206,7 @@ def _check_strategy(strategy: str, vectorize: bool, strict: bool) -> None:
 
 
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
-             vectorize: bool = False, strategy: str = "reverse-mode"):
+             vectorize: bool = False, strategy: str = "reverse-mode") -> Tensor | tuple:
     """The Jacobian of ``func`` at ``inputs``: for output i and input j a tensor of shape
     ``outputs[i].shape + inputs[j].shape`` (tuples nested as the arguments were)."""
     _check_strategy(strategy, vectorize, strict)
@@ -263,7 +265,8 @@ def _single_output(func: Callable, fn: str, strict: bool):
 
 
 def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
-            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
+            vectorize: bool = False,
+            outer_jacobian_strategy: str = "reverse-mode") -> Tensor | tuple:
     """The Hessian of the scalar ``func`` at ``inputs`` (for inputs i, j a tensor of shape
     ``inputs[i].shape + inputs[j].shape``): the Jacobian of its gradient."""
     inputs_tuple, inputs = _tensors(inputs, "inputs", "hessian")
@@ -293,7 +296,8 @@ def _gradient_at(func: Callable, inputs, v, create_graph: bool, strict: bool, fn
     return inputs_tuple, inputs, v, out, first
 
 
-def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def vhp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), v^T H): the vector-Hessian product of the scalar ``func``."""
     with enable_grad():
         inputs_tuple, inputs, v, out, first = _gradient_at(func, inputs, v, create_graph,
@@ -303,7 +307,8 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     return _finish(out, create_graph), _unpack(_finish(result, create_graph), inputs_tuple)
 
 
-def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def hvp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), H v): the Hessian-vector product of the scalar ``func``, by the
     double-backward trick (equal to ``vhp`` for a twice continuously differentiable func)."""
     with enable_grad():
