@@ -148,6 +148,11 @@ class StoragePlan:
         """Tensors viewing one buffer: one storage covering the span they use."""
         root = root_buffer(members[0]._data)
         flat = _memory_order_flat(root)
+        dtype = members[0]._data.dtype
+        if flat is not None and flat.dtype != dtype and flat.nbytes % dtype.itemsize == 0:
+            # A loaded storage is raw bytes that its tensors view as their dtype: read the
+            # bytes as that dtype too, so the tensors keep sharing one storage when re-saved.
+            flat = flat.view(dtype)
         layouts = {}
         if flat is not None:
             base = _address(flat)
