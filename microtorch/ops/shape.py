@@ -12,6 +12,7 @@ from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
+from ._autocast import autocast_op
 from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
 
 
@@ -260,6 +261,7 @@ class Cat(Function):
                                for g, dt in zip(grads, ctx.dtypes))
 
 
+@autocast_op("cat")
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
     tensors = [t for t in tensors]
@@ -284,6 +286,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
+@autocast_op("stack")
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
     tensors = list(tensors)
@@ -595,6 +598,7 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     return Gather.apply(input, d, index)
 
 
+@autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     return ScatterAdd.apply(input, wrap_dim(dim, input._data.ndim), index, src)

@@ -17,6 +17,7 @@ from ...autograd.function import named
 from ...autograd.node import ShownNode, edge_of
 from ...ops import _inplace, where
 from ...ops import activation as A
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, wrap_dim
 from ...ops.activation import log_softmax, softmax
 from ...ops.elementwise import Relu, Sigmoid, Tanh
@@ -81,6 +82,7 @@ def tanh(input: Tensor) -> Tensor:
     return Tanh.apply(input)
 
 
+@autocast_op("softmin")
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
     """softmax(-input) along ``dim``."""
@@ -163,6 +165,7 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return celu(input, alpha, inplace=True)
 
 
+@autocast_op("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta; the identity where beta x > threshold (as PyTorch)."""
     return A.Softplus.apply(input, float(beta), float(threshold))
@@ -217,6 +220,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     return _maybe_inplace(_mish, input, inplace)
 
 
+@autocast_op("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, the weight broadcast over the channel dim (dim 1)."""
     n = weight.numel()
