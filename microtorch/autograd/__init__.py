@@ -86,7 +86,7 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
-         is_grads_batched: bool = False, materialize_grads: bool = False):
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
     ``only_inputs`` is PyTorch's deprecated, ignored flag (WGAN-GP code still passes it);
     ``is_grads_batched`` needs vmap, which microtorch does not have."""

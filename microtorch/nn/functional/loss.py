@@ -19,8 +19,8 @@ from ...ops import loss as L
 from ...ops import masked_fill, where
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, xp_of
-from ...ops.activation import log_softmax
-from ...ops.elementwise import ClampMinValueOnly, Exp, Log, Log1p, Relu
+from ...ops.activation import LogSigmoid, log_softmax
+from ...ops.elementwise import ClampMinValueOnly, Exp, Log, Log1p
 from ...ops.special import Xlogy
 from ._util import _size
 
@@ -72,6 +72,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """(input - target)^2, reduced; with ``weight`` (input's shape), a weighted mean."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_size(input, target)
     diff = input - target
     loss = diff * diff
     if weight is not None:  # PyTorch's weighted form is a composition too
@@ -84,6 +85,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """|input - target|, reduced; with ``weight`` (input's shape), a weighted mean."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_size(input, target)
     loss = (input - target).abs()
     if weight is not None:
         return _weighted_reduce(loss, input, weight, reduction)
@@ -218,18 +220,18 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    # softplus(-x) = m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0): never overflows, and
-    # since the identity holds for any m, autograd's subgradient choice for m at x = 0 cannot
-    # bias the gradient (the log1p(exp(-|x|)) form would lose the -1/2 there).
-    m = Relu.apply(-input).detach()
-    softplus_neg = m + ((-m).exp() + (-input - m).exp()).log()
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + log_weight * softplus_neg
-    else:
-        loss = (1 - target) * input + softplus_neg
-    if weight is not None:
-        loss = loss * weight
+    # softplus(-x) = -log_sigmoid(x), PyTorch's form; the LogSigmoid node's own derivative
+    # (sigmoid(-x)) keeps the gradient finite at x = +-inf (sigmoid(x) - y, as PyTorch's), where
+    # a composition would meet inf - inf. Its errors stay silent, as PyTorch's NaNs are.
+    with np.errstate(invalid="ignore", over="ignore"):
+        softplus_neg = -LogSigmoid.apply(input)
+        if pos_weight is not None:
+            log_weight = (pos_weight - 1) * target + 1
+            loss = (1 - target) * input + log_weight * softplus_neg
+        else:
+            loss = (1 - target) * input + softplus_neg
+        if weight is not None:
+            loss = loss * weight
     return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
                  "BinaryCrossEntropyWithLogitsBackward0", input, target)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ...autograd.function import named
 from ...autograd.grad_mode import no_grad
 from ...ops import vector_norm
@@ -19,7 +21,7 @@ from ...ops._util import Tensor
 from ._util import _size
 from .vision import pad as _pad
 
-__all__ = ["layer_norm", "batch_norm", "normalize", "group_norm", "instance_norm",
+__all__ = ["rms_norm", "layer_norm", "batch_norm", "normalize", "group_norm", "instance_norm",
            "local_response_norm"]
 
 
@@ -42,6 +44,25 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     if bias is not None:
         out = out + bias
     return named(out, "NativeLayerNormBackward0", input, weight, bias)
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims:
+    ``x / sqrt(mean(x^2) + eps) * weight``; ``eps`` defaults to the dtype's machine epsilon."""
+    if isinstance(normalized_shape, int):
+        raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
+                        "ints, not int")
+    shape = tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
