@@ -23,6 +23,7 @@ from . import (
     indexed,
     linalg,
     matrix,
+    numpy_names,
     random_fill,
     reduce,
     shape,
@@ -84,7 +85,10 @@ from .elementwise import (
     isinf,
     isnan,
     le,
+    logical_and,
     logical_not,
+    logical_or,
+    logical_xor,
     lt,
     ne,
     remainder,
@@ -107,12 +111,16 @@ from .reduce import (
     max,
     mean,
     min,
+    nanmean,
+    nansum,
     norm,
     prod,
     std,
+    std_mean,
     sum,
     sum_to_size,
     var,
+    var_mean,
     vector_norm,
 )
 from .shape import (
@@ -203,6 +211,25 @@ UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1
          "floor": Floor, "ceil": Ceil, "trunc": Trunc, "round": Round,
          "reciprocal": Reciprocal, "square": Square}
 globals().update({name: _unary_function(cls, name) for name, cls in UNARY.items()})
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+    """Round half to even; with ``decimals``, to that many decimal places (negative: tens,
+    hundreds, ...), computed as PyTorch's kernel does in the input's dtype: ``rint(x * 10**d) /
+    10**d`` (``rint(x / 10**-d) * 10**-d`` for negative ``d``). Its gradient is zero."""
+    if decimals == 0:
+        return Round.apply(input)
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"round_cpu" not implemented for '
+                                  f"'{_dtype.title(input.dtype)}'")
+    scale = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        out = Round.apply(input * scale) / scale
+    else:
+        out = Round.apply(input / scale) * scale
+    return named(out, "RoundBackward1", input)
+
+
 negative = globals()["neg"]
 ger = outer  # PyTorch's old name of outer
 absolute = globals()["abs"]
@@ -337,6 +364,25 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     self._data[...] = arr
     self._vbox[0] += 1
     return self
+
+
+def _inplace_view(op):
+    """``t_``, ``transpose_``, ``squeeze_``...: self becomes the view ``op`` makes of it (same
+    storage, new shape and strides). Under autograd on a tensor that requires grad this would
+    have to rewrite self's graph node in place, which microtorch does not do: it says so."""
+
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        if recording() and self.requires_grad:
+            raise RuntimeError(f"{op.__name__}_() on a tensor that requires grad is not "
+                               f"supported by microtorch: use the out-of-place "
+                               f"{op.__name__}() (x = x.{op.__name__}(...))")
+        with no_grad():
+            self._data = op(self, *args, **kwargs)._data
+        return self
+
+    method.__name__ = op.__name__ + "_"
+    method.__doc__ = f"In-place {op.__name__}: self becomes that view of its storage."
+    return method
 
 
 def setitem(self: Tensor, key, value) -> None:
@@ -537,7 +583,9 @@ METHODS.update({name: globals()[name] for name in (
     "hypot", "dist", "copysign", "kron", "put", "logcumsumexp", "nonzero", "argwhere",
     "count_nonzero", "bincount", "histc", "unique", "unique_consecutive", "cummax", "cummin",
     "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
-    "repeat_interleave", "diff", "inner", "msort")}, erf=erf)
+    "repeat_interleave", "diff", "inner", "msort", "addcmul", "addcdiv", "fmod", "float_power",
+    "sgn", "signbit", "fix", "deg2rad", "rad2deg", "take_along_dim", "nansum", "nanmean",
+    "logical_and", "logical_or", "logical_xor", "median")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
@@ -554,14 +602,20 @@ def install_tensor_methods(cls) -> None:
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill",
                  "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
                  "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
-                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma"):
+                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
+                 "addcmul", "addcdiv", "fmod", "float_power", "sgn", "fix", "deg2rad", "rad2deg",
+                 "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
+                 "remainder", "negative"):
         methods[name + "_"] = _inplace(methods[name])
+    for name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims"):
+        methods[name + "_"] = _inplace_view(methods[name])
     methods["arctan2_"] = methods["atan2_"]
     methods["clip_"] = methods["clamp_"]
     methods["__iadd__"] = methods["add_"]
     methods["__isub__"] = methods["sub_"]
     methods["__imul__"] = methods["mul_"]
     methods["__itruediv__"] = methods["div_"]
+    numpy_names.install(methods, list(methods))  # x.sum(axis=0, keepdims=True)
     for name, fn in methods.items():
         setattr(cls, name, fn)
     complex_ops.install(cls)
@@ -577,6 +631,7 @@ __all__ = [
     "clamp", "clip", "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
     *UNARY, "eq", "ne", "lt", "le", "gt", "ge", "isfinite", "isnan", "isinf", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
+    "logical_and", "logical_or", "logical_xor", "var_mean", "std_mean", "nansum", "nanmean",
     "isclose", "allclose", "equal",
     "matmul", "mm", "bmm", "dot", "mv", "outer", "ger", "softmax", "log_softmax",
     "sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "prod",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Function, finish, lift
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, rows_by_measurement
 from ._util import _needs, _wrap, reduce_grad, xp_of
@@ -135,7 +135,7 @@ class CrossEntropy(Function):
         m, c = p.shape
         # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
         a = (1 - eps) * row_w
-        if not eps and xp is np and p.dtype in _ROW_DTYPES and not state.grad_enabled:
+        if not eps and xp is np and p.dtype in _ROW_DTYPES and not recording():
             if reduction == "mean":
                 a = a * (1 / denom if denom else 0.0)
             return finish(_nll_softmax_grad(p, a, safe_t, lift(grad)[0], reduction), None,
@@ -157,7 +157,7 @@ class CrossEntropy(Function):
             a, b = a * scale, b * scale
         a = a[:, None]
         (g,) = lift(grad)
-        if state.grad_enabled:  # create_graph: the softmax again, as a node of x
+        if recording():  # create_graph: the softmax again, as a node of x
             p, a, b = Softmax.apply(x, 1), _wrap(a), _wrap(b)
         if reduction == "none":
             g = g.reshape(-1, 1)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Function, finish
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, rows_by_measurement
 from ..backend.threads import blas_threads
 from ._util import Tensor, xp_of
@@ -257,7 +257,7 @@ class Recurrence(Function):
 
     @staticmethod
     def backward(ctx, grad):  # noqa: C901 (three modes' loops, kept side by side)
-        if state.grad_enabled:  # create_graph: differentiate the composed steps instead
+        if recording():  # create_graph: differentiate the composed steps instead
             return _replay_backward(ctx, grad)
         if isinstance(grad, Tensor):  # (the root gradient, or one from a non-lifted node)
             grad = grad._data

@@ -73,9 +73,29 @@ def reshape(input: Tensor, *shape) -> Tensor:
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape; raises when the strides make that impossible."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Tensor)):
-        return input.to(shape[0])  # view(dtype) with equal itemsize is rare; to() is honest
+        return _view_as_dtype(input, _dtype.as_dtype(shape[0]))
     new = _infer_shape(sizes_arg(shape), input._data.size)
     return _as_view(Reshape.apply(input, new, True), input)
+
+
+def _view_as_dtype(input: Tensor, dtype) -> Tensor:
+    """``view(dtype)``: the same bytes read as another dtype (PyTorch's rules: with another
+    element size the last dimension must be contiguous and divide evenly). Like PyTorch's,
+    the result is outside the graph."""
+    arr = input._data
+    old, new = arr.dtype.itemsize, dtype.np.itemsize
+    if old != new:
+        what = (f"view {_dtype.title(input.dtype)} as {_dtype.title(dtype)} "
+                "(different element sizes)")
+        if arr.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to {what}")
+        if arr.shape[-1] != 1 and arr.strides[-1] != old:
+            raise RuntimeError(f"self.stride(-1) must be 1 to {what}, but got "
+                               f"{arr.strides[-1] // old}")
+        if new > old and arr.shape[-1] % (new // old):
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} to {what}, but "
+                               f"got {arr.shape[-1]}")
+    return _as_view(Tensor._make(arr.view(dtype.np)), input)
 
 
 class Permute(Function):
