@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 
 import numpy as np
 
@@ -458,6 +459,11 @@ def only_grad_writes_since(t: Tensor, version: int) -> bool:
 
 def _wrap_dim(dim: int, ndim: int) -> int:
     """A dimension index in range, negative indices counted from the end."""
+    if type(dim) is not int:
+        try:  # NumPy ints and integer 0-d tensors index too; strings, floats, None do not
+            dim = operator.index(dim)
+        except TypeError:
+            raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}") from None
     lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
     if not lo <= dim <= hi:
         raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "

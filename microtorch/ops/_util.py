@@ -11,9 +11,25 @@ from .._tensor import Tensor, _wrap_dim
 from ..backend import xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
-           "sum_to_shape", "xp_of", "is_scalar"]
+           "sum_to_shape", "xp_of", "is_scalar", "has_internal_overlap",
+           "assert_no_internal_overlap"]
 
 wrap_dim = _wrap_dim
+
+
+def has_internal_overlap(arr) -> bool:
+    """True when several elements of ``arr`` share one memory location (an expanded
+    dimension: stride 0, size > 1), the case PyTorch's in-place ops refuse."""
+    return any(s == 0 and n > 1 for s, n in zip(arr.strides, arr.shape))
+
+
+def assert_no_internal_overlap(arr) -> None:
+    """PyTorch's error for an in-place write whose result would depend on the order in which
+    the overlapping elements are written (a fill with one value is exempt: callers skip it)."""
+    if has_internal_overlap(arr):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
 
 
 def is_scalar(x) -> bool:
@@ -74,27 +90,50 @@ def _cast(x, dt):
     return x
 
 
-def sizes_arg(sizes) -> tuple:
-    """Shape arguments given as varargs ``(2, 3)`` or one sequence ``((2, 3),)``."""
-    if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer, Tensor)):
+def _size_item(s):
+    """One size as an int: Python/NumPy ints and one-element integer tensors (not bools)."""
+    if isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)):
+        return int(s)
+    if isinstance(s, Tensor) and s._data.size == 1 and s._data.dtype.kind in "iu":
+        return int(s.item())
+    return None
+
+
+def sizes_arg(sizes, fn: str = "", arg: str = "size") -> tuple:
+    """Shape arguments given as varargs ``(2, 3)`` or one sequence ``((2, 3),)``, each an
+    integer (``fn``/``arg`` name the function and argument in PyTorch's TypeError)."""
+    where = f"{fn}(): argument '{arg}'" if fn else f"argument '{arg}'"
+    if len(sizes) == 1 and _size_item(sizes[0]) is None:
         sizes = sizes[0]
-    try:
-        return tuple(int(s) for s in sizes)
-    except TypeError:
-        raise TypeError(f"sizes must be integers, got {sizes!r}") from None
+        if not isinstance(sizes, (tuple, list)):
+            raise TypeError(f"{where} (position 1) must be tuple of ints, not "
+                            f"{type(sizes).__name__}")
+    out = []
+    for pos, s in enumerate(sizes):
+        n = _size_item(s)
+        if n is None:
+            raise TypeError(f"{where} failed to unpack the object at pos {pos + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
+        out.append(n)
+    return tuple(out)
 
 
 def dims_arg(dim, ndim: int) -> tuple | None:
     """Normalise a ``dim`` argument (None, an int or a sequence) to a sorted tuple or None."""
     if dim is None:
         return None
+    if not isinstance(dim, (int, np.integer, tuple, list)):
+        if not (isinstance(dim, Tensor) and dim._data.ndim == 0):
+            raise TypeError(f"argument 'dim' must be int or tuple of ints, not "
+                            f"{type(dim).__name__}")
+        dim = int(dim)
     if ndim == 0:  # PyTorch accepts dim 0 / -1 on a 0-d tensor; there is nothing to reduce
         for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
-            wrap_dim(int(d), 0)
+            wrap_dim(d, 0)
         return ()
     if isinstance(dim, (int, np.integer)):
-        return (wrap_dim(int(dim), ndim),)
-    dims = tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
+        return (wrap_dim(dim, ndim),)
+    dims = tuple(sorted(wrap_dim(d, ndim) for d in dim))
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")
     return dims

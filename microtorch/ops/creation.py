@@ -44,8 +44,10 @@ def _infer_dtype(data) -> _dtype.dtype:
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
             continue
-        else:
-            raise TypeError(f"Could not infer dtype of {type(item).__name__}")
+        elif isinstance(item, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
+        else:  # None, arbitrary objects: PyTorch raises RuntimeError here
+            raise RuntimeError(f"Could not infer dtype of {type(item).__name__}")
         result = d if result is None else _dtype.promote(result, d)
     return _dtype.get_default_dtype() if result is None else result
 
@@ -138,10 +140,18 @@ def _creation_dtype(dtype, default=None) -> np.dtype:
     return _dtype.as_dtype(dtype).np
 
 
+def _shape(size, fn: str) -> tuple:
+    """The shape argument of creation op ``fn``: integers, none negative (PyTorch's errors)."""
+    shape = sizes_arg(size, fn)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(shape)}")
+    return shape
+
+
 def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
-    shape = sizes_arg(size)
-    if any(s < 0 for s in shape):
-        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+    shape = _shape(size, fill)
     backend = get_backend(device)
     with backend.context():
         arr = getattr(backend.xp, fill)(shape, dtype=_creation_dtype(dtype))
@@ -166,9 +176,13 @@ def empty(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch does)."""
+    if not (isinstance(fill_value, (numbers.Number, np.generic))
+            or isinstance(fill_value, Tensor) and fill_value._data.ndim == 0):
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
     if dtype is None:
         dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    shape = sizes_arg((size,))
+    shape = _shape((size,), "full")
     backend = get_backend(device)
     with backend.context():
         arr = backend.xp.full(shape, fill_value, dtype=_creation_dtype(dtype))
@@ -213,6 +227,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     """Values from ``start`` up to (not including) ``end`` in steps of ``step``."""
     if end is None:
         start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if not isinstance(v, (numbers.Number, np.generic, Tensor)):
+            raise TypeError(f"arange(): argument '{name}' must be Number, not "
+                            f"{type(v).__name__}")
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
@@ -275,7 +293,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
 
 
 def _random(method: str, size, dtype, device, requires_grad, *args, generator=None) -> Tensor:
-    shape = sizes_arg(size)
+    shape = _shape(size, {"uniform": "rand", "normal": "randn"}.get(method, method))
     dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     backend = get_backend(device)
     source = backend if generator is None else generator
@@ -318,7 +336,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     backend = get_backend(device)
     source = backend if generator is None else generator
-    arr = source.integers(int(low), int(high), sizes_arg((size,)), dt.np)
+    arr = source.integers(int(low), int(high), _shape((size,), "randint"), dt.np)
     return _finish(backend.asarray(arr), requires_grad)
 
 

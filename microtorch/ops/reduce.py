@@ -390,7 +390,7 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     """Sum broadcast dimensions so the result has ``size``."""
     from ._util import sizes_arg
 
-    shape = sizes_arg(size)
+    shape = sizes_arg(size, "sum_to_size")
     if tuple(input._data.shape) == shape:
         return input
     return SumToSize.apply(input, shape)

@@ -65,14 +65,14 @@ def _reshaped(input: Tensor, new: tuple, name=None) -> Tensor:
 
 def reshape(input: Tensor, *shape) -> Tensor:
     """The same elements in a new shape (a view when possible)."""
-    return _reshaped(input, _infer_shape(sizes_arg(shape), input._data.size))
+    return _reshaped(input, _infer_shape(sizes_arg(shape, "reshape", "shape"), input._data.size))
 
 
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape; raises when the strides make that impossible."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Tensor)):
         return input.to(shape[0])  # view(dtype) with equal itemsize is rare; to() is honest
-    new = _infer_shape(sizes_arg(shape), input._data.size)
+    new = _infer_shape(sizes_arg(shape, "view"), input._data.size)
     return _as_view(Reshape.apply(input, new, True), input)
 
 
@@ -98,7 +98,7 @@ class Permute(Function):
 def permute(input: Tensor, *dims) -> Tensor:
     """Reorder the dimensions (a view)."""
     ndim = input._data.ndim
-    dims = tuple(wrap_dim(d, ndim) for d in sizes_arg(dims))
+    dims = tuple(wrap_dim(d, ndim) for d in sizes_arg(dims, "permute", "dims"))
     if sorted(dims) != list(range(ndim)):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
@@ -183,7 +183,7 @@ class Expand(Function):
 
 def expand(input: Tensor, *sizes) -> Tensor:
     """Broadcast size-1 dimensions to ``sizes`` without copying (-1 keeps a size)."""
-    sizes = sizes_arg(sizes)
+    sizes = sizes_arg(sizes, "expand")
     shape = input._data.shape
     lead = len(sizes) - len(shape)
     if lead < 0:
@@ -208,7 +208,7 @@ def broadcast_to(input: Tensor, shape) -> Tensor:
 
 def repeat(input: Tensor, *sizes) -> Tensor:
     """Tile the tensor ``sizes`` times along each dimension."""
-    sizes = sizes_arg(sizes)
+    sizes = sizes_arg(sizes, "repeat", "repeats")
     shape = input._data.shape
     if len(sizes) < len(shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -259,11 +259,26 @@ class Cat(Function):
                                for g, dt in zip(grads, ctx.dtypes))
 
 
+def _tensor_list(tensors, fn: str) -> list:
+    """The ``tensors`` argument of cat/stack as a list, each element checked (PyTorch's
+    TypeErrors: a sequence of Tensors, not one Tensor or anything else)."""
+    if not isinstance(tensors, (list, tuple)) and not (
+            hasattr(tensors, "__iter__") and not isinstance(tensors, (Tensor, str))):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return tensors
+
+
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
-    tensors = [t for t in tensors]
+    tensors = _tensor_list(tensors, "cat")
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     tensors = [t for t in tensors if not (t._data.ndim == 1 and t._data.size == 0)] or tensors
     ndim = tensors[0]._data.ndim
     d = wrap_dim(dim, ndim)
@@ -285,7 +300,7 @@ concat = concatenate = cat
 
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
-    tensors = list(tensors)
+    tensors = _tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
