@@ -15,6 +15,7 @@ from .. import _dtype
 from ..autograd import views
 from ..autograd.function import named
 from ..autograd.grad_mode import no_grad, recording
+from ..autograd.node import broadcast_message
 from . import (
     arrange,
     creation,
@@ -350,8 +351,44 @@ def fill_(self: Tensor, value) -> Tensor:
     return self
 
 
+def _check_copy_source(self: Tensor, src) -> None:
+    """PyTorch's errors for a ``copy_`` source that is no tensor or does not broadcast to
+    self's shape (checked before anything is written)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(src).__name__}")
+    target, given = self._data.shape, src._data.shape
+    if given != target:
+        try:
+            wide = np.broadcast_shapes(target, given)
+        except ValueError:
+            raise RuntimeError(broadcast_message((self, src))) from None
+        if wide != target:
+            raise RuntimeError(f"output with shape {list(target)} doesn't match the broadcast "
+                               f"shape {list(wide)}")
+
+
+def _check_setitem_value(self: Tensor, arr_key: tuple, value) -> None:
+    """PyTorch's errors for ``self[key] = value`` with a value that is neither a tensor nor a
+    number, or (basic indexing) a tensor that does not broadcast to the indexed region."""
+    if not isinstance(value, Tensor):
+        if not is_scalar(value):
+            raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
+        return
+    if not shape._is_basic(arr_key):
+        return  # advanced indexing: NumPy's check, turned into RuntimeError by the caller
+    region = self._data[arr_key].shape
+    given = value._data.shape
+    while len(given) > len(region) and given[0] == 1:  # leading 1s are dropped, as in PyTorch
+        given = given[1:]
+    if given != region:
+        with no_grad():
+            expand(value.reshape(given), region)  # raises PyTorch's expand error
+
+
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, converted, possibly from another device) into self."""
+    _check_copy_source(self, src)
     assert_no_internal_overlap(self._data)
     if _check_inplace(self, src):
         moved = src.to(self.device, self.dtype) + self * 0
@@ -370,6 +407,7 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")
+    _check_setitem_value(self, arr_key, value)
     if has_internal_overlap(self._data):
         if shape._is_basic(arr_key):
             # PyTorch writes into the indexed region (a view): allowed when that region has
@@ -379,10 +417,13 @@ def setitem(self: Tensor, key, value) -> None:
             region.copy_(value) if isinstance(value, Tensor) else region.fill_(value)
             return
         _warn_expanded("index_put_", "tensor[indices] = tensor")
-    if _check_inplace(self, value):
-        _write(self, shape.IndexPut.apply(self, arr_key, value))
-        return
-    self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+    try:
+        if _check_inplace(self, value):
+            _write(self, shape.IndexPut.apply(self, arr_key, value))
+            return
+        self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+    except ValueError as exc:  # NumPy checks the shapes before it writes anything
+        raise RuntimeError(str(exc).replace("value array", "value tensor")) from None
     self._vbox[0] += 1
 
 
@@ -423,9 +464,13 @@ def _new(factory):
 
 
 def _new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return creation.tensor(data, dtype=self.dtype if dtype is None else dtype,
-                           device=self.device if device is None else device,
-                           requires_grad=requires_grad)
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+    return creation._copied(data, self.dtype if dtype is None else dtype,
+                            self.device if device is None else device, requires_grad)
 
 
 def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:

@@ -12,7 +12,7 @@ from ..backend import xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "has_internal_overlap",
-           "assert_no_internal_overlap"]
+           "assert_no_internal_overlap", "check_index_bounds"]
 
 wrap_dim = _wrap_dim
 
@@ -30,6 +30,15 @@ def assert_no_internal_overlap(arr) -> None:
         raise RuntimeError("unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the "
                            "tensor before performing the operation.")
+
+
+def check_index_bounds(idx, n: int, dim: int) -> None:
+    """PyTorch's error for gather/scatter indices outside ``[0, n)`` (no negative indices)."""
+    if idx.size:
+        low, high = int(idx.min()), int(idx.max())
+        if low < 0 or high >= n:
+            raise RuntimeError(f"index {low if low < 0 else high} is out of bounds for "
+                               f"dimension {dim} with size {n}")
 
 
 def is_scalar(x) -> bool:

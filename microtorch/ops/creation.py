@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -64,6 +66,16 @@ def _plain(data):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+    return _copied(data, dtype, device, requires_grad)
+
+
+def _copied(data, dtype, device, requires_grad: bool) -> Tensor:
+    """``tensor`` without its warning (for the constructors that copy tensors on purpose)."""
     backend = get_backend(device)
     if isinstance(data, Tensor):
         arr = data._backend.to_numpy(data._data).copy() if data.device != backend.device \
@@ -189,7 +201,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     return _finish(arr, requires_grad)
 
 
-def _like(input: Tensor, dtype, device) -> tuple:
+def _like(input: Tensor, dtype, device, fn: str) -> tuple:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     return (input.dtype if dtype is None else dtype,
             input.device if device is None else device)
 
@@ -197,28 +212,28 @@ def _like(input: Tensor, dtype, device) -> tuple:
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``input``."""
-    return zeros(input.shape, dtype=_like(input, dtype, device)[0],
-                 device=_like(input, dtype, device)[1], requires_grad=requires_grad)
+    dt, dev = _like(input, dtype, device, "zeros_like")
+    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "ones_like")
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Uninitialised, with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "empty_like")
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """``fill_value`` everywhere, with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "full_like")
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -231,8 +246,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
         if not isinstance(v, (numbers.Number, np.generic, Tensor)):
             raise TypeError(f"arange(): argument '{name}' must be Number, not "
                             f"{type(v).__name__}")
-    if step == 0:
+    if step == 0 or step != step:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     values = (start, end, step)
@@ -286,6 +303,13 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
 def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (n x m)."""
+    for name, v in (("n", n), ("m", m)):
+        if v is None:
+            continue
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"eye(): argument '{name}' must be int, not {type(v).__name__}")
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     backend = get_backend(device)
     with backend.context():
         arr = backend.xp.eye(n, n if m is None else m, dtype=_creation_dtype(dtype))
@@ -313,13 +337,13 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``rand`` with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "rand_like")
     return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``randn`` with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "randn_like")
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -342,13 +366,17 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
 
 def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None) -> Tensor:
     """``randint`` with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "randint_like")
     return randint(low, high, input.shape, dtype=dt, device=dev)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of 0..n-1."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    _shape((n,), "randperm")
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     backend = get_backend(device)
     source = backend if generator is None else generator
@@ -366,7 +394,7 @@ def _legacy_constructor(cls, *args, **kwargs) -> Tensor:
             isinstance(a, (int, np.integer)) for a in args[0]) and cls is not Tensor:
         base = empty(tuple(args[0]), device=device)
     else:
-        base = tensor(args[0], dtype=_dtype.get_default_dtype(), device=device)
+        base = _copied(args[0], _dtype.get_default_dtype(), device, False)
     if cls is Tensor:
         return base
     out = cls._make(base._data, False, None)

@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from ..autograd.function import Function, named
-from ._util import Tensor, wrap_dim, xp_of
+from ._util import Tensor, check_index_bounds, wrap_dim, xp_of
 from .shape import _index_add
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put"]
@@ -24,11 +24,7 @@ def _check_index(input: Tensor, dim: int, index: Tensor, name: str) -> None:
     if index._data.ndim != input._data.ndim and index._data.size:
         raise RuntimeError("Index tensor must have the same number of dimensions as self "
                            "tensor")
-    idx = index._data
-    n = input._data.shape[dim] if input._data.ndim else 1
-    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
-        raise RuntimeError(f"index {int(idx.max()) if int(idx.max()) >= n else int(idx.min())}"
-                           f" is out of bounds for dimension {dim} with size {n}")
+    check_index_bounds(index._data, input._data.shape[dim] if input._data.ndim else 1, dim)
 
 
 class Scatter(Function):
@@ -129,8 +125,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         raise RuntimeError("index_add_(): source and index sizes do not match")
     idx, n = index._data, (input._data.shape[d] if input._data.ndim else 1)
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):  # (no negative indices)
-        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
-        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+        if input._data.ndim <= 1:  # PyTorch's 1-d kernel checks with an IndexError
+            raise IndexError("index out of range in self")
+        check_index_bounds(idx, n, d)
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 

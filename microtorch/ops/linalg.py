@@ -43,11 +43,32 @@ class MatMul(Function):
         return ga, gb
 
 
+_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                 "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+                 "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                 "bool": "bool", "complex64": "c10::complex<float>",
+                 "complex128": "c10::complex<double>"}
+
+
+def _same_dtype(a: Tensor, b: Tensor) -> None:
+    """PyTorch's matrix products do not promote: both operands must have one dtype."""
+    if a._data.dtype != b._data.dtype:
+        names = (_C_TYPE_NAMES.get(t.dtype.name, t.dtype.name) for t in (a, b))
+        raise RuntimeError("expected m1 and m2 to have the same dtype, but got: {} != {}".format(
+            *names))
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with PyTorch's rules for 1-D operands and batch broadcasting."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): argument 'other' must be Tensor")
     da, db = input._data.ndim, other._data.ndim
+    if da and db and input._data.dtype != other._data.dtype:
+        if da == 1 and db == 1:
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                               f"{input.dtype.name.capitalize()} and "
+                               f"{other.dtype.name.capitalize()}")
+        _same_dtype(input, other)
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D "
                            f"and {db}D")
@@ -72,6 +93,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices."""
     if input._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mm(): both arguments must be 2D matrices")
+    _same_dtype(input, mat2)
     return MatMul.apply(input, mat2)
 
 
@@ -81,6 +103,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError("batch1 and batch2 must be 3D tensors")
     if input._data.shape[0] != mat2._data.shape[0]:
         raise RuntimeError("batch1 and batch2 must have the same batch size")
+    _same_dtype(input, mat2)
     return named(MatMul.apply(input, mat2), "BmmBackward0")
 
 

@@ -11,7 +11,7 @@ from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
-from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
+from ._util import Tensor, check_index_bounds, sizes_arg, sum_to_shape, wrap_dim, xp_of
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
@@ -318,6 +318,11 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     n = input._data.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
+        if step < 0 or (step == 0 and n):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}" if step == 0 else
+                               f"split expects split_size be non-negative, but got "
+                               f"split_size={step}")
         sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
     else:
         sizes = list(split_size_or_sections)
@@ -336,6 +341,8 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` nearly equal pieces."""
     n = input._data.shape[wrap_dim(dim, input._data.ndim)]
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     return split(input, max(1, -(-n // chunks)), dim)
 
 
@@ -350,6 +357,16 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The slice ``start:start+length`` along ``dim`` (a view)."""
     d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d] if input._data.ndim else 1
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
     index = (slice(None),) * d + (slice(start, start + length),)
     return named(input[index], "SliceBackward0")
 
@@ -361,6 +378,9 @@ def _index_key(key):
         key = (key,)
     out = []
     for k in key:
+        if isinstance(k, (str, bytes)):
+            raise TypeError(f"invalid index of type {type(k).__name__}: only integers, slices, "
+                            f"ellipsis, None and integer or bool tensors are valid indices")
         if isinstance(k, slice) and k.step is not None and k.step < 0:
             raise ValueError("step must be greater than zero")
         if isinstance(k, Tensor):
@@ -553,17 +573,28 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise RuntimeError("gather(): Expected dtype int64 for index")
     if index._data.ndim != input._data.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    check_index_bounds(index._data, input._data.shape[d] if input._data.ndim else 1, d)
     return Gather.apply(input, d, index)
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
-    return ScatterAdd.apply(input, wrap_dim(dim, input._data.ndim), index, src)
+    d = wrap_dim(dim, input._data.ndim)
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError("scatter_add(): Expected dtype int64 for index")
+    if index._data.ndim != input._data.ndim and index._data.size:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    check_index_bounds(index._data, input._data.shape[d] if input._data.ndim else 1, d)
+    return ScatterAdd.apply(input, d, index, src)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, input._data.ndim)
+    if index._data.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0")
 
 
