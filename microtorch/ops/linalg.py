@@ -50,6 +50,11 @@ _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"
                  "complex128": "c10::complex<double>"}
 
 
+def _legacy(t: Tensor) -> str:
+    """The dtype as PyTorch's legacy type name (Float, Double, Long, ...)."""
+    return t.type().rsplit(".", 1)[1].removesuffix("Tensor")
+
+
 def _same_dtype(a: Tensor, b: Tensor) -> None:
     """PyTorch's matrix products do not promote: both operands must have one dtype."""
     if a._data.dtype != b._data.dtype:
@@ -66,8 +71,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if da and db and input._data.dtype != other._data.dtype:
         if da == 1 and db == 1:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                               f"{input.dtype.name.capitalize()} and "
-                               f"{other.dtype.name.capitalize()}")
+                               f"{_legacy(input)} and {_legacy(other)}")
         _same_dtype(input, other)
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D "

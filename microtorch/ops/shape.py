@@ -194,7 +194,7 @@ def expand(input: Tensor, *sizes) -> Tensor:
     for i, s in enumerate(shape):
         if s != 1 and s != target[lead + i]:
             raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
-                               f"the existing size ({s}) at non-singleton dimension {lead + i}. "
+                               f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
                                f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
     if target == shape and not input.requires_grad:
         return input
