@@ -173,6 +173,14 @@ CASES = {
     "clamp-no-bounds": lambda t, F: t.ones(2).clamp(),
     "lerp-shape-mismatch": lambda t, F: t.ones(2).lerp(t.ones(3), 0.5),
     "device-mismatch-to-bad": lambda t, F: t.ones(2).to("banana"),
+    # -- devices, modes, seeds ------------------------------------------------------------------
+    "device-negative-index": lambda t, F: t.device("cuda:-1"),
+    "device-unknown-type": lambda t, F: t.device("gpu"),
+    "module-to-unknown-device": lambda t, F: t.nn.Linear(2, 2).to("banana"),
+    "set-grad-enabled-str": lambda t, F: t.set_grad_enabled("yes"),
+    "default-dtype-int": lambda t, F: t.set_default_dtype(t.int64),
+    "manual-seed-str": lambda t, F: t.manual_seed("a"),
+    "manual-seed-too-large": lambda t, F: t.manual_seed(2 ** 70),
     # -- in-place --------------------------------------------------------------------------------
     "int-add-float-inplace": lambda t, F: t.ones(2, dtype=t.int64).add_(1.5),
     "inplace-broadcast-output": lambda t, F: t.ones(1).add_(t.ones(3)),
