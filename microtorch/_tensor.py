@@ -406,8 +406,29 @@ class Tensor:
         return new
 
     def __reduce_ex__(self, protocol):
-        raise TypeError("microtorch tensors are not picklable; use microtorch.save() (safe, "
-                        "no pickle) instead")
+        # Plain pickling (multiprocessing queues, copy, pickle.dumps): the data as a host NumPy
+        # array plus what makes it this tensor. The graph is not pickled: like PyTorch, a
+        # non-leaf arrives as a leaf. microtorch.save writes PyTorch's format instead.
+        arr = self._data
+        host = arr if type(arr) is np.ndarray else backend_of(arr).to_numpy(arr)
+        # User attributes only: the internals kept in __dict__ (_grad, _base, _hooks ...)
+        # describe this process's graph, not the value.
+        state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)} or None
+        return (_rebuild_pickled, (type(self), host, str(self.device), self.requires_grad,
+                                   self._grad, state))
+
+
+def _rebuild_pickled(cls: type, host: np.ndarray, where: str, requires_grad: bool, grad,
+                     state: dict | None) -> Tensor:
+    """The inverse of ``Tensor.__reduce_ex__``: a leaf on device ``where`` again."""
+    dev = device(where)
+    arr = host if dev.type == "cpu" else get_backend(dev).asarray(host)
+    t = cls._make(arr, bool(requires_grad))
+    if grad is not None:
+        t._grad = grad
+    if state:
+        t.__dict__.update(state)
+    return t
 
 
 _GRAD_FN = Tensor.__dict__["grad_fn"]  # the slots behind _View's properties (autograd.views)

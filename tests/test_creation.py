@@ -253,3 +253,24 @@ def test_manual_seed_repeats_the_stream():
     a = microtorch.randn(5)
     microtorch.manual_seed(7)
     assert a.tolist() == microtorch.randn(5).tolist()
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("start, end, steps", [
+    (-3.141592653589793, 3.141592653589793, 500), (0, 1, 100), (0.1, 2.3, 1000), (-1, 1, 7),
+    (2.5, -1.3, 64), (1e-3, 7.77, 333), (0, 10, 11)])
+def test_linspace_equals_pytorch_bit_for_bit(dtype, start, end, steps):
+    torch = pytest.importorskip("torch")
+    ours = microtorch.linspace(start, end, steps, dtype=getattr(microtorch, dtype)).numpy()
+    theirs = torch.linspace(start, end, steps, dtype=getattr(torch, dtype)).numpy()
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("exponent", [2, 3, -1, -2, -0.5, 2.0, 3.0])
+def test_pow_by_the_exponents_pytorch_multiplies_out_is_bit_exact(exponent):
+    torch = pytest.importorskip("torch")
+    x = torch.rand(2000, generator=torch.Generator().manual_seed(0)) + 0.1
+    ours = microtorch.from_numpy(x.numpy().copy()).pow(exponent).numpy()
+    np.testing.assert_array_equal(ours, x.pow(exponent).numpy())

@@ -156,12 +156,16 @@ def test_sampler_and_batch_sampler_arguments():
         DataLoader(ds, batch_sampler=[[0]], batch_size=2)
 
 
-def test_num_workers_rejected_with_reason():
-    with pytest.raises(ValueError, match="num_workers=2 is not supported.*main process"):
-        DataLoader(Squares(3), num_workers=2)
+def test_worker_arguments_validated():
     with pytest.raises(ValueError, match="non-negative"):
         DataLoader(Squares(3), num_workers=-1)
-    DataLoader(Squares(3), num_workers=0, pin_memory=True)  # accepted
+    with pytest.raises(ValueError, match="prefetch_factor option could only be specified"):
+        DataLoader(Squares(3), prefetch_factor=2)
+    with pytest.raises(ValueError, match="prefetch_factor should be a positive integer"):
+        DataLoader(Squares(3), num_workers=1, prefetch_factor=0)
+    with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
+        DataLoader(Squares(3), persistent_workers=True)
+    assert DataLoader(Squares(3), num_workers=2).prefetch_factor == 2
 
 
 def test_iterable_dataset():

@@ -79,7 +79,6 @@ def test_the_line_comparison_rules():
 PENDING = {
     "autograd_tour.py": "next_functions of fused ops (linear's AddmmBackward0)",
     "checkpoint_resume.py": "torch.equal",
-    "polynomial_nn.py": "linspace and integer pow rounding as PyTorch's",
     "reinforce.py": "torch.distributions",
 }
 

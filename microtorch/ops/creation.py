@@ -277,6 +277,37 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     return _finish(arr, requires_grad)
 
 
+def _fma(a, b, c):
+    """``a * b + c`` with one rounding (a fused multiply-add), on float64 arrays: Dekker's
+    exact product and Knuth's exact sum, summed once."""
+    p = a * b
+    split = 134217729.0  # 2**27 + 1
+    a_hi = split * a - (split * a - a)
+    b_hi = split * b - (split * b - b)
+    p_err = ((a_hi * b_hi - p) + a_hi * (b - b_hi) + (a - a_hi) * b_hi) + (a - a_hi) * (b - b_hi)
+    s = p + c
+    virtual = s - p
+    s_err = (p - (s - virtual)) + (c - virtual)
+    return s + (s_err + p_err)
+
+
+def _linspace_float(xp, start, end, steps: int, dt):
+    """PyTorch's CPU linspace: start and end rounded to the dtype, the step computed in it,
+    the first half ``start + step * i`` and the second ``end - step * (steps - 1 - i)``,
+    each a fused multiply-add (its vectorised kernel compiles to FMA instructions)."""
+    lo, hi = dt.type(start), dt.type(end)
+    step = dt.type((hi - lo) / dt.type(steps - 1))
+    i = xp.arange(steps, dtype=xp.float64)
+    step64 = xp.float64(step)
+    if dt == xp.float64:
+        front = _fma(xp.full(steps, step64), i, xp.full(steps, xp.float64(lo)))
+        back = _fma(xp.full(steps, -step64), steps - 1 - i, xp.full(steps, xp.float64(hi)))
+    else:  # an exact product and one float64 sum, then one rounding to the narrow dtype
+        front = xp.float64(lo) + step64 * i
+        back = xp.float64(hi) - step64 * (steps - 1 - i)
+    return xp.where(i < steps // 2, front, back).astype(dt)
+
+
 def linspace(start, end, steps: int, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
@@ -288,15 +319,16 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
     with backend.context():
         if steps == 1:
             arr = xp.full((1,), start, dtype=dt)
+        elif dt.kind == "f":
+            arr = _linspace_float(xp, start, end, steps, dt)
         else:
-            # PyTorch fills the first half forwards from start and the second half backwards
-            # from end, in the output dtype; doing the same gives identical values.
-            step = dt.type((end - start) / (steps - 1))
-            i = xp.arange(steps, dtype=dt)
-            half = steps // 2
-            front = dt.type(start) + step * i
-            back = dt.type(end) - step * (dt.type(steps - 1) - i)
-            arr = xp.where(xp.arange(steps) < half, front, back).astype(dt)
+            # Integers: PyTorch truncates start and end, steps in double from both ends and
+            # truncates again.
+            lo, hi = int(start), int(end)
+            step = (hi - lo) / (steps - 1)
+            i = xp.arange(steps, dtype=xp.float64)
+            values = xp.where(i < steps // 2, lo + step * i, hi - step * (steps - 1 - i))
+            arr = values.astype(dt)
     return _finish(arr, requires_grad)
 
 

@@ -122,6 +122,27 @@ def _array_of(xa, xb):
     return xa if hasattr(xa, "shape") else xb
 
 
+def _power(xp, xa, xb, scalar_exponent):
+    """``xa ** xb`` rounded as PyTorch's CPU kernels round it.
+
+    PyTorch turns a few scalar exponents into products (2: x*x, 3: x*x*x, -1: 1/x, -2:
+    1/(x*x), -0.5: 1/sqrt(x)), and computes other float32 powers with a vectorised pow that
+    is not correctly rounded; evaluating those in float64 and rounding once lands on its
+    value far more often than float32 ``power`` does.
+    """
+    if hasattr(xa, "dtype") and xa.dtype.kind == "f":
+        one = xa.dtype.type(1)
+        special = {2: lambda x: x * x, 3: lambda x: x * x * x, -1: lambda x: one / x,
+                   -2: lambda x: one / (x * x), -0.5: lambda x: one / xp.sqrt(x)}
+        if scalar_exponent is not None and not isinstance(scalar_exponent, bool) and \
+                scalar_exponent in special:
+            return special[scalar_exponent](xa)
+        if xa.dtype == xp.float32:
+            wide = xb.astype(xp.float64) if hasattr(xb, "dtype") else xb
+            return xp.power(xa.astype(xp.float64), wide).astype(xp.float32)
+    return xp.power(xa, xb)
+
+
 class Pow(Function):
     lifted = True
 
@@ -136,7 +157,7 @@ class Pow(Function):
         if dt.kind in "biu" and (b < 0 if is_scalar(b) else bool((b._data < 0).any())):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         xp = xp_of(_array_of(xa, xb))
-        out = xp.power(xa, xb)
+        out = _power(xp, xa, xb, b if is_scalar(b) else None)
         return out.astype(dt, copy=False) if dt.kind == "b" else out  # NumPy gives int8
 
     @staticmethod

@@ -221,6 +221,14 @@ class Optimizer:
         for group in param_groups:
             self.add_param_group(group)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickling and deepcopy: ``_consumed`` holds weak references to gradients (only the
+        # stale-gradient check's memory of the last step), which cannot be pickled; a copy
+        # starts with an empty one.
+        state = self.__dict__.copy()
+        state["_consumed"] = {}
+        return state
+
     def __init_subclass__(cls, **kwargs) -> None:
         # A subclass that defines its own ``step`` (LBFGS, a user's optimizer) still marks
         # ``_opt_called``, which lr schedulers read to warn about the call order (PyTorch

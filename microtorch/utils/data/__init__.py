@@ -5,6 +5,7 @@ Offline datasets (the scikit-learn digits, MNIST-format IDX files) live in
 """
 
 from ._collate import default_collate, default_convert
+from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
 from .dataset import (
     ConcatDataset,
@@ -20,8 +21,10 @@ from .sampler import (
     Sampler,
     SequentialSampler,
     SubsetRandomSampler,
+    WeightedRandomSampler,
 )
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "random_split", "DataLoader", "default_collate", "default_convert", "Sampler",
-           "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler"]
+           "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
+           "BatchSampler", "get_worker_info", "WorkerInfo"]

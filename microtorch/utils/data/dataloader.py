@@ -1,17 +1,18 @@
-"""``DataLoader``: batches of samples from a dataset, in the main process."""
+"""``DataLoader``: batches of samples from a dataset, in the main process or in workers."""
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import numpy as np
-
 from ...backend.rng import Generator
-from ...ops.creation import tensor
 from ._collate import default_collate, default_convert
-from .dataset import Dataset, IterableDataset, TensorDataset
+from ._fetch import make_fetcher
+from ._multiprocess import MultiProcessingIter
+from ._pin_memory import cuda_pinning_available, pin_memory
+from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _draw_seed
 
 __all__ = ["DataLoader"]
@@ -28,11 +29,14 @@ class _InfiniteConstantSampler(Sampler):
 class DataLoader:
     """Iterate over ``dataset`` in (optionally shuffled) batches, collated by ``collate_fn``.
 
-    Same arguments and semantics as ``torch.utils.data.DataLoader``; loading runs in the
-    main process only (``num_workers=0``).  ``pin_memory``, ``timeout``, ``worker_init_fn``,
-    ``prefetch_factor`` and ``persistent_workers`` are accepted for compatibility and have
-    no effect.  Shuffling draws from ``generator`` (default: the global generator) exactly as
-    PyTorch does, so the order of the batches is PyTorch's for the same seed.
+    Same arguments and semantics as ``torch.utils.data.DataLoader``.  Shuffling draws from
+    ``generator`` (default: the global generator) exactly as PyTorch does, so the order of
+    the batches is PyTorch's for the same seed.  With ``num_workers > 0`` batches are built
+    by worker processes (seeded as PyTorch seeds them, see ``get_worker_info``) and still
+    arrive in sampler order; the dataset and ``collate_fn`` must then be picklable unless the
+    ``fork`` start method is used (the default on Linux; do not fork after CUDA is in use).
+    ``pin_memory=True`` copies batches into pinned host memory when CUDA is available and is
+    a no-op (with PyTorch's warning) otherwise.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1,
@@ -47,17 +51,21 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in "
+                             "multiprocessing.let num_workers > 0 to enable multiprocessing, "
+                             "otherwise set prefetch_factor to None.")
         if num_workers > 0:
-            # Worker processes would have to ship tensors between processes (our tensors are
-            # deliberately not picklable) and cannot share a CUDA context; the loader stays
-            # in the main process instead.
-            raise ValueError(f"num_workers={num_workers} is not supported: microtorch's "
-                             f"DataLoader loads batches in the main process only (worker "
-                             f"processes would need to pickle tensors and share CUDA "
-                             f"contexts, which microtorch does not do). Use num_workers=0.")
+            prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
+            if not isinstance(prefetch_factor, int) or prefetch_factor <= 0:
+                raise ValueError(f"prefetch_factor should be a positive integer, got "
+                                 f"{prefetch_factor!r}")
+        if pin_memory and not cuda_pinning_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
+                          "then device pinned memory won't be used.", stacklevel=2)
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
-        if persistent_workers:
+        if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
 
         if isinstance(dataset, IterableDataset):
@@ -102,6 +110,8 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self._iterator: MultiProcessingIter | None = None
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
@@ -116,51 +126,30 @@ class DataLoader:
 
     def __iter__(self) -> Iterator:
         sampler_iter = iter(self._index_sampler)
+        if self.num_workers > 0 and self.persistent_workers and self._iterator is not None \
+                and not self._iterator._shutdown:
+            # The same workers start a new epoch (PyTorch draws no new base seed here).
+            self._iterator._reset(sampler_iter)
+            return self._iterator
         # PyTorch draws a base seed for worker processes on every new iterator, even with no
         # workers; drawing it too keeps the global (or given) generator in step with PyTorch.
         self._base_seed = _draw_seed(self.generator)
-        return self._batches(sampler_iter)
+        if self.num_workers == 0:
+            return self._batches(sampler_iter)
+        it = MultiProcessingIter(self, sampler_iter, self._base_seed)
+        if self.persistent_workers:
+            self._iterator = it
+        return it
 
     def _batches(self, sampler_iter: Iterator) -> Iterator:
-        if isinstance(self.dataset, IterableDataset):
-            yield from self._iterable_batches(sampler_iter)
-            return
-        fast = self._auto_collation and self.collate_fn is default_collate and \
-            type(self.dataset).__getitem__ is TensorDataset.__getitem__
-        getitems = getattr(self.dataset, "__getitems__", None)
+        fetcher = make_fetcher(self.dataset, self._auto_collation, self.collate_fn,
+                               self.drop_last)
         for index in sampler_iter:
-            if fast:
-                # One gather per tensor instead of len(batch) row reads and a stack: the
-                # same values as default_collate([ds[i] for i in index]).
-                yield [t[tensor(np.asarray(index, dtype=np.int64), device=t.device)]
-                       for t in self.dataset.tensors]
-            elif self._auto_collation:
-                data = getitems(index) if getitems else [self.dataset[i] for i in index]
-                yield self.collate_fn(data)
-            else:
-                yield self.collate_fn(self.dataset[index])
-
-    def _iterable_batches(self, sampler_iter: Iterator) -> Iterator:
-        data_iter = iter(self.dataset)
-        for index in sampler_iter:
-            if not self._auto_collation:
-                try:
-                    sample = next(data_iter)
-                except StopIteration:
-                    return
-                yield self.collate_fn(sample)
-                continue
-            batch = []
-            for _ in index:
-                try:
-                    batch.append(next(data_iter))
-                except StopIteration:
-                    break
-            if not batch or (self.drop_last and len(batch) < len(index)):
+            try:
+                batch = fetcher.fetch(index)
+            except StopIteration:
                 return
-            yield self.collate_fn(batch)
-            if len(batch) < len(index):
-                return
+            yield pin_memory(batch) if self.pin_memory else batch
 
     def __len__(self) -> int:
         if isinstance(self.dataset, IterableDataset):

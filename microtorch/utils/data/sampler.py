@@ -7,13 +7,15 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Iterable, Iterator, Sequence, Sized
+
+import numpy as np
 
 from ...backend.rng import Generator
 from ...random import default_generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "BatchSampler"]
+           "WeightedRandomSampler", "BatchSampler"]
 
 
 def _draw_seed(generator: Generator | None) -> int:
@@ -108,6 +110,61 @@ class SubsetRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+def _multinomial(weights: np.ndarray, n: int, replacement: bool, gen: Generator) -> np.ndarray:
+    """``torch.multinomial(weights, n, replacement, generator=gen)`` for 1-D float64 weights,
+    drawing the same random numbers PyTorch's CPU kernel draws.
+
+    With replacement: each draw is a uniform double ``u`` and picks the first category whose
+    normalised cumulative weight is >= ``u`` (the last one is exactly 1).  Without: the
+    exponential-race trick, the ``n`` largest ``weights / q`` with ``q ~ Exp(1)`` (drawn as
+    ``-log1p(-u)``), in decreasing order.
+    """
+    if replacement:
+        cum = np.cumsum(weights)
+        cum /= cum[-1]
+        cum[-1] = 1.0
+        return np.searchsorted(cum, gen._unit(n, np.dtype(np.float64)), side="left")
+    q = -np.log1p(-gen._unit(weights.size, np.dtype(np.float64)))
+    return np.argsort(-(weights / q), kind="stable")[:n]
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights``
+    (``torch.multinomial``; the same indices as PyTorch for the same generator state)."""
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
+                 generator: Generator | None = None) -> None:
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or \
+                num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        w = np.asarray(weights.tolist() if hasattr(weights, "tolist") else weights,
+                       dtype=np.float64)
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(w.shape)}")
+        if w.size == 0 or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+            raise RuntimeError("invalid multinomial distribution (weights must be finite, "
+                               "non-negative and not all zero)")
+        if not replacement and num_samples > np.count_nonzero(w):
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                               "replacement")
+        self.weights = w
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        gen = default_generator if self.generator is None else self.generator
+        yield from _multinomial(self.weights, self.num_samples, self.replacement, gen).tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler):

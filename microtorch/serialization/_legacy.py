@@ -1,0 +1,173 @@
+"""Reading the checkpoints microtorch wrote before it wrote PyTorch's format.
+
+That format was a ZIP archive of ``.npy`` members (``storage/<i>.npy``, never pickled) plus a
+``microtorch.json`` member describing the saved object (nested dicts, lists, tuples, numbers,
+strings, NumPy arrays and tensors, by reference to the storages). Users may hold such files,
+so ``microtorch.load`` keeps reading them: it parses JSON and raw array bytes only, so nothing
+in such a file can run code. Nothing writes this format any more.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import json
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor
+from ..backend.device import device as Device
+from ._errors import CheckpointError
+from ._placement import MapLocation, place_storage
+
+FORMAT = "microtorch.checkpoint"
+VERSION = 1
+HEADER = "microtorch.json"
+_STORAGE = "storage/{}.npy"
+_CHUNK = 1 << 24  # read arrays 16 MiB at a time (no second full-size copy in memory)
+
+
+class _Corrupt(Exception):
+    """Internal: a detail of why an archive is unreadable (reported as RuntimeError)."""
+
+
+def _read_array(zf: zipfile.ZipFile, name: str, meta: dict) -> np.ndarray:
+    """Read one ``.npy`` member into a fresh writable array, checking it against ``meta``."""
+    with zf.open(name) as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise _Corrupt(f"{name}: unsupported .npy version {version}")
+        if dtype.hasobject or dtype.str != meta["dtype"] or list(shape) != meta["shape"]:
+            raise _Corrupt(f"{name}: holds {dtype} {list(shape)}, the header says "
+                           f"{meta['dtype']} {meta['shape']}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if fh.tell() + nbytes != zf.getinfo(name).file_size:  # before allocating anything
+            raise _Corrupt(f"{name}: {zf.getinfo(name).file_size} bytes cannot hold "
+                           f"{dtype} {list(shape)}")
+        flat = np.empty(nbytes, np.uint8)
+        view = memoryview(flat)
+        pos = 0
+        while pos < flat.size:
+            n = fh.readinto(view[pos:pos + _CHUNK])
+            if not n:
+                raise _Corrupt(f"{name}: truncated array data")
+            pos += n
+        if fh.read(1):  # also makes zipfile verify the member's CRC-32
+            raise _Corrupt(f"{name}: unexpected bytes after the array data")
+    return flat.view(dtype).reshape(shape, order="F" if fortran else "C")
+
+
+def _load_header(zf: zipfile.ZipFile, name: str) -> dict:
+    header = json.loads(zf.read(HEADER))
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise CheckpointError(f"{name} is not a microtorch checkpoint (unknown header format)")
+    if header.get("version") != VERSION:
+        raise CheckpointError(f"{name}: checkpoint format version {header.get('version')} is not "
+                           f"supported by this microtorch (reads version {VERSION})")
+    return header
+
+
+def _make_view(root, meta: dict):
+    """The array a tensor entry describes inside its (already placed) storage array."""
+    dtype = np.dtype(_dtype.as_dtype(meta["dtype"]).np)
+    shape = tuple(meta["shape"])
+    if "offset" not in meta:
+        if root.dtype != dtype or root.shape != shape:
+            raise _Corrupt(f"tensor of {dtype} {list(shape)} stored as {root.dtype} "
+                           f"{list(root.shape)}")
+        return root
+    strides = tuple(meta["strides"])
+    if isinstance(root, np.ndarray):
+        return np.ndarray(shape, dtype, buffer=root, offset=meta["offset"], strides=strides)
+    return type(root)(shape, dtype, memptr=root.data + meta["offset"], strides=strides)
+
+
+class _Decoder:
+    def __init__(self, header: dict, storages: list[np.ndarray],
+                 map_location: MapLocation) -> None:
+        self.header = header
+        self.storages = storages
+        self.map_location = map_location
+        self.placed: dict[tuple[int, str], Any] = {}  # (storage, saved device) -> array
+        self.tensors: dict[int, Tensor] = {}
+
+    def _placed_storage(self, index: int, saved: str):
+        """Storage ``index`` moved once to where tensors saved on ``saved`` go."""
+        key = (index, saved)
+        if key not in self.placed:
+            self.placed[key] = place_storage(self.storages[index], saved, self.map_location)
+        return self.placed[key]
+
+    def tensor(self, ref: int) -> Tensor:
+        if ref not in self.tensors:
+            meta = self.header["tensors"][ref]
+            arr = _make_view(self._placed_storage(meta["storage"], meta["device"]), meta)
+            t = Tensor._make(arr)
+            if meta.get("parameter"):
+                parameter = getattr(importlib.import_module("microtorch.nn"), "Parameter", None)
+                if parameter is not None:
+                    t = parameter(t, requires_grad=meta["requires_grad"])
+            if meta["requires_grad"] and not t.requires_grad:
+                t.requires_grad_(True)
+            self.tensors[ref] = t
+        return self.tensors[ref]
+
+    def decode(self, node: Any) -> Any:
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            return [self.decode(v) for v in node]
+        if not isinstance(node, dict):
+            raise _Corrupt(f"unexpected JSON value {node!r}")
+        kind = node.get("$")
+        if kind == "tensor":
+            return self.tensor(node["ref"])
+        if kind in ("ndarray", "npscalar"):
+            meta = self.header["arrays"][node["ref"]]
+            arr = self.storages[meta["storage"]]
+            return arr if kind == "ndarray" else arr[()]
+        if kind == "tuple":
+            return tuple(self.decode(v) for v in node["items"])
+        if kind in ("dict", "odict"):
+            items = ((self._key(k), self.decode(v)) for k, v in node["items"])
+            return collections.OrderedDict(items) if kind == "odict" else dict(items)
+        if kind == "dtype":
+            return _dtype.as_dtype(node["name"])
+        if kind == "device":
+            return Device(node["name"])
+        raise _Corrupt(f"unknown node type {kind!r}")
+
+    def _key(self, node: Any) -> Any:
+        key = self.decode(node)
+        if isinstance(key, list):
+            raise _Corrupt("a dict key decodes to a list")
+        return key
+
+
+def is_legacy_archive(zf: zipfile.ZipFile) -> bool:
+    """True when ``zf`` is a checkpoint of the old microtorch format."""
+    return HEADER in zf.namelist()
+
+
+def load_legacy(zf: zipfile.ZipFile, name: str, map_location: MapLocation) -> Any:
+    """The object stored in an old-format microtorch checkpoint (``zf`` already open).
+
+    Raises RuntimeError naming ``name`` if the archive is corrupt.
+    """
+    try:
+        header = _load_header(zf, name)
+        storages = [_read_array(zf, _STORAGE.format(i), meta)
+                    for i, meta in enumerate(header["storages"])]
+        return _Decoder(header, storages, map_location).decode(header["root"])
+    except CheckpointError:
+        raise
+    except (_Corrupt, zipfile.BadZipFile, KeyError, IndexError, TypeError, ValueError,
+            EOFError, OSError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{name}: corrupt microtorch checkpoint ({exc})") from None

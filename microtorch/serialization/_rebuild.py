@@ -1,0 +1,192 @@
+"""Rebuilding tensors from a checkpoint: storages read from the archive, views into them.
+
+The pickle of a checkpoint refers to each storage by a persistent id ``('storage',
+torch.<X>Storage, key, location, numel)`` and builds tensors by calling PyTorch's
+``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...)``.  ``LoadContext``
+provides both for one load: every storage is read once (so tensors viewing one storage still
+share it), checked to hold exactly the bytes its record claims, and placed where
+``map_location`` says; every view is checked to lie inside its storage before it is made.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor
+from ._archive import ArchiveReader
+from ._placement import MapLocation, place_storage
+
+_KEY = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
+class StorageClass:
+    """What ``torch.FloatStorage`` and friends unpickle to: the element type of a storage."""
+
+    def __init__(self, name: str, dtype: _dtype.dtype) -> None:
+        self.name, self.dtype = name, dtype
+
+    def __repr__(self) -> str:
+        return f"StorageType(dtype={self.dtype})"
+
+
+class LoadedStorage:
+    """One storage of a checkpoint: a flat array of its dtype on the device it loaded to."""
+
+    __slots__ = ("array", "dtype", "location")
+
+    def __init__(self, array, dtype: _dtype.dtype, location: str) -> None:
+        self.array, self.dtype, self.location = array, dtype, location
+
+    def size(self) -> int:
+        return int(self.array.size)
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def __repr__(self) -> str:
+        return f"<storage of {self.size()} {self.dtype.name} on {self.location}>"
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _view(storage: LoadedStorage, offset: int, shape: tuple, strides: tuple):
+    """The array viewing ``storage`` at element ``offset`` with element ``strides``."""
+    arr = storage.array
+    size = arr.itemsize
+    byte_strides = tuple(s * size for s in strides)
+    if isinstance(arr, np.ndarray):
+        return np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * size,
+                          strides=byte_strides)
+    return type(arr)(shape, arr.dtype, memptr=arr.data + offset * size, strides=byte_strides)
+
+
+class LoadContext:
+    """Storage loading and tensor rebuilding for one checkpoint."""
+
+    def __init__(self, archive: ArchiveReader, map_location: MapLocation, mmap: bool) -> None:
+        self.archive = archive
+        self.map_location = map_location
+        self.mmap = mmap
+        self._bytes: dict[str, np.ndarray] = {}
+        self._placed: dict[tuple[str, str, str], LoadedStorage] = {}
+
+    def error(self, detail: str):
+        return self.archive.error(detail)
+
+    # -- storages ---------------------------------------------------------------------------
+    def persistent_load(self, pid: Any) -> LoadedStorage:
+        """The storage a persistent id refers to (loaded and placed once per key)."""
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+            raise self.error(f"unsupported persistent id {str(pid)[:80]!r} (only storages)")
+        _, kind, key, location, numel = pid
+        if not isinstance(kind, StorageClass):
+            raise self.error(f"storage record names {kind!r}, not a storage type")
+        if not (isinstance(key, str) and _KEY.fullmatch(key)):
+            raise self.error(f"invalid storage key {str(key)[:80]!r}")
+        if not isinstance(location, str) or not _is_int(numel) or numel < 0:
+            raise self.error(f"invalid storage record for key {key!r}")
+        nbytes = numel * kind.dtype.itemsize
+        raw = self._bytes.get(key)
+        if raw is None:
+            raw = self._bytes[key] = self.archive.storage_bytes(f"data/{key}", nbytes, self.mmap)
+        elif raw.nbytes != nbytes:
+            raise self.error(f"storage {key!r} is referred to with two different sizes")
+        placed_key = (key, kind.dtype.name, location)
+        if placed_key in self._placed:
+            return self._placed[placed_key]
+        typed = np.ndarray((numel,), kind.dtype.np, buffer=raw) if numel else \
+            np.empty(0, kind.dtype.np)
+        storage = LoadedStorage(place_storage(typed, location, self.map_location), kind.dtype,
+                                location)
+        self._placed[placed_key] = storage
+        return storage
+
+    # -- tensors ----------------------------------------------------------------------------
+    def rebuild_tensor_v2(self, storage, storage_offset, size, stride, requires_grad=False,
+                          backward_hooks=None, metadata=None) -> Tensor:
+        """``torch._utils._rebuild_tensor_v2``: a view into ``storage``, bounds-checked."""
+        if not isinstance(storage, LoadedStorage):
+            raise self.error(f"a tensor's storage is {type(storage).__name__}, not a storage")
+        if not (isinstance(size, tuple) and isinstance(stride, tuple) and len(size) ==
+                len(stride) and all(_is_int(n) for n in size + stride)):
+            raise self.error(f"invalid tensor size {size!r} / stride {stride!r}")
+        if not _is_int(storage_offset) or storage_offset < 0:
+            raise self.error(f"invalid storage offset {storage_offset!r}")
+        if any(n < 0 for n in size) or any(s < 0 for s in stride):
+            raise self.error(f"negative size or stride in {size!r} / {stride!r}")
+        if not isinstance(requires_grad, bool):
+            raise self.error(f"requires_grad is {type(requires_grad).__name__}, not bool")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise self.error("invalid tensor metadata")
+        numel = math.prod(size)
+        end = storage_offset + (1 + sum((n - 1) * s for n, s in zip(size, stride))
+                                if numel else 0)
+        if end > storage.size():
+            raise self.error(f"a tensor of size {list(size)} (offset {storage_offset}, stride "
+                             f"{list(stride)}) reaches element {end} of a storage of "
+                             f"{storage.size()} elements")
+        t = Tensor._make(_view(storage, storage_offset, size, stride))
+        if requires_grad:
+            if not storage.dtype.is_floating_point:
+                raise self.error(f"a {storage.dtype.name} tensor cannot require gradients")
+            t.requires_grad_(True)
+        return t
+
+    def rebuild_tensor(self, storage, storage_offset, size, stride) -> Tensor:
+        """``torch._utils._rebuild_tensor`` (older checkpoints)."""
+        return self.rebuild_tensor_v2(storage, storage_offset, size, stride)
+
+    def rebuild_parameter(self, data, requires_grad, backward_hooks=None) -> Tensor:
+        """``torch._utils._rebuild_parameter``: an ``nn.Parameter`` around ``data``."""
+        from ..nn.parameter import Parameter
+
+        if not isinstance(data, Tensor) or not isinstance(requires_grad, bool):
+            raise self.error("invalid parameter record")
+        return Parameter(data, requires_grad=requires_grad)
+
+    def rebuild_parameter_with_state(self, data, requires_grad, backward_hooks, state):
+        """``torch._utils._rebuild_parameter_with_state``: a Parameter plus attributes."""
+        param = self.rebuild_parameter(data, requires_grad, backward_hooks)
+        _set_attributes(param, state, self)
+        return param
+
+    def rebuild_from_type_v2(self, func, new_type, args, state):
+        """``torch._tensor._rebuild_from_type_v2``: a tensor of class ``new_type`` (Tensor,
+        Parameter, or an allowed subclass) with attributes ``state``."""
+        if not isinstance(args, tuple) or not callable(func):
+            raise self.error("invalid typed tensor record")
+        t = func(*args)
+        if not (isinstance(new_type, type) and issubclass(new_type, Tensor)):
+            raise self.error(f"typed tensor record names {new_type!r}, not a tensor class")
+        if type(t) is not new_type:
+            from ..nn.parameter import Parameter
+
+            if issubclass(new_type, Parameter):
+                t = new_type(t, requires_grad=t.requires_grad)
+            else:
+                t = new_type._make(t._data, t.requires_grad)
+        _set_attributes(t, state, self)
+        return t
+
+
+def _set_attributes(t: Tensor, state: Any, ctx: LoadContext) -> None:
+    """Python attributes saved with a tensor (``t.__dict__``); nothing Tensor itself defines
+    (data, gradient, hooks ...) can be set this way."""
+    if isinstance(state, tuple) and len(state) == 2:  # (dict state, slot state)
+        state = state[0]
+    if state is None:
+        return
+    if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+        raise ctx.error("invalid tensor attribute state")
+    for k, v in state.items():
+        if hasattr(Tensor, k):  # slots, methods, and the class-level defaults such as _grad
+            raise ctx.error(f"tensor attribute state may not set {k!r}")
+        t.__dict__[k] = v
