@@ -12,7 +12,7 @@ from ..backend import xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "has_internal_overlap",
-           "assert_no_internal_overlap", "check_index_bounds"]
+           "assert_no_internal_overlap", "check_index_bounds", "broadcast_shape"]
 
 wrap_dim = _wrap_dim
 
@@ -30,6 +30,16 @@ def assert_no_internal_overlap(arr) -> None:
         raise RuntimeError("unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the "
                            "tensor before performing the operation.")
+
+
+def broadcast_shape(*tensors: Tensor) -> tuple:
+    """The shape ``tensors`` broadcast to, or PyTorch's error naming the sizes that clash."""
+    try:
+        return tuple(np.broadcast_shapes(*(t._data.shape for t in tensors)))
+    except ValueError:
+        from ..autograd.node import broadcast_message
+
+        raise RuntimeError(broadcast_message(tensors)) from None
 
 
 def check_index_bounds(idx, n: int, dim: int) -> None:
