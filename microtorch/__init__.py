@@ -9,8 +9,10 @@ from __future__ import annotations
 import warnings as _warnings
 
 from . import _dtype
-from ._dtype import bool_ as bool  # noqa: A004
 from ._dtype import (
+    bfloat16,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -23,7 +25,10 @@ from ._dtype import (
     set_default_dtype,
     uint8,
 )
+from ._dtype import bool_ as bool  # noqa: A004
 from ._tensor import Size, Tensor
+from ._type_promotion import can_cast, promote_types, result_type
+from ._typeinfo import finfo, iinfo
 from .autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -34,6 +39,7 @@ from .autograd.grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .backend import get_default_device, set_default_device
 from .backend.device import device
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
@@ -50,10 +56,42 @@ from .serialization import load, save
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
 
-from . import autograd, cpu, cuda, linalg, nn, optim, utils  # noqa: E402
-
-__version__ = "0.1.0"
+from . import (  # noqa: E402
+    accelerator,
+    autograd,
+    backends,
+    cpu,
+    cuda,
+    jit,
+    linalg,
+    nn,
+    onnx,
+    optim,
+    utils,
+    version,
+)
+from ._compile import compile  # noqa: E402, A004
+from ._determinism import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    use_deterministic_algorithms,
+)
+from ._tensor_str import set_printoptions  # noqa: E402
+from ._threads import (  # noqa: E402
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
+from .backends.cuda import (  # noqa: E402
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
+from .version import __version__  # noqa: E402
 
 # NumPy warns when an op makes inf or NaN; PyTorch does not. Silence exactly those warnings,
 # and only where microtorch's own code raised them: the user's NumPy calls still warn.
@@ -77,11 +115,24 @@ def is_floating_point(input: Tensor) -> bool:
     return input.is_floating_point()
 
 
+def is_complex(input: Tensor) -> bool:
+    """True for complex tensors."""
+    return input.is_complex()
+
+
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "manual_seed", "seed", "initial_seed", "Generator",
            "get_rng_state", "set_rng_state", "default_generator", "autograd", "cuda", "cpu",
-           "is_tensor", "numel", "is_floating_point", "get_default_dtype", "set_default_dtype",
+           "is_tensor", "numel", "is_floating_point", "is_complex", "finfo", "iinfo",
+           "promote_types", "result_type", "can_cast", "accelerator", "backends", "jit", "onnx",
+           "version", "compile", "use_deterministic_algorithms",
+           "are_deterministic_algorithms_enabled",
+           "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+           "get_deterministic_debug_mode", "set_printoptions", "set_num_threads",
+           "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
+           "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
+           "set_default_dtype", "get_default_device", "set_default_device",
            "save", "load", "utils", "linalg", *_ops_all]
 del _dtype
 

@@ -39,12 +39,6 @@ class _GradEpoch:
 grad_epoch = _GradEpoch
 
 # PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
-_LEGACY_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half",
-                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-                      "int8": "Char", "uint8": "Byte", "bool": "Bool",
-                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
 
@@ -144,8 +138,12 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self) -> bool:
-        """True for float16/32/64 tensors."""
-        return self._data.dtype.kind == "f"
+        """True for float16/bfloat16/float32/float64 tensors."""
+        return _dtype.kind_of(self._data.dtype) == "f"
+
+    def is_complex(self) -> bool:
+        """True for complex64/complex128 tensors."""
+        return self._data.dtype.kind == "c"
 
     @property
     def _version(self) -> int:
@@ -209,7 +207,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and _dtype.kind_of(self._data.dtype) not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         grad_epoch.bump()  # this may be a gradient tensor whose flags zero_grad must reset
@@ -354,9 +352,11 @@ class Tensor:
         """The legacy type name (``microtorch.FloatTensor``, ``microtorch.cuda.LongTensor``),
         or a tensor converted to ``dtype``."""
         if dtype is None:
-            name = self.dtype.name
-            kind = _LEGACY_TYPE_NAMES.get(name, name.capitalize())
-            return f"microtorch.{'cuda.' if self.is_cuda else ''}{kind}Tensor"
+            cuda = "cuda." if self.is_cuda else ""
+            return f"microtorch.{cuda}{_dtype.title(self.dtype)}Tensor"
+        if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.FloatTensor"
+            dev, dt = _dtype.parse_tensor_type(dtype)
+            return self.to(dt) if dev is None else self.to(dev, dt)
         return self.to(_dtype.as_dtype(dtype))
 
     def float(self) -> Tensor:
@@ -371,6 +371,18 @@ class Tensor:
         """Converted to float16."""
         return self.to(_dtype.float16)
 
+    def bfloat16(self) -> Tensor:
+        """Converted to bfloat16."""
+        return self.to(_dtype.bfloat16)
+
+    def cfloat(self) -> Tensor:
+        """Converted to complex64."""
+        return self.to(_dtype.complex64)
+
+    def cdouble(self) -> Tensor:
+        """Converted to complex128."""
+        return self.to(_dtype.complex128)
+
     def long(self) -> Tensor:
         """Converted to int64."""
         return self.to(_dtype.int64)
@@ -378,6 +390,18 @@ class Tensor:
     def int(self) -> Tensor:
         """Converted to int32."""
         return self.to(_dtype.int32)
+
+    def short(self) -> Tensor:
+        """Converted to int16."""
+        return self.to(_dtype.int16)
+
+    def char(self) -> Tensor:
+        """Converted to int8."""
+        return self.to(_dtype.int8)
+
+    def byte(self) -> Tensor:
+        """Converted to uint8."""
+        return self.to(_dtype.uint8)
 
     def bool(self) -> Tensor:
         """Converted to bool."""

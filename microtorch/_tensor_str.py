@@ -11,11 +11,66 @@ import math
 import numpy as np
 
 from . import _dtype
+from .backend.device import default_device_spec
 
-PRECISION = 4  # digits after the point
-THRESHOLD = 1000  # more elements than this are summarized with "..."
-EDGEITEMS = 3  # items kept at each end of a summarized dimension
-LINEWIDTH = 80
+
+class _PrintOptions:
+    """The options ``set_printoptions`` changes (PyTorch's defaults)."""
+
+    precision: int = 4  # digits after the point
+    threshold: float = 1000  # more elements than this are summarized with "..."
+    edgeitems: int = 3  # items kept at each end of a summarized dimension
+    linewidth: int = 80
+    sci_mode: bool | None = None  # None: chosen per tensor
+
+
+PRINT_OPTS = _PrintOptions()
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+             "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """Options for printing tensors, as PyTorch's: digits after the point, the element count
+    above which tensors are summarized, items kept at each end when summarized, characters per
+    line, a ``profile`` (``"default"``, ``"short"``, ``"full"``) the other arguments override,
+    and ``sci_mode`` (True/False forces scientific notation on or off; None, which every call
+    without it sets, lets each tensor choose)."""
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"profile must be one of {sorted(_PROFILES)}, got {profile!r}")
+        (PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems,
+         PRINT_OPTS.linewidth) = _PROFILES[profile]
+    if precision is not None:
+        PRINT_OPTS.precision = int(precision)
+    if threshold is not None:
+        PRINT_OPTS.threshold = threshold
+    if edgeitems is not None:
+        PRINT_OPTS.edgeitems = int(edgeitems)
+    if linewidth is not None:
+        PRINT_OPTS.linewidth = int(linewidth)
+    PRINT_OPTS.sci_mode = sci_mode
+
+
+def get_printoptions() -> dict:
+    """The current print options, as keyword arguments of ``set_printoptions``."""
+    return {name: getattr(PRINT_OPTS, name)
+            for name in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
+
+
+class printoptions:  # noqa: N801 - mirrors torch._tensor_str.printoptions
+    """A context manager that sets print options and restores the previous ones on exit."""
+
+    def __init__(self, **kwargs) -> None:
+        self.kwargs = kwargs
+
+    def __enter__(self) -> None:
+        self.saved = get_printoptions()
+        set_printoptions(**self.kwargs)
+
+    def __exit__(self, *exc) -> None:
+        set_printoptions(**self.saved)
 
 
 class _Formatter:
@@ -26,6 +81,9 @@ class _Formatter:
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
+        self._choose(arr)
+
+    def _choose(self, arr: np.ndarray) -> None:
         flat = arr.reshape(-1)
         if not self.floating:
             self.max_width = max([1, *(len(str(v)) for v in flat.tolist())])
@@ -37,58 +95,77 @@ class _Formatter:
         magnitudes = np.abs(values).astype(np.float64)
         lo, hi = float(magnitudes.min()), float(magnitudes.max())
         self.int_mode = bool(np.all(values == np.ceil(values)))
-        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+        self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4 \
+            if PRINT_OPTS.sci_mode is None else PRINT_OPTS.sci_mode  # (decides the width too)
         pyvals = values.tolist()
+        digits = PRINT_OPTS.precision
         if self.sci_mode:
-            widths = (len(f"{v:.{PRECISION}e}") for v in pyvals)
+            widths = (len(f"{v:.{digits}e}") for v in pyvals)
         elif self.int_mode:
             widths = (len(f"{v:.0f}") + 1 for v in pyvals)  # + 1 for the trailing "."
         else:
-            widths = (len(f"{v:.{PRECISION}f}") for v in pyvals)
+            widths = (len(f"{v:.{digits}f}") for v in pyvals)
         self.max_width = max(self.max_width, *widths)
 
     def format(self, value) -> str:
+        digits = PRINT_OPTS.precision
         if not self.floating:
             text = str(value)
         elif self.sci_mode:
-            text = f"{value:{self.max_width}.{PRECISION}e}"
+            text = f"{value:{self.max_width}.{digits}e}"
         elif self.int_mode:
             text = f"{value:.0f}"
             if not (math.isinf(value) or math.isnan(value)):
                 text += "."
         else:
-            text = f"{value:.{PRECISION}f}"
+            text = f"{value:.{digits}f}"
         return text.rjust(self.max_width)
 
 
+class _ComplexFormatter:
+    """One formatter for the real parts and one for the imaginary parts (PyTorch's way)."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.real, self.imag = _Formatter(arr.real), _Formatter(arr.imag)
+        self.max_width = self.real.max_width + self.imag.max_width + 1  # + 1 for the "j"
+
+    def format(self, value) -> str:
+        real = self.real.format(value.real)
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _edges(arr, summarized: tuple):
-    """Only the first and last EDGEITEMS along each summarized dimension (PyTorch's
+    """Only the first and last edge items along each summarized dimension (PyTorch's
     get_summarized_data), taken before any copy to the host."""
+    edge = PRINT_OPTS.edgeitems
     for axis, cut in enumerate(summarized):
         if cut:
             n = arr.shape[axis]
-            keep = list(range(EDGEITEMS)) + list(range(n - EDGEITEMS, n))
+            keep = list(range(edge)) + list(range(n - edge, n))
             arr = arr.take(keep, axis=axis)
     return arr
 
 
-def _vector_str(values: list, cut: bool, indent: int, fmt: _Formatter) -> str:
-    per_line = max(1, math.floor((LINEWIDTH - indent) / (fmt.max_width + 2)))
+def _vector_str(values: list, cut: bool, indent: int, fmt) -> str:
+    per_line = max(1, math.floor((PRINT_OPTS.linewidth - indent) / (fmt.max_width + 2)))
     items = [fmt.format(v) for v in values]
     if cut:
-        items = items[:EDGEITEMS] + [" ..."] + items[EDGEITEMS:]
+        edge = PRINT_OPTS.edgeitems
+        items = items[:edge] + [" ..."] + items[edge:]
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _nested_str(arr: np.ndarray, summarized: tuple, indent: int, fmt: _Formatter) -> str:
+def _nested_str(arr: np.ndarray, summarized: tuple, indent: int, fmt) -> str:
     if arr.ndim == 0:
         return fmt.format(arr.item())
     if arr.ndim == 1:
         return _vector_str(arr.tolist(), summarized[0], indent, fmt)
     slices = [_nested_str(sub, summarized[1:], indent + 1, fmt) for sub in arr]
     if summarized[0]:
-        slices = slices[:EDGEITEMS] + ["..."] + slices[EDGEITEMS:]
+        edge = PRINT_OPTS.edgeitems
+        slices = slices[:edge] + ["..."] + slices[edge:]
     return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
 
 
@@ -98,7 +175,7 @@ def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
     for suffix in suffixes:
         # Measured as PyTorch's "torch.float64", so lines break where PyTorch breaks them.
         width = len(suffix.replace("microtorch.", "torch."))
-        if last_line_len + width + 2 > LINEWIDTH:
+        if last_line_len + width + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + width
         else:
@@ -112,10 +189,18 @@ def tensor_str(t, indent: int) -> str:
     arr = t._data
     if arr.size == 0:
         return "[]"
-    summarize = arr.size > THRESHOLD
-    summarized = tuple(summarize and n > 2 * EDGEITEMS for n in arr.shape)
+    summarize = arr.size > PRINT_OPTS.threshold
+    summarized = tuple(summarize and n > 2 * PRINT_OPTS.edgeitems for n in arr.shape)
     host = t._backend.to_numpy(_edges(arr, summarized))
-    return _nested_str(host, summarized, indent, _Formatter(host))
+    if host.dtype in (np.float16, _dtype.bfloat16.np):
+        host = host.astype(np.float32)  # printed from float32 values, as PyTorch prints them
+    fmt = _ComplexFormatter(host) if host.dtype.kind == "c" else _Formatter(host)
+    return _nested_str(host, summarized, indent, fmt)
+
+
+def _default_device_type() -> str:
+    spec = default_device_spec()
+    return "cpu" if spec is None else spec.type
 
 
 def tensor_repr(t) -> str:
@@ -124,14 +209,15 @@ def tensor_repr(t) -> str:
     prefix = "tensor(" if cls in ("Tensor", "Parameter", "_View") else f"{cls}("
     indent = len(prefix)
     suffixes = []
-    if t.device.type != "cpu":
+    if t.device.type != _default_device_type():  # (as PyTorch: only a non-default device)
         suffixes.append(f"device='{t.device}'")
     if t._data.size == 0:
         if t._data.ndim != 1:
             suffixes.append(f"size={tuple(t._data.shape)}")
         if t.dtype is not _dtype.get_default_dtype():
             suffixes.append(f"dtype={t.dtype}")
-    elif t.dtype not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
+    elif t.dtype not in (_dtype.get_default_dtype(), _dtype.default_complex(), _dtype.int64,
+                         _dtype.bool_):
         suffixes.append(f"dtype={t.dtype}")
     try:
         node = t.grad_fn

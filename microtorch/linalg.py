@@ -17,7 +17,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,
     number or +-inf (0 counts the non-zero elements). The gradient at a zero vector is 0."""
     if dtype is not None:
         x = x.to(_dtype.as_dtype(dtype))
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {str(x.dtype).split('.')[-1].capitalize()}")
     if isinstance(ord, str) or not isinstance(ord, (int, float)):

@@ -46,6 +46,9 @@ def _root_grads(outputs: list, grad_outputs: list) -> list:
         if g is None:
             if out._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out._data.dtype.kind == "c":
+                raise RuntimeError(f"grad can be implicitly created only for real scalar "
+                                   f"outputs but got {out.dtype}")
             g = Tensor._make(out._backend.xp.ones(out._data.shape, dtype=out._data.dtype))
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradient must be a Tensor, got {type(g).__name__}")

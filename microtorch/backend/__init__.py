@@ -11,10 +11,10 @@ from functools import lru_cache
 import numpy as np
 
 from .base import Backend
-from .device import CPU, device
+from .device import CPU, default_device_spec, device, set_default_device
 
 __all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "cuda_available",
-           "cuda_device_count", "canonical_device"]
+           "cuda_device_count", "canonical_device", "set_default_device", "get_default_device"]
 
 
 @lru_cache(maxsize=1)
@@ -39,9 +39,12 @@ def cuda_device_count() -> int:
 
 
 def canonical_device(spec) -> device:
-    """A device with its index filled in (``"cuda"`` means the current GPU, index 0)."""
+    """A device with its index filled in (``"cuda"`` means the current GPU, index 0); None
+    means the default device."""
     if spec is None:
-        return CPU
+        spec = default_device_spec()
+        if spec is None:
+            return CPU
     dev = spec if isinstance(spec, device) else device(spec)
     if dev.type == "cuda" and dev.index is None:
         dev = device("cuda", current_cuda_index())
@@ -62,6 +65,11 @@ def set_current_cuda_index(index: int) -> None:
     """Select the GPU used for ``"cuda"`` without an index (checked by ``cuda.set_device``)."""
     global _current_cuda
     _current_cuda = index
+
+
+def get_default_device() -> device:
+    """The device creation ops use when none is given (``cuda:N`` for the current GPU)."""
+    return canonical_device(None)
 
 
 _backends: dict[device, Backend] = {}

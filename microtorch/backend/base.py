@@ -109,6 +109,9 @@ class Backend:
         """An array of this backend holding ``data`` (copied only when necessary)."""
         raise NotImplementedError
 
+    def check_dtype(self, dtype) -> None:
+        """Raise TypeError for an element type this backend cannot hold (all are fine here)."""
+
     def to_numpy(self, arr):
         """A NumPy array with ``arr``'s contents (no copy on the CPU)."""
         raise NotImplementedError

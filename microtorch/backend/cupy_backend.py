@@ -22,8 +22,16 @@ class CupyBackend(Backend):
         return self._device
 
     def asarray(self, data, dtype=None):
+        self.check_dtype(dtype if dtype is not None else getattr(data, "dtype", None))
         with self._device:
             return self.xp.asarray(data, dtype=dtype)
+
+    def check_dtype(self, dtype) -> None:
+        """CuPy has no bfloat16: refuse it with a way out, before CuPy's own obscure error."""
+        if dtype is not None and str(dtype) == "bfloat16":
+            raise TypeError("bfloat16 tensors are not supported on CUDA: CuPy has no bfloat16 "
+                            "dtype. Use float16 or float32 on the GPU (bfloat16 works on the "
+                            "CPU through ml_dtypes)")
 
     def to_numpy(self, arr):
         return arr.get()

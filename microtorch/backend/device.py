@@ -48,5 +48,34 @@ class device:  # noqa: N801 - mirrors torch.device
     def __reduce__(self):
         return (device, (str(self),))
 
+    def __enter__(self) -> device:
+        """``with microtorch.device("cuda"):`` makes this the default device inside."""
+        _outer_defaults.append(_default)
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        set_default_device(_outer_defaults.pop())
+
 
 CPU = device("cpu")
+
+
+_default: device | None = None  # where creation ops put tensors given no device (None: the CPU)
+_outer_defaults: list[device | None] = []  # the defaults that ``with device(...)`` blocks hide
+
+
+def set_default_device(spec) -> None:
+    """Make creation ops and new layers without a ``device`` argument use ``spec`` (``"cuda"``
+    follows the current GPU); None restores the CPU. Checked when a tensor is made, as in
+    PyTorch: setting ``"cuda"`` on a machine without a GPU raises only then."""
+    global _default
+    _default = None if spec is None else (spec if isinstance(spec, device) else device(spec))
+    if _default == CPU:
+        _default = None
+
+
+def default_device_spec() -> device | None:
+    """The default device as set (None for the CPU; ``cuda`` without an index follows the
+    current GPU: ``backend.canonical_device`` resolves it)."""
+    return _default

@@ -22,7 +22,7 @@ How torch turns the 32-bit stream into numbers (ATen ``DistributionsHelper.h``,
   (``avx_mathfun.h``, compiled with FMA); we replay those operations in float32 here.
   float64 uses the C library's ``log``/``sin``/``cos``: we call Python's ``math`` module, which
   wraps the same libm (NumPy's own SIMD ``log`` differs from glibc in the last bit).
-* float16 (torch 2.13): computed through the float32 samplers and rounded to half, see
+* float16 and bfloat16 (torch 2.13): computed through the float32 samplers and rounded, see
   ``uniform`` and ``normal`` for the two quirks (wrap-around at ``high``; padded 16-blocks).
 * randint: ``(word % range) + low``, with a ``random64()`` word once the range is >= 2**28.
 * randperm: a Fisher-Yates pass with ``random() % (n - i)``.
@@ -42,6 +42,7 @@ import math
 import os
 from collections.abc import Sequence
 
+import ml_dtypes
 import numpy as np
 
 __all__ = ["DEFAULT_SEED", "Generator", "default_generator"]
@@ -54,6 +55,7 @@ _U64_MASK = (1 << 64) - 1
 _WIDE_RANGE = 1 << 28  # randint ranges from here on draw 64 bits per element
 
 _f16, _f32, _f64 = np.float16, np.float32, np.float64
+_bf16 = ml_dtypes.bfloat16
 Shape = int | Sequence[int]
 
 
@@ -69,8 +71,8 @@ def _shape_numel(shape: Shape) -> tuple[tuple[int, ...], int]:
 
 def _float_dtype(dtype) -> np.dtype:
     dt = np.dtype(dtype)
-    if dt not in (np.dtype(_f16), np.dtype(_f32), np.dtype(_f64)):
-        raise TypeError(f"expected float16, float32 or float64, got {dt}")
+    if dt not in (np.dtype(_f16), np.dtype(_bf16), np.dtype(_f32), np.dtype(_f64)):
+        raise TypeError(f"expected float16, bfloat16, float32 or float64, got {dt}")
     return dt
 
 
@@ -352,8 +354,8 @@ class Generator:
             # keeps the result in [low, high).
             x = self._unit(n, np.dtype(_f32))
             lo, hi = _f32(low), _f32(high)
-            out = _fma32(x, hi - lo, lo).astype(_f16)
-            out = np.where(out >= hi.astype(_f16), lo.astype(_f16), out)
+            out = _fma32(x, hi - lo, lo).astype(dt)
+            out = np.where(out >= hi.astype(dt), lo.astype(dt), out)
         return out.astype(dt, copy=False).reshape(shape)
 
     # ------------------------------------------------------------------------- normal
@@ -367,7 +369,7 @@ class Generator:
             vals = [self._normal_scalar(float(mean), float(std)) for _ in range(n)]
             out = np.array(vals, dtype=_f64)
             # static_cast<scalar_t>(double); c10::Half converts double via float.
-            out = out.astype(_f32).astype(_f16) if dt == _f16 else out.astype(dt)
+            out = out.astype(_f32).astype(dt) if dt in (_f16, _bf16) else out.astype(dt)
             return out.reshape(shape)
         if dt == _f32:
             out = self._normal_fill(n, _f32, lambda d: _normal16_avx2(d, _f32(mean), _f32(std)))
@@ -382,7 +384,7 @@ class Generator:
             z = _normal16_avx2(d, _f32(mean), _f32(std)).ravel()
             if n % 16:
                 z = np.concatenate([z[: n - 16], z[-16:]])
-            out = z.astype(_f16)
+            out = z.astype(dt)
         return out.reshape(shape)
 
     def _normal_scalar(self, mean: float, std: float) -> float:

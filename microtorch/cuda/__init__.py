@@ -12,12 +12,18 @@ from ..backend import (
 from ..backend.device import device
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
-           "manual_seed", "manual_seed_all", "memory_allocated", "max_memory_allocated",
-           "reset_peak_memory_stats", "memory_reserved", "empty_cache"]
+           "is_bf16_supported", "manual_seed", "manual_seed_all", "memory_allocated",
+           "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "empty_cache"]
 
 def is_available() -> bool:
     """True when CuPy is installed and a GPU is visible."""
     return cuda_available()
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False: CuPy has no bfloat16 dtype, so microtorch refuses bfloat16 CUDA tensors (scripts
+    that ask, like nanoGPT's, then choose float16)."""
+    return False
 
 
 def device_count() -> int:

@@ -28,6 +28,7 @@ from . import (
     sorting,
     special,
 )
+from . import complex as complex_ops
 from ._util import (
     Tensor,
     assert_no_internal_overlap,
@@ -38,6 +39,7 @@ from ._util import (
 )
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
+from .complex import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
     Abs,
@@ -208,13 +210,14 @@ subtract = sub
 
 # -- in-place ops ------------------------------------------------------------------------------
 def _check_cast(result: np.dtype, target: np.dtype) -> None:
-    """PyTorch's canCast for in-place results: no float -> integer, no non-bool -> bool."""
-    order = "biuf"
-    if order.index(result.kind if result.kind in order else "f") <= \
-            order.index(target.kind if target.kind in order else "f") or result.kind == target.kind:
+    """PyTorch's canCast for in-place results: no complex -> real, no float -> integer, no
+    non-bool -> bool."""
+    if result == target:
         return
-    names = (_dtype.from_numpy_dtype(d).name.capitalize() for d in (result, target))
-    raise RuntimeError("result type {} can't be cast to the desired output type {}".format(*names))
+    res, tgt = _dtype.from_numpy_dtype(result), _dtype.from_numpy_dtype(target)
+    if res._category > tgt._category:
+        raise RuntimeError(f"result type {_dtype.title(res)} can't be cast to the desired "
+                           f"output type {_dtype.title(tgt)}")
 
 
 def _check_inplace(self: Tensor, *others) -> bool:
@@ -575,6 +578,7 @@ def install_tensor_methods(cls) -> None:
     methods["__itruediv__"] = methods["div_"]
     for name, fn in methods.items():
         setattr(cls, name, fn)
+    complex_ops.install(cls)
     cls.T = property(lambda self: permute(self, tuple(range(self._data.ndim))[::-1]),
                      doc="The tensor with its dimensions reversed.")
     cls.mT = property(lambda self: transpose(self, -2, -1),
@@ -593,5 +597,6 @@ __all__ = [
     "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
-    *arrange.__all__, *indexed.__all__, *matrix.__all__, *sorting.__all__, *special.__all__,
+    *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
+    *sorting.__all__, *special.__all__,
 ]

@@ -100,7 +100,7 @@ def _cast(x, dt):
         x = x.item()
     # A Python scalar of a higher category than dt (e.g. 2.5 with an int tensor) was already
     # folded into dt by promotion; the cast keeps NumPy from widening the result.
-    if dt.kind == "b":
+    if dt.kind in "bV":  # (bfloat16 arrays promote Python floats to float32: cast them first)
         return dt.type(x)
     if dt.kind in "iu" and not isinstance(x, bool) and isinstance(x, int):
         info = np.iinfo(dt)
@@ -178,9 +178,13 @@ def reduce_grad(grad, shape: tuple, dtype):
         return None
     if not isinstance(grad, Tensor):
         grad = sum_to_shape(grad, shape) if grad.shape != shape else grad
+        if grad.dtype.kind == "c" and dtype.kind != "c":
+            grad = grad.real  # a real input of a complex result: the real part (PyTorch)
         return grad if grad.dtype == dtype else grad.astype(dtype)
     if grad._data.shape != shape:
         grad = grad.sum_to_size(shape)
+    if grad._data.dtype.kind == "c" and dtype.kind != "c":
+        grad = grad.real
     if grad._data.dtype != dtype:
         grad = grad.to(_dtype.from_numpy_dtype(dtype))
     return grad
@@ -197,9 +201,7 @@ def _wrap(arr) -> Tensor:
 
 def _float_array(x: Tensor):
     arr = x._data
-    if arr.dtype.kind != "f":
-        from .. import _dtype
-
+    if _dtype.kind_of(arr.dtype) != "f":
         arr = arr.astype(_dtype.get_default_dtype().np)
     return arr
 

@@ -88,7 +88,7 @@ def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, o
     o, cg, kh, kw = wa.shape
     xp = xp_of(gm)
     b = n // nb
-    gcols = xp.matmul(_conv_weight(wa, g).transpose(0, 2, 1), gm)  # (B, G, K, Nb*P)
+    gcols = _in_dtype(xp.matmul(_conv_weight(wa, g).transpose(0, 2, 1), gm), gm.dtype)
     if _is_pointwise(nb, kh, kw, stride, pads):
         return gcols.reshape(n, c, h, w)
     top, bottom, left, right = pads
@@ -109,7 +109,12 @@ def _conv_weight_grad(cols, gm, w_shape, g: int):
     gm_t = gm.transpose(0, 1, 3, 2)
     gw = xp.matmul(cols[0], gm_t[0]) if len(cols) == 1 else xp.matmul(cols, gm_t).sum(0)
     gw = gw.reshape(g, kh, kw, cg, o // g).transpose(0, 4, 3, 1, 2)  # (G, K, Og) to OIHW
-    return xp.ascontiguousarray(gw).reshape(o, cg, kh, kw)
+    return _in_dtype(xp.ascontiguousarray(gw).reshape(o, cg, kh, kw), gm.dtype)
+
+
+def _in_dtype(arr, dtype):
+    """A product back in its operands' dtype (ml_dtypes multiplies bfloat16 in float32)."""
+    return arr if arr.dtype == dtype else arr.astype(dtype)
 
 
 class Conv2d(Function):
@@ -166,7 +171,7 @@ class Conv2d(Function):
         ctx.save_for_backward(weight, x, None if _is_pointwise(nb, kh, kw, stride, pads)
                               else cols)
         ctx.geom = stride, pads, dilation, g, nb
-        return out
+        return _in_dtype(out, xa.dtype)  # (bfloat16: the bias went into the float32 product)
 
     @staticmethod
     def backward(ctx, grad):

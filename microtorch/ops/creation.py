@@ -43,6 +43,8 @@ def _infer_dtype(data) -> _dtype.dtype:
             d = _dtype.int64
         elif isinstance(item, numbers.Real):
             d = _dtype.get_default_dtype()
+        elif isinstance(item, numbers.Complex):
+            d = _dtype.default_complex()
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
             continue
@@ -165,8 +167,10 @@ def _shape(size, fn: str) -> tuple:
 def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
     shape = _shape(size, fill)
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = getattr(backend.xp, fill)(shape, dtype=_creation_dtype(dtype))
+        arr = getattr(backend.xp, fill)(shape, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -196,8 +200,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
         dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
     shape = _shape((size,), "full")
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.full(shape, fill_value, dtype=_creation_dtype(dtype))
+        arr = backend.xp.full(shape, fill_value, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -258,7 +264,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
                        for v in values)
         dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
     dt = _dtype.as_dtype(dtype).np
-    if dt.kind != "f":
+    floating = _dtype.kind_of(dt) == "f"
+    if not floating:
         # PyTorch accumulates integer ranges in int64: start and step are truncated first
         # (and for int64 output the size is counted from a truncated end too).
         first, inc = int(start), int(step)
@@ -268,8 +275,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
             start, end, step = first, int(end), inc
     n = int(np.ceil((end - start) / step))
     backend = get_backend(device)
+    backend.check_dtype(dt)
     with backend.context():
-        if dt.kind == "f":
+        if floating:
             # start + i*step in double precision, then cast: PyTorch's arithmetic for arange.
             arr = (backend.xp.arange(n, dtype=np.float64) * step + start).astype(dt)
         else:
@@ -315,6 +323,7 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
         raise RuntimeError("number of steps must be non-negative")
     dt = _creation_dtype(dtype)
     backend = get_backend(device)
+    backend.check_dtype(dt)
     xp = backend.xp
     with backend.context():
         if steps == 1:
@@ -343,8 +352,10 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         if v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     backend = get_backend(device)
+    dt = _creation_dtype(dtype)
+    backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.eye(n, n if m is None else m, dtype=_creation_dtype(dtype))
+        arr = backend.xp.eye(n, n if m is None else m, dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -352,6 +363,7 @@ def _random(method: str, size, dtype, device, requires_grad, *args, generator=No
     shape = _shape(size, {"uniform": "rand", "normal": "randn"}.get(method, method))
     dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     backend = get_backend(device)
+    backend.check_dtype(dt.np)
     source = backend if generator is None else generator
     arr = getattr(source, method)(shape, dt.np, *args)
     return _finish(backend.asarray(arr), requires_grad)

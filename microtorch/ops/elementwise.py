@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
+from .complex import conj_of, is_complex_value
 
 
 def _meta(x):
@@ -77,7 +79,9 @@ class Mul(Function):
     def backward(ctx, grad):
         ma, mb = ctx.meta
         g, b, a = lift(grad, *ctx.saved_tensors)
-        return finish(_grad_for(g * b, ma) if ma else None, _grad_for(g * a, mb) if mb else None)
+        # (complex operands: the conjugate of the other factor, PyTorch's convention)
+        return finish(_grad_for(g * conj_of(b), ma) if ma else None,
+                      _grad_for(g * conj_of(a), mb) if mb else None)
 
 
 class Div(Function):
@@ -90,8 +94,6 @@ class Div(Function):
         ctx.save_for_backward(a if ctx.meta[1] else None, b)
         if rounding_mode is None:
             if dt.kind in "biu":  # true division of integers gives the default float
-                from .. import _dtype
-
                 fdt = _dtype.get_default_dtype().np
                 # From the original operands: a scalar must not wrap first (uint8 / -3).
                 xa = a._data.astype(fdt) if isinstance(a, Tensor) else float(a)
@@ -113,8 +115,8 @@ class Div(Function):
     def backward(ctx, grad):
         ma, mb = ctx.meta
         g, a, b = lift(grad, *ctx.saved_tensors)
-        ga = _grad_for(g / b, ma) if ma else None
-        gb = _grad_for(-g * ((a / b) / b), mb) if mb else None
+        ga = _grad_for(g / conj_of(b), ma) if ma else None
+        gb = _grad_for(-g * conj_of((a / b) / b), mb) if mb else None
         return finish(ga, gb)
 
 
@@ -173,14 +175,14 @@ class Pow(Function):
         if ma:
             # PyTorch's pow_backward: grad * (b * a^(b-1)), and 0 where b == 0.
             if is_scalar(b):
-                ga = g * (b * a ** (b - 1)) if b != 0 else g * 0
+                ga = g * conj_of(b * a ** (b - 1)) if b != 0 else g * 0
             else:
-                ga = F.where(b != 0, g * (b * a ** (b - 1)), 0.0)
+                ga = F.where(b != 0, g * conj_of(b * a ** (b - 1)), 0.0)
             ga = _grad_for(ga, ma)
         if mb:
             # d/db a**b at a == 0, b >= 0 is 0 (PyTorch masks the log's -inf there).
             local = F.where((a != 0) | (b < 0), out * F.log(a), 0.0)
-            gb = _grad_for(g * local, mb)
+            gb = _grad_for(g * conj_of(local), mb)
         return finish(ga, gb)
 
 
@@ -196,7 +198,9 @@ class _Select(Function):
 
     @classmethod
     def forward(cls, ctx, a, b):
-        xa, xb, _ = promote_operands(a, b)
+        xa, xb, dt = promote_operands(a, b)
+        if dt.kind == "c":
+            raise RuntimeError(f"{cls.ufunc} not implemented for complex tensors.")
         ctx.meta = _meta(a), _meta(b)
         ctx.save_for_backward(a, b)
         return getattr(xp_of(_array_of(xa, xb)), cls.ufunc)(xa, xb)
@@ -262,6 +266,9 @@ class Unary(Function):
     lifted = True
 
     needs = "input"  # what derivative() uses: "input", "output" or "none"
+    # derivative() is grad * f'(x) for an analytic f: on complex inputs the backward is
+    # grad * conj(f'(x)) (PyTorch's convention), computed as conj(derivative(conj(grad)))
+    holomorphic = True
 
     @staticmethod
     def compute(xp, x):
@@ -274,9 +281,7 @@ class Unary(Function):
     @classmethod
     def forward(cls, ctx, x):
         arr = x._data
-        if arr.dtype.kind not in "f" and cls.floating:
-            from .. import _dtype
-
+        if _dtype.kind_of(arr.dtype) not in "fc" and cls.floating:
             arr = arr.astype(_dtype.get_default_dtype().np)
         if cls.needs == "input":
             ctx.save_for_backward(x)
@@ -289,15 +294,19 @@ class Unary(Function):
         x = ctx.saved_tensors[0] if cls.needs == "input" else None
         out = ctx.saved_output if cls.needs == "output" else None
         g, x, out = lift(grad, x, out)
+        if cls.holomorphic and is_complex_value(g):
+            return finish(conj_of(cls.derivative(conj_of(g), x, out, namespace(g))))
         return finish(cls.derivative(g, x, out, namespace(g)))
 
     floating = True  # integer inputs are computed in the default float dtype
 
 
-def _unary(name, compute, derivative, needs="input", floating=True, torch_name=None):
+def _unary(name, compute, derivative, needs="input", floating=True, torch_name=None,
+           holomorphic=True):
     cls = type(name, (Unary,), {"compute": staticmethod(compute),
                                 "derivative": staticmethod(derivative),
-                                "needs": needs, "floating": floating, "torch_name": torch_name})
+                                "needs": needs, "floating": floating, "torch_name": torch_name,
+                                "holomorphic": holomorphic})
     return cls
 
 
@@ -331,13 +340,17 @@ Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
                     lambda g, x, o, F: g * -(o * o), "output")
 Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False,
                 torch_name="PowBackward0")  # (PyTorch's square is pow(x, 2))
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False)
+# |z| is not analytic: its gradient is grad * sgn(z) = grad * z / |z| (NumPy's complex sign)
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False,
+             holomorphic=False)
 Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
               "output", False)
 
 
 def _sigmoid(xp, x):
     # Split by sign so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
+    if x.dtype.kind == "c":  # (complex numbers have no sign to split by)
+        return 1 / (1 + xp.exp(-x))
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
@@ -364,6 +377,8 @@ class Clamp(Function):
     def forward(ctx, x, min=None, max=None):
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        if x._data.dtype.kind == "c":
+            raise NotImplementedError("clamp is not supported for complex types")
         ctx.save_for_backward(x)
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             ctx.torch_name = "ClampBackward0"
@@ -396,12 +411,18 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
 
 
 # -- comparisons and logic (no gradient) --------------------------------------------------------
+_ORDERINGS = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
+
+
 def _no_grad_binary(ufunc_name, integral_only=False):
     """A non-differentiable elementwise op of two operands: a comparison or bitwise logic."""
 
     def op(a, b) -> Tensor:
         xa, xb, dt = promote_operands(a, b)
-        if integral_only and dt.kind == "f":
+        if ufunc_name in _ORDERINGS and dt.kind == "c":  # complex numbers have no order
+            raise NotImplementedError(f"\"{_ORDERINGS[ufunc_name]}_cpu\" not implemented for "
+                                      f"'{_dtype.title(_dtype.from_numpy_dtype(dt))}'")
+        if integral_only and _dtype.kind_of(dt) in "fc":
             raise NotImplementedError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
         try:
             out = getattr(xp_of(_array_of(xa, xb)), ufunc_name)(xa, xb)
@@ -429,7 +450,7 @@ bitwise_xor = _no_grad_binary("bitwise_xor", integral_only=True)
 
 def bitwise_not(x: Tensor) -> Tensor:
     """Logical not of a bool tensor, bitwise not of an integer tensor."""
-    if x._data.dtype.kind == "f":
+    if _dtype.kind_of(x._data.dtype) in "fc":
         raise NotImplementedError("\"bitwise_not_cpu\" not implemented for 'Float'")
     return Tensor._make(xp_of(x._data).invert(x._data), False, None)
 

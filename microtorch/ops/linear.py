@@ -11,6 +11,8 @@ import math
 
 from ..autograd.function import Function, finish, lift
 from ._util import _needs
+from .complex import conj_of
+from .linalg import check_addmm_dtypes, check_mm_dtypes
 
 __all__ = ["Linear"]
 
@@ -30,9 +32,11 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, weight, bias=None):
         xa, wa = x._data, weight._data
-        if xa.dtype != wa.dtype or (bias is not None and bias._data.dtype != xa.dtype):
-            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {x.dtype} and "
-                               f"{weight.dtype}")
+        # PyTorch's linear is addmm(bias, x, W.T) with a bias, else mm: their checks and words
+        if bias is not None:
+            check_addmm_dtypes(bias, x, weight)
+        else:
+            check_mm_dtypes(x, weight)
         if xa.shape[-1] != wa.shape[1]:
             rows = math.prod(xa.shape[:-1])
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
@@ -41,15 +45,22 @@ class Linear(Function):
         ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
         out = xa @ wa.T
         if bias is not None:
-            out += bias._data
-        return out
+            out += bias._data  # (bfloat16: into the float32 product, one rounding as PyTorch)
+        return _round(out, xa.dtype)
 
     @staticmethod
     def backward(ctx, grad):
         g, x, w = lift(grad, *ctx.saved_tensors)  # arrays, or tensors under create_graph
         out_f, in_f = w.shape
         g2 = g.reshape(-1, out_f)
-        gx = g @ w if _needs(ctx, 0) else None
-        gw = g2.T @ x.reshape(-1, in_f) if _needs(ctx, 1) else None
+        # (complex: the conjugates of the other factor, PyTorch's convention)
+        gx = _round(g @ conj_of(w), w.dtype) if _needs(ctx, 0) else None
+        gw = _round(g2.T @ conj_of(x.reshape(-1, in_f)), w.dtype) if _needs(ctx, 1) else None
         gb = g2.sum(0) if _needs(ctx, 2) else None
         return finish(gx, gw, gb)
+
+
+def _round(product, dtype):
+    """A product of arrays back in its operands' dtype: ml_dtypes multiplies bfloat16 matrices
+    in float32 (PyTorch rounds the result to bfloat16). Tensor products already are."""
+    return product.astype(dtype) if product.dtype != dtype else product

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import state
-from ._util import _needs, _wrap, xp_of
+from ._util import _needs, _wrap, reduce_grad, xp_of
 from .activation import Softmax, _log_softmax_array
 
 __all__ = ["CrossEntropy", "BinaryCrossEntropy", "class_targets"]
@@ -93,7 +93,9 @@ class CrossEntropy(Function):
             p, a, b = Softmax.apply(x, 1), _wrap(a), _wrap(b)
         if reduction == "none":
             g = g.reshape(-1, 1)
-        return finish((p * a - b) * g, None, None, None, None, None)
+        # (in x's dtype: bfloat16 arrays meeting Python floats become float32 in ml_dtypes)
+        gx = reduce_grad((p * a - b) * g, x.shape, x._data.dtype)
+        return finish(gx, None, None, None, None, None)
 
 
 # -- binary cross entropy -----------------------------------------------------------------------

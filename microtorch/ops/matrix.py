@@ -15,6 +15,8 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
 from ._util import Tensor, wrap_dim, xp_of
+from .complex import conj_of
+from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
 __all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron"]
 
@@ -120,7 +122,11 @@ class Einsum(Function):
         ctx.spec = spec
         ctx.save_for_backward(*operands)
         arrays = [op._data for op in operands]
-        return xp_of(arrays[0]).einsum(spec, *arrays, optimize=len(arrays) > 2)
+        dt = arrays[0].dtype
+        if dt == _dtype.bfloat16.np:  # (NumPy's einsum has no bfloat16 loops: float32, rounded)
+            arrays = [a.astype(_dtype.float32.np) for a in arrays]
+        return xp_of(arrays[0]).einsum(spec, *arrays, optimize=len(arrays) > 2).astype(
+            dt, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -153,7 +159,7 @@ class Einsum(Function):
                     ops.append(_ones(sizes[c], x))
             for t, o in others:
                 terms.append(t)
-                ops.append(o)
+                ops.append(conj_of(o))  # (complex operands: PyTorch's conjugate convention)
             g = Einsum.apply(",".join(terms) + "->" + target, *ops)
             grads.append(g)
         return (None, *grads)
@@ -176,7 +182,7 @@ def einsum(equation: str, *operands) -> Tensor:
         raise RuntimeError("einsum(): must provide at least one operand")
     dtypes = {op._data.dtype for op in operands}
     if len(dtypes) > 1:
-        names = [_dtype.from_numpy_dtype(op._data.dtype).name.capitalize() for op in operands]
+        names = [_dtype.title(op.dtype) for op in operands]
         raise RuntimeError(f"expected scalar type {names[0]} but found {names[1]}")
     subs, out, sizes = _parse_einsum(equation, operands)
     ops = []
@@ -204,6 +210,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
                            "mat2 must be a matrix")
+    check_addmm_dtypes(input, mat1, mat2)
     return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0")
 
 
@@ -212,6 +219,10 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     if batch1._data.ndim != 3 or batch2._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1._data.ndim != 3 else
                            "batch2 must be a 3D tensor")
+    check_bmm_dtypes(batch1, batch2)
+    if input._data.dtype != batch1._data.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {cpp_name(input)}, "
+                           f"batch1: {cpp_name(batch1)}, batch2: {cpp_name(batch2)}")
     return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0")
 
 

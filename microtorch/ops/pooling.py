@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ._util import _wrap, xp_of
@@ -61,7 +62,7 @@ class MaxPool2d(Function):
     @staticmethod
     def forward(ctx, x, kernel, stride, pads, dilation, out_hw):
         xa = x._data
-        if xa.dtype.kind != "f":
+        if _dtype.kind_of(xa.dtype) != "f":
             raise RuntimeError("max_pool2d: only floating-point inputs are supported")
         xp = xp_of(xa)
         xpad = _pad_hw(xa, pads, -math.inf)
@@ -179,6 +180,14 @@ class MaxPoolGather(Function):
                 None, None, None, None, None, None)
 
 
+def _sum_dtype(dt):
+    """What avg_pool2d sums windows in: float32 for 16-bit floats (PyTorch's accumulation
+    type), the dtype itself for other floats, float64 for integers."""
+    if dt in _dtype.REDUCED_FLOATS:
+        return _dtype.float32.np
+    return dt if _dtype.kind_of(dt) == "f" else np.float64
+
+
 class AvgPool2d(Function):
     """Mean over each window, divided by PyTorch's divisor (see ``avg_pool_divisor``)."""
 
@@ -191,16 +200,18 @@ class AvgPool2d(Function):
         oh, ow = out_hw
         xpad = _pad_hw(xa, pads)
         if kw > 4 * ow:  # short output rows (global pooling, say): sum runs of KW instead
-            total = _windows(xpad, kh, kw, *stride, 1, 1, oh, ow).sum(axis=(4, 5))
+            total = _windows(xpad, kh, kw, *stride, 1, 1, oh, ow).sum(
+                axis=(4, 5), dtype=_sum_dtype(xa.dtype))
         else:  # a running sum over the kernel offsets, each a strided view in runs of OW
             total = None
             for _, v in _window_slices(xpad, kh, kw, *stride, 1, 1, oh, ow):
                 if total is None:
-                    total = v.astype(xa.dtype if xa.dtype.kind == "f" else np.float64)
+                    total = v.astype(_sum_dtype(xa.dtype))
                 else:
                     total += v
         ctx.geom = xa.shape, xpad.shape, kernel, stride, pads, divisor
-        return total / divisor
+        out = total / divisor
+        return out.astype(xa.dtype) if _dtype.kind_of(xa.dtype) == "f" else out
 
     @staticmethod
     def backward(ctx, grad):

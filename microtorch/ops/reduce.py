@@ -8,6 +8,7 @@ from collections import namedtuple
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
 from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
+from .complex import conj_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -30,6 +31,19 @@ def _restore(grad: Tensor, shape: tuple, dims, keepdim: bool) -> Tensor:
     return grad.expand(shape)
 
 
+def _wide(arr):
+    """``arr`` in float32 when it is float16/bfloat16 (the dtype PyTorch accumulates them in)."""
+    return arr.astype(_dtype.float32.np) if arr.dtype in _dtype.REDUCED_FLOATS else arr
+
+
+def _widened(reduce, arr, **kwargs):
+    """``reduce(arr, ...)`` accumulated in float32 for float16/bfloat16 and rounded back, as
+    PyTorch's CPU kernels accumulate (NumPy would add bfloat16 values in bfloat16)."""
+    if arr.dtype in _dtype.REDUCED_FLOATS:
+        return reduce(arr, dtype=_dtype.float32.np, **kwargs).astype(arr.dtype)
+    return reduce(arr, **kwargs)
+
+
 def _count(shape: tuple, dims) -> int:
     return math.prod(shape) if dims is None else math.prod(shape[d] for d in dims)
 
@@ -43,6 +57,8 @@ class Sum(Function):
             ctx.torch_name = "SumBackward1"  # (PyTorch's sum.dim_IntList)
         if dtype is None and arr.dtype.kind in "bui":
             dtype = "int64"  # PyTorch sums integers and bools in int64
+        if dtype is None:
+            return _widened(arr.__class__.sum, arr, axis=_axis(dims), keepdims=keepdim)
         return arr.sum(axis=_axis(dims), keepdims=keepdim, dtype=dtype)
 
     @staticmethod
@@ -61,14 +77,14 @@ class Mean(Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         arr = x._data
-        if arr.dtype.kind not in "f":
+        if _dtype.kind_of(arr.dtype) not in "fc":
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
                                f"either a floating point or complex dtype. Got: "
-                               f"{x.dtype.name.capitalize()}")
+                               f"{_dtype.title(x.dtype)}")
         ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
         if dims is not None:
             ctx.torch_name = "MeanBackward1"
-        return arr.mean(axis=_axis(dims), keepdims=keepdim)
+        return _widened(arr.__class__.mean, arr, axis=_axis(dims), keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -89,7 +105,8 @@ class Var(Function):
         arr = x._data
         ctx.save_for_backward(x)
         ctx.dims, ctx.correction, ctx.keepdim = dims, correction, keepdim
-        return arr.var(axis=_axis(dims), ddof=correction, keepdims=keepdim)
+        return _widened(arr.__class__.var, arr, axis=_axis(dims), ddof=correction,
+                        keepdims=keepdim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -118,6 +135,9 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Standard deviation: the square root of ``var``."""
+    if input._data.dtype in _dtype.REDUCED_FLOATS:  # the root of the float32 variance, rounded
+        wide = var(input.float(), dim, unbiased, keepdim, correction=correction).sqrt()
+        return named(wide.to(input.dtype), "StdBackward0")
     return named(var(input, dim, unbiased, keepdim, correction=correction).sqrt(),
                  "StdBackward0")
 
@@ -268,7 +288,8 @@ class Prod(Function):
         g = _restore(grad, x.shape, dims, ctx.keepdim)
         arr = x._data
         if not (arr == 0).any():
-            return g * (_restore(ctx.saved_output, x.shape, dims, ctx.keepdim) / x), None, None
+            local = _restore(ctx.saved_output, x.shape, dims, ctx.keepdim) / x
+            return g * conj_of(local), None, None
         # With zeros, divide-by-x fails: use the product of all *other* elements, from
         # exclusive cumulative products on both sides.
         xp = xp_of(arr)
@@ -279,7 +300,7 @@ class Prod(Function):
                                    -1), -1)
         others = left * right
         others = others.reshape(arr.shape) if dim is None else xp.moveaxis(others, -1, dim)
-        return g * Tensor._make(others), None, None
+        return g * conj_of(Tensor._make(others)), None, None
 
 
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -310,7 +331,9 @@ class _Norm2(Function):
         ctx.save_for_backward(x)
         ctx.save_output()
         ctx.dims, ctx.keepdim = dims, keepdim
-        return xp_of(arr).sqrt((arr * arr).sum(axis=dims, keepdims=keepdim))
+        wide = _wide(arr)
+        out = xp_of(arr).sqrt((wide * wide).sum(axis=dims, keepdims=keepdim))
+        return out.astype(arr.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -337,7 +360,8 @@ class PNorm(Function):
         ctx.p, ctx.dims, ctx.keepdim = p, dims, keepdim
         if p == 0.0:
             return (arr != 0).sum(axis=dims, keepdims=keepdim).astype(arr.dtype)
-        return (xp.abs(arr) ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
+        out = (xp.abs(_wide(arr)) ** p).sum(axis=dims, keepdims=keepdim) ** (1.0 / p)
+        return out.astype(arr.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -364,6 +388,8 @@ class PNorm(Function):
 def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor:
     """The p-norm of the flattened tensor or along ``dim`` (p = 2, 1, inf, -inf, 0 or any p)."""
     dims = dims_arg(dim, input._data.ndim)
+    if input._data.dtype.kind == "c":  # the norm of the magnitudes (abs carries the gradient)
+        input = input.abs()
     if ord == 2:
         return _Norm2.apply(input, dims, keepdim)
     if ord in (math.inf, -math.inf):
@@ -383,7 +409,9 @@ class Cumsum(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         arr = x._data
-        return arr.cumsum(axis=dim, dtype="int64" if arr.dtype.kind in "bui" else None)
+        if arr.dtype.kind in "bui":
+            return arr.cumsum(axis=dim, dtype="int64")
+        return _widened(arr.__class__.cumsum, arr, axis=dim)
 
     @staticmethod
     def backward(ctx, grad):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -638,6 +639,8 @@ class ToCopy(Function):
                 arr = ctx.src_backend.to_numpy(arr)
             else:
                 arr = backend.asarray(arr)
+        if arr.dtype.kind == "c" and np_dtype.kind != "c":
+            arr = arr.real  # (to() warned, as PyTorch does; a backward takes the real part)
         return arr.astype(np_dtype, copy=backend is ctx.src_backend)
 
     @staticmethod
@@ -651,4 +654,7 @@ def to(input: Tensor, device, dtype, copy: bool = False) -> Tensor:
     np_dtype = input._data.dtype if dtype is None else dtype.np
     if backend is input._backend and np_dtype == input._data.dtype and not copy:
         return input
+    if input._data.dtype.kind == "c" and np_dtype.kind != "c":
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=3)
     return ToCopy.apply(input, backend, np_dtype)

@@ -26,6 +26,7 @@ from ._util import (
     wrap_dim,
     xp_of,
 )
+from .complex import conj_of
 from .elementwise import _meta
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
@@ -35,7 +36,7 @@ __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod"
 def _float_operands(a, b):
     """Promoted arrays of two operands, integers going to the default float dtype."""
     xa, xb, dt = promote_operands(a, b)
-    if dt.kind != "f":
+    if _dtype.kind_of(dt) != "f":
         dt = _dtype.get_default_dtype().np
         xa = xa.astype(dt) if hasattr(xa, "astype") else dt.type(xa)
         xb = xb.astype(dt) if hasattr(xb, "astype") else dt.type(xb)
@@ -77,7 +78,7 @@ class Hypot(Function):
     @staticmethod
     def forward(ctx, a, b):
         xa, xb, dt = promote_operands(a, b)
-        if dt.kind != "f":
+        if _dtype.kind_of(dt) != "f":
             raise RuntimeError("\"hypot_cpu\" not implemented for '"
                                f"{_dtype.from_numpy_dtype(dt).name.capitalize()}'")
         ctx.meta = _meta(a), _meta(b)
@@ -105,7 +106,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if input._data.dtype != end._data.dtype:
         raise RuntimeError(f"expected dtype {input.dtype.name} for `end` but got dtype "
                            f"{end.dtype.name}")
-    if input._data.dtype.kind != "f":
+    if _dtype.kind_of(input._data.dtype) not in "fc":
         raise RuntimeError("\"lerp_kernel_scalar\" not implemented for "
                            f"'{input.dtype.name.capitalize()}'")
     diff = end - input
@@ -208,7 +209,7 @@ class Cumprod(Function):
         if not bool((x._data == 0).any()):
             # no zeros: d out_j / d x_i = out_j / x_i, so the gradient is a reversed cumsum
             out = cumprod(x, d)  # (recomputed rather than saved: the input is saved anyway)
-            return (grad * out).flip(d).cumsum(d).flip(d) / x, None
+            return (grad * conj_of(out)).flip(d).cumsum(d).flip(d) / conj_of(x), None
         n = x.shape[d]
         xm, gm = x.movedim(d, -1), grad.movedim(d, -1)
         # d out_j / d x_i = prod_{k <= j, k != i} x_k (j >= i): the cumprod of x with x_i
@@ -218,7 +219,7 @@ class Cumprod(Function):
         rows = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n).where(~eye, one)
         upper = Tensor._make(xp.triu(xp.ones((n, n), dtype=bool)))  # j >= i
         zero = Tensor._make(xp.zeros((), x._data.dtype))
-        terms = (cumprod(rows, -1) * gm.unsqueeze(-2)).where(upper, zero)
+        terms = (conj_of(cumprod(rows, -1)) * gm.unsqueeze(-2)).where(upper, zero)
         return terms.sum(-1).movedim(-1, d), None
 
 

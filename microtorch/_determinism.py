@@ -1,0 +1,55 @@
+"""``use_deterministic_algorithms`` and its queries.
+
+microtorch's CPU ops are deterministic (NumPy), and so are its CUDA ops except CuPy's
+atomic-add scatters (``index_add``, ``scatter_add`` and the backward of indexing), whose float
+sums may round differently from run to run. The flag is recorded for scripts that set and
+read it; it does not switch those kernels.
+"""
+
+from __future__ import annotations
+
+_mode = False
+_warn_only = False
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Record whether deterministic algorithms are requested (see the module docstring)."""
+    global _mode, _warn_only
+    if not isinstance(mode, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must "
+                        f"be bool, not {type(mode).__name__}")
+    if not isinstance(warn_only, bool):
+        raise TypeError(f"_set_deterministic_algorithms(): argument 'warn_only' must be bool, "
+                        f"not {type(warn_only).__name__}")
+    _mode, _warn_only = mode, warn_only and mode
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """True after ``use_deterministic_algorithms(True)``."""
+    return _mode
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """True after ``use_deterministic_algorithms(True, warn_only=True)``."""
+    return _warn_only
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    """0/"default" (off), 1/"warn", 2/"error": ``use_deterministic_algorithms`` by level."""
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, "
+                               f"`warn`, `error`, but got {debug_mode}")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    """The level matching the current flags: 0, 1 (warn only) or 2."""
+    return 0 if not _mode else 1 if _warn_only else 2
