@@ -114,6 +114,7 @@ CASES = {
     "setitem-str-value": lambda t, F: t.zeros(3).__setitem__(0, "a"),
     "setitem-None-value": lambda t, F: t.zeros(3).__setitem__(0, None),
     "setitem-list-value": lambda t, F: t.zeros(3).__setitem__(0, [1.0]),
+    "setitem-numpy-value": lambda t, F: t.zeros(3).__setitem__(slice(0, 2), np.ones(2)),
     "setitem-advanced-out-of-range": lambda t, F: t.zeros(3).__setitem__(t.tensor([0, 5]), 1.0),
     "setitem-advanced-shape-mismatch": lambda t, F: t.zeros(3).__setitem__(t.tensor([0, 1]),
                                                                            t.ones(3)),
@@ -462,6 +463,7 @@ SAME_MESSAGE = {
     "expand-fill-tensor", "expand-add-overlap", "expand-column-add-overlap",
     "expand-exp-overlap", "expand-copy-overlap", "expand-setitem-column-overlap",
     "expand-relu-overlap", "dropout-p-nan", "batch-norm-features-mismatch",
+    "setitem-str-value", "setitem-None-value", "setitem-numpy-value",
 }
 
 INTERNAL = (AttributeError, KeyError, ZeroDivisionError, UnboundLocalError, NameError)

@@ -376,7 +376,10 @@ def _check_setitem_value(self: Tensor, arr_key: tuple, value) -> None:
     number, or (basic indexing) a tensor that does not broadcast to the indexed region."""
     if not isinstance(value, Tensor):
         if not is_scalar(value):
-            raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
+            kind = type(value)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+            raise TypeError(f"can't assign a {name} to a {self.type()}")
         return
     if not shape._is_basic(arr_key):
         return  # advanced indexing: NumPy's check, turned into RuntimeError by the caller
