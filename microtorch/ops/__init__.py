@@ -289,15 +289,17 @@ def _ufunc_inplace(name, op):
         _, xb, dt = promote_operands(self, other)
         _check_cast(dt, arr.dtype)
         assert_no_internal_overlap(arr)
+        shape_b = getattr(xb, "shape", ())
+        if shape_b and shape_b != arr.shape:  # checked before the write (NumPy's may be partial)
+            try:
+                wide = np.broadcast_shapes(arr.shape, shape_b)
+            except ValueError:
+                raise RuntimeError(broadcast_message((self, other))) from None
+            if wide != arr.shape:
+                raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
+                                   f"broadcast shape {list(wide)}")
         if alpha != 1:
             xb = xb * alpha
-        try:
-            wide = np.broadcast_shapes(arr.shape, np.shape(xb))
-        except ValueError:
-            wide = None  # the shapes do not broadcast at all: the same message as PyTorch's
-        if wide != arr.shape:
-            raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
-                               f"broadcast shape {list(wide or np.shape(xb))}")
         getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
         self._vbox[0] += 1
         return self

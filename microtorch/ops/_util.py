@@ -20,7 +20,8 @@ wrap_dim = _wrap_dim
 def has_internal_overlap(arr) -> bool:
     """True when several elements of ``arr`` share one memory location (an expanded
     dimension: stride 0, size > 1), the case PyTorch's in-place ops refuse."""
-    return any(s == 0 and n > 1 for s, n in zip(arr.strides, arr.shape))
+    strides = arr.strides
+    return 0 in strides and any(s == 0 and n > 1 for s, n in zip(strides, arr.shape))
 
 
 def assert_no_internal_overlap(arr) -> None:
