@@ -81,12 +81,12 @@ class Tensor:
     @property
     def shape(self) -> Size:
         """The size of each dimension."""
-        return Size(self._data.shape)
+        return tuple.__new__(Size, self._data.shape)
 
     def size(self, dim: int | None = None):
         """The shape, or the size of one dimension."""
         if dim is None:
-            return Size(self._data.shape)
+            return tuple.__new__(Size, self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
 
     @property
@@ -277,7 +277,7 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                f"to Scalar")
-        return self._data.reshape(()).item()
+        return self._backend.item(self._data.reshape(()))
 
     def tolist(self):
         """Nested Python lists of the values."""
@@ -287,7 +287,7 @@ class Tensor:
         """The data as a NumPy array sharing memory (CPU only)."""
         if self.is_cuda:
             if force:
-                return self._data.get()
+                return self._backend.to_numpy(self._data)
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
         if self.requires_grad and not force:
@@ -296,6 +296,9 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:  # PyTorch's __array__ is numpy(), which refuses these
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         arr = self._backend.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
@@ -350,14 +353,17 @@ class Tensor:
 
     def type(self, dtype=None):
         """The legacy type name (``microtorch.FloatTensor``, ``microtorch.cuda.LongTensor``),
-        or a tensor converted to ``dtype``."""
+        or a tensor converted to ``dtype`` (a dtype, a legacy type such as ``LongTensor``, or
+        its name as a string)."""
         if dtype is None:
             cuda = "cuda." if self.is_cuda else ""
             return f"microtorch.{cuda}{_dtype.title(self.dtype)}Tensor"
         if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.FloatTensor"
             dev, dt = _dtype.parse_tensor_type(dtype)
             return self.to(dt) if dev is None else self.to(dev, dt)
-        return self.to(_dtype.as_dtype(dtype))
+        from .ops.creation import legacy_type_dtype  # (a dtype, or LongTensor & co)
+
+        return self.to(legacy_type_dtype(dtype))
 
     def float(self) -> Tensor:
         """Converted to float32."""
@@ -416,6 +422,11 @@ class Tensor:
 
         return tensor_repr(self)
 
+    def __format__(self, format_spec: str) -> str:
+        from ._tensor_str import tensor_format
+
+        return tensor_format(self, format_spec)
+
     def __deepcopy__(self, memo):
         if not self.is_leaf:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
@@ -472,10 +483,39 @@ class _View(Tensor):
 
 
 class Size(tuple):
-    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``."""
+    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``; slices,
+    ``+`` and ``*`` give Sizes again, and only integers are accepted."""
+
+    def __new__(cls, sizes=()):
+        values = []
+        for i, v in enumerate(sizes):
+            if isinstance(v, bool) or not hasattr(v, "__index__"):
+                raise TypeError(f"Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(v).__name__}')")
+            values.append(v.__index__())
+        return tuple.__new__(cls, values)
 
     def __repr__(self) -> str:
         return f"microtorch.Size({list(self)})"
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return tuple.__new__(Size, out) if isinstance(key, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return tuple.__new__(Size, tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def numel(self) -> int:
         """The product of the sizes."""

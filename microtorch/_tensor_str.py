@@ -229,3 +229,12 @@ def tensor_repr(t) -> str:
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + tensor_str(t, indent), suffixes, indent)
+
+
+def tensor_format(t, format_spec: str) -> str:
+    """``format(t, spec)`` as PyTorch does it: a 0-d plain tensor formats its Python number
+    (``f"{loss:.4f}"``, and ``f"{loss}"`` prints the full float); anything else (more
+    dimensions, a Parameter) formats as ``str(t)`` with an empty spec and raises otherwise."""
+    if t._data.ndim == 0 and type(t).__name__ in ("Tensor", "_View"):
+        return t.item().__format__(format_spec)
+    return object.__format__(t, format_spec)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .backend import initialized_backends
+from .backend.cupy_backend import queue_seed
 from .backend.rng import Generator, default_generator
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -13,6 +14,7 @@ def manual_seed(seed: int) -> Generator:
     """Seed every device's random number generator; returns the CPU generator."""
     seed = int(seed)
     default_generator.manual_seed(seed)
+    queue_seed(seed)  # GPUs whose backend is created later start from this seed too
     for backend in initialized_backends():
         if backend.device.type == "cuda":
             backend.manual_seed(seed)

@@ -2,6 +2,12 @@
 
 Set ``MICROTORCH_REQUIRE_TORCH=1`` (CI does) and a test that would skip because PyTorch is
 missing fails instead, so the oracle comparisons can never silently stop running.
+
+``MICROTORCH_TEST_CUDA=standin`` runs the CUDA path without a GPU: ``import cupy`` then gives
+the NumPy-backed CuPy stand-in of ``tests/cupy_standin`` (strict where CuPy is strict, kernels
+on the CPU emulator, device->host syncs counted), so every test taking the ``device`` fixture
+also runs on ``cuda``. CI runs that tier as ``pytest -m cuda`` (the cuda half of the fixture
+and the tests marked ``cuda``). Without the switch, ``cuda`` runs only where CuPy sees a GPU.
 """
 
 from __future__ import annotations
@@ -19,6 +25,15 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import pytest  # noqa: E402
 
+STANDIN = os.environ.get("MICROTORCH_TEST_CUDA", "") == "standin"
+if os.environ.get("MICROTORCH_TEST_CUDA", "") not in ("", "standin"):
+    raise pytest.UsageError(f"MICROTORCH_TEST_CUDA must be 'standin' or unset, got "
+                            f"{os.environ['MICROTORCH_TEST_CUDA']!r}")
+if STANDIN:  # before microtorch first probes for CUDA
+    import cupy_standin
+
+    cupy_standin.install()
+
 import microtorch  # noqa: E402
 
 CUDA_SKIP_REASON = "CUDA not available (needs CuPy and a GPU)"
@@ -35,6 +50,18 @@ def device(request) -> str:
     if request.param == "cuda" and not microtorch.cuda.is_available():
         pytest.skip(CUDA_SKIP_REASON)
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def _report_device_checks():
+    """A failed device-side check (``Backend.check``) that a test left unreported fails that
+    test, instead of surfacing at the next test's first synchronisation."""
+    yield
+    from microtorch.backend import initialized_backends
+
+    for backend in initialized_backends():
+        if backend.device.type == "cuda":
+            backend.raise_failed_checks()
 
 
 def pytest_sessionstart(session) -> None:

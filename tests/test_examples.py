@@ -77,8 +77,6 @@ def test_the_line_comparison_rules():
 # Examples that need work still in progress, with what they wait for. Strict: an example that
 # starts to match fails here until it is taken off this list.
 PENDING = {
-    "autograd_tour.py": "next_functions of fused ops (linear's AddmmBackward0)",
-    "checkpoint_resume.py": "torch.equal",
     "reinforce.py": "torch.distributions",
 }
 

@@ -62,6 +62,21 @@ def _outputs(out) -> list:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+class _OnDevice:
+    """microtorch with ``tensor`` making tensors on ``device`` by default, so that the index and
+    mask tensors a case builds live on its inputs' device (as ``torch.set_default_device``)."""
+
+    def __init__(self, device) -> None:
+        self._device = device
+
+    def tensor(self, *args, **kwargs):
+        kwargs.setdefault("device", self._device)
+        return microtorch.tensor(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(microtorch, name)
+
+
 def check(fn, arrays, device, grad=True, tol=None):
     """Run ``fn`` on both frameworks; compare outputs, then gradients of a random backward."""
     rng = np.random.default_rng(1)
@@ -72,7 +87,7 @@ def check(fn, arrays, device, grad=True, tol=None):
     floats = [a for a in arrays if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
     if tol is None and floats:
         tol = TOL[str(floats[0].dtype)]
-    ours, theirs = _outputs(fn(microtorch, *ours_in)), _outputs(fn(torch, *theirs_in))
+    ours, theirs = _outputs(fn(_OnDevice(device), *ours_in)), _outputs(fn(torch, *theirs_in))
     assert len(ours) == len(theirs)
     for o, t in zip(ours, theirs):
         assert_same(o, t, tol)
@@ -580,6 +595,11 @@ def test_index_out_of_range_raises(device):
         x[3]
     with pytest.raises(IndexError):
         x[microtorch.tensor([0, 5])]
+    with pytest.raises(IndexError):  # on CUDA: a device-side check, raised at the next sync
+        x[microtorch.tensor([0, 5], device=device)].cpu()
+    with pytest.raises(IndexError):
+        x[microtorch.tensor([-4], device=device)] = 1.0
+        x.sum().item()
     with pytest.raises(IndexError):
         x[x > 0, 0, 0]
 

@@ -45,7 +45,7 @@ def _tensors_of_every_dtype(device: str = "cpu") -> dict:
     # A NaN with a payload: bit-for-bit means its payload survives too.
     raw["f32"][5:] = np.array([0x7FC01234], np.uint32).view(np.float32)
     out = {k: microtorch.tensor(v, device=device) for k, v in raw.items()}
-    if hasattr(microtorch, "bfloat16"):
+    if hasattr(microtorch, "bfloat16") and device == "cpu":  # CuPy has no bfloat16
         out["bf16"] = microtorch.tensor([1.0, -2.5, 3e38], dtype=microtorch.bfloat16,
                                         device=device)
     return out

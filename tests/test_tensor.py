@@ -87,6 +87,8 @@ def _check_cuda_repr(ours, cpu_expected: str) -> None:
     # PyTorch CPU cannot show a CUDA repr: the device suffix goes after the values.
     text = repr(ours)
     assert "device='cuda:0'" in text
+    # The suffixes wrap as PyTorch's do: the device may push the dtype onto its own line.
+    text = text.replace(", device='cuda:0',\n       dtype=", ", dtype=")
     assert text.replace(", device='cuda:0'", "").replace(",\n       device='cuda:0'", "") == \
         cpu_expected
 

@@ -93,8 +93,9 @@ def _accumulate_locked(leaf, grad, create_graph: bool, owned: bool) -> None:
             leaf._grad = Tensor._make(slot, False, None)
             return
         arr = grad._data
-        if (not create_graph and arr.base is None and arr.flags.writeable
-                and arr.flags.c_contiguous and owned):
+        # CuPy arrays have no ``writeable`` flag (device memory is always writable).
+        if (not create_graph and arr.base is None and arr.flags.c_contiguous and owned
+                and (type(arr) is not np.ndarray or arr.flags.writeable)):
             grad.requires_grad = False
             grad.grad_fn = None
             leaf._grad = grad  # adopt: nobody else holds this buffer

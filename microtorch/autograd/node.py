@@ -108,10 +108,24 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
 
+    _torch_next: tuple | None = None  # a composite op's inputs' edges (see ``named``)
+    # The positional arguments that are PyTorch's inputs of this node, where they differ
+    # from "every argument up to the last tensor" (a number operand of ``x * 2`` is an edge
+    # to None there; where's condition is no edge).
+    torch_operands: tuple | None = None
+
     @property
     def next_functions(self) -> tuple:
-        """((node, 0), ...) for each positional input, as in PyTorch."""
-        return tuple((_edge_node(e), 0) for e in self._next)
+        """((node, 0), ...) for each tensor input, as in PyTorch: for the last node of a
+        composite op (``named`` with its inputs), the nodes of the op's own inputs, so the
+        graph reads as PyTorch's single node."""
+        edges = self._torch_next
+        if edges is None:
+            edges = self._next
+            if self.torch_operands is not None:
+                edges = tuple(edges[i] if i < len(edges) else None
+                              for i in self.torch_operands)
+        return tuple((_edge_node(e), 0) for e in edges)
 
     def register_prehook(self, hook):
         """Run ``hook(grad)`` on this node's incoming gradient; it may return a replacement."""
@@ -201,14 +215,29 @@ def modified_error(value: Tensor, expected: int, node: Node | None = None) -> Ru
         f"microtorch.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
-def named(out: Tensor, torch_name: str) -> Tensor:
+def named(out: Tensor, torch_name: str, *inputs) -> Tensor:
     """``out`` with its node named ``torch_name`` (when it has one): for a composite function,
     several microtorch nodes standing for one PyTorch op, so its result prints as PyTorch's.
-    ``out`` must be a fresh result of the function, never one of its inputs."""
+    ``inputs`` are the tensor arguments of that op, in PyTorch's order (tensors that need no
+    gradient too, numbers left out): the node's ``next_functions`` then lead to their nodes,
+    past the composite's inner ones, as PyTorch's graph does. The engine still runs the inner
+    nodes. ``out`` must be a fresh result of the function, never one of its inputs."""
     node = out.grad_fn
     if node is not None:
         node.torch_name = torch_name
+        if inputs:
+            node._torch_next = tuple(edge_of(t) for t in inputs)
     return out
+
+
+def edge_of(t):
+    """Where a gradient for ``t`` goes, as ``apply`` records it: its node, the leaf itself,
+    or None (not a tensor, or one that needs no gradient)."""
+    if not isinstance(t, Tensor):
+        return t if isinstance(t, (Node, ShownNode)) else None
+    if t.grad_fn is not None:
+        return t.grad_fn
+    return t if t.requires_grad else None
 
 
 def broadcast_message(operands) -> str:
@@ -266,13 +295,35 @@ def namespace(x):
 
 
 def _edge_node(edge):
-    if edge is None or isinstance(edge, Node):
+    if edge is None or isinstance(edge, (Node, ShownNode)):
         return edge
     return AccumulateGrad(edge)
 
 
+class ShownNode:
+    """A node of PyTorch's graph that a fused microtorch node has no counterpart for (the
+    ``TBackward0`` of linear's weight, inside ``AddmmBackward0``): it appears in
+    ``next_functions``, leading on to real edges, and takes no part in backward."""
+
+    def __init__(self, torch_name: str, *edges) -> None:
+        self.torch_name = torch_name
+        self._edges = edges
+
+    def name(self) -> str:
+        return self.torch_name
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((_edge_node(e), 0) for e in self._edges)
+
+    def __repr__(self) -> str:
+        return f"<{self.torch_name} object at {id(self):#x}>"
+
+
 class AccumulateGrad:
     """The view of a leaf's gradient sink in ``next_functions`` (PyTorch's AccumulateGrad)."""
+
+    next_functions = ()  # a graph's sink, as PyTorch's
 
     def __init__(self, variable) -> None:
         self.variable = variable

@@ -5,6 +5,8 @@ from __future__ import annotations
 import weakref
 from contextlib import AbstractContextManager, nullcontext
 
+import numpy as np
+
 from .device import device
 
 
@@ -116,6 +118,21 @@ class Backend:
         """A NumPy array with ``arr``'s contents (no copy on the CPU)."""
         raise NotImplementedError
 
+    def item(self, arr):
+        """The one element of ``arr`` as a Python number."""
+        return arr.item()
+
+    def check(self, ok, error: type[Exception], message: str, exact=None) -> None:
+        """Raise ``error(message)`` unless every element of the boolean array ``ok`` is true.
+
+        The CPU checks now, with ``exact()`` as the message when given (a callable that may
+        read the data, called only on a failure). A GPU checks on the device and raises
+        ``error(message)`` at its next synchronisation, as CUDA's device-side asserts do:
+        validating data then costs no host wait.
+        """
+        if ok.size and not ok.all():
+            raise error(exact() if exact is not None else message)
+
     def fill_zero(self, arr) -> None:
         """Zero ``arr`` in place, whatever its layout."""
         raise NotImplementedError
@@ -148,8 +165,10 @@ class Backend:
         """Uniform samples in [low, high)."""
         raise NotImplementedError
 
-    def normal(self, shape: tuple, dtype, mean: float = 0.0, std: float = 1.0):
-        """Normal samples."""
+    def normal(self, shape: tuple, dtype, mean: float = 0.0, std: float = 1.0,
+               contiguous: bool = True):
+        """Normal samples (``contiguous=False``: for a non-contiguous tensor, which PyTorch's
+        CPU generator fills element by element)."""
         raise NotImplementedError
 
     def integers(self, low: int, high: int, shape: tuple, dtype):
@@ -163,3 +182,59 @@ class Backend:
     def bernoulli(self, p: float, shape: tuple, dtype):
         """1 with probability p, else 0."""
         raise NotImplementedError
+
+    # The other distributions, from double uniforms on devices without PyTorch's stream
+    # (the CPU backend replays PyTorch's generator for each of them instead).
+    def unit_doubles(self, n: int):
+        """n double uniforms in [0, 1)."""
+        return self.uniform((int(n),), "float64")
+
+    def _from_doubles(self, shape: tuple, dtype, transform):
+        xp = self.xp
+        n = 1
+        for s in shape:
+            n *= int(s)
+        with self.context(), np.errstate(divide="ignore", invalid="ignore"):
+            out = transform(xp, self.unit_doubles(n))
+            return out.astype(dtype).reshape(tuple(shape))
+
+    def bernoulli_tensor(self, p, dtype):
+        """1 where a uniform is below p (an array of probabilities), else 0."""
+        with self.context():
+            return (self.uniform(p.shape, "float64") < p).astype(dtype)
+
+    def exponential(self, shape: tuple, dtype, lambd: float = 1.0):
+        """Exponential samples of rate ``lambd``."""
+        return self._from_doubles(shape, dtype, lambda xp, u: -xp.log1p(-u) / lambd)
+
+    def geometric(self, shape: tuple, dtype, p: float = 0.5):
+        """The number of Bernoulli(p) trials up to the first success."""
+        return self._from_doubles(shape, dtype,
+                                  lambda xp, u: xp.ceil(xp.log(u) / np.log1p(-p)))
+
+    def cauchy(self, shape: tuple, dtype, median: float = 0.0, sigma: float = 1.0):
+        """Cauchy samples."""
+        return self._from_doubles(shape, dtype,
+                                  lambda xp, u: median + sigma * xp.tan(np.pi * (u - 0.5)))
+
+    def log_normal(self, shape: tuple, dtype, mean: float = 1.0, std: float = 2.0):
+        """exp of normal samples."""
+        with self.context():
+            return self.xp.exp(self.normal(tuple(shape), "float64", mean, std)).astype(dtype)
+
+    def random_bits(self, shape: tuple, dtype):
+        """Integers over the dtype's whole exact range (``random_()``)."""
+        dt = np.dtype(dtype)
+        if dt == np.bool_:
+            high = 2
+        elif dt.kind == "f":
+            high = (1 << np.finfo(dt).nmant + 1) + 1
+        else:
+            high = int(np.iinfo(dt).max) + 1
+        wide = np.int64 if high > 2**31 else np.int32
+        return self.integers(0, high, tuple(shape), wide).astype(dt)
+
+    def poisson(self, rates):
+        """One Poisson sample per rate (an array), in the rates' dtype."""
+        with self.context():
+            return self.xp.random.poisson(rates).astype(rates.dtype)

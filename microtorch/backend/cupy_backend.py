@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from .base import Backend
 from .device import device
+from .sync import sync_point
+
+# Seeds given before a GPU's backend existed (``manual_seed`` on a fresh process), applied when
+# it is created: PyTorch queues CUDA seeds the same way. ``None`` keys the seed of every GPU.
+pending_seeds: dict[int | None, int] = {}
+
+
+def queue_seed(seed: int, index: int | None = None) -> None:
+    """Seed GPU ``index`` (every GPU when None) once its backend is created."""
+    if index is None:
+        pending_seeds.clear()
+    pending_seeds[index] = seed
 
 
 class CupyBackend(Backend):
@@ -16,7 +28,14 @@ class CupyBackend(Backend):
         self.xp = cupy
         self._device = cupy.cuda.Device(dev.index)
         self._pool = cupy.get_default_memory_pool()
-        self._seeded = False
+        seed = pending_seeds.get(dev.index, pending_seeds.get(None))
+        if seed is not None:
+            self.manual_seed(seed)
+        # Device-side checks (``check``): a 0-d int32 device array holding the code of the
+        # first failed check since the last synchronisation (0: none), and the codes' errors.
+        self._failure = None
+        self._checks: dict[tuple, int] = {}
+        self._errors: dict[int, tuple] = {}
 
     def context(self):
         return self._device
@@ -34,7 +53,47 @@ class CupyBackend(Backend):
                             "CPU through ml_dtypes)")
 
     def to_numpy(self, arr):
+        sync_point("copy to host")
+        self.raise_failed_checks()
         return arr.get()
+
+    def item(self, arr):
+        """The one element of ``arr`` as a Python number (a device->host sync)."""
+        sync_point("item")
+        self.raise_failed_checks()
+        return arr.item()
+
+    def check(self, ok, error: type[Exception], message: str, exact=None) -> None:
+        """Record on the device whether ``ok`` holds everywhere; a failure raises
+        ``error(message)`` at the next synchronisation (``raise_failed_checks``). Queuing it
+        makes no host wait (``exact``, which would read the data, is not used)."""
+        key = (error, message)
+        code = self._checks.get(key)
+        if code is None:
+            code = self._checks[key] = len(self._checks) + 1
+            self._errors[code] = key
+        xp = self.xp
+        with self._device:
+            failed = ~ok.all()
+            if self._failure is None:
+                self._failure = xp.zeros((), dtype=xp.int32)
+            self._failure = xp.where((self._failure == 0) & failed, xp.int32(code),
+                                     self._failure)
+
+    def raise_failed_checks(self) -> None:
+        """Raise the error of the first device-side check that failed since the last call.
+
+        Called where the host synchronises anyway (``to_numpy``, ``item``, ``synchronize``);
+        it reads one int32 then, and nothing when no check was queued.
+        """
+        failure, self._failure = self._failure, None
+        if failure is None:
+            return
+        code = int(failure)  # the caller is synchronising: the result is ready
+        if code:
+            error, message = self._errors[code]
+            raise error(f"{message} (found by a check on {self.device}, reported at the next "
+                        f"synchronization)")
 
     def fill_zero(self, arr) -> None:
         if arr.flags.c_contiguous or arr.flags.f_contiguous:
@@ -46,9 +105,10 @@ class CupyBackend(Backend):
             kernels.fill_strided(arr, 0)
 
     def synchronize(self) -> None:
-        with self._device:
-            self.xp.cuda.Stream.null.synchronize()
-            self.xp.cuda.get_current_stream().synchronize()
+        # The whole device: every stream, NCCL's communication stream included (waiting on the
+        # null and current streams alone can return mid-all-reduce).
+        self._device.synchronize()
+        self.raise_failed_checks()
 
     # CuPy's MemoryPool keeps one pool per device and its methods act on the *current* one.
     def memory_reserved(self) -> int:
@@ -62,7 +122,11 @@ class CupyBackend(Backend):
     def accumulate(self, grad, incoming) -> None:
         from . import kernels
 
-        kernels.accumulate_grad(grad, incoming)
+        if kernels.fused_accumulation(grad, incoming):
+            kernels.accumulate_grad(grad, incoming)
+        else:  # a strided or complex gradient: the array library's add, as on the CPU
+            with self._device:
+                self.xp.add(grad, incoming, out=grad, casting="unsafe")
 
     # CuPy's generator (not PyTorch's Philox): CUDA random streams differ from PyTorch's.
     def manual_seed(self, seed: int) -> None:
@@ -74,7 +138,7 @@ class CupyBackend(Backend):
             sample = self.xp.random.random(shape, dtype=dtype if dtype != "float16" else "f4")
             return (sample * (high - low) + low).astype(dtype, copy=False)
 
-    def normal(self, shape, dtype, mean=0.0, std=1.0):
+    def normal(self, shape, dtype, mean=0.0, std=1.0, contiguous=True):
         with self._device:
             wide = "f4" if dtype in ("float16", self.xp.float16) else dtype
             return (self.xp.random.standard_normal(shape, dtype=wide) * std + mean).astype(dtype)

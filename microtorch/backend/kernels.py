@@ -31,7 +31,8 @@ import numpy as np
 from . import kernel_reference as ref
 
 __all__ = ["KERNELS", "KernelRuntime", "CupyRuntime", "use_runtime", "current_runtime",
-           "kernel_source", "fill_strided", "multi_tensor_zero", "accumulate_grad", "fused_sgd",
+           "kernel_source", "fill_strided", "multi_tensor_zero", "accumulate_grad",
+           "fused_accumulation", "fused_sgd",
            "fused_adam"]
 
 # The kernels each file defines (tests check they are in the compiled PTX).
@@ -110,15 +111,26 @@ class _LruCache:
 class KernelRuntime:
     """Where the kernels run: the primitives the launchers need, and their table caches.
 
-    A table is keyed by the device and the ``(pointer, size)`` of every array and is a pure
-    function of that key, so a stale entry whose memory was reused by an equal layout is still
-    correct. Tables live in device memory: there is no limit on tensors per launch.
+    A table is cached per *parameter set*: the device, the sizes and the pointers of the first
+    list (the parameters, which keep their memory for the life of a model). The other lists'
+    pointers (gradients, which ``zero_grad(set_to_none=True)`` replaces every step) are
+    compared on the host with the ones the table holds, and when they differ only that part of
+    the table is rewritten, asynchronously, in stream order (``rewrite``): no new allocation,
+    no synchronous upload. Tables live in device memory: there is no limit on tensors per
+    launch. ``uploads`` and ``rewrites`` count both kinds of table write.
     """
 
     def __init__(self) -> None:
         self.zero_tables = _LruCache()
         self.optim_tables = _LruCache()
         self.layouts = _LruCache()
+        self.uploads = 0
+        self.rewrites = 0
+
+    def rewrite(self, table, words: np.ndarray, device_id: int) -> None:
+        """Overwrite the first ``words.size`` words of a device table after the work already
+        queued on the device (here: a plain copy, for runtimes whose tables are host arrays)."""
+        table[:words.size] = words
 
     def device_id(self, arr) -> int:
         """The index of the device ``arr`` lives on."""
@@ -156,6 +168,7 @@ class CupyRuntime(KernelRuntime):
         self._modules: dict[tuple[str, int], object] = {}
         self._functions: dict[tuple[str, str, int], object] = {}
         self._sm_counts: dict[int, int] = {}
+        self._staging: dict[int, list] = {}  # id(table) -> two [pinned buffer, event] slots
 
     def device_id(self, arr) -> int:
         return arr.device.id
@@ -168,6 +181,30 @@ class CupyRuntime(KernelRuntime):
 
         with cupy.cuda.Device(device_id):
             return cupy.asarray(words)
+
+    def rewrite(self, table, words: np.ndarray, device_id: int) -> None:
+        """An asynchronous copy from pinned memory on the current stream (ordered after the
+        launches that read the old table). Each table has two pinned staging buffers used in
+        turn; one is refilled only once the copy that last read it has run (its event), which
+        it has unless the host ran more than a step ahead."""
+        import cupy
+        import cupyx
+
+        key = id(table)
+        staging = self._staging.get(key)
+        if staging is None or staging[0][0].size != words.size:
+            staging = [[cupyx.empty_pinned(words.size, dtype=np.int64), None] for _ in range(2)]
+            self._staging[key] = staging
+        slot = staging[0]
+        staging.reverse()  # the other buffer next time
+        buffer, event = slot
+        if event is not None and not event.done:
+            event.synchronize()  # the host may not overwrite memory a pending copy reads
+        buffer[...] = words
+        with cupy.cuda.Device(device_id):
+            stream = cupy.cuda.get_current_stream()
+            table[:words.size].set(buffer, stream=stream)
+            slot[1] = stream.record()
 
     def module(self, filename: str, device_id: int):
         """The loaded module of one file on one device (compiled by NVRTC on first use).
@@ -272,21 +309,40 @@ def _device_of(runtime: KernelRuntime, arrays: Sequence) -> int:
     return device_id
 
 
+class _Table:
+    """A cached launch table: its device array, the pointer words it holds, its plan size."""
+
+    __slots__ = ("table", "pointers", "num_tensors", "num_blocks")
+
+
 def _launch_table(runtime: KernelRuntime, cache: _LruCache, device_id: int,
                   pointer_lists: Sequence[Sequence[int]], sizes: Sequence[int], chunk: int):
     """``(table, num_tensors, num_blocks)`` of a multi-tensor launch (see multi_tensor_zero.cu).
 
     The table is int64 words in device memory: the pointer lists (list-major), the sizes, then
-    the block plan of ``ref.plan_arrays``. It is built once per list of arrays and cached.
+    the block plan of ``ref.plan_arrays``. It is uploaded once per parameter set (the first
+    list); new pointers in the other lists are rewritten in place (see ``KernelRuntime``).
     """
-    def build():
-        block_tensor, block_chunk = ref.plan_arrays(sizes, chunk)
-        words = np.concatenate([np.asarray(ptrs, dtype=np.int64) for ptrs in pointer_lists]
-                               + [np.asarray(sizes, dtype=np.int64), block_tensor, block_chunk])
-        return runtime.upload(words, device_id), len(sizes), len(block_tensor)
+    pointers = np.array([p for ptrs in pointer_lists for p in ptrs], dtype=np.int64)
 
-    key = (device_id, chunk, tuple(sizes), *map(tuple, pointer_lists))
-    return cache.get(key, build)
+    def build() -> _Table:
+        block_tensor, block_chunk = ref.plan_arrays(sizes, chunk)
+        words = np.concatenate([pointers, np.asarray(sizes, dtype=np.int64), block_tensor,
+                                block_chunk])
+        entry = _Table()
+        entry.table = runtime.upload(words, device_id)
+        entry.pointers = pointers
+        entry.num_tensors, entry.num_blocks = len(sizes), len(block_tensor)
+        runtime.uploads += 1
+        return entry
+
+    key = (device_id, chunk, len(pointer_lists), tuple(sizes), tuple(pointer_lists[0]))
+    entry = cache.get(key, build)
+    if entry.pointers is not pointers and not np.array_equal(entry.pointers, pointers):
+        runtime.rewrite(entry.table, pointers, device_id)
+        entry.pointers = pointers
+        runtime.rewrites += 1
+    return entry.table, entry.num_tensors, entry.num_blocks
 
 
 # --------------------------------------------------------------------------- zeroing
@@ -358,6 +414,13 @@ def multi_tensor_zero(arrays: Sequence) -> None:
 
 
 # --------------------------------------------------------------------------- gradients
+
+
+def fused_accumulation(grad, incoming) -> bool:
+    """Whether ``accumulate_grad`` takes this pair: equal shapes, float16/32/64 on both sides,
+    a C-contiguous ``grad`` (other gradients use the array library's ``add``)."""
+    return (grad.shape == incoming.shape and grad.dtype in ref.ACCUMULATE_DTYPES
+            and incoming.dtype in ref.ACCUMULATE_DTYPES and grad.flags.c_contiguous)
 
 
 def accumulate_grad(grad, incoming) -> None:

@@ -120,8 +120,8 @@ class NumpyBackend(Backend):
     def uniform(self, shape, dtype, low=0.0, high=1.0):
         return self.generator.uniform(shape, dtype, low, high)
 
-    def normal(self, shape, dtype, mean=0.0, std=1.0):
-        return self.generator.normal(shape, dtype, mean, std)
+    def normal(self, shape, dtype, mean=0.0, std=1.0, contiguous=True):
+        return self.generator.normal(shape, dtype, mean, std, contiguous)
 
     def integers(self, low, high, shape, dtype):
         return self.generator.integers(low, high, shape, dtype)
@@ -131,3 +131,27 @@ class NumpyBackend(Backend):
 
     def bernoulli(self, p, shape, dtype):
         return self.generator.bernoulli(p, shape, dtype)
+
+    def bernoulli_tensor(self, p, dtype):
+        return self.generator.bernoulli_tensor(p, dtype)
+
+    def exponential(self, shape, dtype, lambd=1.0):
+        return self.generator.exponential(shape, dtype, lambd)
+
+    def geometric(self, shape, dtype, p=0.5):
+        return self.generator.geometric(shape, dtype, p)
+
+    def cauchy(self, shape, dtype, median=0.0, sigma=1.0):
+        return self.generator.cauchy(shape, dtype, median, sigma)
+
+    def log_normal(self, shape, dtype, mean=1.0, std=2.0):
+        return self.generator.log_normal(shape, dtype, mean, std)
+
+    def random_bits(self, shape, dtype):
+        return self.generator.random_bits(shape, dtype)
+
+    def unit_doubles(self, n):
+        return self.generator.unit_doubles(n)
+
+    def poisson(self, rates):
+        return self.generator.poisson(rates)

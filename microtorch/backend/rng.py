@@ -225,9 +225,25 @@ class Generator:
     samplers return NumPy arrays and match ``torch`` bit for bit; see the module docstring.
     """
 
-    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+    def __init__(self, device="cpu", seed: int | None = None) -> None:
+        # PyTorch's signature is Generator(device='cpu'); Generator(seed) is kept as a
+        # shorthand (an integer first argument is a seed, never a device here).
+        if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+            device, seed = "cpu", device
+        if str(device) != "cpu":
+            raise NotImplementedError(
+                f"microtorch.Generator replays PyTorch's CPU stream only (got device "
+                f"{str(device)!r}); CUDA tensors draw from their device's CuPy generator, "
+                f"seeded by microtorch.manual_seed")
         self._engine = np.random.MT19937(0)
-        self.manual_seed(seed)
+        self.manual_seed(DEFAULT_SEED if seed is None else seed)
+
+    @property
+    def device(self):
+        """The device whose stream this generator makes (always the CPU)."""
+        from .device import CPU
+
+        return CPU
 
     # ---------------------------------------------------------------- seeding and state
     def manual_seed(self, seed: int) -> Generator:
@@ -359,15 +375,17 @@ class Generator:
         return out.astype(dt, copy=False).reshape(shape)
 
     # ------------------------------------------------------------------------- normal
-    def normal(self, shape: Shape, dtype=_f32, mean: float = 0.0, std: float = 1.0) -> np.ndarray:
-        """``torch.randn(shape)`` / ``Tensor.normal_(mean, std)``."""
+    def normal(self, shape: Shape, dtype=_f32, mean: float = 0.0, std: float = 1.0,
+               contiguous: bool = True) -> np.ndarray:
+        """``torch.randn(shape)`` / ``Tensor.normal_(mean, std)``; ``contiguous=False`` is
+        ``normal_`` on a non-contiguous tensor, which torch fills one Box-Muller sample at a
+        time whatever its size."""
         shape, n = _shape_numel(shape)
         dt = _float_dtype(dtype)
         if not std >= 0.0:
             raise ValueError(f"normal expects std >= 0.0, got std={std}")
-        if n < 16:
-            vals = [self._normal_scalar(float(mean), float(std)) for _ in range(n)]
-            out = np.array(vals, dtype=_f64)
+        if n < 16 or not contiguous:
+            out = self._normal_doubles(n, float(mean), float(std))
             # static_cast<scalar_t>(double); c10::Half converts double via float.
             out = out.astype(_f32).astype(dt) if dt in (_f16, _bf16) else out.astype(dt)
             return out.reshape(shape)
@@ -399,6 +417,25 @@ class Generator:
             ret = r * math.cos(theta)
         return float(_fma64(ret, std, mean))  # val * std + mean, fused by the compiler
 
+    def _normal_doubles(self, n: int, mean: float, std: float) -> np.ndarray:
+        """n calls of ``_normal_scalar`` at once: the cached sine first, then Box-Muller
+        pairs (cosine, sine) in order, the last sine cached when n leaves one over."""
+        out = np.empty(n, _f64)
+        start = 0
+        if n and self._next_double_normal is not None:
+            out[0], self._next_double_normal = self._next_double_normal, None
+            start = 1
+        pairs = (n - start + 1) // 2
+        if pairs:
+            u = self._unit(2 * pairs, np.dtype(_f64)).reshape(pairs, 2)
+            r = np.sqrt(-2.0 * _libm(math.log1p, -u[:, 1]))
+            theta = 2.0 * math.pi * u[:, 0]
+            vals = np.stack([r * _libm(math.cos, theta), r * _libm(math.sin, theta)], 1).ravel()
+            out[start:] = vals[:n - start]
+            if (n - start) % 2:
+                self._next_double_normal = float(vals[-1])
+        return _fma64(out, std, mean) if n else out
+
     def _normal_fill(self, n: int, dtype, transform16) -> np.ndarray:
         """torch's ``normal_fill``: uniforms for all n, Box-Muller per block of 16, tail redo."""
         data = self._unit(n, np.dtype(dtype))
@@ -426,6 +463,8 @@ class Generator:
         if low < info.min or high - 1 > info.max:
             raise ValueError(f"[{low}, {high}) is out of bounds for {dt}")
         span = (high - low) & _U64_MASK
+        if span == 0:  # the full 64-bit range: a random64() word is the value itself
+            return self._random64(n).view(np.int64).astype(dt).reshape(shape)
         # Wide ranges take a random64() per element.  torch 2.13 switches at a range of 2**28
         # for int32 and int64 alike (measured; the older ATen source says 2**32, int64 only).
         words = self._random64(n) if span >= _WIDE_RANGE else self._random(n)
@@ -470,6 +509,134 @@ class Generator:
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
         return (self._unit(n, np.dtype(_f64)) < p).astype(dtype).reshape(shape)
+
+    def bernoulli_tensor(self, p: np.ndarray, dtype) -> np.ndarray:
+        """``Tensor.bernoulli_(p)`` with a tensor ``p`` (already broadcast to the output's
+        shape): a float32 uniform per element when p is float32, a double one otherwise."""
+        p = np.asarray(p)
+        if p.dtype == _f32:
+            u = self._unit(p.size, np.dtype(_f32)).reshape(p.shape)
+        else:
+            u = self._unit(p.size, np.dtype(_f64)).reshape(p.shape)
+            p = p.astype(_f64, copy=False)
+        return (u < p).astype(dtype)
+
+    # ------------------------------------------- the one-double-per-element distributions
+    # torch draws each of these with one ``random64()`` double uniform u per element, in
+    # order, transforms it in double precision with the C library (Python's ``math`` wraps
+    # the same libm) and casts the double to the tensor's dtype.
+
+    def _doubles(self, shape: Shape, dtype, transform) -> np.ndarray:
+        shape, n = _shape_numel(shape)
+        u = self._unit(n, np.dtype(_f64))
+        return _cast_double(np.fromiter(map(transform, u.tolist()), _f64, n), dtype, shape)
+
+    def exponential(self, shape: Shape, dtype=_f32, lambd: float = 1.0) -> np.ndarray:
+        """``Tensor.exponential_(lambd)``: -log(1 - u) / lambd."""
+        lambd = float(lambd)
+        if not lambd > 0.0:
+            raise ValueError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        scale = -1.0 / lambd
+        return self._doubles(shape, dtype, lambda u: scale * math.log1p(-u))
+
+    def geometric(self, shape: Shape, dtype=_f32, p: float = 0.5) -> np.ndarray:
+        """``Tensor.geometric_(p)``: ceil(log(u) / log(1 - p)), trials up to the first success."""
+        p = float(p)
+        if not 0.0 < p < 1.0:
+            raise ValueError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        denom = math.log(1.0 - p)
+        return self._doubles(shape, dtype,
+                             lambda u: math.ceil(math.log(u) / denom) if u > 0 else math.inf)
+
+    def cauchy(self, shape: Shape, dtype=_f32, median: float = 0.0,
+               sigma: float = 1.0) -> np.ndarray:
+        """``Tensor.cauchy_(median, sigma)``: median + sigma * tan(pi * (u - 1/2))."""
+        median, sigma = float(median), float(sigma)
+        if not sigma > 0.0:
+            raise ValueError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        return self._doubles(shape, dtype, lambda u: median + sigma * math.tan(math.pi * (u - 0.5)))
+
+    def log_normal(self, shape: Shape, dtype=_f32, mean: float = 1.0,
+                   std: float = 2.0) -> np.ndarray:
+        """``Tensor.log_normal_(mean, std)``: exp of a double Box-Muller normal per element
+        (the cached-sine path of small ``normal_`` calls, whatever the size)."""
+        mean, std = float(mean), float(std)
+        if not std > 0.0:
+            raise ValueError(f"log_normal_ expects std > 0.0, but found std={std}")
+        shape, n = _shape_numel(shape)
+        return _cast_double(_libm(math.exp, self._normal_doubles(n, mean, std)), dtype, shape)
+
+    def random_bits(self, shape: Shape, dtype) -> np.ndarray:
+        """``Tensor.random_()``: integers over the dtype's whole exact range, [0, 2**mantissa]
+        for floats (one word per element, two for int64 and float64)."""
+        shape, n = _shape_numel(shape)
+        dt = np.dtype(dtype)
+        if dt == np.bool_:
+            return (self._random(n) & np.uint64(1)).astype(bool).reshape(shape)
+        wide = dt in (np.dtype(np.int64), np.dtype(_f64))
+        words = self._random64(n) if wide else self._random(n)
+        if dt.kind == "f":
+            modulus = (1 << np.finfo(dt).nmant + 1) + 1
+        else:
+            modulus = int(np.iinfo(dt).max) + 1
+        return (words % np.uint64(modulus)).astype(dt).reshape(shape)
+
+    def poisson(self, rates: np.ndarray) -> np.ndarray:
+        """``torch.poisson(rates)``: one sample per rate, in order, by torch's CPU sampler
+        (Hoermann's transformed rejection from rate 10 on, products of uniforms below), in
+        double precision with the C library's log/lgamma; the rates' dtype."""
+        flat = np.asarray(rates, _f64).ravel().tolist()
+        if any(not r >= 0 for r in flat):
+            raise ValueError("invalid Poisson rate, expected rate to be non-negative")
+        out = [self._poisson_one(r) for r in flat]
+        return np.array(out, _f64).astype(np.asarray(rates).dtype).reshape(np.shape(rates))
+
+    def _poisson_one(self, lam: float) -> int:
+        def uniform() -> float:
+            return float(self._unit(1, np.dtype(_f64))[0])
+
+        if lam >= 10:
+            slam, loglam = math.sqrt(lam), math.log(lam)
+            b = 0.931 + 2.53 * slam
+            a = -0.059 + 0.02483 * b
+            invalpha = 1.1239 + 1.1328 / (b - 3.4)
+            vr = 0.9277 - 3.6224 / (b - 2)
+            while True:
+                u = uniform() - 0.5
+                v = uniform()
+                us = 0.5 - abs(u)
+                k = math.floor((2 * a / us + b) * u + lam + 0.43)
+                if us >= 0.07 and v <= vr:
+                    return k
+                if k < 0 or (us < 0.013 and v > us):
+                    continue
+                if (math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b)
+                        <= -lam + k * loglam - math.lgamma(k + 1.0)):
+                    return k
+        if lam == 0:
+            return 0
+        enlam, x, prod = math.exp(-lam), 0, 1.0
+        while True:
+            prod *= uniform()
+            if prod > enlam:
+                x += 1
+            else:
+                return x
+
+    def unit_doubles(self, n: int) -> np.ndarray:
+        """n double uniforms in [0, 1) (``uniform_real_distribution<double>``)."""
+        return self._unit(int(n), np.dtype(_f64))
+
+
+def _cast_double(values: np.ndarray, dtype, shape: tuple) -> np.ndarray:
+    """``static_cast<scalar_t>(double)``: a half goes through float, as c10::Half converts."""
+    dt = np.dtype(dtype)
+    if dt == _f16:
+        values = values.astype(_f32)
+    if dt.kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return values.astype(dt).reshape(shape)
+    return values.astype(dt).reshape(shape)
 
 
 # -------------------------------------------------------------- Box-Muller on 16-blocks

@@ -10,10 +10,13 @@ from ..backend import (
     set_current_cuda_index,
 )
 from ..backend.device import device
+from ..backend.sync import get_sync_debug_mode, set_sync_debug_mode
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
            "is_bf16_supported", "manual_seed", "manual_seed_all", "memory_allocated",
-           "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "empty_cache"]
+           "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "empty_cache",
+           "set_sync_debug_mode", "get_sync_debug_mode"]
+
 
 def is_available() -> bool:
     """True when CuPy is installed and a GPU is visible."""
@@ -59,21 +62,30 @@ def _backend(dev):
     return get_backend(dev)
 
 
-def synchronize(device=None) -> None:
-    """Wait for all work queued on a GPU."""
-    _backend(device).synchronize()
-
-
 def manual_seed(seed: int) -> None:
-    """Seed the current GPU's generator (CuPy's, so streams differ from PyTorch's)."""
-    if is_available():
-        _backend(None).manual_seed(seed)
+    """Seed the current GPU's generator (CuPy's, so streams differ from PyTorch's); a GPU not
+    used yet is seeded when it is first used, as in PyTorch."""
+    _seed(int(seed), current_cuda_index())
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed every GPU's generator."""
-    for i in range(device_count()):
-        _backend(i).manual_seed(seed)
+    """Seed every GPU's generator (now for those in use, on first use for the others)."""
+    _seed(int(seed), None)
+
+
+def _seed(seed: int, index: int | None) -> None:
+    from ..backend import initialized_backends
+    from ..backend.cupy_backend import queue_seed
+
+    queue_seed(seed, index)
+    for backend in initialized_backends():
+        if backend.device.type == "cuda" and index in (None, backend.device.index):
+            backend.manual_seed(seed)
+
+
+def synchronize(device=None) -> None:
+    """Wait for all work queued on a GPU (every stream, communication included)."""
+    _backend(device).synchronize()
 
 
 def memory_allocated(device=None) -> int:

@@ -18,11 +18,13 @@ from ..autograd.grad_mode import no_grad, recording
 from ..autograd.node import broadcast_message
 from . import (
     arrange,
+    counting,
     creation,
     elementwise,
     indexed,
     linalg,
     matrix,
+    random_fill,
     reduce,
     shape,
     sorting,
@@ -40,6 +42,7 @@ from ._util import (
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .complex import *  # noqa: F403
+from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
     Abs,
@@ -72,15 +75,18 @@ from .elementwise import (
     Tan,
     Tanh,
     Trunc,
+    allclose,
     bitwise_and,
     bitwise_not,
     bitwise_or,
     bitwise_xor,
     clamp,
     eq,
+    equal,
     floor_divide,
     ge,
     gt,
+    isclose,
     isfinite,
     isinf,
     isnan,
@@ -94,6 +100,7 @@ from .elementwise import (
 from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
+from .random_fill import *  # noqa: F403
 from .reduce import (
     all,
     amax,
@@ -134,6 +141,7 @@ from .shape import (
     repeat,
     reshape,
     scatter_add,
+    select,
     split,
     squeeze,
     stack,
@@ -201,6 +209,7 @@ UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1
          "reciprocal": Reciprocal, "square": Square}
 globals().update({name: _unary_function(cls, name) for name, cls in UNARY.items()})
 negative = globals()["neg"]
+ger = outer  # PyTorch's old name of outer
 absolute = globals()["abs"]
 clip = clamp
 true_divide = divide = div
@@ -412,6 +421,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
     arr_key = shape._index_key(key)
+    shape.check_device_index(self._data, arr_key)
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")
@@ -450,12 +460,28 @@ def _operator(op):
 
 def _reflected(op):
     def method(self, other):
+        if isinstance(other, np.ndarray):  # ``array + tensor``: a TypeError, as in PyTorch
+            return NotImplemented
         return op(other, self)
 
     return method
 
 
+def _commuted(op):
+    """``number op tensor`` for a commutative op, computed as ``tensor op number`` (the same
+    value), so the node's inputs come in PyTorch's order."""
+
+    def method(self, other):
+        if isinstance(other, np.ndarray):  # ``array + tensor``: a TypeError, as in PyTorch
+            return NotImplemented
+        return op(self, other)
+
+    return method
+
+
 def _rtruediv(self: Tensor, other) -> Tensor:
+    if isinstance(other, np.ndarray):
+        return NotImplemented
     # number / tensor is reciprocal(tensor) * number in PyTorch, which rounds differently
     # from a true division.
     return mul(globals()["reciprocal"](self), other)
@@ -508,6 +534,8 @@ def _clamp_max(self, max):  # noqa: A002
 
 
 def _rsub(self: Tensor, other) -> Tensor:
+    if isinstance(other, np.ndarray):
+        return NotImplemented
     out = sub(other, self)
     return out if isinstance(other, Tensor) else named(out, "RsubBackward1")
 
@@ -524,9 +552,11 @@ def _contains(self: Tensor, item) -> bool:
 
 METHODS = dict(
     add=add, sub=sub, mul=mul, div=div, pow=pow, matmul=matmul, mm=mm, bmm=bmm, dot=dot, mv=mv,
-    outer=outer, maximum=maximum, minimum=minimum, clamp=clamp, clip=clamp, where=_where_method,
+    outer=outer, ger=outer, maximum=maximum, minimum=minimum, clamp=clamp, clip=clamp,
+    where=_where_method,
     clamp_min=_clamp_min, clamp_max=_clamp_max, eq=eq, ne=ne, lt=lt, le=le, gt=gt, ge=ge,
-    isfinite=isfinite, isnan=isnan, isinf=isinf, logical_not=logical_not,
+    isfinite=isfinite, isnan=isnan, isinf=isinf, logical_not=logical_not, isclose=isclose,
+    allclose=allclose, equal=equal,
     floor_divide=floor_divide, remainder=remainder, true_divide=div, divide=div, multiply=mul,
     subtract=sub, negative=negative, absolute=absolute,
     sum=sum, mean=mean, var=var, std=std, max=max, min=min, amax=amax, amin=amin, argmax=argmax,
@@ -536,15 +566,16 @@ METHODS = dict(
     unsqueeze=unsqueeze, flatten=flatten, unflatten=unflatten, expand=expand,
     broadcast_to=broadcast_to, repeat=repeat, flip=flip, split=split, chunk=chunk, unbind=unbind,
     narrow=narrow, gather=gather, scatter_add=scatter_add, index_select=index_select,
-    masked_fill=masked_fill, clone=clone, contiguous=contiguous, expand_as=_expand_as,
+    masked_fill=masked_fill, select=select,
+    clone=clone, contiguous=contiguous, expand_as=_expand_as,
     view_as=_view_as, reshape_as=_reshape_as, swapaxes=transpose, swapdims=transpose,
     new_zeros=_new(creation.zeros), new_ones=_new(creation.ones), new_empty=_new(creation.empty),
     new_full=_new(creation.full), new_tensor=_new_tensor,
     zero_=zero_, fill_=fill_, copy_=copy_,
     add_=_ufunc_inplace("add", add), sub_=_ufunc_inplace("subtract", sub),
     __iter__=_iter, __contains__=_contains,
-    __add__=add, __radd__=_reflected(add), __sub__=sub, __rsub__=_rsub,
-    __mul__=mul, __rmul__=_reflected(mul), __truediv__=div, __rtruediv__=_rtruediv,
+    __add__=add, __radd__=_commuted(add), __sub__=sub, __rsub__=_rsub,
+    __mul__=mul, __rmul__=_commuted(mul), __truediv__=div, __rtruediv__=_rtruediv,
     __floordiv__=floor_divide, __rfloordiv__=_reflected(floor_divide), __mod__=remainder,
     __rmod__=_reflected(remainder), __pow__=pow, __rpow__=_reflected(pow), __matmul__=matmul,
     __rmatmul__=_reflected(matmul), __neg__=globals()["neg"], __abs__=globals()["abs"],
@@ -554,13 +585,52 @@ METHODS = dict(
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
     __getitem__=getitem, __setitem__=setitem,
 )
+
+
+def _array_operand(name: str, op):
+    """A binary operator that also accepts a NumPy array on its right, as PyTorch's do.
+
+    PyTorch's own operators refuse the array, so Python hands the operation to NumPy, which
+    computes it on ``self.numpy()`` (hence an error when ``self`` requires grad) with NumPy's
+    promotion rules, and the result comes back as a tensor with bool results as uint8
+    (PyTorch's ``__array_wrap__``): ``float32_tensor + int64_array`` is float64. ``==``/``!=``
+    compare as tensors. ``array + tensor`` stays a TypeError, as in PyTorch.
+    """
+    import operator
+
+    numpy_op = getattr(operator, name)  # operator.__add__ is ``a + b``
+
+    def method(self, other):
+        if not isinstance(other, np.ndarray):
+            return op(self, other)
+        if name in ("__eq__", "__ne__"):
+            if self.requires_grad:  # NumPy cannot read self: Python's identity fallback
+                return NotImplemented
+            return op(self, creation.as_tensor(other))
+        result = np.asarray(numpy_op(self.numpy(), other))
+        if result.dtype == np.bool_:
+            result = result.astype(np.uint8)
+        return creation.from_numpy(np.ascontiguousarray(result))
+
+    method.__name__ = name
+    method.__doc__ = op.__doc__
+    return method
+
+
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__",
+              "__pow__", "__matmul__", "__and__", "__or__", "__xor__", "__eq__", "__ne__"):
+    METHODS[_name] = _array_operand(_name, METHODS[_name])
 # The ops of the smaller op modules whose Tensor methods take the same arguments.
 METHODS.update({name: globals()[name] for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
     "diagonal", "trace", "scatter", "index_add", "masked_select", "take", "roll", "movedim",
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
-    "hypot", "dist", "copysign", "kron", "put", "logcumsumexp")}, erf=erf)
+    "hypot", "dist", "copysign", "kron", "put", "logcumsumexp", "nonzero", "argwhere",
+    "count_nonzero", "bincount", "histc", "unique", "unique_consecutive", "cummax", "cummin",
+    "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
+    "repeat_interleave", "diff", "inner", "msort")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
+METHODS.update(random_fill.METHODS)
 
 
 def install_tensor_methods(cls) -> None:
@@ -572,7 +642,8 @@ def install_tensor_methods(cls) -> None:
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow",
                  "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
-                 "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put"):
+                 "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
+                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum"):
         methods[name + "_"] = _inplace(methods[name])
     methods["masked_fill_"] = masked_fill_
     methods["arctan2_"] = methods["atan2_"]
@@ -596,12 +667,13 @@ __all__ = [
     "clamp", "clip", "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
     *UNARY, "eq", "ne", "lt", "le", "gt", "ge", "isfinite", "isnan", "isinf", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
-    "matmul", "mm", "bmm", "dot", "mv", "outer", "softmax", "log_softmax",
+    "isclose", "allclose", "equal",
+    "matmul", "mm", "bmm", "dot", "mv", "outer", "ger", "softmax", "log_softmax",
     "sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "prod",
     "logsumexp", "norm", "cumsum", "all", "any",
     "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
-    "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf",
+    "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
-    *sorting.__all__, *special.__all__,
+    *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
 ]

@@ -8,11 +8,12 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
-from ..backend import xp_of
+from ..backend import backend_of, xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
-           "sum_to_shape", "xp_of", "is_scalar", "has_internal_overlap",
-           "assert_no_internal_overlap", "check_index_bounds", "broadcast_shape"]
+           "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
+           "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
+           "broadcast_shape"]
 
 wrap_dim = _wrap_dim
 
@@ -43,18 +44,33 @@ def broadcast_shape(*tensors: Tensor) -> tuple:
         raise RuntimeError(broadcast_message(tensors)) from None
 
 
+def check_bounds(idx, low: int, high: int, error: type[Exception], message) -> None:
+    """``error(message(bad))`` unless every index lies in [low, high): at once on the CPU; on a
+    GPU a check on the device, raised at the next synchronisation (no host wait here), whose
+    message names the range but not the offending index (that would need the data)."""
+    def exact() -> str:
+        bad = idx[(idx < low) | (idx >= high)]
+        return message(int(bad.max()) if int(bad.max()) >= high else int(bad.min()))
+
+    backend_of(idx).check((idx >= low) & (idx < high), error,
+                          message(f"outside [{low}, {high})"), exact)
+
+
 def check_index_bounds(idx, n: int, dim: int) -> None:
     """PyTorch's error for gather/scatter indices outside ``[0, n)`` (no negative indices)."""
-    if idx.size:
-        low, high = int(idx.min()), int(idx.max())
-        if low < 0 or high >= n:
-            raise RuntimeError(f"index {low if low < 0 else high} is out of bounds for "
-                               f"dimension {dim} with size {n}")
+    check_bounds(idx, 0, n, RuntimeError,
+                 lambda bad: f"index {bad} is out of bounds for dimension {dim} with size {n}")
 
 
 def is_scalar(x) -> bool:
     """True for Python (and NumPy) numbers."""
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, Tensor)
+
+
+def scalar_name(t: Tensor) -> str:
+    """PyTorch's ScalarType name of a tensor's dtype (``Long``, ``Float``), as its dtype
+    errors print it ("not implemented for 'Long'")."""
+    return _dtype.title(t.dtype)
 
 
 def _keeps_dtype(dt, scalar) -> bool:

@@ -1,4 +1,6 @@
-"""Rearranging: ``roll``, ``movedim``, ``hstack``/``vstack``/``dstack``, ``atleast_*d``, ``rot90``.
+"""Rearranging: ``roll``, ``movedim``, ``hstack``/``vstack``/``dstack``, ``atleast_*d``, ``rot90``,
+``fliplr``/``flipud``, ``tile``, ``repeat_interleave``, ``diff``, ``meshgrid``,
+``cartesian_prod``, ``combinations``, ``block_diag``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -9,11 +11,14 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
 from ..autograd.function import Function, named
 from ._util import Tensor, wrap_dim, xp_of
 
 __all__ = ["roll", "movedim", "moveaxis", "hstack", "vstack", "dstack", "atleast_1d", "atleast_2d",
-           "atleast_3d", "rot90"]
+           "atleast_3d", "rot90", "fliplr", "flipud", "tile", "repeat_interleave", "diff",
+           "meshgrid", "cartesian_prod", "combinations", "block_diag"]
 
 
 class Roll(Function):
@@ -150,4 +155,202 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
         out = input.flip((d0, d1))
     else:
         out = input.flip(d0).transpose(d0, d1)
-    return named(out, "Rot90Backward0")
+    return named(out, "Rot90Backward0", input)
+
+
+# -- flips, tiles, repeats -----------------------------------------------------------------------
+def fliplr(input: Tensor) -> Tensor:
+    """Reverse the columns (dim 1) of a tensor of 2 or more dimensions."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return input.flip(1)
+
+
+def flipud(input: Tensor) -> Tensor:
+    """Reverse the rows (dim 0) of a tensor of 1 or more dimensions."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return input.flip(0)
+
+
+def tile(input: Tensor, dims) -> Tensor:
+    """Repeat the tensor ``dims[i]`` times along each dimension; a shorter ``dims`` is padded
+    with leading ones (``repeat`` with NumPy's ``tile`` rule)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(int(d) for d in dims)
+    dims = (1,) * (input._data.ndim - len(dims)) + dims
+    return input.repeat(dims)
+
+
+def _repeat_counts(repeats: Tensor, size: int | None):
+    arr = repeats._data
+    if arr.ndim > 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if arr.dtype.kind not in "iu":
+        raise RuntimeError("repeats has to be Long or Int tensor")
+    counts = arr.reshape(-1)
+    if size is not None and counts.shape[0] not in (1, size):
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.shape[0]} and input.size(0) = {size}")
+    if counts.size and int(counts.min()) < 0:
+        raise RuntimeError("repeats can not be negative")
+    return counts
+
+
+def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeat each element (or each slice along ``dim``) ``repeats`` times (an int, or one
+    count per element); ``repeat_interleave(counts)`` alone gives each index counts[i]
+    times. ``output_size`` states the result's length (checked)."""
+    from .shape import index_select
+
+    if repeats is None:  # repeat_interleave(repeats): the indices, each repeated
+        counts = _repeat_counts(input, None)
+        xp = xp_of(counts)
+        return Tensor._make(xp.repeat(xp.arange(counts.shape[0], dtype=np.int64), counts))
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else wrap_dim(dim, builtins.max(x._data.ndim, 1))
+    if x._data.ndim == 0:
+        x = x.reshape(1)
+    size = x._data.shape[d]
+    if isinstance(repeats, Tensor) and repeats._data.size != 1:
+        counts = _repeat_counts(repeats, size)
+        total = int(counts.sum())
+        if output_size is not None and output_size != total:
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {total} but "
+                               f"got {output_size}")
+        xp = xp_of(counts)
+        index = Tensor._make(xp.repeat(xp.arange(size, dtype=np.int64), counts))
+        return index_select(x, d, index)
+    r = int(repeats.item() if isinstance(repeats, Tensor) else repeats)
+    if r < 0:
+        raise RuntimeError("repeats can not be negative")
+    if output_size is not None and output_size != r * size:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {r * size} but "
+                           f"got {output_size}")
+    shape = tuple(x._data.shape)
+    spread = x.unsqueeze(d + 1).expand(*shape[:d + 1], r, *shape[d + 1:])
+    return named(spread.reshape(*shape[:d], size * r, *shape[d + 1:]), "ViewBackward0", input)
+
+
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The n-th forward difference along ``dim`` (after concatenating ``prepend`` and
+    ``append``); for bool tensors, whether neighbours differ."""
+    from .shape import cat
+
+    if input._data.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dim(dim, input._data.ndim)
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x._data.shape[d]
+        if length == 0:
+            break
+        hi, lo = x.narrow(d, 1, length - 1), x.narrow(d, 0, length - 1)
+        if x._data.dtype == np.bool_:
+            x = Tensor._make(xp_of(x._data).logical_xor(hi._data, lo._data))
+        else:
+            x = hi - lo
+    return x
+
+
+# -- grids and combinations ----------------------------------------------------------------------
+def meshgrid(*tensors, indexing: str | None = None) -> tuple:
+    """Coordinate grids of 1-D (or 0-d) tensors: with ``indexing='ij'`` (the default) output
+    k varies along dim k; with 'xy' the first two dims are swapped (Cartesian, as NumPy)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    for t in tensors:
+        if t._data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got: {t}")
+    if len({t._data.dtype for t in tensors}) > 1:
+        raise RuntimeError("torch.meshgrid: Expected all tensors in the tensor list to have "
+                           "the same dtype")
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        order[0], order[1] = 1, 0
+    flat = [t.reshape(-1) for t in tensors]
+    shape = [flat[k]._data.shape[0] for k in order]
+    out = []
+    for k, t in enumerate(flat):
+        view = [1] * len(flat)
+        view[order.index(k)] = t._data.shape[0]
+        out.append(t.reshape(view).expand(shape))
+    return tuple(out)
+
+
+def _vector(t: Tensor) -> None:
+    if t._data.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+
+
+def cartesian_prod(*tensors) -> Tensor:
+    """Every combination of one element from each 1-D tensor, as rows (one tensor: itself)."""
+    from .shape import stack
+
+    for t in tensors:
+        _vector(t)
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    """The length-``r`` combinations of a 1-D tensor's elements, as rows (itertools order)."""
+    import itertools
+
+    from .shape import index_select, stack
+
+    _vector(input)
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return Tensor._make(xp_of(input._data).empty((0,), input._data.dtype))
+    n = input._data.shape[0]
+    pick = (itertools.combinations_with_replacement if with_replacement
+            else itertools.combinations)(range(n), r)
+    xp = xp_of(input._data)
+    rows = np.array(list(pick), dtype=np.int64).reshape(-1, r)
+    columns = [index_select(input, 0, Tensor._make(xp.asarray(rows[:, j]))) for j in range(r)]
+    return stack(columns, 1)
+
+
+def block_diag(*tensors) -> Tensor:
+    """The tensors (0-d, 1-d as a row, or 2-d) placed along the diagonal of one matrix,
+    zeros elsewhere, in their promoted dtype."""
+    from .. import _dtype
+    from .shape import cat
+
+    mats = []
+    for i, t in enumerate(tensors):
+        nd = t._data.ndim
+        if nd > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {nd} dimensions")
+        mats.append(t.reshape(1, 1) if nd == 0 else t.reshape(1, -1) if nd == 1 else t)
+    if not mats:
+        return Tensor._make(np.empty((1, 0), np.float32))
+    dt = mats[0].dtype
+    for m in mats[1:]:
+        dt = _dtype.promote(dt, m.dtype)
+    mats = [m if m.dtype == dt else m.to(dt) for m in mats]
+    xp = xp_of(mats[0]._data)
+    width = builtins.sum(m._data.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        h, w = m._data.shape
+        pad_l = Tensor._make(xp.zeros((h, left), dt.np))
+        pad_r = Tensor._make(xp.zeros((h, width - left - w), dt.np))
+        rows.append(cat([pad_l, m, pad_r], 1))
+        left += w
+    return named(cat(rows, 0), "BlockDiagBackward0", *tensors)

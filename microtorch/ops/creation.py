@@ -15,7 +15,9 @@ from ._util import Tensor, sizes_arg
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
            "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
-           "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm"]
+           "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
+           "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
+           "CharTensor", "ByteTensor", "BoolTensor"]
 
 
 def _finish(arr, requires_grad: bool) -> Tensor:
@@ -95,7 +97,8 @@ def _copied(data, dtype, device, requires_grad: bool) -> Tensor:
             raise ValueError(f"expected sequence of length {lengths[0]} at dim {lengths[2]} "
                              f"(got {lengths[1]})")
     out = backend.asarray(arr, dtype=dt)
-    if out is data or (isinstance(data, np.ndarray) and np.shares_memory(out, data)):
+    if out is data or (type(out) is np.ndarray and isinstance(data, np.ndarray)
+                       and np.shares_memory(out, data)):
         out = out.copy()
     return _finish(out, requires_grad)
 
@@ -369,14 +372,35 @@ def _random(method: str, size, dtype, device, requires_grad, *args, generator=No
     return _finish(backend.asarray(arr), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def _size_keyword(size: tuple, keyword) -> tuple:
+    """Varargs sizes, or the ``size=`` keyword PyTorch also accepts (not both)."""
+    if keyword is None:
+        return size
+    if size:
+        raise TypeError("got the size both positionally and as the 'size' keyword")
+    return (keyword,)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False,
+         **kwargs) -> Tensor:
     """Uniform samples in [0, 1)."""
+    size = _size_keyword(size, kwargs.pop("size", None))
+    _no_extra_keywords("rand", kwargs)
     return _random("uniform", size, dtype, device, requires_grad, generator=generator)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False,
+          **kwargs) -> Tensor:
     """Standard normal samples."""
+    size = _size_keyword(size, kwargs.pop("size", None))
+    _no_extra_keywords("randn", kwargs)
     return _random("normal", size, dtype, device, requires_grad, generator=generator)
+
+
+def _no_extra_keywords(name: str, kwargs: dict) -> None:
+    kwargs.pop("out", None), kwargs.pop("layout", None), kwargs.pop("pin_memory", None)
+    if kwargs:
+        raise TypeError(f"{name}() got unexpected keyword arguments {list(kwargs)}")
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -391,13 +415,16 @@ def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
-    """Uniform integers in [low, high)."""
+    """Uniform integers in [low, high): ``randint(high, size)``, ``randint(low, high, size)``
+    (``size`` and ``high`` may be keywords: ``randint(10, size=(3,))``)."""
     if size is None:
         low, high, size = 0, low, high
     elif high is None:
-        raise TypeError("randint() missing the 'high' or 'size' argument")
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing 1 required argument: 'size'")
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
@@ -427,22 +454,77 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     return _finish(backend.asarray(source.randperm(int(n), dt.np)), requires_grad)
 
 
+def _legacy_new(dt: _dtype.dtype, args: tuple, device=None, sizes_from_lists=False) -> Tensor:
+    """PyTorch's legacy constructor calls: no argument is an empty 1-D tensor, integers (or
+    one ``Size``) an uninitialised tensor of that shape, anything else data to convert."""
+    from .._tensor import Size
+
+    def is_int(a) -> bool:
+        return isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+
+    if not args:
+        return empty(0, dtype=dt, device=device)
+    if all(is_int(a) for a in args):
+        return empty(args, dtype=dt, device=device)
+    if len(args) == 1 and (isinstance(args[0], Size) or sizes_from_lists and isinstance(
+            args[0], (tuple, list)) and all(is_int(a) for a in args[0])):
+        return empty(tuple(args[0]), dtype=dt, device=device)
+    if len(args) > 1:
+        raise TypeError(f"new(): invalid combination of arguments: expected sizes (ints) or "
+                        f"one sequence of data, got {len(args)} arguments")
+    data = args[0]
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dt, copy=True).detach()
+    return tensor(data, dtype=dt, device=device)
+
+
 def _legacy_constructor(cls, *args, **kwargs) -> Tensor:
-    """``Tensor(data)`` copies data as floats; ``Tensor(2, 3)`` is an uninitialised 2x3."""
+    """``Tensor(data)`` copies data as floats; ``Tensor(2, 3)`` is an uninitialised 2x3;
+    ``Tensor()`` an empty 1-D tensor."""
     device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
-    if not args or all(isinstance(a, (int, np.integer)) for a in args):
-        base = empty(args, device=device)
-    elif len(args) == 1 and isinstance(args[0], (tuple, list)) and all(
-            isinstance(a, (int, np.integer)) for a in args[0]) and cls is not Tensor:
-        base = empty(tuple(args[0]), device=device)
-    else:
-        base = _copied(args[0], _dtype.get_default_dtype(), device, False)
+    base = _legacy_new(_dtype.get_default_dtype(), args, device, sizes_from_lists=cls is not Tensor)
     if cls is Tensor:
         return base
-    out = cls._make(base._data, False, None)
-    return out
+    return cls._make(base._data, False, None)
+
+
+class _LegacyTensorType(type):
+    """The type of ``FloatTensor`` and its kin: calling one builds a CPU tensor of its dtype
+    (``LongTensor([1, 2])``, ``FloatTensor(2, 3)``), and ``isinstance(t, FloatTensor)`` asks
+    whether ``t`` is a float32 CPU tensor, as in PyTorch."""
+
+    def __call__(cls, *args, device=None):
+        return _legacy_new(cls.dtype, args, device)
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype and not obj.is_cuda
+
+    def __repr__(cls) -> str:
+        return f"<class 'microtorch.{cls.__name__}'>"
+
+
+def _legacy_type(name: str, dt: _dtype.dtype) -> _LegacyTensorType:
+    return _LegacyTensorType(name, (), {
+        "dtype": dt, "__doc__": f"PyTorch's legacy constructor of {dt.name} CPU tensors."})
+
+
+FloatTensor = _legacy_type("FloatTensor", _dtype.float32)
+DoubleTensor = _legacy_type("DoubleTensor", _dtype.float64)
+HalfTensor = _legacy_type("HalfTensor", _dtype.float16)
+LongTensor = _legacy_type("LongTensor", _dtype.int64)
+IntTensor = _legacy_type("IntTensor", _dtype.int32)
+ShortTensor = _legacy_type("ShortTensor", _dtype.int16)
+CharTensor = _legacy_type("CharTensor", _dtype.int8)
+ByteTensor = _legacy_type("ByteTensor", _dtype.uint8)
+BoolTensor = _legacy_type("BoolTensor", _dtype.bool_)
+def legacy_type_dtype(spec) -> _dtype.dtype:
+    """The dtype of a legacy type (``LongTensor``) or of a dtype (``Tensor.type``'s argument;
+    type names as strings are ``_dtype.parse_tensor_type``'s)."""
+    if isinstance(spec, _LegacyTensorType):
+        return spec.dtype
+    return _dtype.as_dtype(spec)
 
 
 def _parse_to(tensor_: Tensor, *args, **kwargs):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
@@ -22,6 +24,7 @@ def _grad_for(grad, meta):
 # -- binary arithmetic ------------------------------------------------------------------------
 class Add(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
@@ -44,6 +47,7 @@ def _is_bool(x) -> bool:
 
 class Sub(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
@@ -66,6 +70,7 @@ class Sub(Function):
 
 class Mul(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b):
@@ -86,6 +91,7 @@ class Mul(Function):
 
 class Div(Function):
     lifted = True
+    torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
@@ -229,6 +235,7 @@ class Minimum(_Select):
 
 class Where(Function):
     lifted = True
+    torch_operands = (1, 2)  # PyTorch's node has no edge for the condition
 
     @staticmethod
     def forward(ctx, cond, a, b):
@@ -397,12 +404,23 @@ class Clamp(Function):
     @staticmethod
     def backward(ctx, grad):
         g, x, lo, hi = lift(grad, *ctx.saved_tensors, *ctx.bounds)
+        F = namespace(g)
         keep = None
         if lo is not None:
             keep = x >= lo
         if hi is not None:
             keep = (x <= hi) if keep is None else keep & (x <= hi)
-        return finish(namespace(g).where(keep, g, 0.0), None, None)
+        # Tensor bounds get the gradient where they are the result (PyTorch's
+        # clamp_backward_min_max): min where x < min < max, max where x > max or max < min.
+        g_lo = g_hi = None
+        lo_meta, hi_meta = (_meta(b) for b in ctx.bounds)
+        if lo_meta is not None:
+            pick = x < lo if hi is None else (x < lo) & (lo < hi)
+            g_lo = reduce_grad(F.where(pick, g, 0.0), *lo_meta)
+        if hi_meta is not None:
+            pick = x > hi if lo is None else (x > hi) | (hi < lo)
+            g_hi = reduce_grad(F.where(pick, g, 0.0), *hi_meta)
+        return finish(F.where(keep, g, 0.0), g_lo, g_hi)
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
@@ -500,3 +518,61 @@ class ClampMinValueOnly(Function):
     def backward(ctx, grad):
         (g,) = lift(grad)
         return finish(g, None)
+
+
+# -- closeness ------------------------------------------------------------------------------------
+def _same_dtype_operands(a: Tensor, b, name: str):
+    if not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(b).__name__}")
+    if a._data.dtype != b._data.dtype:
+        from ._util import scalar_name
+
+        raise RuntimeError(f"{scalar_name(a)} did not match {scalar_name(b)}")
+    return a._data, b._data
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """True where |input - other| <= atol + rtol * |other| (or the two are equal, infinities
+    included; NaNs count as equal with ``equal_nan``); both of one dtype."""
+    a, b = _same_dtype_operands(input, other, "isclose")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+    xp = xp_of(a)
+    try:
+        equal = a == b
+        if a.dtype.kind == "b":
+            return Tensor._make(xp.asarray(equal))
+        if a.dtype.kind != "f":  # integers: the tolerance in the default float dtype
+            a = a.astype("float32")
+            b = b.astype("float32")
+        with np.errstate(invalid="ignore"):  # inf - inf: settled by ``equal`` below
+            close = equal | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
+        close &= xp.isfinite(a) & xp.isfinite(b) | equal
+        if equal_nan:
+            close |= xp.isnan(a) & xp.isnan(b)
+    except ValueError:
+        from ..autograd.function import broadcast_message
+
+        raise RuntimeError(broadcast_message((input, other))) from None
+    return Tensor._make(xp.asarray(close))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    """True when every element of ``isclose(input, other, ...)`` is."""
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """True when both have the same shape and the same values (any dtypes; NaN != NaN)."""
+    if tuple(input._data.shape) != tuple(other._data.shape):
+        return False
+    a, b = input._data, other._data
+    if type(a) is not type(b):
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {input.device} and {other.device}!")
+    return bool((a == b).all())

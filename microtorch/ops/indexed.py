@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from ..autograd.function import Function, named
-from ._util import Tensor, check_index_bounds, wrap_dim, xp_of
+from ._util import Tensor, check_bounds, check_index_bounds, wrap_dim, xp_of
 from .shape import _index_add
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put"]
@@ -124,10 +124,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     if list(source._data.shape) != expect and not (source._data.ndim == 0 and not expect):
         raise RuntimeError("index_add_(): source and index sizes do not match")
     idx, n = index._data, (input._data.shape[d] if input._data.ndim else 1)
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):  # (no negative indices)
-        if input._data.ndim <= 1:  # PyTorch's 1-d kernel checks with an IndexError
-            raise IndexError("index out of range in self")
-        check_index_bounds(idx, n, d)
+    if input._data.ndim > 1:
+        check_index_bounds(idx, n, d)  # (no negative indices)
+    else:  # PyTorch's 1-d kernel checks with an IndexError
+        check_bounds(idx, 0, n, IndexError, lambda bad: "index out of range in self")
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 
@@ -144,16 +144,14 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     x = input.expand(shape) if input._data.shape != shape else input
     m = mask._data if mask._data.shape == shape else xp_of(mask._data).broadcast_to(
         mask._data, shape)
-    return named(x[Tensor._make(m)], "MaskedSelectBackward0")
+    return named(x[Tensor._make(m)], "MaskedSelectBackward0", input)
 
 
 def _check_flat_index(index: Tensor, n: int) -> None:
     """IndexError unless every entry of ``index`` lies in [-n, n)."""
-    idx = index._data
-    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
-        bad = int(idx.max()) if int(idx.max()) >= n else int(idx.min())
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                         "elements.")
+    check_bounds(index._data, -n, n, IndexError,
+                  lambda bad: f"out of range: tried to access index {bad} on a tensor of {n} "
+                              "elements.")
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
@@ -162,7 +160,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
         raise RuntimeError("take(): Expected a long tensor for index, but got "
                            f"{index.dtype.name.capitalize()}")
     _check_flat_index(index, input._data.size)
-    return named(input.reshape(-1)[index], "TakeBackward0")
+    return named(input.reshape(-1)[index], "TakeBackward0", input)
 
 
 class Put(Function):

@@ -121,7 +121,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
                                f"but got {input.shape[0]} and {other.shape[0]} elements "
                                f"respectively")
         return named(MatMul.apply(input.unsqueeze(0), other.unsqueeze(1)).reshape(()),
-                     "DotBackward0")
+                     "DotBackward0", input, other)
     if db == 1:
         _check_mv_dtypes(input, other)
     elif db == 2:
@@ -130,10 +130,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         check_bmm_dtypes(input, other)
     if da == 1:
         return named(MatMul.apply(input.unsqueeze(0), other).squeeze(-2),
-                     "SqueezeBackward4" if db == 2 else "UnsafeViewBackward0")
+                     "SqueezeBackward4" if db == 2 else "UnsafeViewBackward0", input, other)
     if db == 1:
         return named(MatMul.apply(input, other.unsqueeze(1)).squeeze(-1),
-                     "MvBackward0" if da == 2 else "UnsafeViewBackward0")
+                     "MvBackward0" if da == 2 else "UnsafeViewBackward0", input, other)
     return MatMul.apply(input, other)
 
 

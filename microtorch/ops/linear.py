@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Function, finish, lift
+from ..autograd.node import ShownNode, _edge_node
 from ._util import _needs
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_mm_dtypes
@@ -43,10 +44,27 @@ class Linear(Function):
                                f"{xa.shape[-1]} and {wa.shape[1]}x{wa.shape[0]})")
         ctx.save_for_backward(x, weight)
         ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
+        ctx.in_ndim = xa.ndim
         out = xa @ wa.T
         if bias is not None:
             out += bias._data  # (bfloat16: into the float32 product, one rounding as PyTorch)
         return _round(out, xa.dtype)
+
+    @property
+    def next_functions(self) -> tuple:
+        """The graph PyTorch's linear builds, for walks that print it: ``addmm(bias, x,
+        weight.t())`` for 2-D input (``mm`` without bias), through views of x and of the
+        product for other ranks; ``TBackward0`` and the views are shown, not run."""
+        x, w, b = (*self._next, None, None)[:3]
+        t = None if w is None else ShownNode("TBackward0", w)
+        nd, bias = self.in_ndim, len(self._next) == 3  # (edges reach the last tensor)
+        if nd == 2:
+            edges = (b, x, t) if bias else (x, t)
+            return tuple((_edge_node(e), 0) for e in edges)
+        if x is not None:
+            x = ShownNode("UnsqueezeBackward0" if nd == 1 and not bias else "ViewBackward0", x)
+        product = ShownNode("AddmmBackward0", b, x, t) if bias else ShownNode("MmBackward0", x, t)
+        return ((product, 0),)
 
     @staticmethod
     def backward(ctx, grad):

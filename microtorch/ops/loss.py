@@ -10,6 +10,7 @@ import numpy as np
 
 from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import state
+from ..backend import backend_of
 from ._util import _needs, _wrap, reduce_grad, xp_of
 from .activation import Softmax, _log_softmax_array
 
@@ -26,8 +27,10 @@ def class_targets(t, w, ignore_index: int, c: int, dtype):
     """
     keep = t != ignore_index
     safe = xp_of(t).where(keep, t, 0)
-    if safe.size and (int(safe.min()) < 0 or int(safe.max()) >= c):
-        raise IndexError(f"Target {int(safe[(safe < 0) | (safe >= c)][0])} is out of bounds.")
+    # On a GPU the check runs on the device and reports at the next synchronisation.
+    backend_of(safe).check((safe >= 0) & (safe < c), IndexError, "Target is out of bounds.",
+                           lambda: f"Target {int(safe[(safe < 0) | (safe >= c)][0])} is out "
+                                   f"of bounds.")
     row_w = keep.astype(dtype) if w is None else w[safe] * keep
     return safe, keep, row_w
 
@@ -85,7 +88,11 @@ class CrossEntropy(Function):
             b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
         if reduction == "mean":
             # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
-            scale = 1 / denom if denom else 0.0
+            if xp is np:
+                scale = 1 / denom if denom else 0.0
+            else:  # a device-side select: reading ``denom`` on the host would sync
+                nonzero = denom != 0
+                scale = xp.where(nonzero, 1 / xp.where(nonzero, denom, 1), 0)
             a, b = a * scale, b * scale
         a = a[:, None]
         (g,) = lift(grad)
@@ -106,8 +113,8 @@ class BinaryCrossEntropy(Function):
     def forward(ctx, x, y):
         xa, ya = x._data, y._data
         xp = xp_of(xa)
-        if ((xa < 0) | (xa > 1)).any():
-            raise RuntimeError("all elements of input should be between 0 and 1")
+        backend_of(xa).check(~((xa < 0) | (xa > 1)), RuntimeError,  # NaN passes, as there
+                             "all elements of input should be between 0 and 1")
         with np.errstate(divide="ignore"):
             log_x = xp.maximum(xp.log(xa), -100)
             log_1mx = xp.maximum(xp.log1p(-xa), -100)

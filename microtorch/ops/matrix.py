@@ -1,4 +1,5 @@
-"""Matrix ops: triangles, ``einsum``, products with an added term, diagonals, ``kron``.
+"""Matrix ops: triangles, ``einsum``, products with an added term, diagonals, ``kron``,
+``vander``, ``tensordot``, ``inner``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -18,7 +19,8 @@ from ._util import Tensor, wrap_dim, xp_of
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
-__all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron"]
+__all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron",
+           "vander", "tensordot", "inner"]
 
 
 def _triangle(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
@@ -33,7 +35,7 @@ def _triangle(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
     zero = xp.zeros((), arr.dtype)
     # where(mask, x, 0): zeros (not NaN * 0) outside the triangle, and a masked gradient
     return named(input.where(Tensor._make(keep), Tensor._make(zero)),
-                 "TrilBackward0" if lower else "TriuBackward0")
+                 "TrilBackward0" if lower else "TriuBackward0", input)
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
@@ -211,7 +213,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
                            "mat2 must be a matrix")
     check_addmm_dtypes(input, mat1, mat2)
-    return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0")
+    return named(_beta_alpha(input, mat1.mm(mat2), beta, alpha), "AddmmBackward0", input, mat1,
+                 mat2)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
@@ -223,7 +226,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     if input._data.dtype != batch1._data.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input {cpp_name(input)}, "
                            f"batch1: {cpp_name(batch1)}, batch2: {cpp_name(batch2)}")
-    return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0")
+    return named(_beta_alpha(input, batch1.bmm(batch2), beta, alpha), "BaddbmmBackward0", input,
+                 batch1, batch2)
 
 
 def _diag_key(shape: tuple, offset: int, d1: int, d2: int):
@@ -326,7 +330,7 @@ def trace(input: Tensor) -> Tensor:
     arr = input._data
     if arr.dtype.kind in "biu":  # integer traces sum to int64, as sum does
         return Diagonal.apply(input, 0, 0, 1, True).sum()
-    return named(Diagonal.apply(input, 0, 0, 1, True).sum(), "TraceBackward0")
+    return named(Diagonal.apply(input, 0, 0, 1, True).sum(), "TraceBackward0", input)
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:
@@ -335,7 +339,78 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
     sa = (1,) * (nd - input._data.ndim) + tuple(input._data.shape)
     sb = (1,) * (nd - other._data.ndim) + tuple(other._data.shape)
     # interleave the dims: a's (i, 1) and b's (1, k) broadcast to (i, k) pairs
-    a = input.reshape(tuple(x for n in sa for x in (n, 1)))
-    b = other.reshape(tuple(x for n in sb for x in (1, n)))
+    from .shape import _reshaped  # (PyTorch's kron reshapes with _unsafe_view, named so)
+
+    a = _reshaped(input, tuple(x for n in sa for x in (n, 1)), "UnsafeViewBackward0")
+    b = _reshaped(other, tuple(x for n in sb for x in (1, n)), "UnsafeViewBackward0")
     shape = tuple(p * q for p, q in zip(sa, sb))
-    return named((a * b).reshape(shape), "UnsafeViewBackward0")
+    return named((a * b).reshape(shape), "UnsafeViewBackward0")  # (composite in PyTorch too)
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
+    """The Vandermonde matrix of a 1-D tensor: columns x^(N-1), ..., x, 1 (or increasing
+    powers). Integer inputs give int64, as in PyTorch."""
+    if x._data.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x._data.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if x._data.dtype.kind in "biu":
+        x = x.to(_dtype.int64)
+    xp = xp_of(x._data)
+    rows = x._data.shape[0]
+    if n == 0:
+        return Tensor._make(xp.empty((rows, 0), x._data.dtype))
+    from .shape import cat
+
+    ones = Tensor._make(xp.ones((rows, 1), x._data.dtype))
+    powers = ones if n == 1 else cat([ones, x.unsqueeze(1).expand(rows, n - 1)], 1).cumprod(1)
+    return powers if increasing else powers.flip(1)
+
+
+def _tensordot_dims(a: Tensor, b: Tensor, dims) -> tuple[list, list]:
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > builtins.min(a._data.ndim, b._data.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        return list(range(a._data.ndim - dims, a._data.ndim)), list(range(dims))
+    da, db = dims
+    da = [da] if isinstance(da, int) else list(da)
+    db = [db] if isinstance(db, int) else list(db)
+    if len(da) != len(db):
+        raise RuntimeError(f"both dimension lists should have same length, got {len(da)} and "
+                           f"{len(db)}")
+    return ([wrap_dim(d, a._data.ndim) for d in da], [wrap_dim(d, b._data.ndim) for d in db])
+
+
+def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+    """The sum of products over the paired dims (``dims``: a count of a's last and b's
+    first dims, or two lists), as one matrix product of the rearranged operands."""
+    da, db = _tensordot_dims(a, b, dims)
+    for i, j in zip(da, db):
+        if a._data.shape[i] != b._data.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a._data.shape[i]} in dim {i} and second has size "
+                               f"{b._data.shape[j]} in dim {j}")
+    free_a = [i for i in range(a._data.ndim) if i not in da]
+    free_b = [j for j in range(b._data.ndim) if j not in db]
+    k = 1
+    for i in da:
+        k *= a._data.shape[i]
+    out_shape = [a._data.shape[i] for i in free_a] + [b._data.shape[j] for j in free_b]
+    left = a.permute(*free_a, *da).reshape(-1, k)
+    right = b.permute(*db, *free_b).reshape(k, -1)
+    return left.mm(right).reshape(out_shape)
+
+
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Sums of products over the last dims (a product when either is 0-d)."""
+    if input._data.ndim == 0 or other._data.ndim == 0:
+        return input * other
+    if input._data.shape[-1] != other._data.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))

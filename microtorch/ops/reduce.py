@@ -139,7 +139,7 @@ def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
         wide = var(input.float(), dim, unbiased, keepdim, correction=correction).sqrt()
         return named(wide.to(input.dtype), "StdBackward0")
     return named(var(input, dim, unbiased, keepdim, correction=correction).sqrt(),
-                 "StdBackward0")
+                 "StdBackward0", input)
 
 
 class _ExtremeAll(Function):
@@ -198,8 +198,8 @@ def _extreme(op: str, input: Tensor, dim=None, keepdim=False):
     values = input.gather(d, indices)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
-    return values_indices(named(values, "MaxBackward0" if op == "max" else "MinBackward0"),
-                          indices)
+    return values_indices(named(values, "MaxBackward0" if op == "max" else "MinBackward0",
+                                input), indices)
 
 
 def max(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
@@ -317,7 +317,7 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     peak = amax(input, dims, keepdim=True).detach()
     peak = peak.where(peak.isfinite(), 0.0)
     out = (input - peak).exp().sum(dims, keepdim=True).log() + peak
-    return named(out if keepdim else out.squeeze(dims), "LogsumexpBackward0")
+    return named(out if keepdim else out.squeeze(dims), "LogsumexpBackward0", input)
 
 
 class _Norm2(Function):
@@ -395,7 +395,7 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor
     if ord in (math.inf, -math.inf):
         extreme = amax if ord > 0 else amin
         return named(extreme(input.abs(), dims if dims is not None else (), keepdim),
-                     "LinalgVectorNormBackward0")
+                     "LinalgVectorNormBackward0", input)
     return PNorm.apply(input, float(ord), dims, keepdim)
 
 

@@ -220,7 +220,7 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     inter = x.reshape(tuple(v for s in shape for v in (1, s)))
     expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
     return named(expanded.reshape(tuple(r * s for r, s in zip(sizes, shape))),
-                 "RepeatBackward0")
+                 "RepeatBackward0", input)
 
 
 class Flip(Function):
@@ -310,7 +310,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._data.shape)} at entry {i}")
     d = wrap_dim(dim, len(shape) + 1)
-    return named(cat([t.unsqueeze(d) for t in tensors], d), "StackBackward0")
+    return named(cat([t.unsqueeze(d) for t in tensors], d), "StackBackward0", *tensors)
 
 
 def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
@@ -412,6 +412,44 @@ def _index_add(xp, target, key, values) -> None:
         cupyx.scatter_add(target, key, values)
 
 
+def check_device_index(arr, key: tuple) -> None:
+    """On a GPU, check the integer index arrays of ``key`` against ``arr``'s dimensions on the
+    device (CuPy wraps out-of-bounds indices around where NumPy raises; PyTorch's CUDA
+    indexing asserts on the device). The failure is reported at the next synchronisation."""
+    if type(arr) is np.ndarray:
+        return  # NumPy raises by itself, at once
+    arrays = [k for k in key if hasattr(k, "dtype") and getattr(k, "ndim", 0) >= 0
+              and not isinstance(k, (np.generic, bool, int))]
+    if not any(k.dtype.kind in "iu" for k in arrays):
+        return
+    consumed = sum(k.ndim if hasattr(k, "dtype") and k.dtype == np.bool_ else 1
+                   for k in key if k is not None and k is not Ellipsis)
+    axis = 0
+    backend = None
+    for k in key:
+        if k is Ellipsis:
+            axis += arr.ndim - consumed
+        elif k is None:
+            continue
+        elif hasattr(k, "dtype") and k.dtype == np.bool_:
+            axis += k.ndim
+        else:
+            if hasattr(k, "dtype") and k.dtype.kind in "iu" and axis < arr.ndim:
+                from ..backend import backend_of
+
+                size = arr.shape[axis]
+                if type(k) is np.ndarray:  # a host index: checked here, no device involved
+                    bad = k[(k < -size) | (k >= size)]
+                    if bad.size:
+                        raise IndexError(f"index {bad[0]} is out of bounds for dimension "
+                                         f"{axis} with size {size}")
+                else:
+                    backend = backend or backend_of(arr)
+                    backend.check((k >= -size) & (k < size), IndexError,
+                                  "index out of bounds for the indexed dimension")
+            axis += 1
+
+
 class Index(Function):
     """``x[key]`` (``key`` a tuple; ``single``: written without one, as ``x[k]``)."""
 
@@ -424,6 +462,7 @@ class Index(Function):
         ctx.shape, ctx.dtype, ctx.key = arr.shape, arr.dtype, key
         if single:
             ctx.single = True
+        check_device_index(arr, key)
         try:
             out = arr[key]
         except IndexError as exc:
@@ -504,6 +543,20 @@ def getitem(input: Tensor, key) -> Tensor:
                          f"of the indexed tensor {list(input._data.shape)}")
     out = Index.apply(input, key, single)
     return _as_view(out, input) if _is_basic(key) else out
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at ``index`` along ``dim``, without that dim (a view, as ``x[:, index]``)."""
+    nd = input._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = input._data.shape[d]
+    i = int(index)
+    if not -size <= i < size:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{list(input._data.shape)} at dimension {d}")
+    return getitem(input, (slice(None),) * d + (i,))
 
 
 class IndexPut(Function):
@@ -596,7 +649,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index._data.dtype.kind not in "iu":
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0")
+    return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0", input)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:

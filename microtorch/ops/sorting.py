@@ -1,4 +1,5 @@
-"""Sorting: ``sort``, ``argsort``, ``topk``, ``kthvalue`` (PyTorch's named-tuple results).
+"""Sorting and sorted order: ``sort``, ``argsort``, ``topk``, ``kthvalue`` (PyTorch's
+named-tuple results), ``unique``, ``unique_consecutive``, ``searchsorted``, ``bucketize``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -14,8 +15,10 @@ import numpy as np
 
 from ..autograd.function import named
 from ._util import Tensor, wrap_dim, xp_of
+from .counting import no_derivative
 
-__all__ = ["sort", "argsort", "topk", "kthvalue"]
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
+           "searchsorted", "bucketize"]
 
 
 # PyTorch's torch.return_types.* are named tuples with these fields.
@@ -57,12 +60,17 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
         values = input.clone()
     else:
         values = input.gather(d, idx)
-    return sort_result(named(values, "SortBackward1" if stable else "SortBackward0"), idx)
+    return sort_result(named(values, "SortBackward1" if stable else "SortBackward0", input), idx)
 
 
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
     """The indices that sort ``input`` along ``dim``."""
     return sort(input, dim, descending, stable).indices
+
+
+def msort(input: Tensor) -> Tensor:
+    """The values sorted along dim 0."""
+    return sort(input, 0).values
 
 
 def _select_sorted(input: Tensor, dim: int, descending: bool):
@@ -84,7 +92,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     if input._data.ndim == 0:
         return topk_result(named(input.clone(), "TopkBackward0"), idx)
     idx = idx.narrow(d, 0, k).contiguous() if k < size else idx
-    return topk_result(named(input.gather(d, idx), "TopkBackward0"), idx)
+    return topk_result(named(input.gather(d, idx), "TopkBackward0", input), idx)
 
 
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
@@ -99,4 +107,120 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     values = input.gather(d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
-    return kthvalue_result(named(values, "KthvalueBackward0"), idx)
+    return kthvalue_result(named(values, "KthvalueBackward0", input), idx)
+
+
+# -- unique values -------------------------------------------------------------------------------
+_UNIQUE_NODES = {"_unique2": "Unique2Backward0", "unique_dim": "UniqueDimBackward0",
+                 "unique_consecutive": "UniqueConsecutiveBackward0"}
+
+
+def _unique_result(values, inverse, counts, return_inverse, return_counts, input, name):
+    out = no_derivative(values, name, _UNIQUE_NODES[name], input)
+    extra = [Tensor._make(a.astype(np.int64)) for a, wanted in
+             ((inverse, return_inverse), (counts, return_counts)) if wanted]
+    return (out, *extra) if extra else out
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: int | None = None):
+    """The distinct values (or, with ``dim``, the distinct slices along dim) in ascending
+    order; optionally where each element went (``return_inverse``) and how often each value
+    occurs (``return_counts``). Every NaN counts as distinct, as in PyTorch. The result is
+    always sorted (PyTorch's CPU ``sorted=False`` sorts too)."""
+    arr = input._data
+    xp = xp_of(arr)
+    if dim is None:
+        flat = arr.reshape(-1)
+        kwargs = {"equal_nan": False} if xp is np else {}
+        values, inverse, counts = xp.unique(flat, return_inverse=True, return_counts=True,
+                                            **kwargs)
+        inverse = inverse.reshape(arr.shape)
+        return _unique_result(values, inverse, counts, return_inverse, return_counts, input,
+                              "_unique2")
+    d = wrap_dim(dim, builtins.max(arr.ndim, 1))
+    if arr.ndim == 0:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got "
+                         f"{dim})")
+    values, inverse, counts = xp.unique(arr, return_inverse=True, return_counts=True, axis=d)
+    return _unique_result(xp.ascontiguousarray(values), inverse.reshape(-1), counts,
+                          return_inverse, return_counts, input, "unique_dim")
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None):
+    """Collapse each run of equal consecutive values (or slices along ``dim``) to one."""
+    arr = input._data
+    xp = xp_of(arr)
+    if dim is None:
+        moved = arr.reshape(-1, 1)
+    else:
+        d = wrap_dim(dim, builtins.max(arr.ndim, 1))
+        moved = xp.moveaxis(arr, d, 0).reshape(arr.shape[d], -1)
+    n = moved.shape[0]
+    starts = xp.ones(n, dtype=bool)
+    if n > 1:
+        starts[1:] = (moved[1:] != moved[:-1]).any(axis=1)
+    inverse = xp.cumsum(starts) - 1
+    first = xp.nonzero(starts)[0]
+    counts = xp.diff(xp.concatenate([first, xp.asarray([n])]))
+    if dim is None:
+        values = arr.reshape(-1)[first]
+        inverse = inverse.reshape(arr.shape)
+    else:
+        values = xp.ascontiguousarray(xp.take(arr, first, axis=d))
+    return _unique_result(values, inverse, counts, return_inverse, return_counts, input,
+                          "unique_consecutive")
+
+
+# -- binary search -------------------------------------------------------------------------------
+def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter: Tensor | None = None) -> Tensor:
+    """Where each value of ``input`` would be inserted into ``sorted_sequence`` (along its
+    last dim) to keep it sorted: the first such place, or with ``right=True``/``side='right'``
+    the last. An N-D sequence searches row by row for the matching rows of ``input``."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to "
+                               "opposites, got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    xp = xp_of(seq)
+    scalar = not isinstance(input, Tensor)
+    if scalar and seq.ndim != 1:
+        raise RuntimeError("torch.searchsorted(): input value can be a scalar only when "
+                           "boundaries tensor dimension is 1, but we got boundaries tensor "
+                           f"dim({seq.ndim}) and input value's dim(0) numel(1)")
+    values = xp.asarray(input, dtype=seq.dtype) if scalar else input._data
+    if sorter is not None:
+        if sorter._data.shape != seq.shape:
+            raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {list(seq.shape)}and got sorter "
+                               f"tensor {list(sorter.shape)}")
+        seq = xp.take_along_axis(seq, sorter._data.astype(np.int64), axis=-1)
+    if seq.ndim > 1 and seq.shape[:-1] != values.shape[:-1]:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                           "first N-1 dimensions of boundaries tensor and input value tensor "
+                           f"must match, but we got boundaries tensor {list(seq.shape)} and "
+                           f"input value tensor {list(values.shape)}")
+    how = "right" if right else "left"
+    if seq.ndim <= 1:
+        out = xp.searchsorted(seq.reshape(-1), values, side=how)
+    else:
+        rows, vals = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
+        out = xp.stack([xp.searchsorted(r, v, side=how) for r, v in zip(rows, vals)])
+        out = out.reshape(values.shape)
+    return Tensor._make(xp.asarray(out, dtype=np.int32 if out_int32 else np.int64))
+
+
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False) -> Tensor:
+    """The bucket of each value among 1-D ``boundaries``: i with b[i-1] < x <= b[i]
+    (``right=True``: b[i-1] <= x < b[i])."""
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
+                           f"dim({boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)

@@ -6,6 +6,7 @@ This module must not import ``microtorch.nn`` (one direction of dependency).
 from __future__ import annotations
 
 from ..autograd.function import Function
+from ..backend import backend_of
 from ._util import _wrap, xp_of
 
 __all__ = ["Embedding"]
@@ -22,8 +23,8 @@ class Embedding(Function):
             raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                                "following scalar types: Long, Int")
         n = wa.shape[0]
-        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
-            raise IndexError("index out of range in self")
+        backend_of(idx).check((idx >= 0) & (idx < n), IndexError,  # on a GPU: on the device
+                              "index out of range in self")
         ctx.idx, ctx.shape, ctx.padding_idx = idx, wa.shape, padding_idx
         return wa[idx]
 

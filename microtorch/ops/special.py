@@ -1,6 +1,7 @@
 """Elementwise and pairwise functions: ``atan2``, ``hypot``, ``lerp``, ``erfc``/``erfinv``,
 ``nan_to_num``, ``cumprod``, ``logcumsumexp``, ``clamp_min``/``clamp_max``, ``copysign``,
-``dist``/``cdist``.
+``dist``/``cdist``, ``cummax``/``cummin``, ``logit``, ``xlogy``, ``sinc``, ``frac``,
+``heaviside``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections import namedtuple
 
 import numpy as np
 
@@ -23,14 +25,17 @@ from ._util import (
     is_scalar,
     promote_operands,
     reduce_grad,
+    scalar_name,
     wrap_dim,
     xp_of,
 )
 from .complex import conj_of
+from .counting import no_derivative
 from .elementwise import _meta
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
-           "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp"]
+           "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp", "cummax",
+           "cummin", "logit", "xlogy", "sinc", "frac", "heaviside"]
 
 
 def _float_operands(a, b):
@@ -113,13 +118,13 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if is_scalar(weight):
         w = float(weight)
         out = input + w * diff if builtins.abs(w) < 0.5 else end - diff * (1.0 - w)
-        return named(out, "LerpBackward0")
+        return named(out, "LerpBackward0", input, end)
     if weight._data.dtype != input._data.dtype:
         raise RuntimeError(f"expected dtype {input.dtype.name} for `weight` but got dtype "
                            f"{weight.dtype.name}")
     small = Tensor._make(xp_of(weight._data).abs(weight._data) < 0.5)
     out = (input + weight * diff).where(small, end - diff * (1 - weight))
-    return named(out, "LerpBackward1")
+    return named(out, "LerpBackward1", input, end, weight)
 
 
 def _special(name: str, arr):
@@ -181,7 +186,7 @@ def nan_to_num(input: Tensor, nan=0.0, posinf=None, neginf=None) -> Tensor:
     xp = xp_of(arr)
     fill = xp.where(xp.isnan(arr), nan, xp.where(arr > 0, pos, neg)).astype(arr.dtype)
     finite = Tensor._make(xp.isfinite(arr))
-    return named(input.where(finite, Tensor._make(fill)), "NanToNumBackward0")
+    return named(input.where(finite, Tensor._make(fill)), "NanToNumBackward0", input)
 
 
 class Cumprod(Function):
@@ -242,7 +247,7 @@ def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
 
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     """The p-norm of input - other."""
-    return named((input - other).norm(p), "DistBackward0")
+    return named((input - other).norm(p), "DistBackward0", input, other)
 
 
 def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
@@ -260,7 +265,11 @@ def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return named(diff.norm(p, -1), "CdistBackward0")
+    if p == 0:
+        # The count of differing coordinates; sign's zero derivative gives PyTorch's zero
+        # gradients (norm(0) would leave the inputs out of the graph).
+        return named(diff.sign().abs().sum(-1), "CdistBackward0", x1, x2)
+    return named(diff.norm(p, -1), "CdistBackward0", x1, x2)
 
 
 class Copysign(Function):
@@ -345,6 +354,151 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     if input._data.dtype.kind != "f":
         raise RuntimeError("logcumsumexp(): expected a floating point tensor")
     return Logcumsumexp.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1)))
+
+
+# -- running extremes ----------------------------------------------------------------------------
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+
+
+def _accumulate(ufunc, arr, axis: int):
+    """``ufunc.accumulate`` along ``axis``, step by step where the array module lacks it
+    (CuPy builds without ufunc.accumulate)."""
+    try:
+        return ufunc.accumulate(arr, axis=axis)
+    except (AttributeError, NotImplementedError, TypeError):
+        xp = xp_of(arr)
+        out = xp.moveaxis(arr.copy(), axis, 0)
+        for i in range(1, out.shape[0]):
+            out[i] = ufunc(out[i - 1], out[i])
+        return xp.moveaxis(out, 0, axis)
+
+
+def _running_extreme(input: Tensor, dim: int, largest: bool):
+    """(values, indices) of the running maximum (or minimum) along ``dim``: a tie moves the
+    index to the later element and a NaN, once met, stays (at the latest NaN), as in PyTorch.
+    The values are a gather at the indices, so gradients flow to the chosen elements."""
+    arr = input._data
+    xp = xp_of(arr)
+    if arr.ndim == 0:
+        return input.clone(), Tensor._make(xp.zeros((), np.int64))
+    d = wrap_dim(dim, arr.ndim)
+    if arr.dtype == np.bool_:
+        run = _accumulate(xp.logical_or if largest else xp.logical_and, arr, d)
+    else:
+        run = _accumulate(xp.maximum if largest else xp.minimum, arr, d)
+    hit = (arr == run)
+    if arr.dtype.kind == "f":
+        hit |= xp.isnan(arr)
+    shape = [1] * arr.ndim
+    shape[d] = arr.shape[d]
+    positions = xp.arange(arr.shape[d], dtype=np.int64).reshape(shape)
+    idx = _accumulate(xp.maximum, xp.where(hit, positions, 0), d)
+    indices = Tensor._make(xp.ascontiguousarray(idx))
+    return input.gather(d, indices), indices
+
+
+def cummax(input: Tensor, dim: int):
+    """The running maximum along ``dim`` and the index where each was reached."""
+    values, indices = _running_extreme(input, dim, True)
+    return cummax_result(named(values, "CummaxBackward0", input), indices)
+
+
+def cummin(input: Tensor, dim: int):
+    """The running minimum along ``dim`` and the index where each was reached."""
+    values, indices = _running_extreme(input, dim, False)
+    return cummin_result(named(values, "CumminBackward0", input), indices)
+
+
+# -- more elementwise functions ------------------------------------------------------------------
+def _as_float(input: Tensor) -> Tensor:
+    """Integer and bool tensors as the default float dtype (PyTorch's unary float ops)."""
+    if input._data.dtype.kind in "fc":
+        return input
+    return input.to(_dtype.get_default_dtype())
+
+
+class Logit(Function):
+    """log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given; the gradient
+    is grad / (x (1 - x)), zero outside [eps, 1 - eps] (PyTorch's logit_backward)."""
+
+    torch_name = "LogitBackward0"
+
+    @staticmethod
+    def forward(ctx, x, eps):
+        arr = x._data
+        xp = xp_of(arr)
+        ctx.eps = eps
+        ctx.save_for_backward(x)
+        z = arr if eps is None else xp.clip(arr, arr.dtype.type(eps), arr.dtype.type(1 - eps))
+        with np.errstate(divide="ignore", invalid="ignore"):  # +-inf and NaN outside (0, 1)
+            return xp.log(z / (1 - z)).astype(arr.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        out = grad / (x * (1 - x))
+        if ctx.eps is None:
+            return out, None
+        inside = (x >= ctx.eps) & (x <= 1 - ctx.eps)
+        return out.where(inside, 0.0), None
+
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """The inverse of the sigmoid, log(x / (1 - x)) (x clamped to [eps, 1 - eps])."""
+    return Logit.apply(_as_float(input), None if eps is None else float(eps))
+
+
+def xlogy(input, other) -> Tensor:
+    """input * log(other), and 0 where input is 0 (NaN where other is NaN); either argument
+    may be a number."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("xlogy(): expected at least one tensor argument")
+    ref = input if isinstance(input, Tensor) else other
+    xa, xb, dt = _float_operands(input, other)
+    xp = xp_of(ref._data)
+    x = input if isinstance(input, Tensor) else Tensor._make(xp.asarray(xa, dtype=dt))
+    y = other if isinstance(other, Tensor) else Tensor._make(xp.asarray(xb, dtype=dt))
+    if x._data.dtype != dt:
+        x = x.to(_dtype.from_numpy_dtype(dt))
+    if y._data.dtype != dt:
+        y = y.to(_dtype.from_numpy_dtype(dt))
+    zero = Tensor._make(xp.zeros((), dt))
+    out = (x * y.log()).where(x != 0, zero).where(~y.isnan(), y)
+    name = "XlogyBackward0" if isinstance(input, Tensor) and isinstance(other, Tensor) else (
+        "XlogyBackward2" if isinstance(input, Tensor) else "XlogyBackward1")
+    return named(out, name, *(t for t in (input, other) if isinstance(t, Tensor)))
+
+
+def sinc(input: Tensor) -> Tensor:
+    """sin(pi x) / (pi x), and 1 at x = 0 (gradient 0 there)."""
+    x = _as_float(input)
+    xp = xp_of(x._data)
+    at_zero = Tensor._make(x._data == 0)
+    one = Tensor._make(xp.ones((), x._data.dtype))
+    safe = x.where(~at_zero, one)  # keeps 0/0 out of the gradient at x = 0
+    scaled = safe * math.pi
+    return named((scaled.sin() / scaled).where(~at_zero, one), "SincBackward0", input)
+
+
+def frac(input: Tensor) -> Tensor:
+    """The fractional part x - trunc(x), with x's sign (gradient 1)."""
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{scalar_name(input)}'")
+    return named(input - input.trunc(), "FracBackward0", input)
+
+
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """The step function: 0 where input < 0, ``values`` (broadcast) where input == 0,
+    1 where input > 0 (not differentiable, as in PyTorch)."""
+    if input._data.dtype != values._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different "
+                           "dtypes.")
+    a, v = input._data, values._data
+    xp = xp_of(a)
+    out = xp.where(a == 0, v, (a > 0).astype(a.dtype)).astype(a.dtype, copy=False)
+    return no_derivative(xp.ascontiguousarray(out), "heaviside", "NotImplemented", input,
+                         values, message="derivative for aten::heaviside is not implemented")
 
 
 # -- erf (for the exact GELU) -------------------------------------------------------------------

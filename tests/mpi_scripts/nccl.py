@@ -12,10 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
-import microtorch as torch
-import microtorch.distributed as dist
-from microtorch import nn
-from microtorch.nn.parallel import DistributedDataParallel as DDP
+if os.environ.get("MICROTORCH_TEST_CUDA") == "standin":  # the CUDA tier without a GPU
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import cupy_standin
+
+    cupy_standin.install()
+
+import microtorch as torch  # noqa: E402
+import microtorch.distributed as dist  # noqa: E402
+from microtorch import nn  # noqa: E402
+from microtorch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from ...autograd.function import named
+from ...autograd.node import ShownNode, edge_of
 from ...ops import _inplace, where
 from ...ops import activation as A
 from ...ops import activation as _softmaxes
@@ -50,17 +51,17 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     """x where x > 0, else negative_slope * x."""
     out = where(input > 0, input, input * negative_slope)
     return _inplace_result(input, out, "LeakyReluBackward1") if inplace else \
-        named(out, "LeakyReluBackward0")
+        named(out, "LeakyReluBackward0", input)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x) (exact, via erf) or its tanh approximation (``approximate='tanh'``)."""
     if approximate == "none":
         return named(input * 0.5 * (1.0 + erf(input * (1.0 / math.sqrt(2.0)))),
-                     "GeluBackward0")
+                     "GeluBackward0", input)
     if approximate == "tanh":
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return named(input * 0.5 * (1.0 + inner.tanh()), "GeluBackward0")
+        return named(input * 0.5 * (1.0 + inner.tanh()), "GeluBackward0", input)
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
@@ -68,7 +69,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
     out = input * Sigmoid.apply(input)
     return _inplace_result(input, out, "SiluBackward0") if inplace else \
-        named(out, "SiluBackward0")
+        named(out, "SiluBackward0", input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -123,7 +124,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {n}")
     a, b = input.narrow(d, 0, n // 2), input.narrow(d, n // 2, n // 2)
-    return named(a * b.sigmoid(), "GluBackward0")
+    return named(a * b.sigmoid(), "GluBackward0", input)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -259,7 +260,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         w = weight.reshape((n,) + (1,) * (input.ndim - 2))
     else:
         w = weight.reshape((1,) * input.ndim)
-    return named(where(input > 0, input, w * input), "PreluKernelBackward0")
+    # (PyTorch's prelu kernel gets the weight through a view)
+    shown = ShownNode("ViewBackward0", edge_of(weight)) if weight.requires_grad else None
+    return named(where(input > 0, input, w * input), "PreluKernelBackward0", input, shown)
 
 
 def softsign(input: Tensor) -> Tensor:

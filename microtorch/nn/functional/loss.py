@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ...autograd.function import named
+from ...autograd.node import ShownNode, edge_of
 from ...ops import loss as L
 from ...ops import masked_fill, where
 from ...ops._util import Tensor, xp_of
@@ -73,7 +74,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     loss = diff * diff
     if weight is not None:  # PyTorch's weighted form is a composition too
         return _weighted_reduce(loss, input, weight, reduction)
-    return named(_reduce(loss, reduction), "MseLossBackward0")
+    return named(_reduce(loss, reduction), "MseLossBackward0", input, target)
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
@@ -137,7 +138,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     else:
         loss = _restore_shape(loss, shape, reduction)
     # (with label smoothing, PyTorch's last op mixes the two losses)
-    return named(loss, "AddBackward0" if label_smoothing else _nll_name(input.ndim, reduction))
+    if label_smoothing:  # (PyTorch's last op mixes the two losses)
+        return named(loss, "AddBackward0")
+    # PyTorch's cross_entropy is nll_loss of log_softmax: that node stands between
+    shown = ShownNode("LogSoftmaxBackward0", edge_of(input)) if input.requires_grad else None
+    return named(loss, _nll_name(input.ndim, reduction), shown)
 
 
 def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
@@ -181,7 +186,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
         loss = loss.reshape(()) if reduction == "none" else loss
     else:
         loss = _restore_shape(loss, shape, reduction)
-    return named(loss, _nll_name(input.ndim, reduction))
+    return named(loss, _nll_name(input.ndim, reduction), input)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -195,7 +200,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if weight is not None:
         loss = loss * weight
     return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
-                 "BinaryCrossEntropyBackward0")
+                 "BinaryCrossEntropyBackward0", input, target)
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
@@ -219,7 +224,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if weight is not None:
         loss = loss * weight
     return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
-                 "BinaryCrossEntropyWithLogitsBackward0")
+                 "BinaryCrossEntropyWithLogitsBackward0", input, target)
 
 
 
@@ -245,7 +250,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     if beta == 0:
         return _reduce(ad, reduction)
     return named(_reduce(where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta), reduction),
-                 "SmoothL1LossBackward0")
+                 "SmoothL1LossBackward0", input, target)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
@@ -262,7 +267,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")
         return _reduce(loss * weight, reduction)  # (PyTorch's weighted form is composite)
-    return named(_reduce(loss, reduction), "HuberLossBackward0")
+    return named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
 
 
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
@@ -297,7 +302,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     return named(_reduce(Log1p.apply(Exp.apply(-input * target)), reduction),
-                 "SoftMarginLossBackward0")
+                 "SoftMarginLossBackward0", input)  # (target: not differentiable)
 
 
 def _same_dims(name: str, *tensors: Tensor, labels=("input1", "input2", "target")) -> None:

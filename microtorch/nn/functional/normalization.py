@@ -39,7 +39,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         out = out * weight
     if bias is not None:
         out = out + bias
-    return named(out, "NativeLayerNormBackward0")
+    return named(out, "NativeLayerNormBackward0", input, weight, bias)
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -89,7 +89,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         out = out * weight.reshape(view)
     if bias is not None:
         out = out + bias.reshape(view)
-    return named(out, "NativeBatchNormBackward0")
+    return named(out, "NativeBatchNormBackward0", input, weight, bias)
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
@@ -134,7 +134,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     centred = x - mean
     var = (centred * centred).mean(-1, keepdim=True)
     out = (centred * (var + eps).rsqrt()).reshape(input.shape)
-    return named(_affine(out, weight, bias), "NativeGroupNormBackward0")
+    return named(_affine(out, weight, bias), "NativeGroupNormBackward0", input, weight, bias)
 
 
 def _verify_spatial_size(shape) -> None:

@@ -137,7 +137,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     sums = matmul(matmul(sh, input), sw.t())
     # (PyTorch takes the mean over the last two dims for a 1 x 1 output)
     return named(sums / const(input, ch[:, None] * cw[None, :]),
-                 "MeanBackward1" if (oh, ow) == (1, 1) else "AdaptiveAvgPool2DBackward0")
+                 "MeanBackward1" if (oh, ow) == (1, 1) else "AdaptiveAvgPool2DBackward0", input)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
@@ -164,5 +164,5 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     indices = index.reshape(n, c, oh, ow)
     if input.ndim == 3:
         out, indices = out.squeeze(0), indices.squeeze(0)
-    named(out, "AdaptiveMaxPool2DBackward0")
+    named(out, "AdaptiveMaxPool2DBackward0", input)
     return (out, indices) if return_indices else out

@@ -7,6 +7,7 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
+from ...backend import backend_of
 from ...ops._util import Tensor, xp_of
 from ...ops.sparse import Embedding
 
@@ -31,9 +32,10 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if idx.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     xp = xp_of(idx)
-    if num_classes == -1:
-        num_classes = int(idx.max()) + 1 if idx.size else 0
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num_classes):
-        raise RuntimeError("Class values must be smaller than num_classes.")
+    backend = backend_of(idx)
+    if num_classes == -1:  # the output's size needs the data: a sync point on a GPU
+        num_classes = backend.item(idx.max()) + 1 if idx.size else 0
+    backend.check((idx >= 0) & (idx < num_classes), RuntimeError,
+                  "Class values must be smaller than num_classes.")
     out = (idx[..., None] == xp.arange(num_classes)).astype(xp.int64)
     return Tensor._make(out, False, None)

@@ -164,7 +164,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     k = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return named(x.reshape(*lead, c // (r * r), h * r, w * r), "PixelShuffleBackward0")
+    return named(x.reshape(*lead, c // (r * r), h * r, w * r), "PixelShuffleBackward0", input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -185,7 +185,8 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     k = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return named(x.reshape(*lead, c * r * r, h // r, w // r), "PixelUnshuffleBackward0")
+    return named(x.reshape(*lead, c * r * r, h // r, w // r), "PixelUnshuffleBackward0",
+                 input)
 
 
 # -- padding modes (used by ``functional.pad``) --------------------------------------------------

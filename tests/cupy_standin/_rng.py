@@ -1,0 +1,104 @@
+"""``cupy.random``: one generator per device, seeded by ``seed()`` or, until then, randomly.
+
+CuPy draws its own streams (not NumPy's), so values only need to be reproducible under a seed;
+what matters for microtorch is which device's generator a call uses and that an unseeded one
+differs between runs, as on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _array, _cuda, _names
+
+_generators: dict[int, np.random.Generator] = {}
+
+
+def reset() -> None:
+    """Forget every device's generator (a fresh process)."""
+    _generators.clear()
+
+
+def _gen() -> np.random.Generator:
+    device_id = _cuda.current_device_id()
+    gen = _generators.get(device_id)
+    if gen is None:
+        gen = _generators[device_id] = np.random.default_rng()  # entropy, like CuPy's default
+    return gen
+
+
+def _float_dtype(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"cupy.random only supports float32 and float64, got {dtype}")
+    return dtype
+
+
+def _device(host: np.ndarray):
+    return _array._new(host, _cuda.current_device_id())
+
+
+def _size(size):
+    return () if size is None else size
+
+
+def seed(seed=None) -> None:
+    """Seed the current device's generator (None: from entropy)."""
+    _generators[_cuda.current_device_id()] = np.random.default_rng(
+        None if seed is None else int(seed))
+
+
+def random(size=None, dtype=float):
+    """Uniform samples in [0, 1)."""
+    return _device(_gen().random(_size(size), dtype=_float_dtype(dtype)))
+
+
+def standard_normal(size=None, dtype=float):
+    """Standard normal samples."""
+    return _device(_gen().standard_normal(_size(size), dtype=_float_dtype(dtype)))
+
+
+def normal(loc=0.0, scale=1.0, size=None, dtype=float):
+    """Normal samples."""
+    out = _gen().standard_normal(_size(size), dtype=_float_dtype(dtype))
+    return _device((out * scale + loc).astype(dtype, copy=False))
+
+
+def uniform(low=0.0, high=1.0, size=None, dtype=float):
+    """Uniform samples in [low, high)."""
+    out = _gen().random(_size(size), dtype=_float_dtype(dtype))
+    return _device((out * (high - low) + low).astype(dtype, copy=False))
+
+
+def randint(low, high=None, size=None, dtype="l"):
+    """Uniform integers in [low, high)."""
+    if high is None:
+        low, high = 0, low
+    return _device(_gen().integers(low, high, size=_size(size), dtype=dtype))
+
+
+def permutation(a):
+    """A permutation of ``range(a)`` (an int) or of a device array's first axis."""
+    if isinstance(a, _array.ndarray):
+        return _device(_gen().permutation(a._a))
+    if isinstance(a, np.ndarray):
+        raise TypeError(f"Unsupported type {type(a)}")
+    return _device(_gen().permutation(int(a)))
+
+
+def rand(*size, dtype=float):
+    """Uniform samples of shape ``size``."""
+    return random(size, dtype)
+
+
+def randn(*size, dtype=float):
+    """Standard normal samples of shape ``size``."""
+    return standard_normal(size, dtype)
+
+
+def build():
+    """The ``cupy.random`` module."""
+    return _names.module("cupy.random", {
+        "seed": seed, "random": random, "random_sample": random, "standard_normal":
+        standard_normal, "normal": normal, "uniform": uniform, "randint": randint,
+        "permutation": permutation, "rand": rand, "randn": randn})
