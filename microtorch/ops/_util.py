@@ -13,7 +13,7 @@ from ..backend import backend_of, xp_of
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
-           "broadcast_shape"]
+           "broadcast_shape", "tensors_arg"]
 
 wrap_dim = _wrap_dim
 
@@ -152,6 +152,21 @@ def sizes_arg(sizes, fn: str = "", arg: str = "size") -> tuple:
                             f"\"type must be tuple of ints,but got {type(s).__name__}\"")
         out.append(n)
     return tuple(out)
+
+
+def tensors_arg(tensors, fn: str) -> list:
+    """The ``tensors`` argument of cat/stack as a list, each element checked (PyTorch's
+    TypeErrors: a sequence of Tensors, not one Tensor or anything else)."""
+    if not isinstance(tensors, (list, tuple)) and not (
+            hasattr(tensors, "__iter__") and not isinstance(tensors, (Tensor, str))):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return tensors
 
 
 def dims_arg(dim, ndim: int) -> tuple | None:

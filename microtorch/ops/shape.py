@@ -12,7 +12,7 @@ from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
-from ._util import Tensor, check_index_bounds, sizes_arg, sum_to_shape, wrap_dim, xp_of
+from ._util import Tensor, check_index_bounds, sizes_arg, sum_to_shape, tensors_arg, wrap_dim, xp_of
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
@@ -260,24 +260,9 @@ class Cat(Function):
                                for g, dt in zip(grads, ctx.dtypes))
 
 
-def _tensor_list(tensors, fn: str) -> list:
-    """The ``tensors`` argument of cat/stack as a list, each element checked (PyTorch's
-    TypeErrors: a sequence of Tensors, not one Tensor or anything else)."""
-    if not isinstance(tensors, (list, tuple)) and not (
-            hasattr(tensors, "__iter__") and not isinstance(tensors, (Tensor, str))):
-        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type(tensors).__name__}")
-    tensors = list(tensors)
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
-                            f"{type(t).__name__}")
-    return tensors
-
-
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
-    tensors = _tensor_list(tensors, "cat")
+    tensors = tensors_arg(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     tensors = [t for t in tensors if not (t._data.ndim == 1 and t._data.size == 0)] or tensors
@@ -301,7 +286,7 @@ concat = concatenate = cat
 
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
-    tensors = _tensor_list(tensors, "stack")
+    tensors = tensors_arg(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
