@@ -60,10 +60,12 @@ cfloat, cdouble = complex64, complex128
 
 from . import (  # noqa: E402
     accelerator,
+    amp,
     autograd,
     backends,
     cpu,
     cuda,
+    distributions,  # after nn: distributions build on nn.functional
     jit,
     linalg,
     nn,
@@ -86,6 +88,24 @@ from ._threads import (  # noqa: E402
     get_num_threads,
     set_num_interop_threads,
     set_num_threads,
+)
+from .amp.autocast_mode import (  # noqa: E402
+    autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
 )
 from .backends.cuda import (  # noqa: E402
     get_float32_matmul_precision,
@@ -133,7 +153,13 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
-           "save", "load", "utils", "linalg", *_ops_all]
+           "save", "load", "utils", "linalg", "distributions", "amp",
+           "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
+           "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
+           "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
+           "set_autocast_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype",
+           "is_autocast_cpu_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
+           "set_autocast_gpu_dtype", *_ops_all]
 del _dtype
 
 

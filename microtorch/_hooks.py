@@ -15,15 +15,30 @@ class RemovableHandle:
 
     _ids = itertools.count()
 
-    def __init__(self, hooks: dict, hook: Callable | None = None) -> None:
+    def __init__(self, hooks: dict, hook: Callable | None = None, *, prepend: bool = False,
+                 extra_dict: dict | set | tuple = ()) -> None:
         self._hooks = hooks
         self.id = next(RemovableHandle._ids)
+        # Side tables keyed by the same id (a hook's with_kwargs / always_call flags): removing
+        # the hook removes its entries there too, as PyTorch's ``extra_dict``.
+        self._extra = extra_dict if isinstance(extra_dict, tuple) else (extra_dict,)
         if hook is not None:
-            hooks[self.id] = hook
+            if prepend:  # run before every hook registered so far
+                rest = list(hooks.items())
+                hooks.clear()
+                hooks[self.id] = hook
+                hooks.update(rest)
+            else:
+                hooks[self.id] = hook
 
     def remove(self) -> None:
         """Unregister the hook (no-op when already removed)."""
         self._hooks.pop(self.id, None)
+        for table in self._extra:
+            if isinstance(table, set):
+                table.discard(self.id)
+            else:
+                table.pop(self.id, None)
 
     def __enter__(self) -> RemovableHandle:
         return self

@@ -1,4 +1,4 @@
-"""``microtorch.linalg``: vector and matrix norms, as in ``torch.linalg``."""
+"""``microtorch.linalg``: norms, Cholesky factors and triangular solves, as in ``torch.linalg``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import math
 from . import _dtype
 from ._tensor import Tensor
 from .ops import vector_norm as _vector_norm
+from .ops.cholesky import LinAlgError, cholesky, solve_triangular
 
-__all__ = ["vector_norm", "matrix_norm", "norm"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "cholesky", "solve_triangular", "LinAlgError"]
 
 
 def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,

@@ -203,6 +203,11 @@ cupy.indices cupy.moveaxis cupy.roll cupy.arctan2 cupy.hypot cupy.where cupy.isn
 cupy.isfinite cupy.abs cupy.copysign cupy.logaddexp cupy.exp cupy.log cupy.full cupy.zeros_like
 cupyx.scipy.special.erfc cupyx.scipy.special.erfinv
 cupy.sign cupy.clip cupy.sqrt cupy.divide cupy.negative cupy.dot cupy.ndarray.copy
+cupy.random.standard_gamma cupy.random.poisson cupy.random.binomial cupy.searchsorted
+cupy.cumsum cupy.log1p cupy.sin cupy.stack cupy.nextafter cupy.broadcast_arrays cupy.array
+cupy.linalg.cholesky cupy.linalg.eigvalsh cupyx.errstate cupyx.scipy.special.gammaln
+cupyx.scipy.special.digamma cupyx.scipy.special.polygamma cupyx.scipy.special.gammainc
+cupyx.scipy.special.gammaincc
 """.split()
 
 # The NCCL API of microtorch/distributed/_nccl.py (only there when CuPy finds libnccl).

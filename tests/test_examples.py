@@ -77,7 +77,6 @@ def test_the_line_comparison_rules():
 # Examples that need work still in progress, with what they wait for. Strict: an example that
 # starts to match fails here until it is taken off this list.
 PENDING = {
-    "reinforce.py": "torch.distributions",
 }
 
 

@@ -337,7 +337,8 @@ def test_in_place_forms_and_aliases(device):
     for fn in (lambda m, x: x.logit_(), lambda m, x: x.sinc_(), lambda m, x: x.frac_(),
                lambda m, x: x.xlogy_(2.0), lambda m, x: x.heaviside_(m.tensor([0.5]).double()),
                lambda m, x: x.cumsum_(0), lambda m, x: m.ger(x, x), lambda m, x: m.msort(x),
-               lambda m, x: x.clamp_(min=m.zeros(4).double() + 0.1).clip_(0.0, 0.9)):
+               lambda m, x: x.clamp_(min=m.zeros(4, device=x.device).double() + 0.1)
+               .clip_(0.0, 0.9)):
         check(fn, [data], device, grad=False)
 
 

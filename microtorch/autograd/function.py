@@ -125,7 +125,9 @@ class Function(Node):
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        if _defined_in_microtorch(cls):  # one of microtorch's ops: the internal contract
+        # One of microtorch's ops: the internal contract (unless it asks for the user one, as
+        # nn's module backward hooks do: they need several outputs and Tensor gradients).
+        if _defined_in_microtorch(cls) and not cls.__dict__.get("user_contract", False):
             cls.apply = _NODE_APPLY
             return
         name = f"{cls.__name__}Backward"

@@ -38,6 +38,7 @@ mt19937 as done here.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Sequence
@@ -416,6 +417,39 @@ class Generator:
             self._next_double_normal = r * math.sin(theta)
             ret = r * math.cos(theta)
         return float(_fma64(ret, std, mean))  # val * std + mean, fused by the compiler
+
+    @contextlib.contextmanager
+    def scalar_draws(self, chunk: int = 1024):
+        """``(uniform, normal)``: one double uniform / one cached Box-Muller normal per call,
+        as ATen's sequential samplers draw them; read ahead in chunks, the engine left exactly
+        past the words used on exit."""
+        start, exhausted = self._engine.state, self._next_when_exhausted
+        f64, buf, pos, used = np.dtype(_f64), [], 0, 0
+
+        def uniform() -> float:
+            nonlocal buf, pos, used
+            if pos == len(buf):
+                buf, pos = self._unit(chunk, f64).tolist(), 0
+            pos += 1
+            used += 1
+            return buf[pos - 1]
+
+        def normal() -> float:
+            if self._next_double_normal is not None:
+                ret, self._next_double_normal = self._next_double_normal, None
+                return ret
+            u1, u2 = uniform(), uniform()
+            r = math.sqrt(-2.0 * math.log1p(-u2))
+            theta = 2.0 * math.pi * u1
+            self._next_double_normal = r * math.sin(theta)
+            return r * math.cos(theta)
+
+        try:
+            yield uniform, normal
+        finally:
+            self._engine.state = start
+            self._next_when_exhausted = exhausted
+            self._random(2 * used)
 
     def _normal_doubles(self, n: int, mean: float, std: float) -> np.ndarray:
         """n calls of ``_normal_scalar`` at once: the cached sine first, then Box-Muller

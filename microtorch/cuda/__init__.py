@@ -115,3 +115,4 @@ def empty_cache() -> None:
     for backend in initialized_backends():
         if backend.device.type == "cuda":
             backend.empty_cache()
+from . import amp  # noqa: E402  (torch.cuda.amp: deprecated autocast/GradScaler)

@@ -9,12 +9,16 @@ bit-identical to PyTorch's.
 from __future__ import annotations
 
 import math
+import warnings
+
+import numpy as np
 
 from .._tensor import Tensor
+from ..ops.creation import randperm
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
-           "zeros_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_"]
+           "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+           "kaiming_normal_", "orthogonal_", "sparse_"]
 
 _LINEAR = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "sigmoid"}
@@ -71,6 +75,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
     source = tensor._backend if generator is None else generator
     xp, arr = tensor._backend.xp, tensor._data
     shape, dt = tuple(arr.shape), arr.dtype
@@ -187,3 +194,73 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator=generator)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity matrix (ones on the main diagonal)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    xp = tensor._backend.xp
+    return _fill(tensor, xp.eye(*tensor.shape, dtype=tensor._data.dtype))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta: each of the first
+    ``min(out/groups, in)`` channels of every group passes its input channel through the
+    kernel's centre unchanged."""
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    arr = tensor._backend.xp.zeros(sizes, dtype=tensor._data.dtype)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            arr[(g * per_group + d, d, *centre)] = 1
+    return _fill(tensor, arr)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix: the Q of the QR decomposition of a standard
+    normal (rows, numel/rows) draw, signs fixed so that R's diagonal is positive (Mezzadri's
+    uniform Haar measure), times ``gain``; the tensor is viewed as 2-D.
+
+    The normal draw is PyTorch's (one ``normal_`` of shape (rows, cols)); the QR runs in
+    NumPy's LAPACK, so the result equals PyTorch's to rounding, not bit for bit.
+    """
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    source = tensor._backend if generator is None else generator
+    flat = tensor._backend.to_numpy(tensor._backend.asarray(
+        source.normal((rows, cols), tensor._data.dtype, 0.0, 1.0)))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diagonal(r))
+    if rows < cols:
+        q = q.T
+    q = (q * q.dtype.type(gain)).astype(tensor._data.dtype, copy=False)
+    return _fill(tensor, q.reshape(tuple(tensor.shape)))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill a 2-D tensor with N(0, std^2) and zero ``ceil(sparsity * rows)`` random rows of
+    every column (one ``randperm`` per column from the default generator, as PyTorch)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    normal_(tensor, 0.0, std, generator=generator)
+    arr = tensor._data
+    for col in range(cols):
+        # torch.randperm(rows): the CPU default generator, whatever the tensor's device
+        rows_to_zero = randperm(rows)[:num_zeros].numpy()
+        arr[tensor._backend.asarray(rows_to_zero), col] = 0
+    return tensor

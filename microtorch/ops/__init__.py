@@ -21,6 +21,7 @@ from . import (
     counting,
     creation,
     elementwise,
+    gamma,
     indexed,
     linalg,
     matrix,
@@ -31,6 +32,7 @@ from . import (
     special,
 )
 from . import complex as complex_ops
+from ._autocast import autocast_op
 from ._util import (
     Tensor,
     assert_no_internal_overlap,
@@ -97,6 +99,7 @@ from .elementwise import (
     remainder,
     where,
 )
+from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
@@ -178,6 +181,7 @@ def div(input, other, *, rounding_mode=None) -> Tensor:
     return Div.apply(input, other, rounding_mode)
 
 
+@autocast_op("pow")
 def pow(input, exponent) -> Tensor:  # noqa: A001
     """input ** exponent (either may be a number)."""
     return Pow.apply(input, exponent)
@@ -199,7 +203,7 @@ def _unary_function(cls, name):
 
     op.__name__ = name
     op.__doc__ = f"Elementwise {name}."
-    return op
+    return autocast_op(name)(op)  # exp, log ... run in float32 under CUDA autocast
 
 
 UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1p": Log1p,
@@ -631,6 +635,8 @@ METHODS.update({name: globals()[name] for name in (
     "repeat_interleave", "diff", "inner", "msort")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
+METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
+               polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
 
 
 def install_tensor_methods(cls) -> None:
@@ -643,7 +649,7 @@ def install_tensor_methods(cls) -> None:
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow",
                  "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
                  "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
-                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum"):
+                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma"):
         methods[name + "_"] = _inplace(methods[name])
     methods["masked_fill_"] = masked_fill_
     methods["arctan2_"] = methods["atan2_"]
@@ -676,4 +682,5 @@ __all__ = [
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
+    *gamma.__all__,
 ]

@@ -13,7 +13,7 @@ from ..backend import backend_of, xp_of
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
-           "broadcast_shape", "tensors_arg"]
+           "broadcast_shape", "tensors_arg", "check_index_arg"]
 
 wrap_dim = _wrap_dim
 
@@ -60,6 +60,17 @@ def check_index_bounds(idx, n: int, dim: int) -> None:
     """PyTorch's error for gather/scatter indices outside ``[0, n)`` (no negative indices)."""
     check_bounds(idx, 0, n, RuntimeError,
                  lambda bad: f"index {bad} is out of bounds for dimension {dim} with size {n}")
+
+
+def check_index_arg(input: Tensor, dim: int, index: Tensor, fn: str) -> None:
+    """PyTorch's checks of gather's and scatter_add's ``index``: integers, as many dims as
+    ``input`` (gather: always; scatter_add: unless empty), entries in [0, size of ``dim``)."""
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
+    if index._data.ndim != input._data.ndim and (fn == "gather" or index._data.size):
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+                           f"{'input' if fn == 'gather' else 'self'} tensor")
+    check_index_bounds(index._data, input._data.shape[dim] if input._data.ndim else 1, dim)
 
 
 def is_scalar(x) -> bool:

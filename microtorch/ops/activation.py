@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Function, finish, lift, namespace
+from ._autocast import autocast_op
 from ._util import Tensor, _float_array, wrap_dim, xp_of
 
 __all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "Elu", "Softplus", "Hardtanh",
@@ -60,6 +61,7 @@ class LogSoftmax(Function):
         return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
 
 
+@autocast_op("softmax")
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """Softmax along ``dim``."""
     if dtype is not None:
@@ -67,6 +69,7 @@ def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     return Softmax.apply(input, wrap_dim(dim, input._data.ndim))
 
 
+@autocast_op("log_softmax")
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """Log-softmax along ``dim`` (computed stably in one node)."""
     if dtype is not None:
@@ -97,7 +100,8 @@ class _Pointwise(Function):
         arr = _float_array(x)
         ctx.save_for_backward(x)
         ctx.params = params
-        return cls.compute(xp_of(arr), arr, *params)
+        # 16-bit floats may come back wider from NumPy ufuncs (bfloat16): round back as PyTorch
+        return cls.compute(xp_of(arr), arr, *params).astype(arr.dtype, copy=False)
 
     @classmethod
     def backward(cls, ctx, grad):

@@ -512,7 +512,7 @@ class ClampMinValueOnly(Function):
     @staticmethod
     def forward(ctx, x, lo):
         arr = x._data
-        return xp_of(arr).maximum(arr, lo)
+        return xp_of(arr).maximum(arr, lo).astype(arr.dtype, copy=False)  # bfloat16 stays
 
     @staticmethod
     def backward(ctx, grad):

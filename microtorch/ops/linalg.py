@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from ..autograd.function import Function, named
+from ._autocast import autocast_op
 from ._util import Tensor, reduce_grad
 
 # C++ names of the element types, as PyTorch's mm error prints them
@@ -105,6 +106,7 @@ class MatMul(Function):
         return ga, gb
 
 
+@autocast_op("matmul")
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with PyTorch's rules for 1-D operands and batch broadcasting."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
@@ -137,6 +139,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return MatMul.apply(input, other)
 
 
+@autocast_op("mm")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two matrices."""
     if input._data.ndim != 2 or mat2._data.ndim != 2:
@@ -145,6 +148,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return MatMul.apply(input, mat2)
 
 
+@autocast_op("bmm")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched product of two 3-D tensors with equal batch size."""
     if input._data.ndim != 3 or mat2._data.ndim != 3:
@@ -155,6 +159,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return named(MatMul.apply(input, mat2), "BmmBackward0")
 
 
+@autocast_op("dot")
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
     if input._data.ndim != 1 or other._data.ndim != 1:
@@ -163,6 +168,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return matmul(input, other)
 
 
+@autocast_op("mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """Matrix-vector product."""
     _check_mv_dtypes(input, vec)

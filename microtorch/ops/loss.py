@@ -51,7 +51,8 @@ class CrossEntropy(Function):
         xa = x._data
         xp = xp_of(xa)
         m, c = xa.shape
-        logp = _log_softmax_array(xa, 1)
+        with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
+            logp = _log_softmax_array(xa, 1)
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
         safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
         picked = xp.take_along_axis(logp, safe_t[:, None], 1)[:, 0]
@@ -84,7 +85,8 @@ class CrossEntropy(Function):
         b[xp.arange(m), safe_t] = a
         if eps:
             w_sum = float(c) if w is None else w.sum()
-            a = a + (eps / c) * w_sum * keep
+            # (keep is boolean: as the float of p's dtype, not NumPy's float64 promotion)
+            a = a + (eps / c) * w_sum * keep.astype(p.dtype)
             b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
         if reduction == "mean":
             # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
@@ -113,7 +115,8 @@ class BinaryCrossEntropy(Function):
     def forward(ctx, x, y):
         xa, ya = x._data, y._data
         xp = xp_of(xa)
-        backend_of(xa).check(~((xa < 0) | (xa > 1)), RuntimeError,  # NaN passes, as there
+        # NaN fails both comparisons, so it is refused too, as PyTorch 2.13 refuses it
+        backend_of(xa).check((xa >= 0) & (xa <= 1), RuntimeError,
                              "all elements of input should be between 0 and 1")
         with np.errstate(divide="ignore"):
             log_x = xp.maximum(xp.log(xa), -100)

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
+from ._autocast import autocast_op
 from ._util import Tensor, wrap_dim, xp_of
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
@@ -175,6 +176,7 @@ def _ones(n: int, like: Tensor) -> Tensor:
     return Tensor._make(xp_of(like._data).ones(n, dtype=like._data.dtype))
 
 
+@autocast_op("einsum")
 def einsum(equation: str, *operands) -> Tensor:
     """Einstein summation (``einsum('ij,jk->ik', a, b)``): explicit or implicit output,
     ellipsis broadcasting, repeated subscripts for diagonals."""
@@ -207,6 +209,7 @@ def _beta_alpha(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:
     return prod + (_ignored(input) if beta == 0 else input if beta == 1 else input * beta)
 
 
+@autocast_op("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); with beta == 0 ``input`` is ignored (NaNs too)."""
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
@@ -217,6 +220,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
                  mat2)
 
 
+@autocast_op("baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batched matrix products."""
     if batch1._data.ndim != 3 or batch2._data.ndim != 3:
@@ -322,6 +326,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
 
 
+@autocast_op("trace")
 def trace(input: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
     if input._data.ndim != 2:

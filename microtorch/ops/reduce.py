@@ -7,6 +7,7 @@ from collections import namedtuple
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
+from ._autocast import autocast_op
 from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
 
@@ -66,6 +67,7 @@ class Sum(Function):
         return _restore(grad, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
 
 
+@autocast_op("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over all elements or over ``dim``."""
     dims = dims_arg(dim, input._data.ndim)
@@ -303,6 +305,7 @@ class Prod(Function):
         return g * conj_of(Tensor._make(others)), None, None
 
 
+@autocast_op("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product of all elements or along ``dim``."""
     if dtype is not None:
@@ -311,6 +314,7 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     return Prod.apply(input, d, keepdim)
 
 
+@autocast_op("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) along ``dim``, computed stably."""
     dims = dims_arg(dim, input._data.ndim)
@@ -399,6 +403,7 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor
     return PNorm.apply(input, float(ord), dims, keepdim)
 
 
+@autocast_op("norm")
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
     """``torch.norm``: the Frobenius / 2-norm by default, else a vector p-norm."""
     return vector_norm(input, 2 if p in ("fro", None) else p, dim, keepdim)
@@ -418,6 +423,7 @@ class Cumsum(Function):
         return grad.flip(ctx.dim).cumsum(ctx.dim).flip(ctx.dim), None
 
 
+@autocast_op("cumsum")
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sum along ``dim``."""
     if dtype is not None:

@@ -12,7 +12,8 @@ from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
-from ._util import Tensor, check_index_bounds, sizes_arg, sum_to_shape, tensors_arg, wrap_dim, xp_of
+from ._autocast import autocast_op
+from ._util import Tensor, check_index_arg, sizes_arg, sum_to_shape, tensors_arg, wrap_dim, xp_of
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
@@ -260,6 +261,7 @@ class Cat(Function):
                                for g, dt in zip(grads, ctx.dtypes))
 
 
+@autocast_op("cat")
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
     tensors = tensors_arg(tensors, "cat")
@@ -284,6 +286,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
+@autocast_op("stack")
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
     tensors = tensors_arg(tensors, "stack")
@@ -608,22 +611,15 @@ class ScatterAdd(Function):
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
-    if index._data.dtype.kind not in "iu":
-        raise RuntimeError("gather(): Expected dtype int64 for index")
-    if index._data.ndim != input._data.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    check_index_bounds(index._data, input._data.shape[d] if input._data.ndim else 1, d)
+    check_index_arg(input, d, index, "gather")
     return Gather.apply(input, d, index)
 
 
+@autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
-    if index._data.dtype.kind not in "iu":
-        raise RuntimeError("scatter_add(): Expected dtype int64 for index")
-    if index._data.ndim != input._data.ndim and index._data.size:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-    check_index_bounds(index._data, input._data.shape[d] if input._data.ndim else 1, d)
+    check_index_arg(input, d, index, "scatter_add")
     return ScatterAdd.apply(input, d, index, src)
 
 

@@ -132,9 +132,8 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,  # 
     xp = xp_of(arr)
     if dim is None:
         flat = arr.reshape(-1)
-        kwargs = {"equal_nan": False} if xp is np else {}
         values, inverse, counts = xp.unique(flat, return_inverse=True, return_counts=True,
-                                            **kwargs)
+                                            equal_nan=False)  # CuPy takes it too
         inverse = inverse.reshape(arr.shape)
         return _unique_result(values, inverse, counts, return_inverse, return_counts, input,
                               "_unique2")

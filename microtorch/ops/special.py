@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
+from ._autocast import autocast_op
 from ._util import (
     Tensor,
     _float_array,
@@ -69,6 +70,7 @@ class Atan2(Function):
                 None if gx is None else reduce_grad(gx, *ctx.meta[1]))
 
 
+@autocast_op("atan2")
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point (other, input): arctan(input / other) in the right quadrant."""
     return Atan2.apply(input, other)
@@ -169,6 +171,7 @@ def erfc(input: Tensor) -> Tensor:
     return Erfc.apply(input)
 
 
+@autocast_op("erfinv")
 def erfinv(input: Tensor) -> Tensor:
     """Elementwise inverse error function (NaN outside [-1, 1])."""
     return Erfinv.apply(input)
@@ -245,11 +248,13 @@ def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
     return input.clamp_max(max)
 
 
+@autocast_op("dist")
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     """The p-norm of input - other."""
     return named((input - other).norm(p), "DistBackward0", input, other)
 
 
+@autocast_op("cdist")
 def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
     """Pairwise p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M).
 

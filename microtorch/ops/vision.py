@@ -11,7 +11,7 @@ import numpy as np
 from ..autograd.function import Function
 from ._util import xp_of
 
-__all__ = ["Pad", "source_scale", "nearest_indices", "linear_matrix"]
+__all__ = ["Pad", "source_scale", "nearest_indices", "linear_matrix", "cubic_matrix"]
 
 
 # -- padding ------------------------------------------------------------------------------------
@@ -65,4 +65,35 @@ def linear_matrix(size: int, out: int, align_corners: bool, scale: float | None,
     rows = np.arange(out)
     np.add.at(m, (rows, i0), l0.astype(np.float64))
     np.add.at(m, (rows, i1), l1.astype(np.float64))
+    return m
+
+
+def cubic_matrix(size: int, out: int, align_corners: bool, scale: float | None,
+                 dtype) -> np.ndarray:
+    """(out, size) matrix of bicubic weights along one axis: Keys' cubic convolution with
+    A = -0.75 at PyTorch's source positions (not clamped at 0), taps beyond the edges
+    clamped to the edge sample, as PyTorch's ``upsample_bicubic2d``."""
+    ft = np.float32 if np.dtype(dtype) == np.float32 else np.float64
+    a = ft(-0.75)
+    if align_corners:
+        s = ft(size - 1) / ft(out - 1) if out > 1 else ft(0.0)
+        src = np.arange(out, dtype=ft) * s
+    else:
+        s = source_scale(size, out, scale, ft)
+        src = s * (np.arange(out, dtype=ft) + ft(0.5)) - ft(0.5)
+    i0 = np.floor(src)
+    t = src - i0
+
+    def near(x):  # |x| <= 1
+        return ((a + ft(2)) * x - (a + ft(3))) * x * x + ft(1)
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - ft(5) * a) * x + ft(8) * a) * x - ft(4) * a
+
+    coeffs = (far(t + ft(1)), near(t), near(ft(1) - t), far(ft(2) - t))
+    m = np.zeros((out, size), dtype=np.float64)
+    rows = np.arange(out)
+    for k, c in enumerate(coeffs):
+        cols = np.clip(i0.astype(np.int64) - 1 + k, 0, size - 1)
+        np.add.at(m, (rows, cols), c.astype(np.float64))
     return m

@@ -1,7 +1,8 @@
 """``microtorch.nn.functional``: stateless layers, activations and losses (``import ... as F``).
 
 One module per category, as PyTorch groups them: ``activation``, ``loss``, ``conv``,
-``pooling``, ``normalization``, ``dropout``, ``sparse`` (embedding, one_hot), ``attention``,
+``pooling``, ``normalization``, ``dropout``, ``fold`` (unfold/fold), ``sparse`` (embedding,
+embedding_bag, one_hot), ``attention``,
 ``vision`` (pad, interpolate, pixel shuffle), ``distance`` and ``linear``. The graph nodes the
 hot ones use live in ``microtorch.ops`` under the same category names (``ops.conv``,
 ``ops.pooling``, ...); this package holds the PyTorch-signature entry points.
@@ -13,6 +14,7 @@ from . import attention as _attention
 from . import conv as _conv
 from . import distance as _distance
 from . import dropout as _dropout
+from . import fold as _fold
 from . import linear as _linear
 from . import loss as _loss
 from . import normalization as _normalization
@@ -24,6 +26,7 @@ from .attention import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
+from .fold import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
@@ -31,6 +34,6 @@ from .pooling import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .vision import *  # noqa: F403
 
-__all__ = [name for module in (_activation, _attention, _conv, _distance, _dropout,
+__all__ = [name for module in (_activation, _attention, _conv, _distance, _dropout, _fold,
                                _linear, _loss, _normalization, _pooling, _sparse, _vision)
            for name in module.__all__]

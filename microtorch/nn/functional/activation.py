@@ -18,7 +18,7 @@ from ...autograd.function import named
 from ...autograd.node import ShownNode, edge_of
 from ...ops import _inplace, where
 from ...ops import activation as A
-from ...ops import activation as _softmaxes
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, wrap_dim
 from ...ops.elementwise import Relu, Sigmoid, Tanh
 from ...ops.special import erf
@@ -96,7 +96,7 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     """exp(x) / sum(exp(x)) along ``dim``."""
     if dim is None:
         dim = _implicit_dim("softmax", input.ndim, _stacklevel)
-    return _softmaxes.softmax(input, dim, dtype)
+    return A.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
@@ -104,15 +104,16 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     """log(softmax(x)) along ``dim``, computed stably."""
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
-    return _softmaxes.log_softmax(input, dim, dtype)
+    return A.log_softmax(input, dim, dtype)
 
 
+@autocast_op("softmin")
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
     """softmax(-input) along ``dim``."""
     if dim is None:
         dim = _implicit_dim("softmin", input.ndim, _stacklevel)
-    return _softmaxes.softmax(-input, dim, dtype)
+    return A.softmax(-input, dim, dtype)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
@@ -189,6 +190,7 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return celu(input, alpha, inplace=True)
 
 
+@autocast_op("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta; the identity where beta x > threshold (as PyTorch)."""
     return A.Softplus.apply(input, float(beta), float(threshold))
@@ -243,6 +245,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
     return _maybe_inplace(_mish, input, inplace)
 
 
+@autocast_op("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, the weight broadcast over the channel dim (dim 1)."""
     n = weight.numel()

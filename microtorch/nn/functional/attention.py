@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ..._tensor import Tensor
+from ...ops._autocast import autocast_op
 from ...ops.activation import softmax
 from ...ops.creation import zeros, zeros_like
 from ...ops.shape import cat
@@ -44,6 +45,7 @@ def _as_bias(mask: Tensor, dtype) -> Tensor:
     return zeros_like(mask, dtype=dtype).masked_fill(mask.logical_not(), _NEG_INF)
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,

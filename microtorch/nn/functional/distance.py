@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from ...autograd.function import named
 from ...ops import vector_norm
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, broadcast_shape, wrap_dim
 from ...ops.elementwise import ClampMinValueOnly
 
 __all__ = ["cosine_similarity", "pairwise_distance"]
 
 
+@autocast_op("cosine_similarity")
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1/|x1| * x2/|x2|) along ``dim``, the norms clamped at ``eps`` in value only
     (PyTorch's formulation: divide first, so the result stays within [-1, 1])."""

@@ -17,9 +17,10 @@ from ...autograd.function import named
 from ...autograd.node import ShownNode, edge_of
 from ...ops import loss as L
 from ...ops import masked_fill, where
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, xp_of
-from ...ops.activation import log_softmax
-from ...ops.elementwise import ClampMinValueOnly, Exp, Log, Log1p, Relu
+from ...ops.activation import LogSigmoid, log_softmax
+from ...ops.elementwise import ClampMinValueOnly, Exp, Log, Log1p
 from ...ops.special import Xlogy
 from ._util import _size
 
@@ -66,10 +67,12 @@ def _weighted_reduce(loss: Tensor, input: Tensor, weight: Tensor, reduction: str
     return loss.sum() if reduction == "sum" else loss.sum() / weight.sum()
 
 
+@autocast_op("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """(input - target)^2, reduced; with ``weight`` (input's shape), a weighted mean."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_size(input, target)
     diff = input - target
     loss = diff * diff
     if weight is not None:  # PyTorch's weighted form is a composition too
@@ -77,10 +80,12 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return named(_reduce(loss, reduction), "MseLossBackward0", input, target)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """|input - target|, reduced; with ``weight`` (input's shape), a weighted mean."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _warn_size(input, target)
     loss = (input - target).abs()
     if weight is not None:
         return _weighted_reduce(loss, input, weight, reduction)
@@ -112,6 +117,7 @@ def _nll_name(ndim: int, reduction: str) -> str:
     return "ViewBackward0" if ndim != 4 and reduction == "none" else "NllLoss2DBackward0"
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -166,6 +172,7 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
                  "NegBackward0")
 
 
+@autocast_op("nll_loss")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """-input[i, target[i]] * weight[target[i]], reduced (mean divides by the summed weights)."""
@@ -189,6 +196,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     return named(loss, _nll_name(input.ndim, reduction), input)
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """-(y log x + (1 - y) log(1 - x)) with the logs clamped at -100, as PyTorch."""
@@ -203,6 +211,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                  "BinaryCrossEntropyBackward0", input, target)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
@@ -211,18 +220,18 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    # softplus(-x) = m + log(exp(-m) + exp(-x - m)) with m = max(-x, 0): never overflows, and
-    # since the identity holds for any m, autograd's subgradient choice for m at x = 0 cannot
-    # bias the gradient (the log1p(exp(-|x|)) form would lose the -1/2 there).
-    m = Relu.apply(-input).detach()
-    softplus_neg = m + ((-m).exp() + (-input - m).exp()).log()
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + log_weight * softplus_neg
-    else:
-        loss = (1 - target) * input + softplus_neg
-    if weight is not None:
-        loss = loss * weight
+    # softplus(-x) = -log_sigmoid(x), PyTorch's form; the LogSigmoid node's own derivative
+    # (sigmoid(-x)) keeps the gradient finite at x = +-inf (sigmoid(x) - y, as PyTorch's), where
+    # a composition would meet inf - inf. Its errors stay silent, as PyTorch's NaNs are.
+    with np.errstate(invalid="ignore", over="ignore"):
+        softplus_neg = -LogSigmoid.apply(input)
+        if pos_weight is not None:
+            log_weight = (pos_weight - 1) * target + 1
+            loss = (1 - target) * input + log_weight * softplus_neg
+        else:
+            loss = (1 - target) * input + softplus_neg
+        if weight is not None:
+            loss = loss * weight
     return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
                  "BinaryCrossEntropyWithLogitsBackward0", input, target)
 
@@ -237,6 +246,7 @@ def _warn_size(input: Tensor, target: Tensor) -> None:
                       stacklevel=3)
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
@@ -253,6 +263,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
                  "SmoothL1LossBackward0", input, target)
 
 
+@autocast_op("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); optionally weighted."""
@@ -270,6 +281,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
 
 
+@autocast_op("kl_div")
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """Pointwise KL divergence target * (log target - input) with ``input`` log-probabilities.
@@ -296,6 +308,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
     return _reduce(loss, reduction)
 
 
+@autocast_op("soft_margin_loss")
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)) for targets y in {1, -1}."""
@@ -312,6 +325,7 @@ def _same_dims(name: str, *tensors: Tensor, labels=("input1", "input2", "target"
                            f"sizes: {sizes} ")
 
 
+@autocast_op("margin_ranking_loss")
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """max(0, -y (x1 - x2) + margin)."""
@@ -321,6 +335,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
 
 
+@autocast_op("hinge_embedding_loss")
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """x where y == 1, max(0, margin - x) where y == -1 (PyTorch's where-composition)."""
@@ -331,6 +346,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, siz
     return _reduce(out, reduction)
 
 
+@autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """1 - cos(x1, x2) where y == 1, max(0, cos(x1, x2) - margin) where y == -1."""
@@ -355,6 +371,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     return _reduce(out, reduction)
 
 
+@autocast_op("poisson_nll_loss")
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None,
                      reduction: str = "mean") -> Tensor:

@@ -11,17 +11,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ...autograd.function import named
 from ...autograd.grad_mode import no_grad
 from ...ops import vector_norm
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor
 from ._util import _size
 from .vision import pad as _pad
 
-__all__ = ["layer_norm", "batch_norm", "normalize", "group_norm", "instance_norm",
+__all__ = ["rms_norm", "layer_norm", "batch_norm", "normalize", "group_norm", "instance_norm",
            "local_response_norm"]
 
 
+@autocast_op("layer_norm")
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims (biased variance), then affine."""
@@ -40,6 +44,25 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
     if bias is not None:
         out = out + bias
     return named(out, "NativeLayerNormBackward0", input, weight, bias)
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims:
+    ``x / sqrt(mean(x^2) + eps) * weight``; ``eps`` defaults to the dtype's machine epsilon."""
+    if isinstance(normalized_shape, int):
+        raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
+                        "ints, not int")
+    shape = tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
 
 
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
@@ -92,6 +115,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return named(out, "NativeBatchNormBackward0", input, weight, bias)
 
 
+@autocast_op("normalize")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """input / max(||input||_p, eps) along ``dim``."""
@@ -112,6 +136,7 @@ def _affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
     return out
 
 
+@autocast_op("group_norm")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise each group of ``C / num_groups`` channels of each sample (biased variance),

@@ -1,6 +1,8 @@
-"""Pooling: max / average pooling in 1-D and 2-D, and adaptive pooling.
+"""Pooling: max / average pooling in 1-D, 2-D and 3-D, and adaptive pooling.
 
 The 1-D layers run the 2-D ones on a height-1 view, as PyTorch's ``max_pool1d`` does on the CPU.
+The 3-D ones gather every window of the padded input with one indexing op (see
+``_window_index``) and reduce it.
 
 Each follows PyTorch's signature, defaults, error types and messages; graph nodes come from
 ``microtorch.ops.pooling``, the rest are compositions of differentiable Tensor ops, so autograd
@@ -14,11 +16,14 @@ import numpy as np
 from ...autograd.function import named
 from ...ops import matmul
 from ...ops import pooling as P
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const, xp_of
+from ...ops.vision import Pad
+from . import _window_index as W
 from ._util import _as_3d, _as_4d, _pair, _single
 
-__all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_max_pool2d"]
+__all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "max_pool3d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d"]
 
 
 def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode):
@@ -85,6 +90,63 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     out = avg_pool2d(x.unsqueeze(2), (1, k), (1, s), (0, _single(padding, "padding")),
                      ceil_mode, count_include_pad)
     return out.squeeze(2).squeeze(0) if unbatched else out.squeeze(2)
+
+
+# -- 3-D pooling ---------------------------------------------------------------------------------
+def _as_5d(input: Tensor, name: str) -> tuple[Tensor, bool]:
+    """(N, C, D, H, W) input; an unbatched (C, D, H, W) one gets a batch axis."""
+    if input.ndim == 4:
+        return input.unsqueeze(0), True
+    if input.ndim != 5:
+        raise RuntimeError(f"{name}: Expected 4D or 5D tensor for input, but got: "
+                           f"{list(input.shape)}")
+    return input, False
+
+
+def _windows(x: Tensor, pad, extra, value: float, out, kernel, stride, dil) -> Tensor:
+    """(N, C, *out, prod(kernel)): every window of ``x`` padded with ``value``."""
+    pairs = ((0, 0), (0, 0), *((p, p + e) for p, e in zip(pad, extra)))
+    padded = Pad.apply(x, pairs, value) if any(map(any, pairs)) else x
+    win = padded[W.window_key(x, out, kernel, stride, dil)]
+    return win.reshape(*x.shape[:2], *out, W.numel(kernel))
+
+
+@autocast_op("max_pool3d")
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Maximum over sliding 3-D windows (stride defaults to the kernel size); the gradient goes
+    to the first maximum of each window in (d, h, w) order, as PyTorch's. ``return_indices``:
+    also the flat (d * H * W + h * W + w) index of each maximum."""
+    x, unbatched = _as_5d(input, "max_pool3d")
+    kernel, stride, pad, dil, out, extra = W.pool_geometry(x, kernel_size, stride, padding,
+                                                          dilation, ceil_mode, 3)
+    values, arg = _windows(x, pad, extra, -float("inf"), out, kernel, stride, dil).max(-1)
+    named(values, "MaxPool3DWithIndicesBackward0")
+    if unbatched:
+        values = values.squeeze(0)
+    if not return_indices:
+        return values
+    flat = W.flat_positions(x._backend.to_numpy(arg._data), x.shape[2:], kernel, stride, pad,
+                            dil)
+    indices = Tensor._make(x._backend.asarray(flat), False, None)
+    return values, (indices.squeeze(0) if unbatched else indices)
+
+
+@autocast_op("avg_pool3d")
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Average over sliding 3-D windows (stride defaults to the kernel size), with PyTorch's
+    divisors (``count_include_pad``, ``divisor_override``)."""
+    x, unbatched = _as_5d(input, "avg_pool3d")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    kernel, stride, pad, dil, out, extra = W.pool_geometry(x, kernel_size, stride, padding, 1,
+                                                          ceil_mode, 3)
+    sums = _windows(x, pad, extra, 0.0, out, kernel, stride, dil).sum(-1)
+    div = W.avg_divisor(x.shape[2:], kernel, stride, pad, out, count_include_pad,
+                        divisor_override)
+    result = named(sums / const(x, div.astype(x._data.dtype)), "AvgPool3DBackward0")
+    return result.squeeze(0) if unbatched else result
 
 
 # -- adaptive pooling ----------------------------------------------------------------------------

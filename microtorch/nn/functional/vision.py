@@ -1,5 +1,6 @@
-"""Vision: ``pad`` (constant and index padding modes), ``interpolate`` / ``upsample`` and
-``pixel_shuffle`` / ``pixel_unshuffle``.
+"""Vision: ``pad`` (constant and index padding modes), ``interpolate`` / ``upsample``,
+``pixel_shuffle`` / ``pixel_unshuffle``, ``channel_shuffle``, ``affine_grid`` and
+``grid_sample``.
 
 Each follows PyTorch's signature, defaults, error types and messages; graph nodes come from
 ``microtorch.ops.vision``, the rest are compositions of differentiable Tensor ops, so autograd
@@ -8,7 +9,9 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,10 +19,12 @@ import numpy as np
 from ...autograd.function import named
 from ...ops import matmul
 from ...ops import vision as V
+from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
-__all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
+__all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
+           "channel_shuffle", "affine_grid", "grid_sample"]
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
@@ -27,7 +32,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     """Pad with a constant, or by 'reflect', 'replicate' or 'circular'; ``pad`` lists
     (left, right) of the last dim, then the one before..."""
     if mode in ("reflect", "replicate", "circular"):
-        return pad_index(input, pad, mode)
+        # PyTorch's op names: reflection/replication padding is on CPU autocast's float32 list
+        kind = {"reflect": "reflection", "replicate": "replication"}.get(mode, mode)
+        return autocast_op(f"{kind}_pad{len(pad) // 2}d")(pad_index)(input, pad, mode)
     if mode != "constant":
         raise NotImplementedError(f"pad mode {mode!r} is not supported (only 'constant', "
                                   f"'reflect', 'replicate' and 'circular')")
@@ -77,7 +84,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """Resize the spatial dims: ``mode`` 'nearest' / 'nearest-exact' (3-D, 4-D, 5-D input),
-    'linear' (3-D), 'bilinear' (4-D, ``align_corners`` False or True) or 'area' (3-D, 4-D),
+    'linear' (3-D), 'bilinear' / 'bicubic' (4-D), 'trilinear' (5-D) (``align_corners`` False
+    or True) or 'area' (3-D, 4-D),
     with PyTorch's source-index rules (the given ``scale_factor`` is used for the mapping
     unless ``recompute_scale_factor``)."""
     if mode in ("nearest", "area", "nearest-exact"):
@@ -131,12 +139,19 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                 out = matmul(const(input, m), out)
         return named(out, "UpsampleLinear1DBackward0" if dim == 1 else
                      "UpsampleBilinear2DBackward0")
-    if mode == "bilinear" and dim != 2:
-        raise NotImplementedError(f"Got {input.ndim}D input, but bilinear mode needs 4D input")
-    if mode == "linear" and dim != 1:
-        raise NotImplementedError(f"Got {input.ndim}D input, but linear mode needs 3D input")
-    if mode in ("bicubic", "trilinear"):
-        raise NotImplementedError(f"interpolate mode {mode!r} is not supported")
+    if (mode, dim) in (("trilinear", 3), ("bicubic", 2)):
+        table = V.linear_matrix if mode == "trilinear" else V.cubic_matrix
+        out = input
+        for i in range(dim):  # separable: one matrix product per spatial axis
+            m = table(input.shape[i + 2], out_size[i], align_corners, scales[i],
+                      input._data.dtype)
+            out = matmul(out.movedim(i + 2, -1), const(input, m.T)).movedim(-1, i + 2)
+        return named(out, "UpsampleTrilinear3DBackward0" if mode == "trilinear" else
+                     "UpsampleBicubic2DBackward0")
+    for name, need in (("linear", 1), ("bilinear", 2), ("bicubic", 2), ("trilinear", 3)):
+        if mode == name and dim != need:
+            raise NotImplementedError(f"Got {input.ndim}D input, but {name} mode needs "
+                                      f"{need + 2}D input")
     raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
                               f"{input.ndim}D) for the modes: {_MODES} (got {mode})")
 
@@ -231,3 +246,185 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
         return named(out, "torch::autograd::CopySlices")
     return named(out, f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{npad}"
                       f"DBackward0")
+
+
+# -- channel shuffle -----------------------------------------------------------------------------
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels of ``groups`` groups: (N, g * k, *) -> channel order
+    0, k, 2k, ..., 1, k + 1, ... (ShuffleNet)."""
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    n, c = input.shape[:2]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    rest = input.shape[2:]
+    out = input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+    return named(out, "ViewBackward0")
+
+
+# -- sampling grids ------------------------------------------------------------------------------
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the old "
+                  "behavior is desired. See the documentation of grid_sample for details.")
+
+
+def _linspace_from_neg_one(steps: int, align_corners: bool, dtype) -> np.ndarray:
+    if steps <= 1:
+        return np.zeros(1, dtype)
+    r = np.linspace(-1, 1, steps).astype(dtype)
+    return r if align_corners else (r * dtype.type((steps - 1) / steps)).astype(dtype)
+
+
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps ``theta``
+    (N, 2, 3) (or (N, 3, 4)) over normalized [-1, 1] output coordinates, for ``grid_sample``."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    rows = {4: (2, 3), 5: (3, 4)}.get(len(size))
+    if rows is None:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if theta.ndim != 3 or tuple(theta.shape[-2:]) != rows:
+        kind = "2D" if len(size) == 4 else "3D"
+        raise ValueError(f"Expected a batch of {kind} affine matrices of shape "
+                         f"Nx{rows[0]}x{rows[1]} for size {size}. Got {theta.shape}.")
+    spatial = list(size[2:])
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    dt = theta._data.dtype
+    # base[..., :] = (x, y[, z], 1): x runs along the last spatial dim
+    axes = [_linspace_from_neg_one(n, align_corners, dt) for n in reversed(spatial)]
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]
+    base = np.stack([*mesh, np.ones(tuple(spatial), dt)], axis=-1).reshape(-1, len(spatial) + 1)
+    grid = matmul(const(theta, base), theta.transpose(1, 2))
+    return named(grid.reshape(int(size[0]), *spatial, len(spatial)),
+                 "AffineGridGeneratorBackward0")
+
+
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    if align_corners:  # -1 and 1 are the centres of the corner pixels
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2  # -1 and 1 are the outer edges of the corner pixels
+
+
+def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """Reflect ``coord`` into [low, high] (bounds given doubled), as PyTorch's
+    ``reflect_coordinates``; differentiable (the reflections' signs reach the gradient)."""
+    if twice_low == twice_high:
+        return coord * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    dist = (coord - low).abs()
+    flips = (dist.detach() / span).floor()
+    extra = dist - flips * span
+    even = (flips.remainder(2) == 0).to(coord.dtype)
+    return even * (extra + low) + (1 - even) * (span - extra + low)
+
+
+def _pad_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """A pixel coordinate moved into the image by ``padding_mode`` ('zeros' leaves it)."""
+    if padding_mode == "border":
+        coord = coord.clamp(0, size - 1)
+    elif padding_mode == "reflection":
+        coord = (_reflect(coord, 0, 2 * (size - 1)) if align_corners else
+                 _reflect(coord, -1, 2 * size - 1))
+        coord = coord.clamp(0, size - 1)
+    return coord
+
+
+def _cubic_coefficients(t: Tensor) -> list[Tensor]:
+    """Keys' cubic convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 for offset t."""
+    a = -0.75
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+@autocast_op("grid_sampler")
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    """Sample ``input`` (N, C, H, W) at the normalized (x, y) locations of ``grid``
+    (N, H_out, W_out, 2), or (N, C, D, H, W) input at (x, y, z) of an (N, D_out, H_out, W_out,
+    3) grid: 'bilinear' (trilinear for 5-D), 'nearest' or 'bicubic' (4-D), with 'zeros',
+    'border' or 'reflection' padding. Differentiable in input and grid (gathers and
+    arithmetic); 'nearest' gives the grid no gradient path (PyTorch's gradient is zero)."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    nd = input.ndim - 2
+    if nd not in (2, 3) or grid.ndim != input.ndim or grid.shape[0] != input.shape[0] \
+            or grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
+                           f"of dimensions, the same batch size and size {max(nd, 2)} in the "
+                           f"grid's last dimension, but got input with sizes "
+                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    sizes = list(input.shape[:1:-1])  # (W, H[, D]): the order of the grid's coordinates
+    n = input.shape[0]
+    batch = const(input, np.arange(n).reshape((n,) + (1,) * nd)).long()
+
+    def tap(coords: list) -> Tensor:
+        """input at integer coordinates (x, y[, z]) as (N, *out, C); zero outside."""
+        inside = None
+        index = []
+        for c, size in zip(coords, sizes):
+            ok = (c >= 0) & (c <= size - 1)
+            inside = ok if inside is None else inside & ok
+            index.append(c.clamp(0, size - 1).long())
+        return input[(batch, slice(None), *index[::-1])] * inside.to(input.dtype).unsqueeze(-1)
+
+    raw = [_unnormalize(grid[..., k], size, align_corners) for k, size in enumerate(sizes)]
+    if mode == "bicubic":
+        lo = [r.detach().floor() for r in raw]
+        cx, cy = (_cubic_coefficients(r - f) for r, f in zip(raw, lo))
+        out = None
+        for i in range(4):
+            yc = _pad_coord(lo[1] + (i - 1), sizes[1], padding_mode, align_corners)
+            row = None
+            for j in range(4):
+                xc = _pad_coord(lo[0] + (j - 1), sizes[0], padding_mode, align_corners)
+                term = tap([xc, yc]) * cx[j].unsqueeze(-1)
+                row = term if row is None else row + term
+            term = row * cy[i].unsqueeze(-1)
+            out = term if out is None else out + term
+    else:
+        src = [_pad_coord(r, size, padding_mode, align_corners) for r, size in zip(raw, sizes)]
+        if mode == "nearest":  # round half to even, as std::nearbyint
+            out = tap([Tensor._make(input._backend.xp.rint(c._data), False, None) for c in src])
+        else:
+            lo = [c.detach().floor() for c in src]
+            out = None
+            for bits in itertools.product((0, 1), repeat=nd):  # (z,) y, x; x fastest
+                corner = [f + b for f, b in zip(lo, bits[::-1])]
+                weight = None
+                for c, f, b in zip(src, lo, bits[::-1]):
+                    w = (c - f) if b else (f + 1 - c)
+                    weight = w if weight is None else weight * w
+                term = tap(corner) * weight.unsqueeze(-1)
+                out = term if out is None else out + term
+    dims = (0, nd + 1, *range(1, nd + 1))
+    return named(out.permute(*dims), f"GridSampler{nd}DBackward0")

@@ -1,5 +1,5 @@
 """The layer classes of ``microtorch.nn``, one module per category as in PyTorch's
-``torch/nn/modules``: activation, container, conv, distance, dropout, flatten, linear, loss,
+``torch/nn/modules``: activation, container, conv, distance, dropout, flatten, fold, linear, loss,
 normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling."""
 
 from . import (
@@ -9,6 +9,7 @@ from . import (
     distance,
     dropout,
     flatten,
+    fold,
     linear,
     loss,
     normalization,
@@ -26,6 +27,7 @@ from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
+from .fold import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import Module
@@ -40,7 +42,7 @@ from .upsampling import *  # noqa: F403
 
 __all__ = ["Module"] + [
     name
-    for category in (activation, container, conv, distance, dropout, flatten, linear, loss,
+    for category in (activation, container, conv, distance, dropout, flatten, fold, linear, loss,
                      normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer,
                      upsampling)
     for name in category.__all__]

@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d`` and ``ConvTranspose2d``."""
+"""``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 
 class _ConvNd(Module):
@@ -115,39 +116,70 @@ class Conv2d(_Conv):
     """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
 
 
-class ConvTranspose2d(_ConvNd):
-    """2-D transposed convolution over (N, C, H, W) inputs (the gradient of ``Conv2d``)."""
+class Conv3d(_Conv):
+    """3-D convolution (cross-correlation) over (N, C, D, H, W) inputs."""
+
+    spatial_dims = 3
+    functional = "conv3d"
+
+
+class _ConvTransposeNd(_ConvNd):
+    """A transposed convolution (the gradient of the convolution of the same geometry)."""
 
     transposed = True
+    functional = "conv_transpose2d"
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
                  padding_mode: str = "zeros", device=None, dtype=None) -> None:
         if isinstance(padding, str):
-            raise ValueError("padding strings are not supported by ConvTranspose2d")
+            raise ValueError(f"padding strings are not supported by {type(self).__name__}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, output_padding, device, dtype)
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:
-        """Transposed-convolve ``input``; ``output_size`` (its last two entries) picks the
+        """Transposed-convolve ``input``; ``output_size`` (its last spatial entries) picks the
         output padding, as in PyTorch, when several output sizes are possible."""
         output_padding = self.output_padding
         if output_size is not None:
-            output_padding = self._output_padding_for(input, list(output_size)[-2:])
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  output_padding, self.groups, self.dilation)
+            n = self.spatial_dims
+            size = list(output_size)
+            if len(size) not in (n, n + 2):
+                raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size "
+                                 f"must have {n} or {n + 2} elements (got {len(size)})")
+            output_padding = self._output_padding_for(input, size[-n:])
+        return getattr(F, self.functional)(input, self.weight, self.bias, self.stride,
+                                           self.padding, output_padding, self.groups,
+                                           self.dilation)
 
-    def _output_padding_for(self, input: Tensor, size: list[int]) -> tuple[int, int]:
-        if len(size) != 2:
-            raise ValueError(f"output_size must have 2 or 4 elements (got {len(size)})")
+    def _output_padding_for(self, input: Tensor, size: list[int]) -> tuple[int, ...]:
+        n = self.spatial_dims
         pads = []
-        for d in range(2):
-            smallest = ((input.shape[d - 2] - 1) * self.stride[d] - 2 * self.padding[d]
+        for d in range(n):
+            smallest = ((input.shape[d - n] - 1) * self.stride[d] - 2 * self.padding[d]
                         + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
             largest = smallest + self.stride[d] - 1
             if not smallest <= size[d] <= largest:
                 raise ValueError(f"requested an output size of {size}, but valid sizes range "
                                  f"from {smallest} to {largest} (for an input of "
-                                 f"{list(input.shape[-2:])})")
+                                 f"{list(input.shape[-n:])})")
             pads.append(size[d] - smallest)
-        return pads[0], pads[1]
+        return tuple(pads)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over (N, C, L) inputs."""
+
+    spatial_dims = 1
+    functional = "conv_transpose1d"
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution over (N, C, H, W) inputs (the gradient of ``Conv2d``)."""
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over (N, C, D, H, W) inputs."""
+
+    spatial_dims = 3
+    functional = "conv_transpose3d"

@@ -1,6 +1,9 @@
-"""``Linear`` and ``Identity``."""
+"""``Identity``, ``Linear`` and ``Bilinear``."""
 
 from __future__ import annotations
+
+import math
+import operator
 
 from ..._tensor import Tensor
 from ...ops.creation import empty
@@ -9,7 +12,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Linear", "Identity"]
+__all__ = ["Linear", "Identity", "Bilinear"]
 
 
 class Identity(Module):
@@ -31,7 +34,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
+        self.weight = Parameter(empty((_size(in_features, out_features, "out_features"),
+                                       _size(in_features, in_features, "in_features")),
+                                      device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
         else:
@@ -49,3 +54,51 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b`` with weight (out, in1, in2); weight and bias start as
+    U(-1/sqrt(in1), 1/sqrt(in1)), as PyTorch's."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty((out_features, in1_features, in2_features), device=device,
+                                      dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """U(-1/sqrt(in1_features), 1/sqrt(in1_features)) on weight, then bias."""
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        """Apply the bilinear map."""
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+def _size(in_features, value, name: str) -> int:
+    """A layer size as an int; anything else is PyTorch's TypeError from ``torch.empty``
+    (whose words depend on the position: (out_features, in_features))."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        kind = type(value).__name__
+        if name == "out_features":
+            raise TypeError(f"empty(): argument 'size' (position 1) must be tuple of ints, but "
+                            f"found element of type {kind} at pos 0") from None
+        raise TypeError(f"empty(): argument 'size' failed to unpack the object at pos 2 with "
+                        f"error \"type must be tuple of ints,but got {kind}\"") from None

@@ -12,8 +12,14 @@ from ...autograd.grad_mode import no_grad
 from ...backend import backend_of
 from ...ops.creation import _parse_to
 from ..parameter import Parameter
+from .hooks import call_with_hooks
 
 __all__ = ["Module", "RemovableHandle"]
+
+# The hook registries of every module (dicts keyed by handle id, run in order).
+_HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+                "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -62,8 +68,11 @@ class Module:
         d["_buffers"] = {}
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = {}
-        d["_forward_hooks"] = {}
-        d["_forward_pre_hooks"] = {}
+        for table in _HOOK_TABLES:
+            d[table] = {}
+        d["_forward_pre_hooks_with_kwargs"] = set()
+        d["_forward_hooks_with_kwargs"] = set()
+        d["_forward_hooks_always_called"] = set()
 
     def forward(self, *input):
         """Define the computation; call the module itself instead of this method."""
@@ -71,26 +80,86 @@ class Module:
                                   f'"forward" function')
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        for hook in list(self._forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            result = hook(self, args, out)
-            if result is not None:
-                out = result
-        return out
+        return call_with_hooks(self, args, kwargs)
 
-    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """Call ``hook(module, args)`` before forward; a non-None result replaces the args."""
-        return RemovableHandle(self._forward_pre_hooks, hook)
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Call ``hook(module, args)`` (``with_kwargs``: ``hook(module, args, kwargs)``) before
+        forward; a non-None result replaces the args (``(args, kwargs)`` with_kwargs)."""
+        handle = RemovableHandle(self._forward_pre_hooks, hook, prepend=prepend,
+                                 extra_dict=self._forward_pre_hooks_with_kwargs)
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs.add(handle.id)
+        return handle
 
-    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
-        """Call ``hook(module, args, output)`` after forward; a non-None result replaces it."""
-        return RemovableHandle(self._forward_hooks, hook)
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
+                              with_kwargs: bool = False, always_call: bool = False
+                              ) -> RemovableHandle:
+        """Call ``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
+        output)``) after forward; a non-None result replaces the output. ``always_call`` hooks
+        run even when forward raises."""
+        handle = RemovableHandle(self._forward_hooks, hook, prepend=prepend,
+                                 extra_dict=(self._forward_hooks_with_kwargs,
+                                             self._forward_hooks_always_called))
+        if with_kwargs:
+            self._forward_hooks_with_kwargs.add(handle.id)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False
+                                        ) -> RemovableHandle:
+        """Call ``hook(module, grad_output)`` when the gradients of the module's outputs are
+        computed; a non-None result (a tuple as long) replaces ``grad_output``."""
+        return RemovableHandle(self._backward_pre_hooks, hook, prepend=prepend)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False
+                                    ) -> RemovableHandle:
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients of the module's
+        positional inputs are computed (None for non-tensor inputs); a non-None result
+        replaces ``grad_input``."""
+        return RemovableHandle(self._backward_hooks, hook, prepend=prepend)
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, prefix, keep_vars)`` before ``state_dict`` collects this module."""
+        return RemovableHandle(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, state_dict, prefix, local_metadata)`` after this module's entries
+        are in the state dict; it edits the dict in place and must return None."""
+        hook._from_public_api = True
+        return RemovableHandle(self._state_dict_hooks, hook)
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """The older post hook: a non-None result replaces the state dict (PyTorch honours
+        it at every level, though only the root's is what the caller gets)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via register_state_dict_post_hook")
+        return RemovableHandle(self._state_dict_hooks, hook)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module's entries are loaded; it may edit
+        ``state_dict`` (a copy of the caller's) and the lists."""
+        return RemovableHandle(self._load_state_dict_pre_hooks, hook)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False
+                                           ) -> RemovableHandle:
+        """The older pre hook: ``hook(state_dict, prefix, ...)`` without the module unless
+        ``with_module``."""
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        return self.register_load_state_dict_pre_hook(
+            lambda module, *args: hook(*args))
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(module, incompatible_keys)`` after loading; it may edit the key lists in
+        place (clearing them lets a strict load pass) and must return None."""
+        return RemovableHandle(self._load_state_dict_post_hooks, hook)
 
     # -- registration ----------------------------------------------------------------------
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -134,8 +203,9 @@ class Module:
             raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if not name:
             raise KeyError(f'{kind} name can\'t be empty string ""')
-        if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+        if "." in name:  # (PyTorch names the offending module name, not the others)
+            got = f", got: {name}" if kind == "module" else ""
+            raise KeyError(f'{kind} name can\'t contain "."{got}')
         if hasattr(self, name) and name not in own:
             raise KeyError(f"attribute '{name}' already exists")
 
@@ -206,10 +276,33 @@ class Module:
         """The submodule at a dotted path such as ``"encoder.0"`` (self for ``""``)."""
         mod = self
         for part in target.split(".") if target else []:
-            if part not in mod._modules:
+            if not hasattr(mod, part):
                 raise AttributeError(f"{mod._get_name()} has no attribute `{part}`")
-            mod = mod._modules[part]
+            mod = getattr(mod, part)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{part}` is not an nn.Module")
         return mod
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path such as ``"encoder.0.weight"``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at a dotted path such as ``"bn.running_mean"``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(mod, name)
 
     # -- iteration -------------------------------------------------------------------------
     def _named_members(self, get_members, prefix: str = "", recurse: bool = True,
@@ -353,8 +446,8 @@ class Module:
         """Move to a device and/or cast floating-point parameters and buffers, in place."""
         device, dtype, _ = _parse_to(None, *args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired "
-                            f"dtype={dtype}")
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dtype}")
 
         def convert(t: Tensor):
             target = dtype if dtype is not None and t.is_floating_point() else None
@@ -375,8 +468,9 @@ class Module:
         return self.to("cpu")
 
     def type(self, dst_type) -> Module:
-        """Cast floating-point parameters and buffers to ``dst_type``."""
-        return self.to(_dtype.as_dtype(dst_type))
+        """Cast every parameter and buffer (integer ones too, as PyTorch) to ``dst_type``."""
+        dtype = _dtype.as_dtype(dst_type)
+        return self._apply(lambda t: t.detach().to(dtype)._data)
 
     def float(self) -> Module:
         """Cast floating-point parameters and buffers to float32."""
@@ -389,6 +483,10 @@ class Module:
     def half(self) -> Module:
         """Cast floating-point parameters and buffers to float16."""
         return self.to(_dtype.float16)
+
+    def bfloat16(self) -> Module:
+        """Cast floating-point parameters and buffers to bfloat16."""
+        return self.to(_dtype.bfloat16)
 
     # -- state dict ------------------------------------------------------------------------
     def _local_state(self) -> dict[str, Tensor]:
@@ -404,12 +502,25 @@ class Module:
         unless ``keep_vars``)."""
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in list(self._state_dict_pre_hooks.values()):
+            hook(self, prefix, keep_vars)
         for name, value in self._local_state().items():
             destination[prefix + name] = value if keep_vars else value.detach()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
+        for hook in list(self._state_dict_hooks.values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:
+                destination = result
         return destination
 
     def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False
@@ -422,14 +533,27 @@ class Module:
         """
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # the hooks may edit this copy, not the caller's
+        if metadata is not None:
+            state_dict._metadata = metadata
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
         targets: dict[str, tuple[Module, str, Tensor]] = {}
-        for prefix, module in self.named_modules():
+        post_hooks = []
+        # Every path to a shared module has its own keys (as state_dict writes them).
+        for prefix, module in self.named_modules(remove_duplicate=False):
+            dotted = prefix + "." if prefix else ""
+            local_metadata = {} if metadata is None else metadata.get(prefix, {})
+            for hook in list(module._load_state_dict_pre_hooks.values()):
+                hook(module, state_dict, dotted, local_metadata, strict, missing, unexpected,
+                     errors)
             for name, value in module._local_state().items():
-                key = (prefix + "." if prefix else "") + name
-                targets[key] = (module, name, value)
-        missing = [k for k in targets if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in targets]
-        errors = []
+                targets[dotted + name] = (module, name, value)
+            post_hooks += [(module, h) for h in module._load_state_dict_post_hooks.values()]
+        missing += [k for k in targets if k not in state_dict]
+        unexpected += [k for k in state_dict if k not in targets]
         for key, (_, _, current) in targets.items():
             if key not in state_dict:
                 continue
@@ -441,16 +565,12 @@ class Module:
                 errors.append(f"size mismatch for {key}: copying a param with shape "
                               f"{given.shape} from checkpoint, the shape in current model is "
                               f"{current.shape}.")
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected)))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing)))
-        if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                self._get_name(), "\n\t".join(errors)))
+        # Without post hooks a strict key mismatch fails before anything is copied; post hooks
+        # may forgive keys, so with them the check follows the copy and the hooks, as PyTorch's.
+        if not post_hooks:
+            self._raise_load_errors(errors, missing, unexpected, strict)
+        elif errors:
+            self._raise_load_errors(errors, [], [], False)
         with no_grad():
             for key, (module, name, current) in targets.items():
                 if key not in state_dict:
@@ -465,7 +585,30 @@ class Module:
                         module._buffers[name] = given
                 else:
                     current.copy_(given)
-        return _IncompatibleKeys(missing, unexpected)
+        incompatible = _IncompatibleKeys(missing, unexpected)
+        for module, hook in post_hooks:
+            if hook(module, incompatible) is not None:
+                raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook``"
+                                     " are not expected to return new values, if "
+                                     "incompatible_keys need to be modified, it should be done "
+                                     "inplace.")
+        if post_hooks:
+            self._raise_load_errors([], missing, unexpected, strict)
+        return incompatible
+
+    def _raise_load_errors(self, errors: list, missing: list, unexpected: list,
+                           strict: bool) -> None:
+        errors = list(errors)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                self._get_name(), "\n\t".join(errors)))
 
     # -- printing --------------------------------------------------------------------------
     def _get_name(self) -> str:
@@ -490,4 +633,11 @@ class Module:
         return main + ")"
 
     def __setstate__(self, state: dict) -> None:
+        """Restore a pickled module; registries that an older pickle lacks start empty."""
         self.__dict__.update(state)
+        d = self.__dict__
+        for table in _HOOK_TABLES:
+            d.setdefault(table, {})
+        for table in ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
+                      "_forward_hooks_always_called", "_non_persistent_buffers_set"):
+            d.setdefault(table, set())

@@ -1,4 +1,4 @@
-"""``PixelShuffle`` and ``PixelUnshuffle``."""
+"""``PixelShuffle``, ``PixelUnshuffle`` and ``ChannelShuffle``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
 
 
 class PixelShuffle(Module):
@@ -37,3 +37,18 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """Interleave the channels of ``groups`` groups (ShuffleNet)."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Shuffle the channels of ``input``."""
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -1,4 +1,4 @@
-"""Pooling layers: ``MaxPool1d/2d``, ``AvgPool1d/2d`` and adaptive pooling (over batched or
+"""Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d`` and adaptive pooling (over batched or
 unbatched inputs)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
+__all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d",
+           "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
 
 
@@ -54,6 +55,24 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool3d(MaxPool2d):
+    """Maximum over sliding 3-D windows of (N, C, D, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Pool ``input``."""
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Average over sliding 3-D windows of (N, C, D, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Pool ``input``."""
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
 
 
 def _one(v) -> tuple[int]:

@@ -1,4 +1,5 @@
-"""``microtorch.cpu``: memory statistics of CPU tensors, counted exactly (not process RSS).
+"""``microtorch.cpu``: memory statistics of CPU tensors, counted exactly (not process RSS);
+``microtorch.cpu.amp``: PyTorch's deprecated CPU autocast and GradScaler spellings.
 
 Counting starts with the first call to any of these functions (with a census of the buffers
 alive then), so the figures are exact and programs that never ask pay nothing.
@@ -6,9 +7,10 @@ alive then), so the figures are exact and programs that never ask pay nothing.
 
 from __future__ import annotations
 
-from ._memory import start_tracking
-from .backend import get_backend
-from .backend.device import CPU
+from .._memory import start_tracking
+from ..backend import get_backend
+from ..backend.device import CPU
+from . import amp
 
 __all__ = ["memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
            "memory_reserved", "empty_cache", "synchronize"]

@@ -1,0 +1,125 @@
+"""The gamma function family: ``lgamma``, ``digamma``, ``polygamma``, ``mvlgamma``.
+
+Each derivative is the next member of the family (lgamma' = digamma, digamma' = polygamma(1),
+polygamma(n)' = polygamma(n + 1)), so the backward formulas are these same ops and gradients of
+gradients come for free. Values come from SciPy's special functions (cupyx.scipy on CUDA).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.function import Function
+from ._util import Tensor, _float_array, xp_of
+from .special import _special
+
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma"]
+
+
+class Lgamma(Function):
+    torch_name = "LgammaBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special("gammaln", _float_array(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * digamma(x)
+
+
+class Digamma(Function):
+    torch_name = "DigammaBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _special("digamma", _float_array(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * polygamma(1, x)
+
+
+class Polygamma(Function):
+    torch_name = "PolygammaBackward0"
+
+    @staticmethod
+    def forward(ctx, x, n):
+        ctx.save_for_backward(x)
+        ctx.n = n
+        arr = _float_array(x)
+        return _special("digamma", arr) if n == 0 else _polygamma_array(n, arr)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * polygamma(ctx.n + 1, x), None
+
+
+def _trigamma_array(arr):
+    """polygamma(1, x) as PyTorch computes it (float32 bit for bit from 1/2 on, float64 within
+    an ulp: PyTorch's build fuses some multiply-adds): reflection below
+    1/2, six steps of the recurrence psi'(x) = psi'(x + 1) + 1/x^2, then the asymptotic
+    series; in the input's precision (float16 through float32)."""
+    xp = xp_of(arr)
+    dt = np.float64 if arr.dtype == np.float64 else np.float32
+    f = np.dtype(dt).type
+    x = arr.astype(dt)
+    reflect = x < f(0.5)
+    sin_pi_x = xp.sin(f(math.pi) * x)
+    result = xp.where(reflect, -(f(math.pi) * f(math.pi)) / (sin_pi_x * sin_pi_x), f(0))
+    x = xp.where(reflect, f(1) - x, x)
+    for _ in range(6):
+        result = result + f(1) / (x * x)
+        x = x + f(1)
+    ixx = f(1) / (x * x)
+    result = result + (f(1) + f(1) / (f(2) * x)
+                       + ixx * (f(1 / 6) - ixx * (f(1 / 30) - ixx * f(1 / 42)))) / x
+    return xp.where(reflect, -result, result).astype(arr.dtype, copy=False)
+
+
+def _polygamma_array(n: int, arr):
+    if n == 1:
+        return _trigamma_array(arr)
+    if xp_of(arr) is np:
+        import scipy.special as sp
+    else:
+        import cupyx.scipy.special as sp
+    return sp.polygamma(n, arr).astype(arr.dtype, copy=False)
+
+
+def lgamma(input: Tensor) -> Tensor:
+    """Natural log of the absolute value of the gamma function."""
+    return Lgamma.apply(input)
+
+
+def digamma(input: Tensor) -> Tensor:
+    """The logarithmic derivative of the gamma function, ``lgamma'``."""
+    return Digamma.apply(input)
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The ``n``-th derivative of ``digamma``."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n. (got n={n})")
+    return Polygamma.apply(input, n)
+
+
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """Log of the multivariate gamma function of dimension ``p``."""
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    if bool((input <= (p - 1) / 2.0).any()):
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2.0}")
+    from . import creation
+
+    offsets = creation.arange(p, dtype=input.dtype if input.is_floating_point() else None,
+                              device=input.device) * -0.5
+    terms = lgamma(input.unsqueeze(-1) + offsets)
+    return terms.sum(-1) + (p * (p - 1) / 4.0) * math.log(math.pi)
