@@ -17,6 +17,7 @@ It implements the part of CuPy 14 that microtorch uses and is strict where CuPy 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
 
@@ -95,6 +96,39 @@ def _as_strided(x, shape=None, strides=None):
     return ndarray(shape, x.dtype, memptr=x.data, strides=strides)
 
 
+_errstate = {"linalg": "ignore"}  # CuPy's default: linalg checks nothing
+
+
+@contextlib.contextmanager
+def _linalg_errstate(*, linalg: str | None = None):
+    """``cupyx.errstate(linalg=...)``: with ``"raise"`` a failing factorisation raises
+    NumPy's LinAlgError; by default (``"ignore"``) CuPy returns NaNs and says nothing."""
+    if linalg not in (None, "ignore", "raise"):
+        raise ValueError(f"unknown linalg error mode {linalg!r}")
+    old = _errstate["linalg"]
+    if linalg is not None:
+        _errstate["linalg"] = linalg
+    try:
+        yield
+    finally:
+        _errstate["linalg"] = old
+
+
+def _silent_unless_raise(fn):
+    """A square-matrix routine (cholesky, inv) that fails as CuPy's does: NaNs, not an
+    exception, unless ``cupyx.errstate(linalg="raise")`` is in force."""
+    def call(a, *args, **kwargs):
+        try:
+            return fn(a, *args, **kwargs)
+        except np.linalg.LinAlgError:
+            if _errstate["linalg"] == "raise":
+                raise
+            return _array._new(np.full(a.shape, np.nan, dtype=a.dtype), a.device.id)
+
+    call.__name__, call.__doc__ = fn.__name__, fn.__doc__
+    return call
+
+
 def build() -> dict[str, types.ModuleType]:
     """Every module of the stand-in by dotted name (``cupy``, ``cupy.cuda``, ``cupyx``...)."""
     mods = _cuda.build_cuda()
@@ -102,8 +136,10 @@ def build() -> dict[str, types.ModuleType]:
     mods["cupy.lib.stride_tricks"] = tricks
     mods["cupy.lib"] = _names.module("cupy.lib", {"stride_tricks": tricks})
     mods["cupy.random"] = _rng.build()
-    mods["cupy.linalg"] = _names.module("cupy.linalg", _from_numpy(
-        "cupy.linalg", np.linalg, _names.NAMES["cupy.linalg"]))
+    linalg = _from_numpy("cupy.linalg", np.linalg, _names.NAMES["cupy.linalg"])
+    for name in ("cholesky", "inv"):
+        linalg[name] = _silent_unless_raise(linalg[name])
+    mods["cupy.linalg"] = _names.module("cupy.linalg", linalg)
     mods["cupy.fft"] = _names.module("cupy.fft", _from_numpy(
         "cupy.fft", np.fft, _names.NAMES["cupy.fft"]))
     top = _from_numpy("cupy", np, _names.NAMES["cupy"])
@@ -124,7 +160,7 @@ def build() -> dict[str, types.ModuleType]:
     mods["cupyx.scipy"] = scipy
     mods["cupyx"] = _names.module("cupyx", {
         "scatter_add": _scatter_add, "empty_pinned": _empty_pinned,
-        "zeros_pinned": _zeros_pinned, "scipy": scipy})
+        "zeros_pinned": _zeros_pinned, "errstate": _linalg_errstate, "scipy": scipy})
     _array._module = mods["cupy"]
     return mods
 

@@ -79,6 +79,18 @@ class MemoryPointer:
         return self.ptr
 
 
+class _AddressView:
+    """Exposes raw device memory (an address, shape, dtype, strides) to ``np.asarray``,
+    keeping the owning array alive as a device pointer keeps its allocation."""
+
+    def __init__(self, address: int, shape, dtype, strides, keep: np.ndarray) -> None:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.__array_interface__ = {
+            "version": 3, "shape": shape, "typestr": np.dtype(dtype).str,
+            "data": (address, False), "strides": None if strides is None else tuple(strides)}
+        self._keep = keep
+
+
 class ndarray:  # noqa: N801 - CuPy's name
     """``cupy.ndarray``: a NumPy array standing for device memory on one device."""
 
@@ -95,12 +107,13 @@ class ndarray:  # noqa: N801 - CuPy's name
         owner = memptr.mem
         raw = _root(owner._a)
         start = owner._a.__array_interface__["data"][0] - _data_address(raw)
-        flat = raw.reshape(-1).view(np.uint8) if raw.flags.c_contiguous else None
-        if flat is None:
-            raise ValueError("the stand-in needs a contiguous owner for memptr views")
-        offset = memptr.ptr - owner._a.__array_interface__["data"][0] + start
-        arr = np.ndarray(shape, dtype=dtype, buffer=flat, offset=offset, strides=strides,
-                         order=order)
+        if raw.flags.c_contiguous:
+            flat = raw.reshape(-1).view(np.uint8)
+            offset = memptr.ptr - owner._a.__array_interface__["data"][0] + start
+            arr = np.ndarray(shape, dtype=dtype, buffer=flat, offset=offset, strides=strides,
+                             order=order)
+        else:  # memory NumPy cannot view flat (a strided owner): point at the address itself
+            arr = np.asarray(_AddressView(memptr.ptr, shape, dtype, strides, owner._a))
         _init(self, arr, owner, owner._device_id)
         self._base = None  # CuPy: an array made on a memptr has no base (the pointer owns)
 

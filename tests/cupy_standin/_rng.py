@@ -86,6 +86,27 @@ def permutation(a):
     return _device(_gen().permutation(int(a)))
 
 
+def _host(param):
+    """A distribution parameter as NumPy (CuPy takes device arrays, host arrays, numbers)."""
+    return param._a if isinstance(param, _array.ndarray) else np.asarray(param)
+
+
+def standard_gamma(shape, size=None, dtype=float):
+    """Gamma(shape, 1) samples."""
+    out = _gen().standard_gamma(_host(shape), size=size)
+    return _device(out.astype(_float_dtype(dtype), copy=False))
+
+
+def poisson(lam=1.0, size=None, dtype=int):
+    """Poisson samples."""
+    return _device(_gen().poisson(_host(lam), size=size).astype(dtype, copy=False))
+
+
+def binomial(n, p, size=None, dtype=int):
+    """Binomial samples."""
+    return _device(_gen().binomial(_host(n), _host(p), size=size).astype(dtype, copy=False))
+
+
 def rand(*size, dtype=float):
     """Uniform samples of shape ``size``."""
     return random(size, dtype)
@@ -101,4 +122,5 @@ def build():
     return _names.module("cupy.random", {
         "seed": seed, "random": random, "random_sample": random, "standard_normal":
         standard_normal, "normal": normal, "uniform": uniform, "randint": randint,
-        "permutation": permutation, "rand": rand, "randn": randn})
+        "permutation": permutation, "rand": rand, "randn": randn,
+        "standard_gamma": standard_gamma, "poisson": poisson, "binomial": binomial})
