@@ -12,7 +12,27 @@ def _g(x) -> str:
     return f"{x:g}"
 
 
-class finfo:  # noqa: N801 - mirrors torch.finfo
+class _Limits:
+    """What finfo and iinfo share: read-only attributes set once, equality by dtype."""
+
+    __slots__ = ()
+
+    def _freeze(self, values: dict) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"attribute '{name}' of '{type(self).__name__}' objects is not "
+                             f"writable")
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and self.dtype == other.dtype
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.dtype))
+
+
+class finfo(_Limits):  # noqa: N801 - mirrors torch.finfo
     """Machine limits of a floating dtype (a complex dtype's parts; the default dtype when
     called without one): ``bits``, ``eps``, ``max``, ``min``, ``tiny``, ``smallest_normal``,
     ``resolution`` (Python floats) and ``dtype`` (the name)."""
@@ -30,17 +50,7 @@ class finfo:  # noqa: N801 - mirrors torch.finfo
                       min=float(info.min), tiny=float(info.smallest_normal),
                       smallest_normal=float(info.smallest_normal),
                       resolution=10.0 ** -int(info.precision), dtype=d.name)
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"attribute '{name}' of 'finfo' objects is not writable")
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, finfo) and self.dtype == other.dtype
-
-    def __hash__(self) -> int:
-        return hash(("finfo", self.dtype))
+        self._freeze(values)
 
     def __repr__(self) -> str:
         return (f"finfo(resolution={_g(self.resolution)}, min={_g(self.min)}, "
@@ -49,7 +59,7 @@ class finfo:  # noqa: N801 - mirrors torch.finfo
                 f"dtype={self.dtype})")
 
 
-class iinfo:  # noqa: N801 - mirrors torch.iinfo
+class iinfo(_Limits):  # noqa: N801 - mirrors torch.iinfo
     """Limits of an integer dtype: ``bits``, ``max``, ``min`` (Python ints), ``dtype`` (name)."""
 
     __slots__ = ("bits", "max", "min", "dtype")
@@ -62,18 +72,8 @@ class iinfo:  # noqa: N801 - mirrors torch.iinfo
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
                             "handle 'torch.iinfo'")
         info = np.iinfo(d.np)
-        for name, value in dict(bits=d.itemsize * 8, max=int(info.max), min=int(info.min),
-                                dtype=d.name).items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"attribute '{name}' of 'iinfo' objects is not writable")
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, iinfo) and self.dtype == other.dtype
-
-    def __hash__(self) -> int:
-        return hash(("iinfo", self.dtype))
+        self._freeze(dict(bits=d.itemsize * 8, max=int(info.max), min=int(info.min),
+                          dtype=d.name))
 
     def __repr__(self) -> str:
         return f"iinfo(min={_g(self.min)}, max={_g(self.max)}, dtype={self.dtype})"

@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "backward, step, zero_grad) and measured (memory), with a "
                            "recommendation")
     size.add_argument("--quick", action="store_true",
-                      help="the same cases with fewer repetitions and a 25 x (1024, 1024) "
+                      help="the same cases with fewer repetitions and a 20 x (1024, 1024) "
                            "large case (under two minutes and 1 GB on an idle 2-core CPU)")
     size.add_argument("--tiny", action="store_true",
                       help="toy sizes that run in seconds, for tests; the numbers mean nothing")

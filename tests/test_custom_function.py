@@ -5,6 +5,7 @@ Each case is written once as ``case(lib)`` against the library's API and run wit
 
 from __future__ import annotations
 
+import _torch_compare
 import numpy as np
 import pytest
 
@@ -183,11 +184,8 @@ def _compare(got, want):
 
 def same_error(case, exc):
     """``case`` raises ``exc`` with the same message in both libraries."""
-    with pytest.raises(exc) as got:
-        case(mt, functions(mt))
-    with pytest.raises(exc) as want:
-        case(torch, functions(torch))
-    assert str(got.value).replace("microtorch", "torch") == str(want.value)
+    _torch_compare.same_error(lambda: case(mt, functions(mt)),
+                              lambda: case(torch, functions(torch)), exc)
 
 
 # -- values and gradients -------------------------------------------------------------------

@@ -13,6 +13,7 @@ import copy
 
 import numpy as np
 import pytest
+from test_optim import to_numpy
 
 import microtorch
 from microtorch import optim
@@ -31,12 +32,6 @@ CONFIGS = [
 ]
 IDS = ["-".join(f"{k}={v}" for k, v in kw.items()) or "defaults" for kw in CONFIGS]
 FLOAT32_CONFIGS = [0, 1, 2]  # indices of CONFIGS that float32 follows to 1e-5
-
-
-def to_numpy(t) -> np.ndarray:
-    if isinstance(t, microtorch.Tensor):
-        return np.array(t.detach().cpu().numpy())
-    return t.detach().numpy().copy()
 
 
 def problem(lib, dtype: str, device: str | None = None):

@@ -114,6 +114,11 @@ def inputs(specs, shapes, dtype, seed=0):
     return [make_input(s, sh, dtype, rng) for s, sh in zip(specs, shapes)]
 
 
+def idx(m, values):
+    """An int64 index tensor of library ``m`` (microtorch or torch)."""
+    return m.tensor(values, dtype=m.long)
+
+
 # -- unary elementwise -------------------------------------------------------------------------
 UNARY = {
     "neg": ("n", lambda m, x: m.neg(x)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
-from test_ops import FLOATS, assert_same, check, inputs
+from test_ops import FLOATS, assert_same, check, idx, inputs
 
 import microtorch
 
@@ -16,10 +16,6 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NAN = float("nan")
-
-
-def idx(m, values):
-    return m.tensor(values, dtype=m.long)
 
 
 # -- differentiable ops of one (2, 3, 4) input ---------------------------------------------------

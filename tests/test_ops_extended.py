@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
-from test_ops import FLOATS, as_numpy, assert_same, check, inputs
+from test_ops import FLOATS, as_numpy, assert_same, check, idx, inputs
 
 import microtorch
 
@@ -17,10 +17,6 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NAN = float("nan")
-
-
-def idx(m, values):
-    return m.tensor(values, dtype=m.long)
 
 
 # -- ops of one (2, 3, 4) input ----------------------------------------------------------------

@@ -16,6 +16,7 @@ import copy
 
 import numpy as np
 import pytest
+from test_optim import PLAN, SHAPES, set_grads, to_numpy
 
 import microtorch
 from microtorch import optim
@@ -24,10 +25,8 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 RTOL = {"float32": 1e-6, "float64": 1e-14}
-SHAPES = [(3, 4), (5,), (2, 3), (4,), ()]
+# The parameter SHAPES and their gradient PLAN are test_optim's.
 GROUP_OF = [0, 0, 1, 1, 1]  # two param groups; the second overrides the lr
-# Per parameter: its gradient at each step ("r" random, "z" zeros, "n" None).
-PLAN = ["rrrrrrrr", "nrrnrrnr", "rzrzzrrz", "nnnnnnnn", "zrrrnrrr"]
 STEPS = 24
 SCALAR_STATE = {"step", "mu_product", "eta", "mu"}
 
@@ -51,12 +50,6 @@ CASES = [(name, kw) for name, kws in CONFIGS.items() for kw in kws]
 CASE_IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}"
             for name, kw in CASES]
 STORAGES = {"default": {}, "foreach": dict(foreach=True), "flat": dict(flat_grads=True)}
-
-
-def to_numpy(t) -> np.ndarray:
-    if isinstance(t, microtorch.Tensor):
-        return np.array(t.detach().cpu().numpy())
-    return t.detach().numpy().copy()
 
 
 def assert_close_to_scale(actual, expected, dtype: str) -> None:
@@ -99,16 +92,6 @@ def mt_params(device: str, dtype: str, arrays=None) -> list[microtorch.Tensor]:
 def torch_params(dtype: str, arrays=None) -> list:
     arrays = initial_arrays(dtype) if arrays is None else arrays
     return [torch.tensor(a, requires_grad=True) for a in arrays]
-
-
-def set_grads(params, grads, device: str | None) -> None:
-    for p, g in zip(params, grads):
-        if g is None:
-            p.grad = None
-        elif device is None:
-            p.grad = torch.tensor(g)
-        else:
-            p.grad = microtorch.tensor(g, device=device)
 
 
 def mt_to_torch_state(sd: dict) -> dict:

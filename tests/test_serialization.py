@@ -156,6 +156,22 @@ def test_views_of_one_buffer_share_storage_after_load():
     assert out["step"].tolist() == [0.0, 0.0, 8.0]  # elements 1, 4, 7
 
 
+@pytest.mark.parametrize("mmap", [False, True])
+def test_loaded_views_still_share_one_storage_when_saved_again(tmp_path, mmap):
+    # A loaded storage is raw bytes viewed as float32: saving again must keep one storage.
+    flat = microtorch.arange(12.0)
+    microtorch.save({"flat": flat, "w": flat[2:8].view(2, 3)}, tmp_path / "a.pt")
+    loaded = microtorch.load(tmp_path / "a.pt", mmap=mmap)
+    microtorch.save(loaded, tmp_path / "b.pt")
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "b.pt") as zf:
+        assert [n for n in zf.namelist() if "/data/" in n] == ["b/data/0"]
+    again = microtorch.load(tmp_path / "b.pt")
+    again["flat"][3] = 100.0
+    assert again["w"][0, 1].item() == 100.0
+
+
 def test_single_slice_stores_only_its_own_data():
     big = microtorch.zeros(100_000)
     buf = io.BytesIO()

@@ -6,6 +6,7 @@ specs, NumPy operands (``tensor + array``, ``array + tensor``), ``__array__``,
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -126,3 +127,23 @@ def test_format_in_a_training_log_line():
     line = "epoch {:3d} loss {:.6f} acc {:>8.2%}"
     assert line.format(1, loss, microtorch.tensor(0.875)) == line.format(1, tloss,
                                                                         torch.tensor(0.875))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "float64", "uint8", "float32"])
+def test_view_as_dtype_reinterprets_the_bytes_as_pytorch(dtype):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ours = microtorch.from_numpy(x.copy()).view(getattr(microtorch, dtype))
+    theirs = torch.from_numpy(x.copy()).view(getattr(torch, dtype))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert not ours.requires_grad
+
+
+@pytest.mark.parametrize("make, dtype", [
+    (lambda m: m.arange(3.0), "float64"),
+    (lambda m: m.arange(12.0).reshape(3, 4).t(), "int16"),
+])
+def test_view_as_dtype_errors_match_pytorch(make, dtype):
+    with pytest.raises(RuntimeError) as theirs:
+        make(torch).view(getattr(torch, dtype))
+    with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
+        make(microtorch).view(getattr(microtorch, dtype))

@@ -83,7 +83,8 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool = False, materialize_grads=False):
+         create_graph: bool = False, allow_unused: bool = False,
+         materialize_grads: bool = False) -> tuple:
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
     outs = _as_list(outputs)
     ins = _as_list(inputs)

@@ -26,6 +26,7 @@ from .node import (  # noqa: F401  (the helpers microtorch's op modules import f
     AccumulateGrad,
     Node,
     broadcast_message,
+    edge_of,
     finish,
     lift,
     modified_error,
@@ -193,23 +194,17 @@ class Function(Node):
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.needs_input_grad = needs
         record = recording() and any(needs)
-        edges = []
-        if record:
-            n_edges = 0  # up to the last tensor argument, as for every node
-            for i, a in enumerate(args):
-                if isinstance(a, Tensor):
-                    edges.append(a.grad_fn if a.grad_fn is not None else a if needs[i] else None)
-                    n_edges = i + 1
-                else:
-                    edges.append(None)
-            edges = edges[:n_edges]
+        edges = ()
+        if record:  # up to the last tensor argument, as for every node
+            last = max(i for i, a in enumerate(args) if isinstance(a, Tensor))
+            edges = tuple(edge_of(a) if isinstance(a, Tensor) else None for a in args[:last + 1])
         with no_grad():
             if cls._uses_setup_context:
                 out = cls.forward(*args)
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args, **kwargs)
-        return _wrap_outputs(ctx, args, out, record, tuple(edges))
+        return _wrap_outputs(ctx, args, out, record, edges)
 
 
 _NODE_APPLY = Node.__dict__["apply"]

@@ -150,7 +150,8 @@ _V_NONE_INPUT = ("The vector v can only be None if the input to the user-provide
                  "single Tensor with a single element.")
 
 
-def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def vjp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), v^T J): the vector-Jacobian product at ``inputs``."""
     with enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "vjp")
@@ -167,7 +168,8 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
             _unpack(_finish(result, create_graph), inputs_tuple))
 
 
-def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def jvp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), J v): the Jacobian-vector product, by the double-backward trick."""
     with enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jvp")
@@ -204,7 +206,7 @@ def _check_strategy(strategy: str, vectorize: bool, strict: bool) -> None:
 
 
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
-             vectorize: bool = False, strategy: str = "reverse-mode"):
+             vectorize: bool = False, strategy: str = "reverse-mode") -> Tensor | tuple:
     """The Jacobian of ``func`` at ``inputs``: for output i and input j a tensor of shape
     ``outputs[i].shape + inputs[j].shape`` (tuples nested as the arguments were)."""
     _check_strategy(strategy, vectorize, strict)
@@ -263,7 +265,8 @@ def _single_output(func: Callable, fn: str, strict: bool):
 
 
 def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
-            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
+            vectorize: bool = False,
+            outer_jacobian_strategy: str = "reverse-mode") -> Tensor | tuple:
     """The Hessian of the scalar ``func`` at ``inputs`` (for inputs i, j a tensor of shape
     ``inputs[i].shape + inputs[j].shape``): the Jacobian of its gradient."""
     inputs_tuple, inputs = _tensors(inputs, "inputs", "hessian")
@@ -280,30 +283,37 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     return _unpack(result, inputs_tuple, inputs_tuple)
 
 
-def vhp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def _gradient_at(func: Callable, inputs, v, create_graph: bool, strict: bool, fn: str):
+    """What vhp and hvp start from (under enable_grad): whether the inputs were a tuple, the
+    prepared inputs, the checked ``v``, the scalar output and its gradient, kept differentiable
+    for the second derivative."""
+    inputs_tuple, inputs = _tensors(inputs, "inputs", fn)
+    inputs = _prepare(inputs, create_graph, need_graph=True)
+    v = _vector(v, inputs, inputs_tuple, create_graph, fn, _V_NONE_INPUT)
+    out = _single_output(func, fn, strict)(*inputs)
+    first = _grad((out,), inputs, create_graph=True)
+    _strict_requires_grad(first, "jacobian", strict)
+    return inputs_tuple, inputs, v, out, first
+
+
+def vhp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), v^T H): the vector-Hessian product of the scalar ``func``."""
     with enable_grad():
-        inputs_tuple, inputs = _tensors(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _vector(v, inputs, inputs_tuple, create_graph, "vhp", _V_NONE_INPUT)
-        out = _single_output(func, "vhp", strict)(*inputs)
-        first = _grad((out,), inputs, create_graph=True)
-        _strict_requires_grad(first, "jacobian", strict)
+        inputs_tuple, inputs, v, out, first = _gradient_at(func, inputs, v, create_graph,
+                                                           strict, "vhp")
         grads = _grad(first, inputs, v, create_graph=create_graph)
         result = _zeros_for_none(grads, inputs, strict, create_graph, "double_back")
     return _finish(out, create_graph), _unpack(_finish(result, create_graph), inputs_tuple)
 
 
-def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+def hvp(func: Callable, inputs, v=None, create_graph: bool = False,
+        strict: bool = False) -> tuple:
     """(func(inputs), H v): the Hessian-vector product of the scalar ``func``, by the
     double-backward trick (equal to ``vhp`` for a twice continuously differentiable func)."""
     with enable_grad():
-        inputs_tuple, inputs = _tensors(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _vector(v, inputs, inputs_tuple, create_graph, "hvp", _V_NONE_INPUT)
-        out = _single_output(func, "hvp", strict)(*inputs)
-        first = _grad((out,), inputs, create_graph=True)
-        _strict_requires_grad(first, "jacobian", strict)
+        inputs_tuple, inputs, v, out, first = _gradient_at(func, inputs, v, create_graph,
+                                                           strict, "hvp")
         u = tuple(ops.zeros_like(x, requires_grad=True) for x in inputs)
         h_u = _grad(first, inputs, u, create_graph=True)  # H^T u, linear in u
         _strict_requires_grad(h_u, "hessian", strict)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 from contextlib import AbstractContextManager, nullcontext
 
@@ -191,9 +192,7 @@ class Backend:
 
     def _from_doubles(self, shape: tuple, dtype, transform):
         xp = self.xp
-        n = 1
-        for s in shape:
-            n *= int(s)
+        n = math.prod(int(s) for s in shape)
         with self.context(), np.errstate(divide="ignore", invalid="ignore"):
             out = transform(xp, self.unit_doubles(n))
             return out.astype(dtype).reshape(tuple(shape))

@@ -24,6 +24,11 @@ def setting_name(row: dict[str, Any]) -> str:
     return f"set_to_none={row['set_to_none']}, {row['storage']}"
 
 
+def rows_on(results: dict[str, Any], section: str, dev: str) -> list[dict[str, Any]]:
+    """The rows of a results section measured on ``dev`` (none when the section is absent)."""
+    return [r for r in results.get(section, []) if r["device"] == dev]
+
+
 # ---------------------------------------------------------------------------- statistics
 
 def summarize(seconds: Iterable[float]) -> dict[str, float]:

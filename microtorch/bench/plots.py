@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .measure import SET_TO_NONE, STORAGES, setting_name
+from .measure import SET_TO_NONE, STORAGES, rows_on, setting_name
 
 __all__ = ["render_plots", "plot_model_study"]
 
@@ -80,10 +80,6 @@ def _format_us(us: float) -> str:
 
 # -------------------------------------------------------------------- microtorch bench plots
 
-def _on(results: dict, section: str, dev: str) -> list[dict]:
-    return [r for r in results.get(section, []) if r["device"] == dev]
-
-
 def _legend_storage_and_library(fig: Any) -> None:
     from matplotlib.lines import Line2D
 
@@ -97,7 +93,7 @@ def _legend_storage_and_library(fig: Any) -> None:
 
 
 def _plot_zero_grad(results: dict, dev: str, path: Path) -> None:
-    rows = _on(results, "zero_grad", dev)
+    rows = rows_on(results, "zero_grad", dev)
     shapes = {tuple(r["shape"]) for r in rows}
     counts = {r["n_params"] for r in rows}
     # Count sweep: the most common small shape; size sweep: the most common count.
@@ -154,7 +150,7 @@ def _timeline_axis(ax: Any, labels: list[str]) -> None:
 
 
 def _plot_memory(results: dict, dev: str, path: Path) -> None:
-    rows = _on(results, "memory", dev)
+    rows = rows_on(results, "memory", dev)
     ks = sorted({r["accum_steps"] for r in rows})
     k = ks[0]
     with _figure(1, len(STORAGES), row_height=4.6) as (fig, axes):
@@ -181,10 +177,10 @@ def render_plots(results: dict, out: Path) -> list[Path]:
     """The zero_grad and memory figures of ``microtorch bench``, per device; their paths."""
     paths = []
     for dev in results["devices"]:
-        if _on(results, "zero_grad", dev):
+        if rows_on(results, "zero_grad", dev):
             paths.append(out / f"zero_grad_{dev}.png")
             _plot_zero_grad(results, dev, paths[-1])
-        if _on(results, "memory", dev):
+        if rows_on(results, "memory", dev):
             paths.append(out / f"memory_{dev}.png")
             _plot_memory(results, dev, paths[-1])
     return paths

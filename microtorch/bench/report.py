@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .measure import STORAGES
+from .measure import STORAGES, rows_on
 
 __all__ = ["render_markdown", "format_us", "headline", "targets", "write_report",
            "write_outputs"]
@@ -60,11 +60,6 @@ def _shape(shape: list[int]) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _on(results: dict, section: str, dev: str) -> list[dict]:
-    """The rows of a results section measured on ``dev``."""
-    return [r for r in results[section] if r["device"] == dev]
-
-
 def _table(head: list[str], rows: Iterable[list[str]]) -> list[str]:
     """A markdown table: the header, its rule, one line per row of cells."""
     def line(cells: list[str]) -> str:
@@ -75,7 +70,7 @@ def _table(head: list[str], rows: Iterable[list[str]]) -> list[str]:
 
 def _headline_steps(results: dict, dev: str) -> list[dict]:
     """The training steps of the headline: one micro-batch, default storage, set_to_none."""
-    return [r for r in _on(results, "train_step", dev)
+    return [r for r in rows_on(results, "train_step", dev)
             if r["accum_steps"] == 1 and r["storage"] == "default" and r["set_to_none"]]
 
 
@@ -107,7 +102,7 @@ def headline(results: dict) -> list[dict[str, Any]]:
         cases = [(r, f"MLP {dims}, batch {r['batch_size']}, Adam, one step")
                  for r in _headline_steps(results, dev)]
         cases += [(r, f"chain of {r['length']} elementwise ops, {r['phase']}")
-                  for r in _on(results, "op_chain", dev)]
+                  for r in rows_on(results, "op_chain", dev)]
         for r, case in cases:
             rows.append({"device": dev, "case": case,
                          "microtorch_us": r["microtorch"]["median_us"],
@@ -184,11 +179,11 @@ def targets(results: dict) -> list[dict[str, Any]]:
                 rows.append(_target("training", f"{dev}: training-step losses equal PyTorch's",
                                     f"max rel. diff {r['max_loss_rel_diff']:.1e}",
                                     r["max_loss_rel_diff"] < 1e-5))
-        for r in _on(results, "op_chain", dev):
+        for r in rows_on(results, "op_chain", dev):
             if r["ratio"] is not None:
                 rows.append(_target("training", f"{dev}: per-op overhead, {r['phase']}, <= PyTorch",
                                     f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
-        for r, twin, held, peak_ok in _set_to_none_checks(_on(results, "memory", dev)):
+        for r, twin, held, peak_ok in _set_to_none_checks(rows_on(results, "memory", dev)):
             rows.append(_target("training", f"{dev}: set_to_none=True, K={r['accum_steps']}, "
                                 f"{r['storage']}: no gradient bytes between steps, peak <= "
                                 "set_to_none=False's",
@@ -239,7 +234,7 @@ def _machine_md(m: dict) -> list[str]:
 
 def _zero_grad_md(results: dict, dev: str) -> list[str]:
     zg = _zero_grad_index(results)
-    mine = _on(results, "zero_grad", dev)
+    mine = rows_on(results, "zero_grad", dev)
     cases = sorted({(r["n_params"], tuple(r["shape"])) for r in mine},
                    key=lambda c: (c[0] * math.prod(c[1]), c[0]))
     has_torch = any(r["lib"] == "torch" for r in mine)
@@ -290,7 +285,7 @@ def _train_step_md(results: dict, dev: str) -> list[str]:
              "batches, set_to_none and foreach (flat's counterpart: PyTorch's default). "
              "Loss diff: largest relative difference of the step losses.", ""]
     table = []
-    for r in _on(results, "train_step", dev):
+    for r in rows_on(results, "train_step", dev):
         diff = r.get("max_loss_rel_diff")
         table.append([str(r["accum_steps"]), r["storage"], str(r["set_to_none"]),
                       _cell(r["microtorch"]), _cell(r["torch"]), _ratio(r["ratio"]),
@@ -300,7 +295,7 @@ def _train_step_md(results: dict, dev: str) -> list[str]:
 
 
 def _memory_md(results: dict, dev: str) -> list[str]:
-    rows = _on(results, "memory", dev)
+    rows = rows_on(results, "memory", dev)
     lines = [f"### Memory on {dev}", "",
              "Bytes held between steps (after `zero_grad`; the breakdown by "
              "`microtorch.utils.memory_report`, the total by "
@@ -331,7 +326,7 @@ def _op_chain_md(results: dict, dev: str) -> list[str]:
                                   _cell(r["torch"]), f"{r['microtorch_per_op_us']:.2f}",
                                   f"{r.get('torch_per_op_us', float('nan')):.2f}",
                                   _ratio(r["ratio"])]
-                                 for r in _on(results, "op_chain", dev))) + [""]
+                                 for r in rows_on(results, "op_chain", dev))) + [""]
 
 
 def render_markdown(results: dict) -> str:

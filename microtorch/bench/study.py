@@ -97,11 +97,11 @@ class BenchConfig:
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        """The reference cases with fewer repetitions, and 25 rather than 100 parameters of
+        """The reference cases with fewer repetitions, and 20 rather than 100 parameters of
         (1024, 1024) so that five contenders' gradients fit in 1 GB (under two minutes)."""
         return cls("quick",
                    [(10, (64,)), (100, (64,)), (1000, (64,)), (100, (128, 128)),
-                    (25, (1024, 1024))],
+                    (20, (1024, 1024))],
                    zero_grad_repeats=25, big_case_repeats=5, step_repeats=20,
                    chain_repeats=10)
 

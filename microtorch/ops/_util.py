@@ -13,7 +13,8 @@ from ..backend import backend_of, xp_of
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
-           "broadcast_shape", "tensors_arg", "check_index_arg"]
+           "broadcast_shape", "tensors_arg", "check_index_arg",
+           "narrow_start", "split_size_arg"]
 
 wrap_dim = _wrap_dim
 
@@ -64,7 +65,14 @@ def check_index_bounds(idx, n: int, dim: int) -> None:
 
 def check_index_arg(input: Tensor, dim: int, index: Tensor, fn: str) -> None:
     """PyTorch's checks of gather's and scatter_add's ``index``: integers, as many dims as
-    ``input`` (gather: always; scatter_add: unless empty), entries in [0, size of ``dim``)."""
+    ``input`` (gather: always; scatter_add: unless empty), entries in [0, size of ``dim``);
+    index_select's: an integer vector (its bounds are the indexing's)."""
+    if fn == "index_select":
+        if index._data.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        if index._data.dtype.kind not in "iu":
+            raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+        return
     if index._data.dtype.kind not in "iu":
         raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
     if index._data.ndim != input._data.ndim and (fn == "gather" or index._data.size):
@@ -178,6 +186,31 @@ def tensors_arg(tensors, fn: str) -> list:
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
                             f"{type(t).__name__}")
     return tensors
+
+
+def narrow_start(size: int, start: int, length: int) -> int:
+    """narrow's ``start`` counted from 0 (negative from the end), with PyTorch's errors for a
+    start or length outside a dimension of ``size``."""
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    return start
+
+
+def split_size_arg(step: int, n: int) -> int:
+    """split's chunk size, checked as PyTorch does against the dimension's size ``n``."""
+    if step < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+    if step == 0 and n:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    return step
 
 
 def dims_arg(dim, ndim: int) -> tuple | None:

@@ -13,7 +13,7 @@ import builtins
 from .. import _dtype
 from ..autograd.function import Function
 from ..autograd.views import as_view
-from ._util import Tensor, xp_of
+from ._util import Tensor, reduce_grad, xp_of
 
 __all__ = ["real", "imag", "conj", "conj_physical", "angle", "complex", "polar",
            "view_as_real", "view_as_complex", "is_conj", "resolve_conj"]
@@ -153,7 +153,8 @@ class Complex(Function):
     def forward(ctx, re, im):
         a, b = re._data, im._data
         out_dtype = _dtype.from_numpy_dtype(a.dtype).to_complex().np
-        out = xp_of(a).empty(xp_of(a).broadcast_shapes(a.shape, b.shape), out_dtype)
+        xp = xp_of(a)
+        out = xp.empty(xp.broadcast_shapes(a.shape, b.shape), out_dtype)
         out.real[...] = a  # (views of the parts; a + 1j * b would turn an inf part into NaN)
         out.imag[...] = b
         ctx.shapes = (a.shape, a.dtype), (b.shape, b.dtype)
@@ -161,8 +162,6 @@ class Complex(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from ._util import reduce_grad
-
         (sa, da), (sb, db) = ctx.shapes
         return (reduce_grad(real(grad).clone(), sa, da),
                 reduce_grad(imag(grad).clone(), sb, db))

@@ -10,12 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Function
-from ._util import Tensor, dims_arg, scalar_name, xp_of
+from ._util import Tensor, _wrap, dims_arg, scalar_name, xp_of
 
 __all__ = ["nonzero", "argwhere", "count_nonzero", "bincount", "histc"]
-
-def _make(arr) -> Tensor:
-    return Tensor._make(arr)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False):
@@ -24,11 +21,11 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     arr = input._data
     xp = xp_of(arr)
     if as_tuple:
-        return tuple(_make(i.astype(np.int64)) for i in xp.nonzero(arr.reshape(-1) if
+        return tuple(_wrap(i.astype(np.int64)) for i in xp.nonzero(arr.reshape(-1) if
                                                                     arr.ndim == 0 else arr))
     if arr.ndim == 0:
-        return _make(xp.zeros((1 if bool(arr) else 0, 0), np.int64))
-    return _make(xp.ascontiguousarray(xp.stack(xp.nonzero(arr), axis=1).astype(np.int64)))
+        return _wrap(xp.zeros((1 if bool(arr) else 0, 0), np.int64))
+    return _wrap(xp.ascontiguousarray(xp.stack(xp.nonzero(arr), axis=1).astype(np.int64)))
 
 
 def argwhere(input: Tensor) -> Tensor:
@@ -41,7 +38,7 @@ def count_nonzero(input: Tensor, dim=None) -> Tensor:
     arr = input._data
     dims = dims_arg(dim, arr.ndim)
     count = (arr != 0).sum(axis=dims, dtype=np.int64)
-    return _make(xp_of(arr).asarray(count, dtype=np.int64))
+    return _wrap(xp_of(arr).asarray(count, dtype=np.int64))
 
 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
@@ -64,9 +61,9 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
         if w.ndim != 1 or w.shape[0] != arr.shape[0]:
             raise RuntimeError("weights should be 1-d and have the same length as input")
         out_dt = np.float32 if w.dtype == np.float32 else np.float64
-        return _make(xp.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
+        return _wrap(xp.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
                      .astype(out_dt))
-    return _make(xp.bincount(arr, minlength=minlength).astype(np.int64))
+    return _wrap(xp.bincount(arr, minlength=minlength).astype(np.int64))
 
 
 def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
@@ -96,7 +93,7 @@ def histc(input: Tensor, bins: int = 100, min=0, max=0) -> Tensor:  # noqa: A002
     pos = ((inside - dt(lo)) * dt(bins) / (dt(hi) - dt(lo))).astype(np.int64)
     pos = xp.minimum(pos, bins - 1)
     counts = xp.bincount(pos, minlength=bins)[:bins]
-    return _make(counts.astype(arr.dtype))
+    return _wrap(counts.astype(arr.dtype))
 
 
 class NoDerivative(Function):

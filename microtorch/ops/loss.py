@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Function, finish, lift
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ._util import _needs, _wrap, reduce_grad, xp_of
 from .activation import Softmax, _log_softmax_array
@@ -98,7 +98,7 @@ class CrossEntropy(Function):
             a, b = a * scale, b * scale
         a = a[:, None]
         (g,) = lift(grad)
-        if state.grad_enabled:  # create_graph: the softmax again, as a node of x
+        if recording():  # create_graph: the softmax again, as a node of x
             p, a, b = Softmax.apply(x, 1), _wrap(a), _wrap(b)
         if reduction == "none":
             g = g.reshape(-1, 1)

@@ -19,7 +19,7 @@ per step. This module must not import ``microtorch.nn``.
 from __future__ import annotations
 
 from ..autograd.function import Function, finish
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import recording
 from ._util import Tensor, xp_of
 from .elementwise import Relu, Sigmoid, Tanh
 from .linear import Linear
@@ -248,7 +248,7 @@ class Recurrence(Function):
 
     @staticmethod
     def backward(ctx, grad):  # noqa: C901 (three modes' loops, kept side by side)
-        if state.grad_enabled:  # create_graph: differentiate the composed steps instead
+        if recording():  # create_graph: differentiate the composed steps instead
             return _replay_backward(ctx, grad)
         if isinstance(grad, Tensor):  # (the root gradient, or one from a non-lifted node)
             grad = grad._data

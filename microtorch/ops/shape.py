@@ -12,8 +12,9 @@ from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
+from . import _util
 from ._autocast import autocast_op
-from ._util import Tensor, check_index_arg, sizes_arg, sum_to_shape, tensors_arg, wrap_dim, xp_of
+from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
@@ -73,9 +74,29 @@ def reshape(input: Tensor, *shape) -> Tensor:
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape; raises when the strides make that impossible."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Tensor)):
-        return input.to(shape[0])  # view(dtype) with equal itemsize is rare; to() is honest
+        return _view_as_dtype(input, _dtype.as_dtype(shape[0]))
     new = _infer_shape(sizes_arg(shape, "view"), input._data.size)
     return _as_view(Reshape.apply(input, new, True), input)
+
+
+def _view_as_dtype(input: Tensor, dtype) -> Tensor:
+    """``view(dtype)``: the same bytes read as another dtype (PyTorch's rules: with another
+    element size the last dimension must be contiguous and divide evenly). Like PyTorch's,
+    the result is outside the graph."""
+    arr = input._data
+    old, new = arr.dtype.itemsize, dtype.np.itemsize
+    if old != new:
+        what = (f"view {_dtype.title(input.dtype)} as {_dtype.title(dtype)} "
+                "(different element sizes)")
+        if arr.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 to {what}")
+        if arr.shape[-1] != 1 and arr.strides[-1] != old:
+            raise RuntimeError(f"self.stride(-1) must be 1 to {what}, but got "
+                               f"{arr.strides[-1] // old}")
+        if new > old and arr.shape[-1] % (new // old):
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} to {what}, but "
+                               f"got {arr.shape[-1]}")
+    return _as_view(Tensor._make(arr.view(dtype.np)), input)
 
 
 class Permute(Function):
@@ -264,7 +285,7 @@ class Cat(Function):
 @autocast_op("cat")
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
-    tensors = tensors_arg(tensors, "cat")
+    tensors = _util.tensors_arg(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     tensors = [t for t in tensors if not (t._data.ndim == 1 and t._data.size == 0)] or tensors
@@ -289,7 +310,7 @@ concat = concatenate = cat
 @autocast_op("stack")
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
-    tensors = tensors_arg(tensors, "stack")
+    tensors = _util.tensors_arg(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
@@ -306,12 +327,7 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     d = wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d]
     if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step < 0 or (step == 0 and n):
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
-                               f"dimension size of {n}" if step == 0 else
-                               f"split expects split_size be non-negative, but got "
-                               f"split_size={step}")
+        step = _util.split_size_arg(split_size_or_sections, n)
         sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
     else:
         sizes = list(split_size_or_sections)
@@ -346,16 +362,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The slice ``start:start+length`` along ``dim`` (a view)."""
     d = wrap_dim(dim, input._data.ndim)
-    size = input._data.shape[d] if input._data.ndim else 1
-    if not -size <= start <= size:
-        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
-                         f"but got {start})")
-    start = start + size if start < 0 else start
-    if length < 0:
-        raise RuntimeError("narrow(): length must be non-negative.")
-    if start + length > size:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
-                           f"({size}).")
+    start = _util.narrow_start(input._data.shape[d] if input._data.ndim else 1, start, length)
     index = (slice(None),) * d + (slice(start, start + length),)
     return named(input[index], "SliceBackward0")
 
@@ -611,7 +618,7 @@ class ScatterAdd(Function):
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
-    check_index_arg(input, d, index, "gather")
+    _util.check_index_arg(input, d, index, "gather")
     return Gather.apply(input, d, index)
 
 
@@ -619,17 +626,14 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
-    check_index_arg(input, d, index, "scatter_add")
+    _util.check_index_arg(input, d, index, "scatter_add")
     return ScatterAdd.apply(input, d, index, src)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, input._data.ndim)
-    if index._data.ndim > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
-    if index._data.dtype.kind not in "iu":
-        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    _util.check_index_arg(input, d, index, "index_select")
     return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0", input)
 
 

@@ -20,7 +20,7 @@ from ..ops._util import xp_of
 from .optimizer import Optimizer, _at_least_1d, _decayed_grad, _increment, _step_tensor
 
 __all__ = ["ElementwiseOptimizer", "ema_square_", "addcdiv_", "effective_grad",
-           "scalar_state", "compat_doc"]
+           "scalar_state", "loaded_scalar", "compat_doc"]
 
 # What PyTorch's storage and compilation keywords do here; appended to each preset's docstring.
 _COMPAT_DOC = """
@@ -43,6 +43,18 @@ def compat_doc(cls: type) -> type:
 def scalar_state(value: float) -> Tensor:
     """A 0-d float32 CPU state tensor (PyTorch's ``step``, ``mu_product``, ``eta``, ``mu``)."""
     return Tensor._make(np.array(value, dtype=np.float32))
+
+
+def loaded_scalar(index, key: str, value) -> np.ndarray:
+    """A scalar state entry of a loaded state dict as a 0-d host array (a tensor's data brought
+    to the CPU); a ValueError naming the entry when it holds more than one value."""
+    if isinstance(value, Tensor):
+        value = value._backend.to_numpy(value._data)
+    arr = np.asarray(value)
+    if arr.shape != ():
+        raise ValueError(f"state {key!r} of parameter {index!r} must be a scalar, got "
+                         f"shape {list(arr.shape)}")
+    return arr
 
 
 def effective_grad(xp, p, g, *, lr: float, weight_decay: float, decoupled: bool,
@@ -123,13 +135,7 @@ class ElementwiseOptimizer(Optimizer):
         """As ``Optimizer._load_state_value``; the ``_scalars`` entries become 0-d float32 CPU
         tensors (PyTorch keeps them float32 whatever the parameter's dtype)."""
         if key in self._scalars:
-            if isinstance(value, Tensor):
-                value = value._backend.to_numpy(value._data)
-            arr = np.asarray(value)
-            if arr.shape != ():
-                raise ValueError(f"state {key!r} of parameter {index!r} must be a scalar, got "
-                                 f"shape {list(arr.shape)}")
-            return scalar_state(float(arr))
+            return scalar_state(float(loaded_scalar(index, key, value)))
         return super()._load_state_value(index, key, value, p)
 
     def _options(self, group: dict[str, Any]) -> dict[str, Any]:

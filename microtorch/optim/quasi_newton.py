@@ -16,6 +16,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
+from ._rules import loaded_scalar
 from .optimizer import Optimizer, ParamsT, _to_array_like
 
 __all__ = ["LBFGS"]
@@ -407,10 +408,5 @@ class LBFGS(Optimizer):
     def _load_scalar(self, index, key: str, value):
         if value is None or isinstance(value, (int, float)):
             return value
-        if isinstance(value, Tensor):
-            value = value._backend.to_numpy(value._data)
-        arr = np.asarray(value)
-        if arr.shape != ():
-            raise ValueError(f"state {key!r} of parameter {index!r} must be a scalar, got "
-                             f"shape {list(arr.shape)}")
+        arr = loaded_scalar(index, key, value)
         return Tensor._make(arr.astype(self._params[0]._data.dtype).copy())

@@ -21,7 +21,7 @@ from .. import _dtype
 from .._tensor import Tensor
 from ..backend.device import device as Device
 from ._errors import CheckpointError
-from ._placement import MapLocation, place_storage
+from ._placement import MapLocation, place_storage, view_of
 
 FORMAT = "microtorch.checkpoint"
 VERSION = 1
@@ -83,10 +83,7 @@ def _make_view(root, meta: dict):
             raise _Corrupt(f"tensor of {dtype} {list(shape)} stored as {root.dtype} "
                            f"{list(root.shape)}")
         return root
-    strides = tuple(meta["strides"])
-    if isinstance(root, np.ndarray):
-        return np.ndarray(shape, dtype, buffer=root, offset=meta["offset"], strides=strides)
-    return type(root)(shape, dtype, memptr=root.data + meta["offset"], strides=strides)
+    return view_of(root, dtype, shape, meta["offset"], tuple(meta["strides"]))
 
 
 class _Decoder:

@@ -1,8 +1,8 @@
 """The names PyTorch's pickles use for dtypes and storage types, and microtorch's dtypes.
 
 A checkpoint names a storage's element type by a legacy storage class (``torch.FloatStorage``)
-and a dtype by a ``torch`` attribute (``torch.float16``).  ``bfloat16`` is mapped only when
-this microtorch has it (``microtorch.bfloat16``, through ml_dtypes).
+and a dtype by a ``torch`` attribute (``torch.float16``, or an alias such as ``torch.half``):
+the latter are ``_dtype``'s own names.
 """
 
 from __future__ import annotations
@@ -17,14 +17,7 @@ _STORAGE_OF = {
     "float64": "DoubleStorage", "complex64": "ComplexFloatStorage",
     "complex128": "ComplexDoubleStorage",
 }
-_DTYPE_OF_STORAGE = {v: k for k, v in _STORAGE_OF.items()}
-
-
-def microtorch_dtype(name: str) -> _dtype.dtype | None:
-    """The microtorch dtype called ``name`` (``"float32"``), or None if it has none."""
-    # Every dtype microtorch has is an instance in _dtype (bool as ``bool_``).
-    return next((d for d in vars(_dtype).values()
-                 if isinstance(d, _dtype.dtype) and d.name == name), None)
+_DTYPE_OF_STORAGE = {storage: _dtype._by_name(name) for name, storage in _STORAGE_OF.items()}
 
 
 def storage_class_name(dtype: _dtype.dtype) -> str:
@@ -34,8 +27,7 @@ def storage_class_name(dtype: _dtype.dtype) -> str:
 
 def dtype_of_storage_class(name: str) -> _dtype.dtype | None:
     """The dtype of storage class ``name`` (``"FloatStorage"``), None if unknown here."""
-    dtype_name = _DTYPE_OF_STORAGE.get(name)
-    return None if dtype_name is None else microtorch_dtype(dtype_name)
+    return _DTYPE_OF_STORAGE.get(name)
 
 
 def storage_class_names() -> list[str]:
@@ -44,14 +36,5 @@ def storage_class_names() -> list[str]:
 
 
 def torch_dtype_names() -> dict[str, _dtype.dtype]:
-    """``torch.<name>`` -> microtorch dtype, for the dtypes microtorch has (with aliases)."""
-    names = {}
-    for name in _STORAGE_OF:
-        dt = microtorch_dtype(name)
-        if dt is not None:
-            names[name] = dt
-    for alias, canonical in (("half", "float16"), ("float", "float32"), ("double", "float64"),
-                             ("long", "int64"), ("int", "int32"), ("short", "int16")):
-        if canonical in names:
-            names[alias] = names[canonical]
-    return names
+    """``torch.<name>`` -> microtorch dtype, for every dtype microtorch has (with aliases)."""
+    return dict(_dtype._BY_NAME)

@@ -24,6 +24,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Size, Tensor
 from ..backend import backend_of
+from ..backend.base import root_buffer
 from ..backend.device import device as Device
 from ._names import storage_class_name
 
@@ -77,12 +78,6 @@ class _Storage:
         return flat.view(np.uint8)
 
 
-def _root(arr):
-    """The array that owns the memory ``arr`` views (following ``.base``)."""
-    while isinstance(getattr(arr, "base", None), type(arr)):
-        arr = arr.base
-    return arr
-
 
 def _address(arr) -> int:
     if isinstance(arr, np.ndarray):
@@ -134,7 +129,7 @@ class StoragePlan:
             if t._data.size == 0:
                 self._own_copy(t)
             else:
-                groups.setdefault(id(_root(t._data)), []).append(t)
+                groups.setdefault(id(root_buffer(t._data)), []).append(t)
         for members in groups.values():
             self._plan_group(members)
 
@@ -151,8 +146,13 @@ class StoragePlan:
 
     def _plan_group(self, members: list[Tensor]) -> None:
         """Tensors viewing one buffer: one storage covering the span they use."""
-        root = _root(members[0]._data)
+        root = root_buffer(members[0]._data)
         flat = _memory_order_flat(root)
+        dtype = members[0]._data.dtype
+        if flat is not None and flat.dtype != dtype and flat.nbytes % dtype.itemsize == 0:
+            # A loaded storage is raw bytes that its tensors view as their dtype: read the
+            # bytes as that dtype too, so the tensors keep sharing one storage when re-saved.
+            flat = flat.view(dtype)
         layouts = {}
         if flat is not None:
             base = _address(flat)

@@ -72,3 +72,11 @@ def place_storage(host: np.ndarray, saved: str, map_location: MapLocation):
         map_location = None  # the callable declined: restore where it was saved
     backend = get_backend(resolve_device(saved, map_location))
     return host if backend.device.type == "cpu" else backend.asarray(host)
+
+
+def view_of(root, dtype, shape: tuple, offset: int, strides: tuple):
+    """An array of ``dtype`` and ``shape`` viewing the placed storage ``root`` (NumPy or CuPy)
+    from byte ``offset`` with byte ``strides``: no copy."""
+    if isinstance(root, np.ndarray):
+        return np.ndarray(shape, dtype, buffer=root, offset=offset, strides=strides)
+    return type(root)(shape, dtype, memptr=root.data + offset, strides=strides)

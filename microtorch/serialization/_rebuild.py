@@ -20,7 +20,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor
 from ._archive import ArchiveReader
-from ._placement import MapLocation, place_storage
+from ._placement import MapLocation, place_storage, view_of
 
 _KEY = re.compile(r"[A-Za-z0-9_]{1,64}")
 
@@ -61,11 +61,7 @@ def _view(storage: LoadedStorage, offset: int, shape: tuple, strides: tuple):
     """The array viewing ``storage`` at element ``offset`` with element ``strides``."""
     arr = storage.array
     size = arr.itemsize
-    byte_strides = tuple(s * size for s in strides)
-    if isinstance(arr, np.ndarray):
-        return np.ndarray(shape, arr.dtype, buffer=arr, offset=offset * size,
-                          strides=byte_strides)
-    return type(arr)(shape, arr.dtype, memptr=arr.data + offset * size, strides=byte_strides)
+    return view_of(arr, arr.dtype, shape, offset * size, tuple(s * size for s in strides))
 
 
 class LoadContext:

@@ -138,9 +138,7 @@ def torch_globals(ctx: LoadContext) -> dict[str, Any]:
         "torch.nn.parameter.Parameter": Parameter,
     }
     for storage in storage_class_names():
-        dtype = dtype_of_storage_class(storage)
-        if dtype is not None:
-            names[f"torch.{storage}"] = StorageClass(storage, dtype)
+        names[f"torch.{storage}"] = StorageClass(storage, dtype_of_storage_class(storage))
     uint8 = dtype_of_storage_class("ByteStorage")
     names["torch.UntypedStorage"] = names["torch.storage.UntypedStorage"] = \
         StorageClass("UntypedStorage", uint8)

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor
+from ..backend.base import root_buffer
 
 __all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model"]
 
@@ -42,11 +43,6 @@ def _backend():
     return safetensors
 
 
-def _root(arr):
-    while isinstance(getattr(arr, "base", None), type(arr)):
-        arr = arr.base
-    return arr
-
 
 def _span(arr) -> tuple[int, int]:
     """First byte and one past the last byte of ``arr`` (contiguous) in memory."""
@@ -60,7 +56,7 @@ def _shared_groups(tensors: dict[str, Tensor]) -> list[set[str]]:
     by_storage: dict[tuple, list[str]] = defaultdict(list)
     for name, t in tensors.items():
         if t._data.nbytes:
-            by_storage[(str(t.device), id(_root(t._data)))].append(name)
+            by_storage[(str(t.device), id(root_buffer(t._data)))].append(name)
     groups = []
     for names in by_storage.values():
         areas = sorted((*_span(tensors[n]._data), n) for n in names)
@@ -166,7 +162,7 @@ def load_metadata(filename: str | os.PathLike) -> dict[str, str] | None:
 
 
 def _complete(t: Tensor) -> bool:
-    root = _root(t._data)
+    root = root_buffer(t._data)
     return _span(t._data)[0] == _span(root)[0] and t._data.nbytes == root.nbytes
 
 

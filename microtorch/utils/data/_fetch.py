@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...ops.creation import tensor
+from ._collate import default_collate
 from .dataset import IterableDataset, TensorDataset
 
 
@@ -23,8 +24,6 @@ class MapFetcher:
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self._getitems = getattr(dataset, "__getitems__", None)
-        from ._collate import default_collate
-
         self._fast = auto_collation and collate_fn is default_collate and \
             type(dataset).__getitem__ is TensorDataset.__getitem__
 
