@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math as _math
 import warnings as _warnings
 
 from . import _dtype
@@ -43,6 +44,8 @@ from .backend import get_default_device, set_default_device
 from .backend.device import device
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
+from .ops import numpy_names as _numpy_names
+from .ops import out_arg as _out_arg
 from .random import (
     Generator,
     default_generator,
@@ -55,6 +58,8 @@ from .random import (
 from .serialization import load, save
 
 half, float, double = float16, float32, float64  # noqa: A001
+# PyTorch's Python-float constants (torch.pi, torch.inf, ...).
+e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
@@ -140,6 +145,9 @@ def is_complex(input: Tensor) -> bool:
     return input.is_complex()
 
 
+_numpy_names.install(globals(), _ops_all)  # torch.sum(x, axis=0, keepdims=True)
+_out_arg.install(globals())  # torch.add(a, b, out=r) and the like (Tensor methods take no out=)
+
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "manual_seed", "seed", "initial_seed", "Generator",
@@ -153,7 +161,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
-           "save", "load", "utils", "linalg", "distributions", "amp",
+           "save", "load", "utils", "linalg", "distributions", "amp", "e", "inf", "nan", "pi",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",

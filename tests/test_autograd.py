@@ -368,3 +368,18 @@ def test_cpu_memory_stats_count_live_buffers():
     del t, view
     assert mt.cpu.memory_allocated() == base
     assert mt.cpu.max_memory_allocated() >= base + 8000
+
+
+def test_grad_takes_pytorch_deprecated_only_inputs():
+    torch = pytest.importorskip("torch")
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = mt.autograd.grad((x ** 3).sum(), x, only_inputs=True, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [3.0, 12.0])
+    xt = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.warns(FutureWarning) as t_warn:
+        torch.autograd.grad((xt ** 3).sum(), xt, only_inputs=False)
+    with pytest.warns(FutureWarning) as m_warn:
+        mt.autograd.grad((x ** 3).sum(), x, only_inputs=False)
+    assert str(m_warn[0].message) == str(t_warn[0].message)
+    with pytest.raises(NotImplementedError, match="vmap"):
+        mt.autograd.grad((x ** 3).sum(), x, mt.ones(2, 1), is_grads_batched=True)

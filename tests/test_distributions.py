@@ -338,7 +338,10 @@ def _error(fn):
         T([0.0, 0.0, 0.0])),
     lambda D, T: D.Gamma(T([1.0]), T([1.0])).log_prob(T([-1.0])),
 ], ids=lambda f: "")
-def test_validation_errors_match_torch(build):
+def test_validation_errors_match_torch(build, monkeypatch):
+    # torch.compile's setup (test_namespaces calls it with bad arguments) turns PyTorch's
+    # default validation off for the rest of the process: compare with it on, as by default.
+    monkeypatch.setattr(torch.distributions.Distribution, "_validate_args", True)
     mt_type, mt_msg = _error(lambda: build(mt.distributions, mt.tensor))
     t_type, t_msg = _error(lambda: build(torch.distributions, torch.tensor))
     assert mt_type.__name__ == t_type.__name__

@@ -319,3 +319,15 @@ def test_device_as_a_context_manager(device):
             assert mt.zeros(1).device.type == "cpu"
         assert mt.ones(1).device.type == device
     assert mt.zeros(1).device == mt.device("cpu")
+
+
+def test_float_constants_as_pytorch():
+    torch = pytest.importorskip("torch")
+    import math
+
+    import microtorch
+
+    for name in ("e", "pi", "inf"):
+        assert getattr(microtorch, name) == getattr(torch, name)
+        assert type(getattr(microtorch, name)) is type(getattr(torch, name))
+    assert math.isnan(microtorch.nan) and math.isnan(torch.nan)

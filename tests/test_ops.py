@@ -716,3 +716,32 @@ def test_inplace_result_type_cannot_be_cast(device):
         ints /= 2
     with pytest.raises(RuntimeError):
         microtorch.ones(3, device=device).add_(microtorch.ones(2, 3, device=device))
+
+
+# -- round(decimals=) ---------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("decimals", [-2, -1, 0, 1, 2, 4])
+def test_round_decimals_matches_pytorch(dtype, decimals, device):
+    arr = np.array([1.23456, -2.5, 1234.5, 0.125, -0.0049, 987.654321, 15.0, 25.0], dtype=dtype)
+    expected = torch.round(torch.tensor(arr), decimals=decimals)
+    x = microtorch.tensor(arr, device=device, requires_grad=True)
+    got = microtorch.round(x, decimals=decimals)
+    assert got.dtype == getattr(microtorch, dtype)
+    np.testing.assert_array_equal(got.detach().cpu().numpy(), expected.numpy())
+    np.testing.assert_array_equal(x.detach().round(decimals=decimals).cpu().numpy(),
+                                  expected.numpy())
+    assert got.grad_fn.name() == ("RoundBackward0" if decimals == 0
+                                                  else "RoundBackward1")
+    got.sum().backward()
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.zeros_like(arr))
+
+
+def test_round_decimals_in_place_and_integer_error():
+    x = microtorch.tensor([1.26, -3.14159])
+    assert x.round_(decimals=1) is x
+    np.testing.assert_array_equal(x.numpy(), torch.tensor([1.26, -3.14159]).round_(decimals=1))
+    with pytest.raises(NotImplementedError) as t_err:
+        torch.round(torch.tensor([15, 25]), decimals=-1)
+    with pytest.raises(NotImplementedError) as m_err:
+        microtorch.round(microtorch.tensor([15, 25]), decimals=-1)
+    assert str(m_err.value) == str(t_err.value)

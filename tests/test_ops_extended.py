@@ -482,3 +482,128 @@ def test_einsum_equations(case, dtype, device):
     equation, shapes = EINSUM[case]
     check(lambda m, *xs: m.einsum(equation, *xs), inputs("n" * len(shapes), shapes, dtype),
           device)
+
+
+# -- everyday helpers real scripts call (addcmul, fmod, logical_*, var_mean, take_along_dim ...)
+EVERYDAY = {
+    "addcmul": (("n", "n", "n"), ((3, 4), (3, 4), (4,)),
+                lambda m, a, b, c: m.addcmul(a, b, c, value=0.5)),
+    "addcdiv": (("n", "n", "p"), ((3, 4), (3, 4), (3, 4)),
+                lambda m, a, b, c: m.addcdiv(a, b, c, value=-2)),
+    "addcmul_method": (("n", "n", "n"), ((3, 4), (3, 4), (3, 4)),
+                       lambda m, a, b, c: a.addcmul(b, c)),
+    "fmod": (("n", "p"), ((3, 4), (3, 4)), lambda m, a, b: m.fmod(a * 5, b)),
+    "fmod_scalar": (("n",), ((3, 4),), lambda m, a: m.fmod(a * 5, 1.5)),
+    "float_power": (("p", "n"), ((3, 4), (4,)), lambda m, a, b: m.float_power(a, b)),
+    "sgn": (("n",), ((3, 4),), lambda m, a: m.sgn(a)),
+    "deg2rad": (("n",), ((3, 4),), lambda m, a: m.deg2rad(a * 90)),
+    "rad2deg": (("n",), ((3, 4),), lambda m, a: a.rad2deg()),
+    "fix": (("n",), ((3, 4),), lambda m, a: m.fix(a * 3)),
+    "var_mean": (("n",), ((3, 4),), lambda m, a: m.var_mean(a, 1, keepdim=True)),
+    "std_mean": (("n",), ((3, 4),), lambda m, a: m.std_mean(a, dim=0, correction=0)),
+    "nansum": (("n",), ((3, 4),), lambda m, a: m.nansum(m.where(a > 1, a * m.nan, a), 1)),
+    "nanmean": (("n",), ((3, 4),), lambda m, a: m.where(a > 1, a * m.nan, a).nanmean(0)),
+    "take_along_dim": (("n",), ((3, 4),),
+                       lambda m, a: m.take_along_dim(a, a.argsort(dim=1), dim=1)),
+    "take_along_dim_flat": (("n",), ((3, 4),),
+                            lambda m, a: m.take_along_dim(a, a.reshape(-1).argsort())),
+    "take_along_dim_bcast": (("n",), ((3, 4),),
+                             lambda m, a: m.take_along_dim(a, a.argmax(1, keepdim=True), 1)),
+    "broadcast_tensors": (("n", "n"), ((3, 1), (4,)),
+                          lambda m, a, b: m.broadcast_tensors(a, b)[0] * 2 +
+                          m.broadcast_tensors(a, b)[1]),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(EVERYDAY))
+def test_everyday_helpers_match_pytorch(name, dtype, device):
+    specs, shapes, fn = EVERYDAY[name]
+    # PyTorch's sgn gradient of a real tensor is a ZeroTensor, which refuses .numpy()
+    check(fn, inputs(specs, shapes, dtype), device, grad=name != "sgn")
+
+
+def test_everyday_bool_helpers_match_pytorch(device):
+    a = np.array([[True, False, True], [False, False, True]])
+    b = np.array([[1, 0, 2], [3, 0, 0]])
+    x = np.array([-0.0, 0.0, -2.5, 3.0])
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        ours = getattr(microtorch, name)(microtorch.tensor(a, device=device),
+                                         microtorch.tensor(b, device=device))
+        assert_same(ours, getattr(torch, name)(torch.tensor(a), torch.tensor(b)))
+        t_in, m_in = torch.tensor(b), microtorch.tensor(b, device=device)
+        getattr(t_in, name + "_")(torch.tensor(a))
+        getattr(m_in, name + "_")(microtorch.tensor(a, device=device))
+        assert_same(m_in, t_in)
+    assert_same(microtorch.signbit(microtorch.tensor(x, device=device)),
+                torch.signbit(torch.tensor(x)))
+    assert_same(microtorch.deg2rad(microtorch.tensor([180, 90], device=device)),
+                torch.deg2rad(torch.tensor([180, 90])))
+    assert tuple(microtorch.broadcast_shapes((2, 1), (3,), 1)) == \
+        tuple(torch.broadcast_shapes((2, 1), (3,), 1))
+    with pytest.raises(RuntimeError):
+        microtorch.broadcast_shapes((2,), (3,))
+
+
+def test_addcdiv_integer_error_and_in_place_update(device):
+    with pytest.raises(RuntimeError) as t_err:
+        torch.addcdiv(torch.ones(2), torch.tensor([1, 2]), torch.tensor([2, 2]))
+    with pytest.raises(RuntimeError) as m_err:
+        microtorch.addcdiv(microtorch.ones(2), microtorch.tensor([1, 2]), microtorch.tensor([2, 2]))
+    assert str(m_err.value) == str(t_err.value)
+    # the hand-written Adam step: exp_avg_sq.mul_(b2).addcmul_(g, g, value=1 - b2)
+    g = np.array([0.5, -1.5, 2.0], dtype=np.float32)
+    t_v, m_v = torch.full((3,), 0.25), microtorch.full((3,), 0.25, device=device)
+    t_v.mul_(0.999).addcmul_(torch.tensor(g), torch.tensor(g), value=0.001)
+    m_v.mul_(0.999).addcmul_(microtorch.tensor(g, device=device),
+                             microtorch.tensor(g, device=device), value=0.001)
+    assert_same(m_v, t_v)
+
+
+@pytest.mark.parametrize("case", [("t_", ()), ("transpose_", (0, 2)), ("squeeze_", ()),
+                                  ("unsqueeze_", (1,)), ("swapaxes_", (1, 2))])
+def test_in_place_view_methods(case, device):
+    name, args = case
+    arr = np.arange(6, dtype=np.float32).reshape(2, 1, 3) if name != "t_" else \
+        np.arange(6, dtype=np.float32).reshape(2, 3)
+    t_x, m_x = torch.tensor(arr), microtorch.tensor(arr, device=device)
+    assert getattr(m_x, name)(*args) is m_x
+    getattr(t_x, name)(*args)
+    assert_same(m_x, t_x)
+    assert m_x.stride() == t_x.stride()
+
+
+def test_in_place_view_under_autograd_is_refused_clearly():
+    x = microtorch.ones(2, 3, requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="out-of-place"):
+        x.t_()
+
+
+def test_scatter_with_a_zero_dim_index_into_a_vector(device):
+    # the data tutorial's one-hot target transform: zeros(10).scatter_(0, tensor(y), value=1)
+    for m in (torch, microtorch):
+        kw = {} if m is torch else {"device": device}
+        got = m.zeros(10, dtype=m.float, **kw).scatter_(0, m.tensor(3, **kw), value=1)
+        src = m.zeros(4, **kw).scatter(0, m.tensor(1, **kw), m.tensor(7.0, **kw))
+        if m is torch:
+            expected, expected_src = got, src
+    assert_same(got, expected)
+    assert_same(src, expected_src)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_median_matches_pytorch(dtype, device):
+    a = np.array([[3.0, 1, 2, 5], [0, 5, 4, 4], [1, 2, 2, 0]], dtype=dtype)
+    check(lambda m, x: m.median(x), [a], device)
+    check(lambda m, x: m.median(x, 1), [a], device)
+    check(lambda m, x: x.median(0, keepdim=True), [a], device)
+    check(lambda m, x: x.median(dim=-1).values, [a[:2, :3]], device)
+
+
+def test_median_propagates_nan_as_pytorch(device):
+    a = np.array([[3.0, 1, 2, 5], [1, np.nan, 2, 0]], dtype=np.float32)
+    t_vals, t_idx = torch.median(torch.tensor(a), 1)
+    m_vals, m_idx = microtorch.median(microtorch.tensor(a, device=device), 1)
+    assert_same(m_vals, t_vals)
+    assert_same(m_idx, t_idx)
+    assert np.isnan(microtorch.median(microtorch.tensor(a, device=device)).item())

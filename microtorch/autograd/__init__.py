@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from .._tensor import Tensor
 from .engine import run_backward
 from .function import Function
@@ -83,9 +85,20 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool = False,
-         materialize_grads: bool = False) -> tuple:
-    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+    ``only_inputs`` is PyTorch's deprecated, ignored flag (WGAN-GP code still passes it);
+    ``is_grads_batched`` needs vmap, which microtorch does not have."""
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) needs vmap, which "
+                                  "microtorch does not implement: loop over the batch of "
+                                  "grad_outputs instead")
+    allow_unused = bool(allow_unused)
     outs = _as_list(outputs)
     ins = _as_list(inputs)
     if not ins:

@@ -17,6 +17,7 @@ from ..autograd.function import named
 from ..autograd.grad_mode import no_grad, recording
 from ..autograd.node import broadcast_message
 from . import (
+    _writes,
     arrange,
     counting,
     creation,
@@ -25,6 +26,7 @@ from . import (
     indexed,
     linalg,
     matrix,
+    numpy_names,
     random_fill,
     reduce,
     shape,
@@ -93,7 +95,10 @@ from .elementwise import (
     isinf,
     isnan,
     le,
+    logical_and,
     logical_not,
+    logical_or,
+    logical_xor,
     lt,
     ne,
     remainder,
@@ -116,12 +121,16 @@ from .reduce import (
     max,
     mean,
     min,
+    nanmean,
+    nansum,
     norm,
     prod,
     std,
+    std_mean,
     sum,
     sum_to_size,
     var,
+    var_mean,
     vector_norm,
 )
 from .shape import (
@@ -212,6 +221,25 @@ UNARY = {"neg": Neg, "exp": Exp, "log": Log, "log2": Log2, "log10": Log10, "log1
          "floor": Floor, "ceil": Ceil, "trunc": Trunc, "round": Round,
          "reciprocal": Reciprocal, "square": Square}
 globals().update({name: _unary_function(cls, name) for name, cls in UNARY.items()})
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+    """Round half to even; with ``decimals``, to that many decimal places (negative: tens,
+    hundreds, ...), computed as PyTorch's kernel does in the input's dtype: ``rint(x * 10**d) /
+    10**d`` (``rint(x / 10**-d) * 10**-d`` for negative ``d``). Its gradient is zero."""
+    if decimals == 0:
+        return Round.apply(input)
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"round_cpu" not implemented for '
+                                  f"'{_dtype.title(input.dtype)}'")
+    scale = 10.0 ** builtins.abs(decimals)
+    if decimals > 0:
+        out = Round.apply(input * scale) / scale
+    else:
+        out = Round.apply(input / scale) * scale
+    return named(out, "RoundBackward1", input)
+
+
 negative = globals()["neg"]
 ger = outer  # PyTorch's old name of outer
 absolute = globals()["abs"]
@@ -325,18 +353,12 @@ def _ufunc_inplace(name, op):
 _masked_fill_inplace = _inplace(masked_fill)
 
 
-def _warn_expanded(op: str, example: str) -> None:
-    warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor "
-                  f"before performing this operation. This also applies to advanced indexing "
-                  f"e.g. {example}", UserWarning, stacklevel=3)
-
-
 def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     """In-place masked_fill (on an expanded tensor it warns and writes only the masked
     elements, as PyTorch does)."""
     if not has_internal_overlap(self._data):
         return _masked_fill_inplace(self, mask, value)
-    _warn_expanded("masked_fill_", "tensor[mask] = scalar")
+    _writes.warn_expanded("masked_fill_", "tensor[mask] = scalar")
     if _check_inplace(self, mask, value):
         return _write(self, masked_fill(_frozen(self), mask, value), fill=True)
     masked_fill(self, mask, value)  # the argument checks
@@ -369,47 +391,9 @@ def fill_(self: Tensor, value) -> Tensor:
     return self
 
 
-def _check_copy_source(self: Tensor, src) -> None:
-    """PyTorch's errors for a ``copy_`` source that is no tensor or does not broadcast to
-    self's shape (checked before anything is written)."""
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
-                        f"{type(src).__name__}")
-    target, given = self._data.shape, src._data.shape
-    if given != target:
-        try:
-            wide = np.broadcast_shapes(target, given)
-        except ValueError:
-            raise RuntimeError(broadcast_message((self, src))) from None
-        if wide != target:
-            raise RuntimeError(f"output with shape {list(target)} doesn't match the broadcast "
-                               f"shape {list(wide)}")
-
-
-def _check_setitem_value(self: Tensor, arr_key: tuple, value) -> None:
-    """PyTorch's errors for ``self[key] = value`` with a value that is neither a tensor nor a
-    number, or (basic indexing) a tensor that does not broadcast to the indexed region."""
-    if not isinstance(value, Tensor):
-        if not is_scalar(value):
-            kind = type(value)
-            name = kind.__name__ if kind.__module__ == "builtins" else \
-                f"{kind.__module__.split('.')[0]}.{kind.__name__}"
-            raise TypeError(f"can't assign a {name} to a {self.type()}")
-        return
-    if not shape._is_basic(arr_key):
-        return  # advanced indexing: NumPy's check, turned into RuntimeError by the caller
-    region = self._data[arr_key].shape
-    given = value._data.shape
-    while len(given) > len(region) and given[0] == 1:  # leading 1s are dropped, as in PyTorch
-        given = given[1:]
-    if given != region:
-        with no_grad():
-            expand(value.reshape(given), region)  # raises PyTorch's expand error
-
-
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, converted, possibly from another device) into self."""
-    _check_copy_source(self, src)
+    _writes.check_copy_source(self, src)
     assert_no_internal_overlap(self._data)
     if _check_inplace(self, src):
         moved = src.to(self.device, self.dtype) + self * 0
@@ -422,6 +406,25 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     return self
 
 
+def _inplace_view(op):
+    """``t_``, ``transpose_``, ``squeeze_``...: self becomes the view ``op`` makes of it (same
+    storage, new shape and strides). Under autograd on a tensor that requires grad this would
+    have to rewrite self's graph node in place, which microtorch does not do: it says so."""
+
+    def method(self: Tensor, *args, **kwargs) -> Tensor:
+        if recording() and self.requires_grad:
+            raise RuntimeError(f"{op.__name__}_() on a tensor that requires grad is not "
+                               f"supported by microtorch: use the out-of-place "
+                               f"{op.__name__}() (x = x.{op.__name__}(...))")
+        with no_grad():
+            self._data = op(self, *args, **kwargs)._data
+        return self
+
+    method.__name__ = op.__name__ + "_"
+    method.__doc__ = f"In-place {op.__name__}: self becomes that view of its storage."
+    return method
+
+
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
     arr_key = shape._index_key(key)
@@ -429,7 +432,7 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")
-    _check_setitem_value(self, arr_key, value)
+    _writes.check_setitem_value(self, arr_key, value)
     if has_internal_overlap(self._data):
         if shape._is_basic(arr_key):
             # PyTorch writes into the indexed region (a view): allowed when that region has
@@ -438,7 +441,7 @@ def setitem(self: Tensor, key, value) -> None:
             assert_no_internal_overlap(region._data)
             region.copy_(value) if isinstance(value, Tensor) else region.fill_(value)
             return
-        _warn_expanded("index_put_", "tensor[indices] = tensor")
+        _writes.warn_expanded("index_put_", "tensor[indices] = tensor")
     try:
         if _check_inplace(self, value):
             _write(self, shape.IndexPut.apply(self, arr_key, value))
@@ -632,7 +635,9 @@ METHODS.update({name: globals()[name] for name in (
     "hypot", "dist", "copysign", "kron", "put", "logcumsumexp", "nonzero", "argwhere",
     "count_nonzero", "bincount", "histc", "unique", "unique_consecutive", "cummax", "cummin",
     "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
-    "repeat_interleave", "diff", "inner", "msort")}, erf=erf)
+    "repeat_interleave", "diff", "inner", "msort", "addcmul", "addcdiv", "fmod", "float_power",
+    "sgn", "signbit", "fix", "deg2rad", "rad2deg", "take_along_dim", "nansum", "nanmean",
+    "logical_and", "logical_or", "logical_xor", "median")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
@@ -649,15 +654,21 @@ def install_tensor_methods(cls) -> None:
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow",
                  "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
                  "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
-                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma"):
+                 "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
+                 "addcmul", "addcdiv", "fmod", "float_power", "sgn", "fix", "deg2rad", "rad2deg",
+                 "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
+                 "remainder", "negative"):
         methods[name + "_"] = _inplace(methods[name])
     methods["masked_fill_"] = masked_fill_
+    for name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims"):
+        methods[name + "_"] = _inplace_view(methods[name])
     methods["arctan2_"] = methods["atan2_"]
     methods["clip_"] = methods["clamp_"]
     methods["__iadd__"] = methods["add_"]
     methods["__isub__"] = methods["sub_"]
     methods["__imul__"] = methods["mul_"]
     methods["__itruediv__"] = methods["div_"]
+    numpy_names.install(methods, list(methods))  # x.sum(axis=0, keepdims=True)
     for name, fn in methods.items():
         setattr(cls, name, fn)
     complex_ops.install(cls)
@@ -673,6 +684,7 @@ __all__ = [
     "clamp", "clip", "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
     *UNARY, "eq", "ne", "lt", "le", "gt", "ge", "isfinite", "isnan", "isinf", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
+    "logical_and", "logical_or", "logical_xor", "var_mean", "std_mean", "nansum", "nanmean",
     "isclose", "allclose", "equal",
     "matmul", "mm", "bmm", "dot", "mv", "outer", "ger", "softmax", "log_softmax",
     "sum", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin", "prod",

@@ -13,12 +13,14 @@ import builtins
 
 import numpy as np
 
+from .._tensor import Size
 from ..autograd.function import Function, named
 from ._util import Tensor, wrap_dim, xp_of
 
 __all__ = ["roll", "movedim", "moveaxis", "hstack", "vstack", "dstack", "atleast_1d", "atleast_2d",
            "atleast_3d", "rot90", "fliplr", "flipud", "tile", "repeat_interleave", "diff",
-           "meshgrid", "cartesian_prod", "combinations", "block_diag"]
+           "meshgrid", "cartesian_prod", "combinations", "block_diag", "broadcast_shapes",
+           "broadcast_tensors", "take_along_dim"]
 
 
 class Roll(Function):
@@ -354,3 +356,35 @@ def block_diag(*tensors) -> Tensor:
         rows.append(cat([pad_l, m, pad_r], 1))
         left += w
     return named(cat(rows, 0), "BlockDiagBackward0", *tensors)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape the given shapes broadcast to (PyTorch's error when they cannot)."""
+    dims = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    try:
+        return Size(np.broadcast_shapes(*dims))
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: objects cannot be broadcast to a single shape. "
+                           f"Mismatch is between {list(dims[0])} and {list(dims[-1])}") from None
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded (as views) to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
+    """``gather`` with the index broadcast against ``input`` (flattened when ``dim`` is None),
+    as ``np.take_along_axis``; pairs with ``argsort``/``argmax(keepdim=True)``."""
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    d = wrap_dim(dim, input.dim())
+    in_shape, idx_shape = list(input.shape), list(indices.shape)
+    in_shape[d] = idx_shape[d] = 1
+    common = list(broadcast_shapes(in_shape, idx_shape))
+    idx_target, in_target = list(common), list(common)
+    idx_target[d], in_target[d] = indices.shape[d], input.shape[d]
+    return input.expand(in_target).gather(d, indices.expand(idx_target))

@@ -177,20 +177,20 @@ def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
     return _finish(arr, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros."""
-    return _filled("zeros", size, dtype, device, requires_grad)
+    return _filled("zeros", _size_keyword(sizes, size), dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False, out=None) -> Tensor:
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _filled("ones", size, dtype, device, requires_grad)
+    return _filled("ones", _size_keyword(sizes, size), dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False, out=None,
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
           memory_format=None, pin_memory=False) -> Tensor:
     """A tensor with unspecified contents."""
-    return _filled("empty", size, dtype, device, requires_grad)
+    return _filled("empty", _size_keyword(sizes, size), dtype, device, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

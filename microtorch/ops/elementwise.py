@@ -478,6 +478,22 @@ def logical_not(x: Tensor) -> Tensor:
     return Tensor._make(xp_of(x._data).logical_not(x._data), False, None)
 
 
+def _logical(name: str):
+    def op(input: Tensor, other) -> Tensor:
+        xa = input._data
+        xb = other._data if isinstance(other, Tensor) else other
+        return Tensor._make(getattr(xp_of(xa), name)(xa, xb), False, None)
+
+    op.__name__ = name
+    op.__doc__ = f"Elementwise {name[len('logical_'):]} of the operands' truth values, as bool."
+    return op
+
+
+logical_and = _logical("logical_and")
+logical_or = _logical("logical_or")
+logical_xor = _logical("logical_xor")
+
+
 def isfinite(x: Tensor) -> Tensor:
     """True where the value is neither inf nor NaN."""
     return Tensor._make(xp_of(x._data).isfinite(x._data), False, None)

@@ -21,7 +21,9 @@ __all__ = ["scatter", "index_add", "masked_select", "take", "put"]
 def _check_index(input: Tensor, dim: int, index: Tensor, name: str) -> None:
     if index._data.dtype.kind not in "iu":
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
-    if index._data.ndim != input._data.ndim and index._data.size:
+    # PyTorch compares the dims with 0-d counted as 1-d (its ensure_nonempty_dim)
+    if builtins.max(index._data.ndim, 1) != builtins.max(input._data.ndim, 1) and \
+            index._data.size:
         raise RuntimeError("Index tensor must have the same number of dimensions as self "
                            "tensor")
     check_index_bounds(index._data, input._data.shape[dim] if input._data.ndim else 1, dim)
@@ -67,6 +69,10 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     _check_index(input, d, index, "scatter")
+    if index._data.ndim == 0 and input._data.ndim == 1:  # a 0-d index is one position
+        index = index.reshape(1)
+        if isinstance(src, Tensor) and src._data.ndim == 0:
+            src = src.reshape(1)
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     ishape, xshape = index._data.shape, input._data.shape

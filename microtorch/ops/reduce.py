@@ -464,3 +464,31 @@ def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where some element (along ``dim``) is nonzero."""
     arr = input._data
     return Tensor._make(xp_of(arr).asarray(arr.any(axis=dim, keepdims=keepdim)), False, None)
+
+
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """``(var, mean)`` over ``dim`` in one call, as PyTorch's ``var_mean``."""
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+    """``(std, mean)`` over ``dim`` in one call, as PyTorch's ``std_mean``."""
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """``sum`` treating NaN as zero (the gradient there is zero too)."""
+    if input.is_floating_point():
+        input = input.masked_fill(input != input, 0.0)
+    return named(sum(input, dim, keepdim, dtype=dtype), "NansumBackward0")
+
+
+def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    """``mean`` over the non-NaN elements."""
+    if not input.is_floating_point():
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {_dtype.title(input.dtype)}")
+    count = sum((input == input).to(input.dtype), dim, keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count

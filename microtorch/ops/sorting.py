@@ -13,11 +13,12 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import named
 from ._util import Tensor, wrap_dim, xp_of
 from .counting import no_derivative
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_consecutive",
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "unique", "unique_consecutive",
            "searchsorted", "bucketize"]
 
 
@@ -25,6 +26,7 @@ __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "unique", "unique_con
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
 kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+median_result = namedtuple("median", ["values", "indices"])
 
 
 def _tensor_like(arr, ref: Tensor) -> Tensor:
@@ -108,6 +110,39 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
     return kthvalue_result(named(values, "KthvalueBackward0", input), idx)
+
+
+def median(input: Tensor, dim=None, keepdim: bool = False):
+    """The lower median ((n-1)//2-th smallest): of all elements, or along ``dim`` with its
+    index (the first among ties). A NaN in a slice makes that slice's median NaN (at the
+    first NaN's index), as PyTorch's; ``nanmedian`` is the NaN-ignoring one."""
+    if dim is None:
+        flat = input.reshape(-1)
+        if flat._data.size == 0:
+            return named(input.new_full((), float("nan")), "MedianBackward0")
+        nan = flat != flat
+        if bool(nan.any()):
+            return named(flat[nan.nonzero()[0, 0]], "MedianBackward0", input)
+        k = (flat._data.size - 1) // 2 + 1
+        value = kthvalue(flat.detach(), k, 0).values
+        # PyTorch spreads the gradient evenly over every element equal to the median; the
+        # added term is exactly zero in value, so the result is the median bit for bit.
+        ties = (flat.detach() == value).to(flat.dtype)
+        spread = ((flat - flat.detach()) * ties).sum() / ties.sum()
+        return named(value + spread, "MedianBackward0", input)
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
+    size = input.shape[d] if input._data.ndim else 1
+    values, indices = kthvalue(input, (size - 1) // 2 + 1, d, keepdim=True)
+    if input.is_floating_point():
+        nan = input != input
+        has_nan = nan.any(d, keepdim=True)
+        if bool(has_nan.any()):
+            first_nan = nan.to(_dtype.int64).argmax(d, keepdim=True)
+            indices = indices.where(~has_nan, first_nan)
+            values = input.gather(d, indices)
+    if not keepdim and input._data.ndim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return median_result(named(values, "MedianBackward1", input), indices)
 
 
 # -- unique values -------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ from .elementwise import _meta
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
            "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp", "cummax",
-           "cummin", "logit", "xlogy", "sinc", "frac", "heaviside"]
+           "cummin", "logit", "xlogy", "sinc", "frac", "heaviside", "addcmul", "addcdiv", "fmod",
+           "float_power", "sgn", "signbit", "fix", "deg2rad", "rad2deg"]
 
 
 def _float_operands(a, b):
@@ -562,3 +563,92 @@ class Xlogy(Function):
             gx = F.where(x != 0, g * F.log(y), 0.0) if _needs(ctx, 0) else None
             gy = g * x / y if _needs(ctx, 1) else None
         return finish(gx, gy)
+
+
+# -- the pointwise helpers of optimizers and numerics scripts ---------------------------------
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 * tensor2`` (the second-moment update of hand-written Adam)."""
+    return named(input + (tensor1 * tensor2) * value if value != 1 else input + tensor1 * tensor2,
+                 "AddcmulBackward0", input, tensor1, tensor2)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
+    """``input + value * tensor1 / tensor2``; integer division is refused, as in PyTorch."""
+    if not tensor1.is_floating_point() and not tensor1.is_complex() and \
+            not tensor2.is_floating_point() and not tensor2.is_complex():
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
+                           "future  release addcdiv will perform a true division of tensor1 and "
+                           "tensor2. The historic addcdiv behavior can be implemented as "
+                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
+                           "for integer inputs and as (input + value * tensor1 / tensor2) for "
+                           "float inputs. The future addcdiv behavior is just the latter "
+                           "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    return named(input + (tensor1 / tensor2) * value if value != 1 else input + tensor1 / tensor2,
+                 "AddcdivBackward0", input, tensor1, tensor2)
+
+
+class Fmod(Function):
+    """C's fmod: the remainder with the sign of the dividend. d/dx = 1, d/dy = -trunc(x / y)."""
+    torch_name = "FmodBackward1"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xa, xb, dt = promote_operands(a, b)
+        ctx.meta = _meta(a), _meta(b)
+        ctx.save_for_backward(a, b)
+        return xp_of(xa).fmod(xa, xb).astype(dt, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga = reduce_grad(grad, *ctx.meta[0]) if ctx.meta[0] else None
+        gb = reduce_grad(-grad * (a / b).trunc(), *ctx.meta[1]) if ctx.meta[1] else None
+        return ga, gb
+
+
+def fmod(input: Tensor, other) -> Tensor:
+    """The remainder of ``input / other`` with the sign of ``input`` (C's fmod)."""
+    return Fmod.apply(input, other)
+
+
+def float_power(input, exponent) -> Tensor:
+    """``input ** exponent`` computed in double precision (complex128 for complex operands)."""
+    complex_ = (isinstance(input, Tensor) and input.is_complex()) or \
+        (isinstance(exponent, Tensor) and exponent.is_complex()) or isinstance(exponent, complex)
+    target = _dtype.complex128 if complex_ else _dtype.float64
+    base = input.to(target) if isinstance(input, Tensor) else input
+    power = exponent.to(target) if isinstance(exponent, Tensor) else exponent
+    return named(base ** power, "PowBackward0" if not isinstance(power, Tensor) else
+                 "PowBackward1", *[t for t in (base, power) if isinstance(t, Tensor)])
+
+
+def sgn(input: Tensor) -> Tensor:
+    """``sign`` for real tensors; ``z / |z|`` (0 at 0) for complex ones."""
+    if not input.is_complex():
+        return named(input.sign(), "SgnBackward0", input)
+    mag = input.abs()
+    return named((input / (mag + (mag == 0))), "SgnBackward0", input)
+
+
+def signbit(input: Tensor) -> Tensor:
+    """True where the sign bit is set (negative numbers and -0.0), as a bool tensor."""
+    return Tensor._make(xp_of(input._data).signbit(input._data), False, None)
+
+
+def fix(input: Tensor) -> Tensor:
+    """``trunc``: round toward zero."""
+    return input.trunc()
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians (integers become the default float dtype)."""
+    x = input if input.is_floating_point() or input.is_complex() else \
+        input.to(_dtype.get_default_dtype())
+    return named(x * (math.pi / 180.0), "Deg2RadBackward0", input)
+
+
+def rad2deg(input: Tensor) -> Tensor:
+    """Radians to degrees (integers become the default float dtype)."""
+    x = input if input.is_floating_point() or input.is_complex() else \
+        input.to(_dtype.get_default_dtype())
+    return named(x * (180.0 / math.pi), "Rad2DegBackward0", input)

@@ -1,0 +1,107 @@
+"""PyTorch's ``out=`` argument of the namespace functions (``torch.add(a, b, out=r)``).
+
+The ops compute their result as usual; ``with_out`` then writes it into the caller's tensor
+the way PyTorch's ``resize_output`` and TensorIterator do: an ``out`` of another shape is
+resized (with PyTorch's deprecation warning when it held elements), the result is cast to
+``out``'s dtype where PyTorch's casting rules allow it, and ``out`` itself is returned. As in
+PyTorch, ``out=`` does not record gradients: it is refused while any argument requires grad.
+Only the functions PyTorch gives ``out=`` are wrapped; Tensor methods never take it.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from .. import _dtype
+from ..autograd.grad_mode import is_grad_enabled
+from ._util import Tensor
+
+# The namespace functions that take ``out=`` in PyTorch (those with a tuple result take a tuple).
+OUT_FUNCTIONS = (
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "clamp", "clip",
+    "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
+    "matmul", "mm", "bmm", "dot", "mv", "outer", "addmm", "baddbmm",
+    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "norm", "cumsum",
+    "cumprod", "all", "any", "max", "min", "std", "var", "sort", "topk", "kthvalue",
+    "cat", "concat", "concatenate", "stack", "gather", "index_select", "masked_select",
+    "atan2", "arctan2", "lerp", "erfc", "erfinv", "hypot", "copysign", "tril", "triu", "erf",
+    "neg", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "abs", "sign", "floor", "ceil",
+    "round", "trunc", "reciprocal", "square", "exp2", "zeros", "ones", "empty", "rand", "randn",
+)
+# Creation functions take their dtype and device from ``out`` unless given.
+CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+
+
+def _any_requires_grad(values) -> bool:
+    for v in values:
+        if isinstance(v, Tensor) and v.requires_grad:
+            return True
+        if isinstance(v, (list, tuple)) and _any_requires_grad(v):
+            return True
+    return False
+
+
+def write_out(name: str, result: Tensor, out: Tensor, warn_resize: bool = True) -> Tensor:
+    """Store ``result`` into ``out`` (resized and cast as PyTorch does) and return ``out``;
+    creation functions resize without PyTorch's deprecation warning (``warn_resize``)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
+    res_dtype, out_dtype = result.dtype, out.dtype
+    if res_dtype != out_dtype and res_dtype._category > out_dtype._category:
+        raise RuntimeError(f"result type {_dtype.title(res_dtype)} can't be cast to the "
+                           f"desired output type {_dtype.title(out_dtype)}")
+    arr = result._data
+    if tuple(out._data.shape) != tuple(arr.shape):
+        if out._data.size != 0 and warn_resize:
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out._data.shape)}, which does not match the required output shape "
+                f"{list(arr.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).", UserWarning, stacklevel=3)
+        # A fresh array of the new shape, as PyTorch's resize_ gives new storage.
+        out._data = out._backend.xp.empty(arr.shape, dtype=out._data.dtype)
+    out._data[...] = arr
+    out._vbox[0] += 1
+    return out
+
+
+def with_out(name: str, fn):
+    """``fn`` with PyTorch's keyword ``out=`` (a tensor, or a tuple for tuple results)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if is_grad_enabled() and _any_requires_grad((*args, *kwargs.values())):
+            raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+        if name in CREATION and isinstance(out, Tensor):
+            kwargs.setdefault("dtype", out.dtype)
+            kwargs.setdefault("device", out.device)
+        result = fn(*args, **kwargs)
+        if isinstance(result, tuple):
+            if not isinstance(out, (tuple, list)) or len(out) != len(result):
+                raise TypeError(f"{name}(): argument 'out' must be tuple of {len(result)} "
+                                f"Tensors, not {type(out).__name__}")
+            written = [write_out(name, r, o) for r, o in zip(result, out)]
+            return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+        return write_out(name, result, out, warn_resize=name not in CREATION)
+
+    return wrapper
+
+
+def install(namespace: dict) -> None:
+    """Give the ``OUT_FUNCTIONS`` present in ``namespace`` PyTorch's ``out=`` argument."""
+    for name in OUT_FUNCTIONS:
+        if name in namespace:
+            namespace[name] = with_out(name, namespace[name])
