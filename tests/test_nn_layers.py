@@ -305,8 +305,10 @@ def test_upsample_mode_errors():
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [False, True])
 def test_grid_sample(device, dtype, mode, nd, padding_mode, align):
-    x = rng.standard_normal((2, 3, 5, 6) if nd == 2 else (2, 3, 4, 5, 6))
-    grid = rng.uniform(-1.4, 1.4, (2, 4, 7, 2) if nd == 2 else (2, 3, 4, 5, 3))
+    # Data of its own (not the module's shared stream, which depends on test order).
+    r = np.random.default_rng(7)
+    x = r.standard_normal((2, 3, 5, 6) if nd == 2 else (2, 3, 4, 5, 6))
+    grid = r.uniform(-1.4, 1.4, (2, 4, 7, 2) if nd == 2 else (2, 3, 4, 5, 3))
     outs = []
     for lib, fn in ((mt, F.grid_sample), (torch, TF.grid_sample)):
         a = (mt.tensor(x.astype(dtype), device=device, requires_grad=True) if lib is mt
@@ -320,12 +322,17 @@ def test_grid_sample(device, dtype, mode, nd, padding_mode, align):
         outs.append([out.detach().cpu().numpy(), a.grad.cpu().numpy(),
                      None if g.grad is None else g.grad.cpu().numpy()])
     t = tol(dtype) or {"rtol": 1e-10, "atol": 1e-10}
+
+    def close(u, v):  # absolute error relative to the array's scale: sums of terms cancel
+        np.testing.assert_allclose(u, v, rtol=t["rtol"],
+                                   atol=t["atol"] * max(1.0, float(np.abs(v).max())))
+
     for u, v in zip(outs[0][:2], outs[1][:2]):
-        np.testing.assert_allclose(u, v, **t)
+        close(u, v)
     if mode == "nearest":  # PyTorch's grid gradient is zero; ours is absent (no path)
         assert outs[0][2] is None and not np.any(outs[1][2])
     else:
-        np.testing.assert_allclose(outs[0][2], outs[1][2], **t)
+        close(outs[0][2], outs[1][2])
 
 
 def test_grid_sample_finite_differences_and_errors():
