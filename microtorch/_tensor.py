@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
+import warnings
 
 import numpy as np
 
@@ -228,7 +230,12 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient (None until a backward reaches this leaf)."""
-        return self._grad
+        grad = self._grad
+        if grad is None:
+            node = self.grad_fn
+            if node is not None and not (node._retained is not None and node._retained() is self):
+                warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
+        return grad
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
@@ -363,10 +370,16 @@ class Tensor:
         return self._data.__dlpack_device__()
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self):
+        # float(t) / int(t) raise ValueError where item() raises RuntimeError, as in PyTorch
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.reshape(()).item()
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
@@ -602,8 +615,20 @@ def only_grad_writes_since(t: Tensor, version: int) -> bool:
     return len(vbox) == 3 and vbox[2] == vbox[0] and vbox[1] <= version
 
 
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
+
+
 def _wrap_dim(dim: int, ndim: int) -> int:
     """A dimension index in range, negative indices counted from the end."""
+    if type(dim) is not int:
+        try:  # NumPy ints and integer 0-d tensors index too; strings, floats, None do not
+            dim = operator.index(dim)
+        except TypeError:
+            raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}") from None
     lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
     if not lo <= dim <= hi:
         raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "

@@ -101,7 +101,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     allow_unused = bool(allow_unused)
     outs = _as_list(outputs)
     ins = _as_list(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(ins):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors, but got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require "
                                f"grad")

@@ -193,6 +193,10 @@ def as_view(out: Tensor, base: Tensor) -> Tensor:
     the root base, and (when not the default) how it was made."""
     arr = out._data
     if arr.size and xp_of(arr).may_share_memory(arr, base._data):
+        if type(arr) is np.ndarray and not arr.flags.writeable and base._data.flags.writeable:
+            # NumPy makes some views read-only (broadcast_to, diagonal); a PyTorch view writes
+            # through to its base, and the in-place ops refuse the overlapping writes.
+            arr.flags.writeable = True
         out._vbox = base._vbox
         root = base._base
         if root is None:
@@ -263,11 +267,6 @@ def check_inplace(view: Tensor, others: tuple) -> bool:
                                                          and base.grad_fn is None):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
-    arr = view._data
-    if any(s == 0 and n > 1 for s, n in zip(arr.strides, arr.shape)):
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the "
-                           "tensor before performing the operation.")
     return True
 
 

@@ -7,6 +7,7 @@ and CUDA paths share one implementation.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -14,7 +15,9 @@ from .. import _dtype
 from ..autograd import views
 from ..autograd.function import named
 from ..autograd.grad_mode import no_grad, recording
+from ..autograd.node import broadcast_message
 from . import (
+    _writes,
     arrange,
     counting,
     creation,
@@ -32,7 +35,14 @@ from . import (
 )
 from . import complex as complex_ops
 from ._autocast import autocast_op
-from ._util import Tensor, is_scalar, promote_operands, xp_of
+from ._util import (
+    Tensor,
+    assert_no_internal_overlap,
+    has_internal_overlap,
+    is_scalar,
+    promote_operands,
+    xp_of,
+)
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .complex import *  # noqa: F403
@@ -265,11 +275,14 @@ def _check_inplace(self: Tensor, *others) -> bool:
     return recorded
 
 
-def _write(self: Tensor, result: Tensor) -> Tensor:
+def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
     """Store an out-of-place result into self's storage and take over its graph node (on a
-    view: record the write on its base, ``autograd.views.rebase``)."""
+    view: record the write on its base, ``autograd.views.rebase``). Only a ``fill`` (one
+    value everywhere) may write into an expanded tensor, as in PyTorch."""
     res = result._data
     _check_cast(res.dtype, self._data.dtype)
+    if not fill:
+        assert_no_internal_overlap(self._data)
     if res.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
                            f"broadcast shape {list(res.shape)}")
@@ -316,14 +329,19 @@ def _ufunc_inplace(name, op):
         arr = self._data
         _, xb, dt = promote_operands(self, other)
         _check_cast(dt, arr.dtype)
+        assert_no_internal_overlap(arr)
+        shape_b = getattr(xb, "shape", ())
+        if shape_b and shape_b != arr.shape:  # checked before the write (NumPy's may be partial)
+            try:
+                wide = np.broadcast_shapes(arr.shape, shape_b)
+            except ValueError:
+                raise RuntimeError(broadcast_message((self, other))) from None
+            if wide != arr.shape:
+                raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
+                                   f"broadcast shape {list(wide)}")
         if alpha != 1:
             xb = xb * alpha
-        try:
-            getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
-        except ValueError:
-            raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
-                               f"broadcast shape {list(np.broadcast_shapes(arr.shape, xb.shape))}"
-                               ) from None
+        getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
         self._vbox[0] += 1
         return self
 
@@ -332,11 +350,29 @@ def _ufunc_inplace(name, op):
     return method
 
 
+_masked_fill_inplace = _inplace(masked_fill)
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
+    """In-place masked_fill (on an expanded tensor it warns and writes only the masked
+    elements, as PyTorch does)."""
+    if not has_internal_overlap(self._data):
+        return _masked_fill_inplace(self, mask, value)
+    _writes.warn_expanded("masked_fill_", "tensor[mask] = scalar")
+    if _check_inplace(self, mask, value):
+        return _write(self, masked_fill(_frozen(self), mask, value), fill=True)
+    masked_fill(self, mask, value)  # the argument checks
+    m = xp_of(self._data).broadcast_to(mask._data, self._data.shape)
+    self._data[m] = value._data if isinstance(value, Tensor) else value
+    self._vbox[0] += 1
+    return self
+
+
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
     _check_inplace(self)
     if recording() and self.requires_grad:
-        return _write(self, self * 0)
+        return _write(self, self * 0, fill=True)
     self._backend.fill_zero(self._data)
     self._vbox[0] += 1
     return self
@@ -346,8 +382,10 @@ def fill_(self: Tensor, value) -> Tensor:
     """Fill with ``value`` in place."""
     if is_scalar(value) and value == 0:
         return zero_(self)
+    if isinstance(value, Tensor):  # PyTorch's fill_ with a tensor is a copy: no overlaps
+        assert_no_internal_overlap(self._data)
     if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
-        return _write(self, self * 0 + value)
+        return _write(self, self * 0 + value, fill=True)
     self._data.fill(value.item() if isinstance(value, Tensor) else value)
     self._vbox[0] += 1
     return self
@@ -355,6 +393,8 @@ def fill_(self: Tensor, value) -> Tensor:
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, converted, possibly from another device) into self."""
+    _writes.check_copy_source(self, src)
+    assert_no_internal_overlap(self._data)
     if _check_inplace(self, src):
         moved = src.to(self.device, self.dtype) + self * 0
         return _write(self, moved.expand(self.shape) if moved.shape != self.shape else moved)
@@ -392,10 +432,23 @@ def setitem(self: Tensor, key, value) -> None:
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")
-    if _check_inplace(self, value):
-        _write(self, shape.IndexPut.apply(self, arr_key, value))
-        return
-    self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+    _writes.check_setitem_value(self, arr_key, value)
+    if has_internal_overlap(self._data):
+        if shape._is_basic(arr_key):
+            # PyTorch writes into the indexed region (a view): allowed when that region has
+            # no overlapping elements (``expanded[0] = v``), refused otherwise.
+            region = shape.getitem(self, key)
+            assert_no_internal_overlap(region._data)
+            region.copy_(value) if isinstance(value, Tensor) else region.fill_(value)
+            return
+        _writes.warn_expanded("index_put_", "tensor[indices] = tensor")
+    try:
+        if _check_inplace(self, value):
+            _write(self, shape.IndexPut.apply(self, arr_key, value))
+            return
+        self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+    except ValueError as exc:  # NumPy checks the shapes before it writes anything
+        raise RuntimeError(str(exc).replace("value array", "value tensor")) from None
     self._vbox[0] += 1
 
 
@@ -452,9 +505,13 @@ def _new(factory):
 
 
 def _new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return creation.tensor(data, dtype=self.dtype if dtype is None else dtype,
-                           device=self.device if device is None else device,
-                           requires_grad=requires_grad)
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+    return creation._copied(data, self.dtype if dtype is None else dtype,
+                            self.device if device is None else device, requires_grad)
 
 
 def _where_method(self: Tensor, condition: Tensor, other) -> Tensor:
@@ -599,7 +656,7 @@ def install_tensor_methods(cls) -> None:
     methods["div_"] = _inplace(div)
     for name in ("neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs",
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
-                 "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow", "masked_fill",
+                 "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow",
                  "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
                  "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
                  "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
@@ -607,6 +664,7 @@ def install_tensor_methods(cls) -> None:
                  "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
                  "remainder", "negative"):
         methods[name + "_"] = _inplace(methods[name])
+    methods["masked_fill_"] = masked_fill_
     for name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims"):
         methods[name + "_"] = _inplace_view(methods[name])
     methods["arctan2_"] = methods["atan2_"]

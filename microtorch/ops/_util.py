@@ -8,12 +8,77 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
-from ..backend import xp_of
+from ..backend import backend_of, xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
-           "sum_to_shape", "xp_of", "is_scalar", "scalar_name"]
+           "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
+           "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
+           "broadcast_shape", "tensors_arg", "check_index_arg",
+           "narrow_start", "split_size_arg"]
 
 wrap_dim = _wrap_dim
+
+
+def has_internal_overlap(arr) -> bool:
+    """True when several elements of ``arr`` share one memory location (an expanded
+    dimension: stride 0, size > 1), the case PyTorch's in-place ops refuse."""
+    strides = arr.strides
+    return 0 in strides and any(s == 0 and n > 1 for s, n in zip(strides, arr.shape))
+
+
+def assert_no_internal_overlap(arr) -> None:
+    """PyTorch's error for an in-place write whose result would depend on the order in which
+    the overlapping elements are written (a fill with one value is exempt: callers skip it)."""
+    if has_internal_overlap(arr):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
+
+
+def broadcast_shape(*tensors: Tensor) -> tuple:
+    """The shape ``tensors`` broadcast to, or PyTorch's error naming the sizes that clash."""
+    try:
+        return tuple(np.broadcast_shapes(*(t._data.shape for t in tensors)))
+    except ValueError:
+        from ..autograd.node import broadcast_message
+
+        raise RuntimeError(broadcast_message(tensors)) from None
+
+
+def check_bounds(idx, low: int, high: int, error: type[Exception], message) -> None:
+    """``error(message(bad))`` unless every index lies in [low, high): at once on the CPU; on a
+    GPU a check on the device, raised at the next synchronisation (no host wait here), whose
+    message names the range but not the offending index (that would need the data)."""
+    def exact() -> str:
+        bad = idx[(idx < low) | (idx >= high)]
+        return message(int(bad.max()) if int(bad.max()) >= high else int(bad.min()))
+
+    backend_of(idx).check((idx >= low) & (idx < high), error,
+                          message(f"outside [{low}, {high})"), exact)
+
+
+def check_index_bounds(idx, n: int, dim: int) -> None:
+    """PyTorch's error for gather/scatter indices outside ``[0, n)`` (no negative indices)."""
+    check_bounds(idx, 0, n, RuntimeError,
+                 lambda bad: f"index {bad} is out of bounds for dimension {dim} with size {n}")
+
+
+def check_index_arg(input: Tensor, dim: int, index: Tensor, fn: str) -> None:
+    """PyTorch's checks of gather's and scatter_add's ``index``: integers, as many dims as
+    ``input`` (gather: always; scatter_add: unless empty), entries in [0, size of ``dim``);
+    index_select's: an integer vector (its bounds are the indexing's)."""
+    if fn == "index_select":
+        if index._data.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        if index._data.dtype.kind not in "iu":
+            raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+        return
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
+    if index._data.ndim != input._data.ndim and (fn == "gather" or index._data.size):
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as "
+                           f"{'input' if fn == 'gather' else 'self'} tensor")
+    check_index_bounds(index._data, input._data.shape[dim] if input._data.ndim else 1, dim)
 
 
 def is_scalar(x) -> bool:
@@ -80,27 +145,90 @@ def _cast(x, dt):
     return x
 
 
-def sizes_arg(sizes) -> tuple:
-    """Shape arguments given as varargs ``(2, 3)`` or one sequence ``((2, 3),)``."""
-    if len(sizes) == 1 and not isinstance(sizes[0], (int, np.integer, Tensor)):
+def _size_item(s):
+    """One size as an int: Python/NumPy ints and one-element integer tensors (not bools)."""
+    if isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)):
+        return int(s)
+    if isinstance(s, Tensor) and s._data.size == 1 and s._data.dtype.kind in "iu":
+        return int(s.item())
+    return None
+
+
+def sizes_arg(sizes, fn: str = "", arg: str = "size") -> tuple:
+    """Shape arguments given as varargs ``(2, 3)`` or one sequence ``((2, 3),)``, each an
+    integer (``fn``/``arg`` name the function and argument in PyTorch's TypeError)."""
+    where = f"{fn}(): argument '{arg}'" if fn else f"argument '{arg}'"
+    if len(sizes) == 1 and _size_item(sizes[0]) is None:
         sizes = sizes[0]
-    try:
-        return tuple(int(s) for s in sizes)
-    except TypeError:
-        raise TypeError(f"sizes must be integers, got {sizes!r}") from None
+        if not isinstance(sizes, (tuple, list)):
+            raise TypeError(f"{where} (position 1) must be tuple of ints, not "
+                            f"{type(sizes).__name__}")
+    out = []
+    for pos, s in enumerate(sizes):
+        n = _size_item(s)
+        if n is None:
+            raise TypeError(f"{where} failed to unpack the object at pos {pos + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(s).__name__}\"")
+        out.append(n)
+    return tuple(out)
+
+
+def tensors_arg(tensors, fn: str) -> list:
+    """The ``tensors`` argument of cat/stack as a list, each element checked (PyTorch's
+    TypeErrors: a sequence of Tensors, not one Tensor or anything else)."""
+    if not isinstance(tensors, (list, tuple)) and not (
+            hasattr(tensors, "__iter__") and not isinstance(tensors, (Tensor, str))):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return tensors
+
+
+def narrow_start(size: int, start: int, length: int) -> int:
+    """narrow's ``start`` counted from 0 (negative from the end), with PyTorch's errors for a
+    start or length outside a dimension of ``size``."""
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    return start
+
+
+def split_size_arg(step: int, n: int) -> int:
+    """split's chunk size, checked as PyTorch does against the dimension's size ``n``."""
+    if step < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+    if step == 0 and n:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    return step
 
 
 def dims_arg(dim, ndim: int) -> tuple | None:
     """Normalise a ``dim`` argument (None, an int or a sequence) to a sorted tuple or None."""
     if dim is None:
         return None
+    if not isinstance(dim, (int, np.integer, tuple, list)):
+        if not (isinstance(dim, Tensor) and dim._data.ndim == 0):
+            raise TypeError(f"argument 'dim' must be int or tuple of ints, not "
+                            f"{type(dim).__name__}")
+        dim = int(dim)
     if ndim == 0:  # PyTorch accepts dim 0 / -1 on a 0-d tensor; there is nothing to reduce
         for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
-            wrap_dim(int(d), 0)
+            wrap_dim(d, 0)
         return ()
     if isinstance(dim, (int, np.integer)):
-        return (wrap_dim(int(dim), ndim),)
-    dims = tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
+        return (wrap_dim(dim, ndim),)
+    dims = tuple(sorted(wrap_dim(d, ndim) for d in dim))
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")
     return dims

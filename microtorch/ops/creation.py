@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -48,8 +50,10 @@ def _infer_dtype(data) -> _dtype.dtype:
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
             continue
-        else:
-            raise TypeError(f"Could not infer dtype of {type(item).__name__}")
+        elif isinstance(item, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
+        else:  # None, arbitrary objects: PyTorch raises RuntimeError here
+            raise RuntimeError(f"Could not infer dtype of {type(item).__name__}")
         result = d if result is None else _dtype.promote(result, d)
     return _dtype.get_default_dtype() if result is None else result
 
@@ -66,6 +70,16 @@ def _plain(data):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+    return _copied(data, dtype, device, requires_grad)
+
+
+def _copied(data, dtype, device, requires_grad: bool) -> Tensor:
+    """``tensor`` without its warning (for the constructors that copy tensors on purpose)."""
     backend = get_backend(device)
     if isinstance(data, Tensor):
         arr = data._backend.to_numpy(data._data).copy() if data.device != backend.device \
@@ -143,10 +157,18 @@ def _creation_dtype(dtype, default=None) -> np.dtype:
     return _dtype.as_dtype(dtype).np
 
 
+def _shape(size, fn: str) -> tuple:
+    """The shape argument of creation op ``fn``: integers, none negative (PyTorch's errors)."""
+    shape = sizes_arg(size, fn)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(shape)}")
+    return shape
+
+
 def _filled(fill: str, size, dtype, device, requires_grad) -> Tensor:
-    shape = sizes_arg(size)
-    if any(s < 0 for s in shape):
-        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+    shape = _shape(size, fill)
     backend = get_backend(device)
     dt = _creation_dtype(dtype)
     backend.check_dtype(dt)
@@ -173,9 +195,13 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = Fals
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it, as PyTorch does)."""
+    if not (isinstance(fill_value, (numbers.Number, np.generic))
+            or isinstance(fill_value, Tensor) and fill_value._data.ndim == 0):
+        raise TypeError(f"full(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
     if dtype is None:
         dtype = _infer_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
-    shape = sizes_arg((size,))
+    shape = _shape((size,), "full")
     backend = get_backend(device)
     dt = _creation_dtype(dtype)
     backend.check_dtype(dt)
@@ -184,7 +210,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     return _finish(arr, requires_grad)
 
 
-def _like(input: Tensor, dtype, device) -> tuple:
+def _like(input: Tensor, dtype, device, fn: str) -> tuple:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     return (input.dtype if dtype is None else dtype,
             input.device if device is None else device)
 
@@ -192,28 +221,28 @@ def _like(input: Tensor, dtype, device) -> tuple:
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``input``."""
-    return zeros(input.shape, dtype=_like(input, dtype, device)[0],
-                 device=_like(input, dtype, device)[1], requires_grad=requires_grad)
+    dt, dev = _like(input, dtype, device, "zeros_like")
+    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "ones_like")
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Uninitialised, with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "empty_like")
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """``fill_value`` everywhere, with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "full_like")
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -222,8 +251,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     """Values from ``start`` up to (not including) ``end`` in steps of ``step``."""
     if end is None:
         start, end = 0, start
-    if step == 0:
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if not isinstance(v, (numbers.Number, np.generic, Tensor)):
+            raise TypeError(f"arange(): argument '{name}' must be Number, not "
+                            f"{type(v).__name__}")
+    if step == 0 or step != step:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     values = (start, end, step)
@@ -312,6 +347,13 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
 def eye(n: int, m: int | None = None, *, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
     """The identity matrix (n x m)."""
+    for name, v in (("n", n), ("m", m)):
+        if v is None:
+            continue
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"eye(): argument '{name}' must be int, not {type(v).__name__}")
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     backend = get_backend(device)
     dt = _creation_dtype(dtype)
     backend.check_dtype(dt)
@@ -321,7 +363,7 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
 
 
 def _random(method: str, size, dtype, device, requires_grad, *args, generator=None) -> Tensor:
-    shape = sizes_arg(size)
+    shape = _shape(size, {"uniform": "rand", "normal": "randn"}.get(method, method))
     dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     backend = get_backend(device)
     backend.check_dtype(dt.np)
@@ -363,13 +405,13 @@ def _no_extra_keywords(name: str, kwargs: dict) -> None:
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``rand`` with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "rand_like")
     return rand(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``randn`` with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "randn_like")
     return randn(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -389,19 +431,23 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     backend = get_backend(device)
     source = backend if generator is None else generator
-    arr = source.integers(int(low), int(high), sizes_arg((size,)), dt.np)
+    arr = source.integers(int(low), int(high), _shape((size,), "randint"), dt.np)
     return _finish(backend.asarray(arr), requires_grad)
 
 
 def randint_like(input: Tensor, low, high=None, *, dtype=None, device=None) -> Tensor:
     """``randint`` with the shape of ``input``."""
-    dt, dev = _like(input, dtype, device)
+    dt, dev = _like(input, dtype, device, "randint_like")
     return randint(low, high, input.shape, dtype=dt, device=dev)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """A random permutation of 0..n-1."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    _shape((n,), "randperm")
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     backend = get_backend(device)
     source = backend if generator is None else generator

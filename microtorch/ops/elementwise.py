@@ -118,6 +118,8 @@ class Div(Function):
                 return xp_of(_array_of(xa, xb)).true_divide(xa, xb).astype(fdt, copy=False)
             return xa / xb
         xp = xp_of(_array_of(xa, xb))
+        if dt.kind in "iu" and rounding_mode in ("floor", "trunc") and not xp.all(xb):
+            raise RuntimeError("ZeroDivisionError")  # PyTorch's words for integer x // 0
         if rounding_mode == "floor":
             return xp.floor_divide(xa, xb)
         if rounding_mode == "trunc":
@@ -328,7 +330,15 @@ def _unary(name, compute, derivative, needs="input", floating=True, torch_name=N
 
 
 # name, forward, derivative (g: upstream gradient, x: input, o: output, F: function namespace)
-Neg = _unary("Neg", lambda xp, x: -x, lambda g, x, o, F: -g, "none", False)
+def _negate(xp, x):
+    if x.dtype.kind == "b":
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    return -x
+
+
+Neg = _unary("Neg", _negate, lambda g, x, o, F: -g, "none", False)
 Exp = _unary("Exp", lambda xp, x: xp.exp(x), lambda g, x, o, F: g * o, "output")
 Log = _unary("Log", lambda xp, x: xp.log(x), lambda g, x, o, F: g / x)
 Log2 = _unary("Log2", lambda xp, x: xp.log2(x),
@@ -490,7 +500,7 @@ def _no_grad_binary(ufunc_name, integral_only=False):
             raise NotImplementedError(f"\"{_ORDERINGS[ufunc_name]}_cpu\" not implemented for "
                                       f"'{_dtype.title(_dtype.from_numpy_dtype(dt))}'")
         if integral_only and _dtype.kind_of(dt) in "fc":
-            raise RuntimeError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
+            raise NotImplementedError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
         try:
             out = getattr(xp_of(_array_of(xa, xb)), ufunc_name)(xa, xb)
         except ValueError as exc:  # NumPy's words for shapes that do not broadcast
@@ -518,7 +528,7 @@ bitwise_xor = _no_grad_binary("bitwise_xor", integral_only=True)
 def bitwise_not(x: Tensor) -> Tensor:
     """Logical not of a bool tensor, bitwise not of an integer tensor."""
     if _dtype.kind_of(x._data.dtype) in "fc":
-        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+        raise NotImplementedError("\"bitwise_not_cpu\" not implemented for 'Float'")
     return Tensor._make(xp_of(x._data).invert(x._data), False, None)
 
 

@@ -12,8 +12,7 @@ import builtins
 import numpy as np
 
 from ..autograd.function import Function, named
-from ..backend import backend_of
-from ._util import Tensor, wrap_dim, xp_of
+from ._util import Tensor, check_bounds, check_index_bounds, wrap_dim, xp_of
 from .shape import _index_add
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put"]
@@ -27,22 +26,7 @@ def _check_index(input: Tensor, dim: int, index: Tensor, name: str) -> None:
             index._data.size:
         raise RuntimeError("Index tensor must have the same number of dimensions as self "
                            "tensor")
-    idx = index._data
-    n = input._data.shape[dim] if input._data.ndim else 1
-    _check_bounds(idx, -n, n, RuntimeError,
-                  lambda bad: f"index {bad} is out of bounds for dimension {dim} with size {n}")
-
-
-def _check_bounds(idx, low: int, high: int, error: type[Exception], message) -> None:
-    """``error(message(bad))`` unless every index lies in [low, high): at once on the CPU; on a
-    GPU a check on the device, raised at the next synchronisation (no host wait here), whose
-    message names the range but not the offending index (that would need the data)."""
-    def exact() -> str:
-        bad = idx[(idx < low) | (idx >= high)]
-        return message(int(bad.max()) if int(bad.max()) >= high else int(bad.min()))
-
-    backend_of(idx).check((idx >= low) & (idx < high), error,
-                          message(f"outside [{low}, {high})"), exact)
+    check_index_bounds(index._data, input._data.shape[dim] if input._data.ndim else 1, dim)
 
 
 class Scatter(Function):
@@ -146,8 +130,10 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     if list(source._data.shape) != expect and not (source._data.ndim == 0 and not expect):
         raise RuntimeError("index_add_(): source and index sizes do not match")
     idx, n = index._data, (input._data.shape[d] if input._data.ndim else 1)
-    _check_bounds(idx, 0, n, RuntimeError,  # (no negative indices)
-                  lambda bad: f"index {bad} is out of bounds for dimension {d} with size {n}")
+    if input._data.ndim > 1:
+        check_index_bounds(idx, n, d)  # (no negative indices)
+    else:  # PyTorch's 1-d kernel checks with an IndexError
+        check_bounds(idx, 0, n, IndexError, lambda bad: "index out of range in self")
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 
@@ -169,7 +155,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
 
 def _check_flat_index(index: Tensor, n: int) -> None:
     """IndexError unless every entry of ``index`` lies in [-n, n)."""
-    _check_bounds(index._data, -n, n, IndexError,
+    check_bounds(index._data, -n, n, IndexError,
                   lambda bad: f"out of range: tried to access index {bad} on a tensor of {n} "
                               "elements.")
 

@@ -195,6 +195,7 @@ def _extreme(op: str, input: Tensor, dim=None, keepdim=False):
 
         return (Maximum if op == "max" else Minimum).apply(input, dim)
     d = wrap_dim(dim, input._data.ndim)
+    _check_nonempty(op, input._data, (d,))
     indices = argmax(input, d, True) if op == "max" else argmin(input, d, True)
     values = input.gather(d, indices)
     if not keepdim:
@@ -213,21 +214,44 @@ def min(input: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     return _extreme("min", input, dim, keepdim)
 
 
+def _check_nonempty(op: str, arr, dims) -> None:
+    """PyTorch's errors for a max/min-like reduction with nothing to pick from: over all
+    elements (``dims`` None) or along a dimension of size 0."""
+    if arr.size:
+        return
+    if dims is None:
+        if op.startswith("arg"):
+            raise IndexError(f"{op}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0.")
+        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() "
+                           f"== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if arr.ndim and arr.shape[d] == 0:
+            raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+
+
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """The largest values over ``dim`` (all dims when empty)."""
-    dims = dims_arg(dim, input._data.ndim) if dim != () else tuple(range(input._data.ndim))
+    dims = dims_arg(dim, input._data.ndim) if dim != () else None
+    _check_nonempty("amax", input._data, dims)
+    dims = tuple(range(input._data.ndim)) if dims is None else dims
     return _ExtremeDims.apply(input, dims, keepdim, "max")
 
 
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """The smallest values over ``dim`` (all dims when empty)."""
-    dims = dims_arg(dim, input._data.ndim) if dim != () else tuple(range(input._data.ndim))
+    dims = dims_arg(dim, input._data.ndim) if dim != () else None
+    _check_nonempty("amin", input._data, dims)
+    dims = tuple(range(input._data.ndim)) if dims is None else dims
     return _ExtremeDims.apply(input, dims, keepdim, "min")
 
 
 def _arg(op, input: Tensor, dim, keepdim) -> Tensor:
     arr = input._data
     xp = xp_of(arr)
+    if dim is not None:
+        dim = wrap_dim(dim, arr.ndim)
+    _check_nonempty(op, arr, None if dim is None else (dim,))
     if dim is None:
         out = getattr(xp, op)(arr.reshape(-1))
         out = out.reshape((1,) * arr.ndim) if keepdim else out
@@ -424,7 +448,7 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     """Sum broadcast dimensions so the result has ``size``."""
     from ._util import sizes_arg
 
-    shape = sizes_arg(size)
+    shape = sizes_arg(size, "sum_to_size")
     if tuple(input._data.shape) == shape:
         return input
     return SumToSize.apply(input, shape)

@@ -12,6 +12,7 @@ from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
 from ..backend import get_backend
+from . import _util
 from ._autocast import autocast_op
 from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
 
@@ -67,14 +68,14 @@ def _reshaped(input: Tensor, new: tuple, name=None) -> Tensor:
 
 def reshape(input: Tensor, *shape) -> Tensor:
     """The same elements in a new shape (a view when possible)."""
-    return _reshaped(input, _infer_shape(sizes_arg(shape), input._data.size))
+    return _reshaped(input, _infer_shape(sizes_arg(shape, "reshape", "shape"), input._data.size))
 
 
 def view(input: Tensor, *shape) -> Tensor:
     """A view with a new shape; raises when the strides make that impossible."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Tensor)):
         return _view_as_dtype(input, _dtype.as_dtype(shape[0]))
-    new = _infer_shape(sizes_arg(shape), input._data.size)
+    new = _infer_shape(sizes_arg(shape, "view"), input._data.size)
     return _as_view(Reshape.apply(input, new, True), input)
 
 
@@ -120,7 +121,7 @@ class Permute(Function):
 def permute(input: Tensor, *dims) -> Tensor:
     """Reorder the dimensions (a view)."""
     ndim = input._data.ndim
-    dims = tuple(wrap_dim(d, ndim) for d in sizes_arg(dims))
+    dims = tuple(wrap_dim(d, ndim) for d in sizes_arg(dims, "permute", "dims"))
     if sorted(dims) != list(range(ndim)):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
@@ -205,7 +206,7 @@ class Expand(Function):
 
 def expand(input: Tensor, *sizes) -> Tensor:
     """Broadcast size-1 dimensions to ``sizes`` without copying (-1 keeps a size)."""
-    sizes = sizes_arg(sizes)
+    sizes = sizes_arg(sizes, "expand")
     shape = input._data.shape
     lead = len(sizes) - len(shape)
     if lead < 0:
@@ -216,7 +217,7 @@ def expand(input: Tensor, *sizes) -> Tensor:
     for i, s in enumerate(shape):
         if s != 1 and s != target[lead + i]:
             raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
-                               f"the existing size ({s}) at non-singleton dimension {lead + i}. "
+                               f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
                                f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
     if target == shape and not input.requires_grad:
         return input
@@ -230,7 +231,7 @@ def broadcast_to(input: Tensor, shape) -> Tensor:
 
 def repeat(input: Tensor, *sizes) -> Tensor:
     """Tile the tensor ``sizes`` times along each dimension."""
-    sizes = sizes_arg(sizes)
+    sizes = sizes_arg(sizes, "repeat", "repeats")
     shape = input._data.shape
     if len(sizes) < len(shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -284,9 +285,9 @@ class Cat(Function):
 @autocast_op("cat")
 def cat(tensors, dim: int = 0) -> Tensor:
     """Join tensors along an existing dimension."""
-    tensors = [t for t in tensors]
+    tensors = _util.tensors_arg(tensors, "cat")
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     tensors = [t for t in tensors if not (t._data.ndim == 1 and t._data.size == 0)] or tensors
     ndim = tensors[0]._data.ndim
     d = wrap_dim(dim, ndim)
@@ -309,7 +310,7 @@ concat = concatenate = cat
 @autocast_op("stack")
 def stack(tensors, dim: int = 0) -> Tensor:
     """Join tensors along a new dimension."""
-    tensors = list(tensors)
+    tensors = _util.tensors_arg(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
@@ -326,7 +327,7 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     d = wrap_dim(dim, input._data.ndim)
     n = input._data.shape[d]
     if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
+        step = _util.split_size_arg(split_size_or_sections, n)
         sizes = [min(step, n - i) for i in range(0, n, step)] if step else [0]
     else:
         sizes = list(split_size_or_sections)
@@ -345,6 +346,8 @@ def split(input: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """Split into ``chunks`` nearly equal pieces."""
     n = input._data.shape[wrap_dim(dim, input._data.ndim)]
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     return split(input, max(1, -(-n // chunks)), dim)
 
 
@@ -359,6 +362,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The slice ``start:start+length`` along ``dim`` (a view)."""
     d = wrap_dim(dim, input._data.ndim)
+    start = _util.narrow_start(input._data.shape[d] if input._data.ndim else 1, start, length)
     index = (slice(None),) * d + (slice(start, start + length),)
     return named(input[index], "SliceBackward0")
 
@@ -370,6 +374,9 @@ def _index_key(key):
         key = (key,)
     out = []
     for k in key:
+        if isinstance(k, (str, bytes)):
+            raise TypeError(f"invalid index of type {type(k).__name__}: only integers, slices, "
+                            f"ellipsis, None and integer or bool tensors are valid indices")
         if isinstance(k, slice) and k.step is not None and k.step < 0:
             raise ValueError("step must be greater than zero")
         if isinstance(k, Tensor):
@@ -611,22 +618,22 @@ class ScatterAdd(Function):
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
-    if index._data.dtype.kind not in "iu":
-        raise RuntimeError("gather(): Expected dtype int64 for index")
-    if index._data.ndim != input._data.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    _util.check_index_arg(input, d, index, "gather")
     return Gather.apply(input, d, index)
 
 
 @autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
-    return ScatterAdd.apply(input, wrap_dim(dim, input._data.ndim), index, src)
+    d = wrap_dim(dim, input._data.ndim)
+    _util.check_index_arg(input, d, index, "scatter_add")
+    return ScatterAdd.apply(input, d, index, src)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, input._data.ndim)
+    _util.check_index_arg(input, d, index, "index_select")
     return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0", input)
 
 

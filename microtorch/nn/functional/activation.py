@@ -10,6 +10,7 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -19,7 +20,6 @@ from ...ops import _inplace, where
 from ...ops import activation as A
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, wrap_dim
-from ...ops.activation import log_softmax, softmax
 from ...ops.elementwise import Relu, Sigmoid, Tanh
 from ...ops.special import erf
 
@@ -82,13 +82,38 @@ def tanh(input: Tensor) -> Tensor:
     return Tanh.apply(input)
 
 
+def _implicit_dim(name: str, ndim: int, stacklevel: int) -> int:
+    """PyTorch's legacy dim for softmax-like calls without one (0 for 0-, 1- and 3-d inputs,
+    else 1), with its deprecation warning."""
+    dim = 0 if ndim in (0, 1, 3) else 1
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  f"include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return dim
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype=None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``."""
+    if dim is None:
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
+    return A.softmax(input, dim, dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype=None) -> Tensor:
+    """log(softmax(x)) along ``dim``, computed stably."""
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
+    return A.log_softmax(input, dim, dtype)
+
+
 @autocast_op("softmin")
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype=None) -> Tensor:
     """softmax(-input) along ``dim``."""
-    if dim is None:  # PyTorch's legacy implicit dim: 0 for 0-, 1- and 3-d inputs, else 1
-        dim = 0 if input.ndim in (0, 1, 3) else 1
-    return softmax(-input, dim, dtype)
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    return A.softmax(-input, dim, dtype)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

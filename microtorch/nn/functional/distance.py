@@ -7,12 +7,10 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...autograd.function import named
 from ...ops import vector_norm
 from ...ops._autocast import autocast_op
-from ...ops._util import Tensor, wrap_dim
+from ...ops._util import Tensor, broadcast_shape, wrap_dim
 from ...ops.elementwise import ClampMinValueOnly
 
 __all__ = ["cosine_similarity", "pairwise_distance"]
@@ -22,7 +20,7 @@ __all__ = ["cosine_similarity", "pairwise_distance"]
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1/|x1| * x2/|x2|) along ``dim``, the norms clamped at ``eps`` in value only
     (PyTorch's formulation: divide first, so the result stays within [-1, 1])."""
-    shape = tuple(np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape)))
+    shape = broadcast_shape(x1, x2)
     a = x1 if tuple(x1.shape) == shape else x1.expand(shape)
     b = x2 if tuple(x2.shape) == shape else x2.expand(shape)
     d = wrap_dim(dim, len(shape))

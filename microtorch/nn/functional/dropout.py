@@ -22,8 +22,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     the same recipe as PyTorch's CPU dropout; on the CPU the stream follows PyTorch's
     ``bernoulli_``, but bit-equal masks with PyTorch are not guaranteed (and not on CUDA).
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:
@@ -67,6 +66,8 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
 def _check_p(p: float) -> None:
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p != p:  # NaN passes PyTorch's Python check and fails its kernel's
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,

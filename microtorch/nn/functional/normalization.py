@@ -76,6 +76,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if input.ndim < 2:
         raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
     c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:  # before the running stats are touched
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     dims = (0,) + tuple(range(2, input.ndim))
     view = (1, c) + (1,) * (input.ndim - 2)
     if training:

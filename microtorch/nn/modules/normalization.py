@@ -138,17 +138,20 @@ class _BatchNorm(Module):
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} "
                              f"input (got {input.ndim}D input)")
         factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked._data += 1
-            self.num_batches_tracked._vbox[0] += 1
-            if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.item())
+        counting = (self.training and self.track_running_stats
+                    and self.num_batches_tracked is not None)
+        if counting and self.momentum is None:  # cumulative moving average
+            factor = 1.0 / float(self.num_batches_tracked.item() + 1)
         use_batch_stats = self.training or (self.running_mean is None
                                             and self.running_var is None)
         tracked = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if tracked else None,
-                            self.running_var if tracked else None, self.weight, self.bias,
-                            use_batch_stats, factor, self.eps)
+        out = F.batch_norm(input, self.running_mean if tracked else None,
+                           self.running_var if tracked else None, self.weight, self.bias,
+                           use_batch_stats, factor, self.eps)
+        if counting:  # counted once the batch went through: a failing one changes nothing
+            self.num_batches_tracked._data += 1
+            self.num_batches_tracked._vbox[0] += 1
+        return out
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
