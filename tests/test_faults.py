@@ -540,9 +540,9 @@ def test_known_gaps(case):
     lambda v, t: v.fill_(3.0),
     lambda v, t: v[0].add_(1),
     lambda v, t: v[1].mul_(3.0),
-    lambda v, t: v[0].copy_(t.tensor([7.0, 8.0])),
+    lambda v, t: v[0].copy_(t.tensor([7.0, 8.0], device=v.device)),
     lambda v, t: v.__setitem__(0, 5.0),
-    lambda v, t: v.__setitem__(2, t.tensor([7.0, 8.0])),
+    lambda v, t: v.__setitem__(2, t.tensor([7.0, 8.0], device=v.device)),
     lambda v, t: v[0].exp_(),
 ], ids=["zero", "fill", "row-add", "row-mul", "row-copy", "setitem-row", "setitem-row-tensor",
         "row-exp"])

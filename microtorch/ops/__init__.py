@@ -43,6 +43,19 @@ from ._util import (
     promote_operands,
     xp_of,
 )
+from ._writes import (
+    _check_inplace,
+    _frozen,
+    _inplace,
+    _inplace_view,
+    _ufunc_inplace,
+    _write,
+    copy_,
+    fill_,
+    masked_fill_,
+    setitem,
+    zero_,
+)
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .complex import *  # noqa: F403
@@ -247,209 +260,6 @@ clip = clamp
 true_divide = divide = div
 multiply = mul
 subtract = sub
-
-
-# -- in-place ops ------------------------------------------------------------------------------
-def _check_cast(result: np.dtype, target: np.dtype) -> None:
-    """PyTorch's canCast for in-place results: no complex -> real, no float -> integer, no
-    non-bool -> bool."""
-    if result == target:
-        return
-    res, tgt = _dtype.from_numpy_dtype(result), _dtype.from_numpy_dtype(target)
-    if res._category > tgt._category:
-        raise RuntimeError(f"result type {_dtype.title(res)} can't be cast to the desired "
-                           f"output type {_dtype.title(tgt)}")
-
-
-def _check_inplace(self: Tensor, *others) -> bool:
-    """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
-    if not recording():
-        return False
-    if self._base is not None:
-        return views.check_inplace(self, others)
-    recorded = self.requires_grad or builtins.any(
-        isinstance(o, Tensor) and o.requires_grad for o in others)
-    if self.requires_grad and self.grad_fn is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
-    return recorded
-
-
-def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
-    """Store an out-of-place result into self's storage and take over its graph node (on a
-    view: record the write on its base, ``autograd.views.rebase``). Only a ``fill`` (one
-    value everywhere) may write into an expanded tensor, as in PyTorch."""
-    res = result._data
-    _check_cast(res.dtype, self._data.dtype)
-    if not fill:
-        assert_no_internal_overlap(self._data)
-    if res.shape != self._data.shape:
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
-                           f"broadcast shape {list(res.shape)}")
-    node = result.grad_fn
-    geom = None
-    if node is not None and self._base is not None:
-        geom = views.Strided.of(self._data, self._base._data)  # raises before any write
-    self._data[...] = res
-    self._vbox[0] += 1
-    if geom is not None:
-        views.rebase(self, geom, node)
-    elif node is not None:
-        views.set_node(self, node)
-    return self
-
-
-def _frozen(self: Tensor) -> Tensor:
-    """A copy of self at the same place in the graph: what the recorded op saves for backward,
-    so overwriting self afterwards does not invalidate it (PyTorch saves the original too)."""
-    return Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
-
-
-def _inplace(op):
-    """The in-place form of an out-of-place op: compute, then write into self."""
-
-    def method(self: Tensor, *args, **kwargs) -> Tensor:
-        if _check_inplace(self, *args):
-            return _write(self, op(_frozen(self), *args, **kwargs))
-        with no_grad():
-            return _write(self, op(self, *args, **kwargs))
-
-    method.__name__ = op.__name__ + "_"
-    method.__doc__ = f"In-place {op.__name__}."
-    return method
-
-
-def _ufunc_inplace(name, op):
-    """An in-place arithmetic op that writes straight into self's buffer when not recording."""
-
-    def method(self: Tensor, other, *, alpha=1) -> Tensor:
-        if _check_inplace(self, other):
-            kwargs = {"alpha": alpha} if alpha != 1 else {}
-            return _write(self, op(_frozen(self), other, **kwargs))
-        arr = self._data
-        _, xb, dt = promote_operands(self, other)
-        _check_cast(dt, arr.dtype)
-        assert_no_internal_overlap(arr)
-        shape_b = getattr(xb, "shape", ())
-        if shape_b and shape_b != arr.shape:  # checked before the write (NumPy's may be partial)
-            try:
-                wide = np.broadcast_shapes(arr.shape, shape_b)
-            except ValueError:
-                raise RuntimeError(broadcast_message((self, other))) from None
-            if wide != arr.shape:
-                raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
-                                   f"broadcast shape {list(wide)}")
-        if alpha != 1:
-            xb = xb * alpha
-        getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
-        self._vbox[0] += 1
-        return self
-
-    method.__name__ = op.__name__ + "_"
-    method.__doc__ = f"In-place {op.__name__}."
-    return method
-
-
-_masked_fill_inplace = _inplace(masked_fill)
-
-
-def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
-    """In-place masked_fill (on an expanded tensor it warns and writes only the masked
-    elements, as PyTorch does)."""
-    if not has_internal_overlap(self._data):
-        return _masked_fill_inplace(self, mask, value)
-    _writes.warn_expanded("masked_fill_", "tensor[mask] = scalar")
-    if _check_inplace(self, mask, value):
-        return _write(self, masked_fill(_frozen(self), mask, value), fill=True)
-    masked_fill(self, mask, value)  # the argument checks
-    m = xp_of(self._data).broadcast_to(mask._data, self._data.shape)
-    self._data[m] = value._data if isinstance(value, Tensor) else value
-    self._vbox[0] += 1
-    return self
-
-
-def zero_(self: Tensor) -> Tensor:
-    """Fill with zeros in place."""
-    _check_inplace(self)
-    if recording() and self.requires_grad:
-        return _write(self, self * 0, fill=True)
-    self._backend.fill_zero(self._data)
-    self._vbox[0] += 1
-    return self
-
-
-def fill_(self: Tensor, value) -> Tensor:
-    """Fill with ``value`` in place."""
-    if is_scalar(value) and value == 0:
-        return zero_(self)
-    if isinstance(value, Tensor):  # PyTorch's fill_ with a tensor is a copy: no overlaps
-        assert_no_internal_overlap(self._data)
-    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
-        return _write(self, self * 0 + value, fill=True)
-    self._data.fill(value.item() if isinstance(value, Tensor) else value)
-    self._vbox[0] += 1
-    return self
-
-
-def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
-    """Copy ``src`` (broadcast, converted, possibly from another device) into self."""
-    _writes.check_copy_source(self, src)
-    assert_no_internal_overlap(self._data)
-    if _check_inplace(self, src):
-        moved = src.to(self.device, self.dtype) + self * 0
-        return _write(self, moved.expand(self.shape) if moved.shape != self.shape else moved)
-    arr = src._data
-    if src.device != self.device:
-        arr = self._backend.asarray(src._backend.to_numpy(arr))
-    self._data[...] = arr
-    self._vbox[0] += 1
-    return self
-
-
-def _inplace_view(op):
-    """``t_``, ``transpose_``, ``squeeze_``...: self becomes the view ``op`` makes of it (same
-    storage, new shape and strides). Under autograd on a tensor that requires grad this would
-    have to rewrite self's graph node in place, which microtorch does not do: it says so."""
-
-    def method(self: Tensor, *args, **kwargs) -> Tensor:
-        if recording() and self.requires_grad:
-            raise RuntimeError(f"{op.__name__}_() on a tensor that requires grad is not "
-                               f"supported by microtorch: use the out-of-place "
-                               f"{op.__name__}() (x = x.{op.__name__}(...))")
-        with no_grad():
-            self._data = op(self, *args, **kwargs)._data
-        return self
-
-    method.__name__ = op.__name__ + "_"
-    method.__doc__ = f"In-place {op.__name__}: self becomes that view of its storage."
-    return method
-
-
-def setitem(self: Tensor, key, value) -> None:
-    """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
-    arr_key = shape._index_key(key)
-    shape.check_device_index(self._data, arr_key)
-    if isinstance(value, Tensor) and value.device != self.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                           f"two devices, {self.device} and {value.device}!")
-    _writes.check_setitem_value(self, arr_key, value)
-    if has_internal_overlap(self._data):
-        if shape._is_basic(arr_key):
-            # PyTorch writes into the indexed region (a view): allowed when that region has
-            # no overlapping elements (``expanded[0] = v``), refused otherwise.
-            region = shape.getitem(self, key)
-            assert_no_internal_overlap(region._data)
-            region.copy_(value) if isinstance(value, Tensor) else region.fill_(value)
-            return
-        _writes.warn_expanded("index_put_", "tensor[indices] = tensor")
-    try:
-        if _check_inplace(self, value):
-            _write(self, shape.IndexPut.apply(self, arr_key, value))
-            return
-        self._data[arr_key] = value._data if isinstance(value, Tensor) else value
-    except ValueError as exc:  # NumPy checks the shapes before it writes anything
-        raise RuntimeError(str(exc).replace("value array", "value tensor")) from None
-    self._vbox[0] += 1
 
 
 # -- methods and operators ----------------------------------------------------------------------

@@ -270,6 +270,10 @@ def _data_address(a: np.ndarray) -> int:
 
 
 def _init(obj: ndarray, arr: np.ndarray, base: ndarray | None, device_id: int) -> None:
+    if not arr.flags.writeable and _root(arr).flags.writeable:
+        # CuPy has no read-only arrays: its broadcast and diagonal views write into memory
+        # that NumPy's equivalents mark read-only.
+        arr.flags.writeable = True
     obj._a, obj._base, obj._device_id = arr, base, device_id
     obj._pool_bytes = 0
     if base is None:
