@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-
 from .. import ops
 from .._tensor import Size, Tensor
 from ..autograd.grad_mode import no_grad
@@ -11,7 +9,14 @@ from ..nn import functional as F
 from . import constraints, sampling
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits, uniform
+from .utils import (
+    batch_shape_of,
+    broadcast_all,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+    uniform,
+)
 
 __all__ = ["Bernoulli", "Binomial"]
 
@@ -37,8 +42,7 @@ class Bernoulli(ExponentialFamily):
         else:
             self.logits = param
         self._param = param
-        batch_shape = () if isinstance(given, numbers.Number) else param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((given,), param), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expand_parameters(Bernoulli, batch_shape, _instance, ("probs", "logits"))

@@ -12,8 +12,6 @@ differ. The samples themselves equal PyTorch's on the CPU (``sampling``).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import ops
@@ -23,7 +21,7 @@ from ..nn import functional as F
 from ..ops._util import xp_of
 from . import constraints, sampling
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, xlogy
+from .utils import all_numbers, batch_shape_of, broadcast_all, xlogy
 
 __all__ = ["Beta", "Dirichlet", "Gamma"]
 
@@ -95,10 +93,6 @@ class _DirichletSample(Function):
         return Tensor._make(ga.astype(concentration._data.dtype))
 
 
-def _scalar_batch(*params) -> bool:
-    return all(isinstance(p, numbers.Number) for p in params)
-
-
 class Gamma(ExponentialFamily):
     """The gamma distribution with shape ``concentration`` and inverse scale ``rate``."""
 
@@ -108,8 +102,8 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration, rate, validate_args: bool | None = None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        batch_shape = () if _scalar_batch(concentration, rate) else self.concentration.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((concentration, rate), self.concentration),
+                         validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_parameters(Gamma, batch_shape, _instance, ("concentration", "rate"))
@@ -257,7 +251,7 @@ class Beta(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args: bool | None = None):
-        if _scalar_batch(concentration1, concentration0):
+        if all_numbers(concentration1, concentration0):
             stacked = ops.tensor([float(concentration1), float(concentration0)])
         else:
             concentration1, concentration0 = broadcast_all(concentration1, concentration0)

@@ -11,7 +11,7 @@ from . import constraints
 from .exp_family import ExponentialFamily
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
-from .utils import broadcast_all, standard_normal
+from .utils import batch_shape_of, broadcast_all, standard_normal
 
 __all__ = ["LogNormal", "Normal"]
 
@@ -27,11 +27,7 @@ class Normal(ExponentialFamily):
 
     def __init__(self, loc, scale, validate_args: bool | None = None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = ()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_parameters(Normal, batch_shape, _instance, ("loc", "scale"))

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
-
 from .. import ops
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 from . import constraints, sampling
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, xlogy
+from .utils import batch_shape_of, broadcast_all, xlogy
 
 __all__ = ["Poisson"]
 
@@ -22,8 +20,7 @@ class Poisson(ExponentialFamily):
 
     def __init__(self, rate, validate_args: bool | None = None):
         (self.rate,) = broadcast_all(rate)
-        batch_shape = () if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_parameters(Poisson, batch_shape, _instance, ("rate",))

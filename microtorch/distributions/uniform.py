@@ -3,24 +3,15 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import ops
 from . import constraints
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, standard_exponential, uniform
+from .utils import batch_shape_of, broadcast_all, standard_exponential, uniform
 
 __all__ = ["Exponential", "Laplace", "Uniform"]
-
-
-def _batch_shape(*params):
-    """Scalar batch when every parameter was a plain number, else the broadcast shape."""
-    if all(isinstance(p, numbers.Number) for p in params):
-        return ()
-    return None
 
 
 class Uniform(Distribution):
@@ -35,9 +26,7 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args: bool | None = None):
         self.low, self.high = broadcast_all(low, high)
-        batch = _batch_shape(low, high)
-        super().__init__(self.low.size() if batch is None else batch,
-                         validate_args=validate_args)
+        super().__init__(batch_shape_of((low, high), self.low), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_parameters(Uniform, batch_shape, _instance, ("low", "high"))
@@ -96,9 +85,7 @@ class Laplace(Distribution):
 
     def __init__(self, loc, scale, validate_args: bool | None = None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        batch = _batch_shape(loc, scale)
-        super().__init__(self.loc.size() if batch is None else batch,
-                         validate_args=validate_args)
+        super().__init__(batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_parameters(Laplace, batch_shape, _instance, ("loc", "scale"))
@@ -154,9 +141,7 @@ class Exponential(ExponentialFamily):
 
     def __init__(self, rate, validate_args: bool | None = None):
         (self.rate,) = broadcast_all(rate)
-        batch = _batch_shape(rate)
-        super().__init__(self.rate.size() if batch is None else batch,
-                         validate_args=validate_args)
+        super().__init__(batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_parameters(Exponential, batch_shape, _instance, ("rate",))

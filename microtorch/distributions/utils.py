@@ -34,6 +34,18 @@ def broadcast_all(*values):
     return tuple(v if tuple(v.shape) == shape else v.expand(shape) for v in values)
 
 
+def all_numbers(*params) -> bool:
+    """True when every parameter was a plain Python number (PyTorch then gives the
+    distribution a scalar batch shape, whatever the broadcast tensors' shape)."""
+    return all(isinstance(p, numbers.Number) for p in params)
+
+
+def batch_shape_of(given: tuple, broadcast: Tensor) -> tuple:
+    """The batch shape of a distribution built from the user's ``given`` parameters, one of
+    which broadcast to ``broadcast``: ``()`` for plain numbers, else the broadcast shape."""
+    return () if all_numbers(*given) else tuple(broadcast.size())
+
+
 def broadcast_shapes(*shapes) -> tuple:
     """The broadcast of several shapes (PyTorch's error when they do not broadcast)."""
     try:
