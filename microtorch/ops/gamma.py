@@ -87,11 +87,7 @@ def _trigamma_array(arr):
 def _polygamma_array(n: int, arr):
     if n == 1:
         return _trigamma_array(arr)
-    if xp_of(arr) is np:
-        import scipy.special as sp
-    else:
-        import cupyx.scipy.special as sp
-    return sp.polygamma(n, arr).astype(arr.dtype, copy=False)
+    return _special("polygamma", arr, n)
 
 
 def lgamma(input: Tensor) -> Tensor:

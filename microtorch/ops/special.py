@@ -130,13 +130,14 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     return named(out, "LerpBackward1", input, end, weight)
 
 
-def _special(name: str, arr):
-    xp = xp_of(arr)
-    if xp is not np:
+def _special(name: str, arr, *leading):
+    """SciPy's special function ``name(*leading, arr)`` on ``arr``'s device (cupyx.scipy on
+    CUDA), in ``arr``'s dtype."""
+    if xp_of(arr) is not np:
         import cupyx.scipy.special as sp
     else:
         import scipy.special as sp
-    return getattr(sp, name)(arr).astype(arr.dtype, copy=False)
+    return getattr(sp, name)(*leading, arr).astype(arr.dtype, copy=False)
 
 
 class Erfc(Function):
