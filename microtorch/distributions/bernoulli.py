@@ -26,7 +26,29 @@ def _one_of(probs, logits) -> None:
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(ExponentialFamily):
+class _BinaryOutcome:
+    """The probs/logits pair of a distribution over binary trials: one given, the other
+    derived on first use."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self) -> Size:
+        return self._param.size()
+
+    def _expand_outcome(self, cls, batch_shape, _instance, names: tuple):
+        new = self._expand_parameters(cls, batch_shape, _instance, names)
+        new._param = new.probs if "probs" in self.__dict__ else new.logits
+        return new
+
+
+class Bernoulli(_BinaryOutcome, ExponentialFamily):
     """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -45,9 +67,7 @@ class Bernoulli(ExponentialFamily):
         super().__init__(batch_shape_of((given,), param), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_parameters(Bernoulli, batch_shape, _instance, ("probs", "logits"))
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
-        return new
+        return self._expand_outcome(Bernoulli, batch_shape, _instance, ("probs", "logits"))
 
     @property
     def mean(self):
@@ -61,18 +81,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> Size:
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         # torch.bernoulli(p): a uniform of p's dtype per element, 1 where it is below p.
@@ -112,7 +120,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryOutcome, Distribution):
     """The number of successes in ``total_count`` trials of probability ``probs``."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer,
@@ -132,10 +140,8 @@ class Binomial(Distribution):
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expand_parameters(Binomial, batch_shape, _instance,
-                                      ("total_count", "probs", "logits"))
-        new._param = new.probs if "probs" in self.__dict__ else new.logits
-        return new
+        return self._expand_outcome(Binomial, batch_shape, _instance,
+                                    ("total_count", "probs", "logits"))
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -152,18 +158,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self) -> Size:
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
