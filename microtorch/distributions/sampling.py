@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor
+from ..ops.random_fill import poisson as sample_poisson
 from .utils import standard_exponential
 
 __all__ = ["binomial", "dirichlet", "multinomial", "poisson", "standard_gamma"]
@@ -104,51 +105,10 @@ def dirichlet(concentration) -> tuple:
     return samples, gammas
 
 
-def _poisson_one(lam: float, single: bool, uniform) -> float:
-    """PyTorch's ``sample_poisson`` (double arithmetic; float32 rates round their own sqrt,
-    log and exp to float as the kernel does)."""
-    f = np.float32 if single else float
-    if lam >= 10.0:
-        slam = float(f(math.sqrt(lam)))
-        loglam = float(f(math.log(lam)))
-        b = 0.931 + 2.53 * slam
-        a = -0.059 + 0.02483 * b
-        invalpha = 1.1239 + 1.1328 / (b - 3.4)
-        vr = 0.9277 - 3.6224 / (b - 2)
-        while True:
-            u = uniform() - 0.5
-            v = uniform()
-            us = 0.5 - abs(u)
-            k = math.floor((2 * a / us + b) * u + lam + 0.43)
-            if us >= 0.07 and v <= vr:
-                return float(k)
-            if k < 0 or (us < 0.013 and v > us):
-                continue
-            if (math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b)
-                    <= -lam + k * loglam - math.lgamma(k + 1.0)):
-                return float(k)
-    if lam == 0.0:
-        return 0.0
-    enlam = float(f(math.exp(-lam)))
-    count, prod = 0, 1.0
-    while True:
-        prod *= uniform()
-        if prod > enlam:
-            count += 1
-        else:
-            return float(count)
-
-
 def poisson(rate) -> np.ndarray:
-    """Poisson(rate) draws as an array of the rate's dtype."""
-    arr = rate._data
-    if _is_cpu(rate):
-        single = arr.dtype != np.float64
-        with _draws(rate) as (uniform, _):
-            return _per_element(lambda lam: _poisson_one(lam, single, uniform), arr, arr.dtype)
-    xp = rate._backend.xp
-    with rate._backend.context():
-        return xp.random.poisson(arr.astype(np.float64)).astype(arr.dtype)
+    """Poisson(rate) draws as an array of the rate's dtype: ``torch.poisson``'s sampler,
+    as PyTorch's ``Poisson.sample`` calls it."""
+    return sample_poisson(rate.detach())._data
 
 
 def _stirling_tail(k: float) -> float:
