@@ -35,6 +35,17 @@ def _check_stride(stride) -> None:
         raise RuntimeError("non-positive stride is not supported")
 
 
+def _check_groups(x: Tensor, weight: Tensor, groups: int) -> None:
+    """PyTorch's channel checks of a grouped convolution (any number of spatial dims)."""
+    out_channels, group_channels = weight.shape[0], weight.shape[1]
+    if x.shape[1] != group_channels * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {group_channels * groups} "
+                           f"channels, but got {x.shape[1]} channels instead")
+    if out_channels % groups:
+        raise RuntimeError("out_channels must be divisible by groups")
+
+
 @autocast_op("conv2d")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
@@ -43,12 +54,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     _check_stride(stride)
     o, cg, kh, kw = weight.shape
-    if x.shape[1] != cg * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
-                           f"expected input{list(x.shape)} to have {cg * groups} channels, but "
-                           f"got {x.shape[1]} channels instead")
-    if o % groups:
-        raise RuntimeError("out_channels must be divisible by groups")
+    _check_groups(x, weight, groups)
     if padding == "valid":
         pads = (0, 0, 0, 0)
     elif padding == "same":
@@ -146,12 +152,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     _check_stride(stride)
     o, cg, kd, kh, kw = weight.shape
     groups = int(groups)
-    if x.shape[1] != cg * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
-                           f"expected input{list(x.shape)} to have {cg * groups} channels, but "
-                           f"got {x.shape[1]} channels instead")
-    if o % groups:
-        raise RuntimeError("out_channels must be divisible by groups")
+    _check_groups(x, weight, groups)
     if padding == "valid":
         pads = [(0, 0)] * 3
     elif padding == "same":

@@ -130,6 +130,16 @@ class BackwardHook:
         return tuple(res[i] for i in self.input_index)
 
 
+def _forward_hook(module, hook_id: int, hook, args: tuple, kwargs: dict, result):
+    """Run one forward hook (with the keyword arguments when registered so); its non-None
+    return value replaces the result."""
+    if hook_id in module._forward_hooks_with_kwargs:
+        new = hook(module, args, kwargs, result)
+    else:
+        new = hook(module, args, result)
+    return result if new is None else new
+
+
 def call_with_hooks(module, args: tuple, kwargs: dict):
     """``module(*args, **kwargs)`` with its hooks, in PyTorch's order: forward pre-hooks,
     the backward hooks' input wrapping, forward, forward hooks, the output wrapping; when
@@ -158,12 +168,7 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
         for hook_id, hook in list(module._forward_hooks.items()):
             if hook_id in module._forward_hooks_always_called:
                 called.add(hook_id)
-            if hook_id in module._forward_hooks_with_kwargs:
-                new = hook(module, args, kwargs, result)
-            else:
-                new = hook(module, args, result)
-            if new is not None:
-                result = new
+            result = _forward_hook(module, hook_id, hook, args, kwargs, result)
         if bw_hook is not None:
             if not isinstance(result, (Tensor, tuple)):
                 warnings.warn("For backward hooks to be called, module output should be a "
@@ -177,12 +182,7 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
             if hook_id not in module._forward_hooks_always_called or hook_id in called:
                 continue
             try:
-                if hook_id in module._forward_hooks_with_kwargs:
-                    new = hook(module, args, kwargs, result)
-                else:
-                    new = hook(module, args, result)
-                if new is not None:
-                    result = new
+                result = _forward_hook(module, hook_id, hook, args, kwargs, result)
             except Exception as e:
                 warnings.warn("module forward hook with ``always_call=True`` raised an "
                               "exception that was silenced as another error was raised in "
