@@ -276,22 +276,28 @@ def _bandwidth(zg: dict, dev: str, n: int, shape: tuple, stn: bool) -> str:
     return text + (f" / {ref['bandwidth_gbs']:.1f}" if ref else "")
 
 
+def _how_steps_were_timed(rows: list[dict]) -> str:
+    """The sentence of the training-step table that says how the two frameworks were timed."""
+    same = "with the same set_to_none and foreach (flat's counterpart: PyTorch's default)"
+    if not rows or not rows[0].get("isolated"):  # results of an earlier, one-process run
+        return f"PyTorch runs interleaved with the same weights and batches, {same}."
+    n, threads = rows[0]["rounds"], rows[0].get("threads")
+    rounds = f"{n} round{'s' if n != 1 else ''}"
+    if not any(r["torch"] for r in rows):
+        return f"microtorch runs in its own worker processes ({rounds}); no PyTorch in this run."
+    each = f", {threads} thread{'s' if threads != 1 else ''} each" if threads else ""
+    return (f"Each framework runs alone in its own worker processes ({rounds}, alternating "
+            f"which runs first{each}), from the same initial weights on the same batches; "
+            f"PyTorch {same}.")
+
+
 def _train_step_md(results: dict, dev: str) -> list[str]:
     dims = "-".join(map(str, results["config"]["mlp_dims"]))
     rows = rows_on(results, "train_step", dev)
-    if rows and rows[0].get("isolated"):
-        threads = rows[0].get("threads")
-        how = (f"Each framework runs alone in its own worker processes ({rows[0]['rounds']} "
-               "rounds, alternating which framework runs first"
-               + (f", {threads} threads each" if threads else "") + "); PyTorch from the same "
-               "initial weights on the same batches")
-    else:  # results of a run before the training step was timed in worker processes
-        how = "PyTorch runs interleaved with the same weights, batches"
     lines = [f"### Training step on {dev}", "",
              f"MLP {dims}, batch {results['config']['batch_size']} per micro-batch, Adam, "
              "cross-entropy, float32: K micro-batches (loss / K), `step()`, "
-             f"`zero_grad(set_to_none)`. {how}, with the same set_to_none and foreach "
-             "(flat's counterpart: PyTorch's default). "
+             f"`zero_grad(set_to_none)`. {_how_steps_were_timed(rows)} "
              "Loss diff: largest relative difference of the step losses.", ""]
     table = []
     for r in rows:
