@@ -224,9 +224,13 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                useful: set | None, retain_graph: bool, create_graph: bool) -> None:
     """Run each pending node's backward, newest first, accumulating into leaves or capturing."""
     heappop, heappush = heapq.heappop, heapq.heappush
+    ready = None  # the next node when it is the only one pending (a chain): no heap round trip
     with set_grad_enabled(bool(create_graph)):
-        while pending:
-            node = heappop(pending)[2]
+        while ready is not None or pending:
+            if ready is not None:
+                node, ready = ready, None
+            else:
+                node = heappop(pending)[2]
             grad = buffers.pop(id(node))
             is_leaf = not isinstance(node, Node)
             hooks = node._hooks if is_leaf else node._pre_hooks
@@ -267,6 +271,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                 _check_anomaly(node, out)
             if not retain_graph:  # free what forward saved
                 node._saved = node._out_data = None
+            new = None  # the first node this one made pending, held back from the heap
             for edge, g in zip(node._next, out):
                 if edge is not None and g is not None:
                     key = id(edge)
@@ -275,10 +280,19 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                         buffers[key] = _add(prev, g)
                     elif useful is None or key in useful:
                         buffers[key] = g
-                        # _priority(edge), inlined: this is the engine's innermost loop
-                        heappush(pending, (-edge._seq if isinstance(edge, Node) else 1,
-                                           key, edge))
-            grad = out = g = None  # no stray references: they would defeat the ownership test
+                        if new is None:
+                            new = edge
+                        else:
+                            # _priority(edge), inlined: this is the engine's innermost loop
+                            heappush(pending, (-edge._seq if isinstance(edge, Node) else 1,
+                                               key, edge))
+            if new is not None:
+                if pending:
+                    heappush(pending, (-new._seq if isinstance(new, Node) else 1, id(new), new))
+                else:  # nothing else waits: it runs next, whatever its priority
+                    ready = new
+            grad = out = g = new = None  # no stray references: they would defeat the ownership
+            # test
 
 
 class OutputGrads(dict):

@@ -66,10 +66,15 @@ class Node:
     def save_for_backward(self, *values) -> None:
         """Keep tensors (or arrays) for backward; freed after it unless retain_graph."""
         self._saved = values
-        # The version of each saved tensor now, to detect later in-place changes.
-        versions = []
+        # The version of each saved tensor now, to detect later in-place changes (None: no
+        # tensor among the values, only numbers or arrays: nothing to check).
+        versions = None
         for v in values:
-            versions.append(v._vbox[0] if isinstance(v, Tensor) else None)
+            if isinstance(v, Tensor):
+                versions = []
+                for w in values:
+                    versions.append(w._vbox[0] if isinstance(w, Tensor) else None)
+                break
         self._versions = versions
 
     @property
@@ -77,9 +82,10 @@ class Node:
         """The saved values; raises if freed or modified in place since they were saved."""
         if self._saved is None:
             raise RuntimeError(_FREED)
-        for value, version in zip(self._saved, self._versions):
-            if version is not None and value._vbox[0] != version:
-                raise modified_error(value, version)
+        if self._versions is not None:
+            for value, version in zip(self._saved, self._versions):
+                if version is not None and value._vbox[0] != version:
+                    raise modified_error(value, version)
         return self._saved
 
     def save_output(self) -> None:
@@ -89,6 +95,11 @@ class Node:
     @property
     def saved_output(self):
         """The op's output as a Tensor whose grad_fn is this node."""
+        return Tensor._make(self.saved_output_array, True, self)
+
+    @property
+    def saved_output_array(self):
+        """The op's output array (what a plain, unrecorded backward computes with)."""
         if self._out_data is None:
             raise RuntimeError(_FREED)
         if self._out_vbox[0] != 0:
@@ -96,7 +107,7 @@ class Node:
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: the output of {self.name()} is at version "
                 f"{self._out_vbox[0]}; expected version 0 instead.")
-        return Tensor._make(self._out_data, True, self)
+        return self._out_data
 
     # -- graph introspection ---------------------------------------------------------------
     def name(self) -> str:
@@ -304,6 +315,12 @@ def finish(*grads) -> tuple:
     counted in the memory statistics like any tensor buffer. (Decided per value rather than by
     reading grad mode: the loop leaves Tensors as they are, and this runs once per node.)
     """
+    if not tracking.on:  # the common case: nothing to count, and usually no scalar to wrap
+        for g in grads:
+            if isinstance(g, np.generic):
+                break
+        else:
+            return grads
     out = []
     for g in grads:
         if isinstance(g, np.generic):  # NumPy turns 0-d results into scalars

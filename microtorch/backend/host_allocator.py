@@ -11,8 +11,9 @@ fault by page fault (measured: about 6 ms of system time per convolution call, a
 ``tune()`` sets fixed thresholds (``mallopt``): blocks below ``MMAP_THRESHOLD`` come from the
 heap, and the heap keeps up to ``TRIM_THRESHOLD`` bytes of free memory at its top, so freed
 buffers are reused by the next step without a fault. This is a process-wide allocator setting
-(PyTorch's own CPU allocator caches likewise); it is applied when microtorch is imported,
-unless the environment says ``MICROTORCH_MALLOC_TUNE=0`` or sets ``GLIBC_TUNABLES`` itself.
+(PyTorch's own CPU allocator caches likewise); it is applied when microtorch is imported
+(``process_tuning``), unless the environment says ``MICROTORCH_MALLOC_TUNE=0`` or sets
+``GLIBC_TUNABLES`` itself.
 It changes no memory *statistic* of microtorch: those count live buffers, never cached ones.
 """
 

@@ -10,11 +10,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import host_allocator
+from . import process_tuning
 from .base import Backend
 from .device import CPU
 
-host_allocator.tune_on_import()  # freed large buffers are reused, not unmapped
+process_tuning.apply_on_import()  # malloc thresholds, BLAS spin, GC threshold (see there)
 
 # Below this, gradients are usually still in cache from the backward that wrote them, and one
 # thread zeroes them faster than two (measured: 26 MB of (128, 512) grads, 2.1 vs 2.7 ms);

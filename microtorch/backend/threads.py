@@ -72,8 +72,10 @@ def get_num_threads() -> int:
     return _threads.count
 
 
-def _blas_controller():
-    if not _threads.blas_loaded:
+def _blas_controller(refresh: bool = False):
+    """threadpoolctl's controller of the BLAS libraries loaded so far (``refresh``: scan again,
+    for libraries loaded since, such as SciPy's own OpenBLAS)."""
+    if refresh or not _threads.blas_loaded:
         _threads.blas_loaded = True
         try:
             import numpy  # noqa: F401  (its BLAS must be loaded for threadpoolctl to see it)
@@ -85,27 +87,79 @@ def _blas_controller():
     return _threads.blas
 
 
-# Matrix products with fewer multiply-adds (m * n * k) than this run on one BLAS thread: a
-# second thread saves a few tens of microseconds on them, but on a busy machine each product
-# waits until the OS runs that thread (measured: the same MLP step in separate processes,
-# 0.66 ms or 65 ms medians, under other processes' load), and afterwards it spins.
-SMALL_GEMM = 32 << 20
+# Matrix products with fewer multiply-adds (m * n * k) than this run on one BLAS thread. Above
+# it two threads win on an idle machine, even for the small products of an MLP or a recurrence
+# step (measured on 2 cores: 128x64 @ 64x256 takes 38 us on one thread, 23 us on two; 32x128 @
+# 128x512 44 vs 28 us), now that idle BLAS threads sleep soon (``shorten_blas_spin``). On a
+# machine busy with other processes a second thread may have to wait for a core, and small
+# products then slow down far more than large ones: ``set_num_threads(1)`` avoids that. The
+# rule depends on the shape only, so results do not change from run to run (OpenBLAS rounds
+# a product differently on one thread and on two).
+SMALL_GEMM = 1 << 20
+
+
+def _openblas_libraries() -> list:
+    """The loaded OpenBLAS libraries (ctypes handles), NumPy's among them."""
+    blas = _blas_controller()
+    if blas is None:
+        return []
+    return [lib.dynlib for lib in blas.lib_controllers
+            if getattr(lib, "internal_api", "") == "openblas"]
 
 
 def _openblas_setter():
-    blas = _blas_controller()
-    if blas is None:
-        return None
-    for lib in blas.lib_controllers:
-        if getattr(lib, "internal_api", "") != "openblas":
-            continue
+    for dynlib in _openblas_libraries():
         for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
                      "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            fn = getattr(lib.dynlib, name, None)
+            fn = getattr(dynlib, name, None)
             if fn is not None:
                 fn.argtypes, fn.restype = (ctypes.c_int,), None
                 return fn
     return None
+
+
+# How long OpenBLAS's idle threads spin before they sleep: 2**BLAS_SPIN_EXPONENT CPU cycles
+# (OPENBLAS_THREAD_TIMEOUT; OpenBLAS's default is 2**28, about 0.1 s). A spinning thread
+# holds a core, and microtorch's own pool then gets half of it: measured on 2 cores, a
+# log-softmax over 1024 x 1000 rows shared by two threads took 1.40 ms right after a matrix
+# product (one thread: 1.22 ms) and 0.80 ms with this setting. 2**18 cycles (some 0.1 ms)
+# still cover the gaps between the products of a recurrence, whose threads keep spinning;
+# waking a sleeping thread costs some 10 us per product.
+BLAS_SPIN_EXPONENT = 18
+
+
+def shorten_blas_spin(exponent: int = BLAS_SPIN_EXPONENT) -> bool:
+    """Make OpenBLAS's idle threads sleep after ``2**exponent`` cycles instead of ~0.1 s.
+
+    OpenBLAS reads the timeout once, when its threads start: this sets it through its own
+    environment reader (``openblas_read_env``) and restarts the threads
+    (``blas_thread_shutdown_``; they start again at the next threaded call). The process
+    environment is left as it was. True when an OpenBLAS took the setting; False without
+    OpenBLAS (MKL, BLIS, ...) or when its build lacks those entry points. Call it while no
+    other thread is inside BLAS (microtorch does, on import: ``process_tuning``).
+    """
+    if not 4 <= exponent <= 30:  # (OpenBLAS clamps to this range)
+        raise ValueError(f"exponent must be in [4, 30], got {exponent}")
+    done = False
+    previous = os.environ.get("OPENBLAS_THREAD_TIMEOUT")
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(exponent)
+    try:
+        for dynlib in _openblas_libraries():
+            read_env = getattr(dynlib, "openblas_read_env", None)
+            shutdown = getattr(dynlib, "blas_thread_shutdown_", None)
+            if read_env is None or shutdown is None:
+                continue
+            read_env.argtypes, read_env.restype = (), None
+            shutdown.argtypes, shutdown.restype = (), ctypes.c_int
+            read_env()
+            shutdown()
+            done = True
+    finally:
+        if previous is None:
+            del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+        else:
+            os.environ["OPENBLAS_THREAD_TIMEOUT"] = previous
+    return done
 
 
 def gemm_threads(mnk: int) -> None:
@@ -125,7 +179,7 @@ def gemm_threads(mnk: int) -> None:
 def set_num_threads(n: int) -> None:
     """Use ``n`` (a checked positive int: ``microtorch.set_num_threads``) threads for CPU
     work: microtorch's pool and the BLAS library's threads."""
-    blas = _blas_controller()
+    blas = _blas_controller(refresh=True)
     if blas is not None:
         blas.limit(limits=n)  # (kept in force: the returned limiter is not restored)
     with _threads.lock:

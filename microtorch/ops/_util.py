@@ -117,6 +117,8 @@ def promote_operands(a, b):
     """The arrays (or Python scalars) of ``a`` and ``b`` cast to PyTorch's result dtype."""
     if isinstance(a, Tensor):
         xa = a._data
+        if type(b) is float and xa.dtype.kind == "f":  # (the most common case, first)
+            return xa, b, xa.dtype
         if isinstance(b, Tensor):
             if xa.dtype == b._data.dtype:
                 return xa, b._data, xa.dtype
@@ -252,6 +254,8 @@ def reduce_grad(grad, shape: tuple, dtype):
     """
     if grad is None:
         return None
+    if type(grad) is np.ndarray and grad.dtype is dtype and grad.shape == shape:
+        return grad  # (the common case, first: this runs for most inputs of most nodes)
     if not isinstance(grad, Tensor):
         grad = sum_to_shape(grad, shape) if grad.shape != shape else grad
         if grad.dtype.kind == "c" and dtype.kind != "c":

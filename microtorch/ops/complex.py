@@ -29,6 +29,8 @@ def is_complex_value(x) -> bool:
 def conj_of(x):
     """``x``'s conjugate when it is complex (array, tensor or number), else ``x`` itself:
     what a backward formula multiplies by under PyTorch's convention."""
+    if type(x) is float or type(x) is int:  # (a number operand: the common case, first)
+        return x
     if isinstance(x, Tensor):
         return conj(x) if x._data.dtype.kind == "c" else x
     if isinstance(x, builtins.complex):

@@ -310,7 +310,9 @@ class Unary(Function):
     @classmethod
     def backward(cls, ctx, grad):
         x = ctx.saved_tensors[0] if cls.needs == "input" else None
-        out = ctx.saved_output if cls.needs == "output" else None
+        out = None
+        if cls.needs == "output":  # (a plain backward needs the array only, not a Tensor)
+            out = ctx.saved_output if recording() else ctx.saved_output_array
         g, x, out = lift(grad, x, out)
         # (is_complex_value inlined: this runs once per node of every unary op)
         if cls.holomorphic and (g._data if isinstance(g, Tensor) else g).dtype.kind == "c":

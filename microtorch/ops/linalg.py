@@ -6,8 +6,11 @@ kernel PyTorch would have reached (mm, bmm, addmv or dot), in its words.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dtype
 from ..autograd.function import Function, named
+from ..backend.threads import gemm_threads
 from ._autocast import autocast_op
 from ._util import Tensor, reduce_grad
 
@@ -86,6 +89,8 @@ class MatMul(Function):
                                f"{'x'.join(map(str, xb.shape[-2:]))})")
         ctx.save_for_backward(a if b.requires_grad else None, b if a.requires_grad else None)
         ctx.meta = (xa.shape, a._data.dtype), (xb.shape, b._data.dtype)
+        if type(xa) is np.ndarray:  # BLAS threads by the size of one product (backend.threads)
+            gemm_threads(xa.shape[-2] * xa.shape[-1] * xb.shape[-1])
         try:
             out = xa @ xb
             # (ml_dtypes multiplies bfloat16 matrices in float32: round back, as PyTorch does)

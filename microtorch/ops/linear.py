@@ -50,7 +50,7 @@ class Linear(Function):
         ctx.in_ndim = xa.ndim
         if type(xa) is np.ndarray:  # small products on one BLAS thread (backend.threads)
             gemm_threads(xa.size * wa.shape[0])
-        if xa.ndim > 2 and xa.flags.c_contiguous:  # one GEMM, not one per leading index
+        if xa.ndim > 2:  # one GEMM, not one per leading index (a strided input is copied)
             out = (xa.reshape(-1, xa.shape[-1]) @ wa.T).reshape(*xa.shape[:-1], wa.shape[0])
         else:
             out = xa @ wa.T

@@ -23,7 +23,7 @@ import numpy as np
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, rows_by_measurement
-from ..backend.threads import blas_threads
+from ..backend.threads import blas_threads, gemm_threads
 from ._util import Tensor, xp_of
 from .elementwise import Relu, Sigmoid, Tanh
 from .linear import Linear
@@ -198,7 +198,8 @@ class Recurrence(Function):
                         hs[t + 1, e:hi] = hs[t, e:hi]
                         cs[t + 1, e:hi] = cs[t, e:hi]
 
-            _over_rows(xp, lstm_rows, n, steps * n * g, "forward", (mode, xs.shape, dt.str))
+            _over_rows(xp, lstm_rows, n, steps * n * g, "forward", (mode, xs.shape, dt.str),
+                       n * p * g)
             extra = (acts, cs, tcs, ms)
         elif mode == "GRU":
             hid = g // 3
@@ -207,6 +208,8 @@ class Recurrence(Function):
             whh_t = xp.ascontiguousarray(whh.T)
             whh_t *= scale
             bias = b_hh._data * scale if b_hh is not None else None
+            if xp is np:
+                gemm_threads(n * p * g)  # (one step's product; backend.threads' size rule)
             acts = empty((steps, n, 3, hid), dt)  # r, z, n
             ghs = empty((steps, n, g), dt)  # h W_hh^T + b_hh (r, z halved): n needs W_hn h
             flat = acts.reshape(steps, n, g)
@@ -237,6 +240,8 @@ class Recurrence(Function):
                 xs = xs + b_hh._data
             whh_t = xp.ascontiguousarray(whh.T)
             relu = mode == "RNN_RELU"
+            if xp is np:
+                gemm_threads(n * p * g)
             for t in range(steps):
                 b = bs[t]
                 h = hs[t + 1, :b]
@@ -271,6 +276,8 @@ class Recurrence(Function):
         dout = grad[:steps * n * p].reshape(steps, n, p) if mode == "LSTM" else grad
         if reverse:
             dout = dout[::-1]
+        if xp is np:
+            gemm_threads(n * p * g)  # (each step's product; backend.threads' size rule)
         dh = xp.zeros((n, p), grad.dtype)  # gradient reaching h_t through the recurrence
         bs = ctx.bs  # active rows per processing step (finished rows: dh passes through)
         # Gradients of the pre-activations: zero for rows that did not step (packed input).
@@ -313,8 +320,8 @@ class Recurrence(Function):
                     dcb *= f[t, lo:e]
                     xp.matmul(dg[t, lo:e], whh, out=dh[lo:e])
 
-            _over_rows(xp, lstm_rows, n, steps * n * g, "backward", (mode, xw.shape,
-                                                                     grad.dtype.str))
+            _over_rows(xp, lstm_rows, n, steps * n * g, "backward",
+                       (mode, xw.shape, grad.dtype.str), n * p * g)
             dgh = dg
             gc0 = dc
             if whr is not None and _needs(ctx, 5):
@@ -356,6 +363,8 @@ class Recurrence(Function):
                 d = dg[t, :b]
                 xp.multiply(dh[:b], k[t, :b], out=d)
                 xp.matmul(d, whh, out=dh[:b])
+        if xp is np:
+            gemm_threads(steps * n * p * g)
         gwhh = dgh.reshape(-1, g).T @ hs[:steps].reshape(-1, p) if _needs(ctx, 3) else None
         gbhh = dgh.sum((0, 1)) if b_hh is not None and _needs(ctx, 4) else None
         gxw = xp.ascontiguousarray(dg[::-1]) if reverse else dg
@@ -379,12 +388,21 @@ for _decide in _ROWS.values():
     _decide.force("one")
 
 
-def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
-    """Run a recurrence ``fn(lo, hi)`` over the batch rows. Rows are independent, so on the
-    CPU they may be shared between threads (each with single-threaded BLAS: the small products
-    of one step gain nothing from more, and BLAS's idle threads would spin); the row blocks'
-    products may round differently in the last bit from one product over all rows."""
+def _over_rows(xp, fn, n: int, work: int, phase: str, key, step_product: int) -> None:
+    """Run a recurrence ``fn(lo, hi)`` over the batch rows.
+
+    By default in one call, each step's product (``step_product`` multiply-adds) on BLAS's
+    threads by the size rule of ``gemm_threads``: those threads keep spinning between the
+    steps, so each hand-over costs far less than waking a pool thread would. Rows are
+    independent, so they may instead be shared between threads, each with single-threaded
+    BLAS (when a caller forces "threads" or lets ``_ROWS`` measure); the row blocks' products
+    may round differently in the last bit from one product over all rows.
+    """
     if xp is not np:
+        fn(0, n)
+        return
+    if _ROWS[phase].forced == "one":
+        gemm_threads(step_product)
         fn(0, n)
         return
     with blas_threads(1):
