@@ -194,6 +194,24 @@ def test_worker_command_runs_a_named_bench_function_in_another_process() -> None
     assert all(t > 0 for times in out["phases"].values() for t in times)
 
 
+def test_only_the_microtorch_worker_runs_under_microtorchs_process_settings() -> None:
+    """A PyTorch worker imports microtorch too (it runs through microtorch.bench), but under
+    PyTorch's own process defaults: no malloc thresholds, no GC threshold of microtorch's."""
+    import sys
+
+    from microtorch.bench.isolated import FRAMEWORKS, run_worker
+
+    probe = ("import json, gc, microtorch; from microtorch.backend import host_allocator, "
+             "process_tuning; print(json.dumps({'phases': {}, 'gc': gc.get_threshold()[0], "
+             "'malloc': host_allocator.tuned(), 'gc_tuned': process_tuning.gc_tuned()}))")
+    seen = {fw: run_worker([sys.executable, "-c", probe], 1, framework=fw)
+            for fw in FRAMEWORKS}
+    assert seen["torch"]["gc"] == 700 and not seen["torch"]["gc_tuned"]
+    assert not seen["torch"]["malloc"]
+    assert seen["microtorch"]["gc_tuned"] and seen["microtorch"]["gc"] != 700
+    assert seen["microtorch"]["malloc"] == mt.backend.host_allocator.tuned()
+
+
 def test_worker_entry_point_rejects_bad_names_and_arguments(
         capsys: pytest.CaptureFixture) -> None:
     from microtorch.bench import isolated

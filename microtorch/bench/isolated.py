@@ -4,7 +4,8 @@ Two frameworks timed in one process disturb each other: OpenBLAS's and PyTorch's
 spin-wait after their work, and one library's allocator state (glibc's adaptive thresholds, a
 warm heap) is the other's too. ``run_isolated`` therefore starts one worker process per
 (framework, round), in alternating order (microtorch first in even rounds, PyTorch first in odd
-ones), each with the same thread count; a worker prints one JSON object on its last stdout line
+ones), each with the same thread count, PyTorch's without microtorch's import-time process
+settings (``UNTUNED_ENV``); a worker prints one JSON object on its last stdout line
 (``{"phases": {name: [seconds, ...]}, "losses": ..., "pid": ...}``). The figures are medians
 over every round's samples; the ratio is of medians.
 
@@ -35,11 +36,19 @@ FRAMEWORKS = ("microtorch", "torch")
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
+# The opt-outs of microtorch's import-time process settings (``backend.process_tuning``:
+# glibc's malloc thresholds, OpenBLAS's idle spin, the GC threshold). A worker of another
+# framework imports microtorch too (it runs through ``microtorch.bench``); with these it runs
+# under that framework's own process defaults, as its programs do.
+UNTUNED_ENV = {"MICROTORCH_MALLOC_TUNE": "0", "MICROTORCH_BLAS_SPIN": "default",
+               "MICROTORCH_GC_TUNE": "0"}
 
-def worker_env(threads: int | None) -> dict[str, str]:
+
+def worker_env(threads: int | None, framework: str | None = None) -> dict[str, str]:
     """The environment of a worker: ``threads`` threads for every threading layer (OpenMP,
-    OpenBLAS, MKL), so both frameworks get the same cores; ``None`` keeps this process's
-    settings (a worker with no framework to be fair to)."""
+    OpenBLAS, MKL), so both frameworks get the same cores (``None`` keeps this process's
+    settings: a worker with no framework to be fair to); a ``framework`` other than microtorch
+    also gets ``UNTUNED_ENV``."""
     env = dict(os.environ)
     # The workers import this microtorch, installed or not.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,6 +56,8 @@ def worker_env(threads: int | None) -> dict[str, str]:
     if threads is not None:
         for var in THREAD_VARS:
             env[var] = str(threads)
+    if framework not in (None, "microtorch"):
+        env.update(UNTUNED_ENV)
     return env
 
 
@@ -61,11 +72,12 @@ def import_framework(name: str) -> Any:
     return lib
 
 
-def run_worker(command: Sequence[str], threads: int | None, timeout: float = 600.0
-               ) -> dict[str, Any]:
-    """Run one worker process and parse the JSON object on its last line of output."""
+def run_worker(command: Sequence[str], threads: int | None, timeout: float = 600.0,
+               framework: str | None = None) -> dict[str, Any]:
+    """Run one worker process (of ``framework``, see ``worker_env``) and parse the JSON object
+    on its last line of output."""
     proc = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
-                          env=worker_env(threads), check=False)
+                          env=worker_env(threads, framework), check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"worker {' '.join(command)} failed (exit {proc.returncode}):\n"
@@ -98,7 +110,7 @@ def run_isolated(command_for: Any, rounds: int, threads: int | None,
         for fw in order:
             if progress is not None:
                 progress.section(f"{label}: {fw} alone, round {r + 1}/{rounds}")
-            out = run_worker(command_for(fw, r), threads)
+            out = run_worker(command_for(fw, r), threads, framework=fw)
             for phase, times in out["phases"].items():
                 samples[fw].setdefault(phase, []).extend(times)
             losses[fw].append(out.get("losses", []))
