@@ -12,8 +12,7 @@ import builtins
 import numpy as np
 
 from ..autograd.function import Function, named
-from ._util import Tensor, check_bounds, check_index_bounds, wrap_dim, xp_of
-from .shape import _index_add
+from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put"]
 
@@ -100,7 +99,7 @@ class IndexAdd(Function):
         out = arr.copy()
         vals = src if alpha == 1 else src * alpha
         # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
-        _index_add(xp, xp.moveaxis(out, dim, 0), idx,
+        scatter_add_arrays(xp, xp.moveaxis(out, dim, 0), idx,
                    xp.moveaxis(vals.astype(arr.dtype), dim, 0))
         return out
 
@@ -185,7 +184,7 @@ class Put(Function):
         idx = index._data.reshape(-1) % builtins.max(arr.size, 1)
         vals = source._data.reshape(-1).astype(arr.dtype)
         if accumulate:
-            _index_add(xp, flat, idx, vals)
+            scatter_add_arrays(xp, flat, idx, vals)
         else:
             flat[idx] = vals
         return out

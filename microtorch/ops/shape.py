@@ -397,41 +397,6 @@ def _is_basic(key: tuple) -> bool:
                and not isinstance(k, bool) for k in key)
 
 
-def _index_add(xp, target, key, values) -> None:
-    """target[key] += values, adding repeated indices (np.add.at / cupyx.scatter_add)."""
-    if xp is np:
-        rows = _row_index(target, key, values)
-        if rows is not None:
-            # np.add.at is several times faster on single elements than on rows (an embedding
-            # backward: 73 vs 406 us); it adds in the same order, so the sums are the same.
-            width = values.size // max(1, rows.size)
-            flat = (rows.reshape(-1, 1) * width + np.arange(width)).reshape(-1)
-            np.add.at(target.reshape(-1), flat, values.reshape(-1))
-            return
-        np.add.at(target, key, values)
-    else:
-        import cupyx
-
-        cupyx.scatter_add(target, key, values)
-
-
-def _row_index(target, key, values):
-    """The non-negative row indices when ``key`` picks whole rows of a C-contiguous
-    ``target`` with one in-bounds integer array and ``values`` has exactly that shape; else
-    None (np.add.at then takes the general path, and reports bad indices itself)."""
-    if len(key) != 1 or target.ndim < 2 or not target.flags.c_contiguous:
-        return None
-    idx = key[0]
-    if not (isinstance(idx, np.ndarray) and idx.dtype.kind in "iu" and idx.size
-            and isinstance(values, np.ndarray)
-            and values.shape == idx.shape + target.shape[1:]):
-        return None
-    n = target.shape[0]
-    if idx.min() < -n or idx.max() >= n:
-        return None
-    return np.where(idx < 0, idx + n, idx) if idx.dtype.kind == "i" else idx
-
-
 def check_device_index(arr, key: tuple) -> None:
     """On a GPU, check the integer index arrays of ``key`` against ``arr``'s dimensions on the
     device (CuPy wraps out-of-bounds indices around where NumPy raises; PyTorch's CUDA
@@ -511,7 +476,7 @@ def _index_scatter(arr, key, shape):
     if _is_basic(key):
         out[key] = arr
     else:
-        _index_add(xp, out, key, arr)
+        _util.scatter_add_arrays(xp, out, key, arr)
     return out
 
 
@@ -631,7 +596,7 @@ class ScatterAdd(Function):
         out = arr.copy()
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx
-        _index_add(xp, out, tuple(grids), s[tuple(slice(0, n) for n in idx.shape)])
+        _util.scatter_add_arrays(xp, out, tuple(grids), s[tuple(slice(0, n) for n in idx.shape)])
         return out
 
     @staticmethod
