@@ -142,3 +142,27 @@ def test_gemm_threads_puts_small_products_on_one_blas_thread(restore_threads) ->
     np.testing.assert_allclose(out.detach().numpy(), x.detach().numpy() @ w.detach().numpy().T,
                                rtol=1e-6)
     assert [i["num_threads"] for i in blas.info() if i["internal_api"] == "openblas"][0] == 1
+
+
+@pytest.mark.parametrize("op", ["matmul", "linear", "lstm"])
+def test_products_do_not_depend_on_the_previous_products_threads(restore_threads, op) -> None:
+    """Every product sets BLAS's threads by its own size (OpenBLAS rounds a product
+    differently on one thread and on two), so an op's result is the same whatever ran
+    before it: a large product (two threads) or a tiny one (one)."""
+    if threads._blas_controller() is None or not threads._openblas_setter():
+        pytest.skip("needs NumPy on OpenBLAS")
+    microtorch.set_num_threads(2)
+    microtorch.manual_seed(0)
+    a, b = microtorch.randn(96, 160), microtorch.randn(160, 96)  # above SMALL_GEMM
+    lstm = microtorch.nn.LSTM(8, 16)
+    xs = microtorch.randn(5, 3, 8)
+    run = {"matmul": lambda: a @ b,
+           "linear": lambda: microtorch.nn.functional.linear(a, b.T),
+           "lstm": lambda: lstm(xs)[0]}[op]
+    results = []
+    for before in (1 << 30, 1, 1 << 30):  # what a large, then a tiny product left set
+        threads.gemm_threads(before)
+        with microtorch.no_grad():
+            results.append(run().numpy().copy())
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])
