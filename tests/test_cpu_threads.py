@@ -87,12 +87,13 @@ def test_cross_entropy_is_bit_identical_across_thread_counts(restore_threads, sh
         decide.force(None)
     for loss, grad in results[1:]:
         assert np.array_equal(loss, results[0][0]) and np.array_equal(grad, results[0][1])
-    # The row-wise log-softmax is the reference formula, bit for bit.
-    from microtorch.ops.loss import _log_softmax_rows
+    # The row-wise log-softmax is the reference formula, bit for bit; the softmax is
+    # microtorch's softmax op, bit for bit.
+    from microtorch.ops.loss import _softmax_rows
 
-    logp, p = _log_softmax_rows(logits)
-    assert np.array_equal(logp, _log_softmax_array(logits, 1))
-    assert np.array_equal(p, np.exp(_log_softmax_array(logits, 1)))
+    shifted, log_sum, p = _softmax_rows(logits)
+    assert np.array_equal(shifted - log_sum, _log_softmax_array(logits, 1))
+    assert np.array_equal(p, microtorch.softmax(microtorch.tensor(logits), 1).numpy())
 
 
 def test_cross_entropy_gradient_matches_torch() -> None:

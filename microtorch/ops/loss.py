@@ -44,26 +44,28 @@ _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
          "backward": choice("cross_entropy_backward_rows", ("threads", "one"))}
 
 
-def _log_softmax_rows(xa):
-    """(log_softmax, softmax) of the (M, C) NumPy array ``xa`` along its rows, the rows shared
-    between threads when large. The same operations as ``_log_softmax_array`` row by row, so
-    the result is bit-identical to it."""
+def _softmax_rows(xa):
+    """(x - row max, log of each row's sum of exp, softmax) of the (M, C) NumPy array ``xa``,
+    the rows shared between threads when large. ``shifted - log_sum`` is bit for bit
+    ``_log_softmax_array``; the softmax is ``exp(shifted) / sum``, as ``Softmax`` computes
+    it (one exponential per element, not a second one of the log-softmax)."""
     m, c = xa.shape
-    logp = np.empty_like(xa)
+    shifted = np.empty_like(xa)
     p = np.empty_like(xa)
+    log_sum = np.empty((m, 1), xa.dtype)
 
     def rows(lo: int, hi: int) -> None:
-        x, out, e = xa[lo:hi], logp[lo:hi], p[lo:hi]
+        x, out, e = xa[lo:hi], shifted[lo:hi], p[lo:hi]
         # (per thread: NumPy's error state is the calling thread's)
         with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
             np.subtract(x, x.max(axis=1, keepdims=True), out=out)
             total = np.exp(out, out=e).sum(axis=1, keepdims=True)
-            out -= np.log(total)
-            np.exp(out, out=e)
+            np.log(total, out=log_sum[lo:hi])
+            e /= total
 
     rows_by_measurement(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c,
                         _ROWS_MIN_WORK)
-    return logp, p
+    return shifted, log_sum, p
 
 
 def _nll_softmax_grad(p, a, targets, g, reduction):
@@ -101,17 +103,21 @@ class CrossEntropy(Function):
         xa = x._data
         xp = xp_of(xa)
         m, c = xa.shape
+        eps = float(label_smoothing)
+        w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
+        safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
+        rows = xp.arange(m)
         if xp is np and xa.dtype in _ROW_DTYPES:
-            logp, softmax = _log_softmax_rows(xa)
+            shifted, log_sum, softmax = _softmax_rows(xa)
+            # (each picked log-probability is the element of shifted - log_sum: bit-identical)
+            picked = shifted[rows, safe_t] - log_sum[:, 0]
+            logp = shifted - log_sum if eps else None  # the whole array only when smoothing
         else:
             with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
                 logp = _log_softmax_array(xa, 1)
             softmax = xp.exp(logp)
-        w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
-        safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
-        picked = logp[xp.arange(m), safe_t]  # (take_along_axis costs several us more)
+            picked = logp[rows, safe_t]  # (take_along_axis costs several us more)
         nll = -picked * row_w
-        eps = float(label_smoothing)
         if eps:
             smooth = -(logp.sum(1) if w is None else logp @ w) * keep
         if reduction == "none":
