@@ -27,6 +27,7 @@ from . import (
     linalg,
     matrix,
     numpy_names,
+    pinned,
     random_fill,
     reduce,
     shape,
@@ -455,6 +456,7 @@ METHODS.update({name: globals()[name] for name in (
     "logical_and", "logical_or", "logical_xor", "median")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
+METHODS.update(pinned.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
                polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
 
