@@ -446,7 +446,8 @@ for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "_
 # The ops of the smaller op modules whose Tensor methods take the same arguments.
 METHODS.update({name: globals()[name] for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
-    "diagonal", "trace", "scatter", "index_add", "masked_select", "take", "roll", "movedim",
+    "diagonal", "trace", "scatter", "index_add", "index_fill", "index_copy", "scatter_reduce",
+    "masked_select", "take", "roll", "movedim",
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
     "hypot", "dist", "copysign", "kron", "put", "logcumsumexp", "nonzero", "argwhere",
     "count_nonzero", "bincount", "histc", "unique", "unique_consecutive", "cummax", "cummin",
@@ -469,7 +470,8 @@ def install_tensor_methods(cls) -> None:
     for name in ("neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs",
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow",
-                 "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
+                 "tril", "triu", "scatter", "scatter_add", "index_add", "index_fill", "index_copy",
+                 "scatter_reduce", "atan2", "lerp", "erf",
                  "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
                  "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
                  "addcmul", "addcdiv", "fmod", "float_power", "sgn", "fix", "deg2rad", "rad2deg",
@@ -477,6 +479,7 @@ def install_tensor_methods(cls) -> None:
                  "remainder", "negative"):
         methods[name + "_"] = _inplace(methods[name])
     methods["masked_fill_"] = masked_fill_
+    methods["fill_diagonal_"] = indexed.fill_diagonal_
     for name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims"):
         methods[name + "_"] = _inplace_view(methods[name])
     methods["arctan2_"] = methods["atan2_"]
