@@ -75,8 +75,8 @@ def test_ties_and_zeros(device):
     s = np.array([[2.0, 2.0, 0.0, 1.0, 2.0], [0.0, 1.0, 0.0, 3.0, 3.0]])
     for r in REDUCES:
         for include_self in (True, False):
-            check(lambda m, x, s: x.scatter_reduce(1, idx(m, SCATTER_INDEX), s, r,
-                                                   include_self=include_self), [x, s], device)
+            check(lambda m, x, s, r=r, i=include_self: x.scatter_reduce(
+                1, idx(m, SCATTER_INDEX), s, r, include_self=i), [x, s], device)
 
 
 def test_grad_fn_names(device):
@@ -95,8 +95,8 @@ def test_integer_and_bool_values(reduce, device):
     data = np.array([[1, -3, 4, 0], [7, 7, -2, 5], [-4, 1, 1, 9]])
     src = np.array([[4, 4, -5, 2, 3], [-4, 6, 6, 8, 0]])
     for include_self in (True, False):
-        check(lambda m, x, s: x.scatter_reduce(1, idx(m, SCATTER_INDEX), s, reduce,
-                                               include_self=include_self),
+        check(lambda m, x, s, i=include_self: x.scatter_reduce(
+            1, idx(m, SCATTER_INDEX), s, reduce, include_self=i),
               [data, src], device, grad=False)
     if reduce in ("amax", "amin"):
         check(lambda m, x, s: (x > 0).scatter_reduce(1, idx(m, SCATTER_INDEX), s > 0, reduce),
