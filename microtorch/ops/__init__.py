@@ -24,6 +24,7 @@ from . import (
     elementwise,
     gamma,
     indexed,
+    integer,
     linalg,
     matrix,
     numpy_names,
@@ -120,6 +121,7 @@ from .elementwise import (
 )
 from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
+from .integer import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
 from .random_fill import *  # noqa: F403
@@ -454,7 +456,8 @@ METHODS.update({name: globals()[name] for name in (
     "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
     "repeat_interleave", "diff", "inner", "msort", "addcmul", "addcdiv", "fmod", "float_power",
     "sgn", "signbit", "fix", "deg2rad", "rad2deg", "take_along_dim", "nansum", "nanmean",
-    "logical_and", "logical_or", "logical_xor", "median")}, erf=erf)
+    "logical_and", "logical_or", "logical_xor", "median", "quantile", "nanquantile",
+    "tensor_split", "gcd", "lcm")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(pinned.METHODS)
@@ -476,7 +479,7 @@ def install_tensor_methods(cls) -> None:
                  "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
                  "addcmul", "addcdiv", "fmod", "float_power", "sgn", "fix", "deg2rad", "rad2deg",
                  "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
-                 "remainder", "negative"):
+                 "remainder", "negative", "gcd", "lcm"):
         methods[name + "_"] = _inplace(methods[name])
     methods["masked_fill_"] = masked_fill_
     methods["fill_diagonal_"] = indexed.fill_diagonal_
@@ -514,5 +517,5 @@ __all__ = [
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
-    *gamma.__all__,
+    *gamma.__all__, *integer.__all__,
 ]
