@@ -84,3 +84,35 @@ def test_gpu_tensors_cannot_be_pinned():
     with pytest.raises(RuntimeError, match=r"cannot pin 'microtorch.cuda.FloatTensor' only "
                                            r"dense CPU tensors can be pinned"):
         g.pin_memory()
+
+
+FACTORIES = {
+    "tensor": lambda m, **kw: m.tensor([[1.0, 2.0], [3.0, 4.0]], **kw),
+    "empty": lambda m, **kw: m.empty(2, 3, **kw),
+    "rand": lambda m, **kw: m.rand(2, 3, **kw),
+    "randn": lambda m, **kw: m.randn(3, **kw),
+}
+
+
+@no_cuda
+@pytest.mark.parametrize("name", FACTORIES)
+def test_factory_pin_memory_without_an_accelerator(name):
+    make = FACTORIES[name]
+    microtorch.manual_seed(0)
+    same_error(lambda: make(microtorch, pin_memory=True), lambda: make(torch, pin_memory=True),
+               RuntimeError)
+    after_failure = microtorch.rand(3).tolist()  # the failed call drew nothing
+    microtorch.manual_seed(0)
+    assert microtorch.rand(3).tolist() == after_failure
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("name", FACTORIES)
+def test_factory_pin_memory_with_cuda(name):
+    make = FACTORIES[name]
+    t = make(microtorch, pin_memory=True, requires_grad=True)
+    assert t.is_pinned() and t.is_leaf and t.requires_grad and t.device.type == "cpu"
+    assert not make(microtorch).is_pinned()
+    with pytest.raises(RuntimeError, match="Only dense CPU tensors can be pinned"):
+        make(microtorch, pin_memory=True, device="cuda")

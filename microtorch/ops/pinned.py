@@ -20,6 +20,8 @@ from ._util import Tensor
 __all__: list[str] = []  # Tensor methods only, as in PyTorch
 
 _NO_ACCELERATOR = "Cannot access accelerator device when none is available."
+_NO_ALLOCATOR = ("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                 "allocator is available on this system.")
 
 
 def _warn_device_argument(method: str, device) -> None:
@@ -35,6 +37,35 @@ def _host_memory_is_pinned(arr: np.ndarray) -> bool:
     if arr.size == 0:
         return False
     return runtime.pointerGetAttributes(arr.ctypes.data).type == runtime.memoryTypeHost
+
+
+def _pinned_copy(host: np.ndarray) -> np.ndarray:
+    import cupyx
+
+    pinned = cupyx.empty_pinned(host.shape, host.dtype)
+    pinned[...] = host
+    return pinned
+
+
+def check_pinnable(device, pin_memory: bool) -> None:
+    """PyTorch's errors for a factory's ``pin_memory=True`` (checked before anything is made):
+    only for CPU tensors, and only with an accelerator."""
+    if not pin_memory:
+        return
+    from ..backend import canonical_device
+
+    if canonical_device(device).type != "cpu":
+        raise RuntimeError("Only dense CPU tensors can be pinned")
+    if not cuda_available():
+        raise RuntimeError(_NO_ALLOCATOR)
+
+
+def pinned_leaf(t: Tensor, pin_memory: bool) -> Tensor:
+    """A factory's result ``t`` (a fresh leaf) moved into pinned memory when ``pin_memory``
+    (after ``check_pinnable``)."""
+    if not pin_memory:
+        return t
+    return Tensor._make(_pinned_copy(t._data), t.requires_grad)
 
 
 def is_pinned(self: Tensor, device=None) -> bool:
@@ -53,12 +84,7 @@ class PinMemory(Function):
 
     @staticmethod
     def forward(ctx, x):
-        import cupyx
-
-        host = x._data
-        pinned = cupyx.empty_pinned(host.shape, host.dtype)
-        pinned[...] = host
-        return pinned
+        return _pinned_copy(x._data)
 
     @staticmethod
     def backward(ctx, grad):
