@@ -1,9 +1,12 @@
 """Benchmarks behind ``microtorch bench``: the set_to_none study and the speed comparisons.
 
-Modules, with imports running one way (``measure`` <- ``report`` <- ``study``, ``distributed``):
+Modules, with imports running one way (``measure`` <- ``isolated``, ``report`` <- ``study``,
+``distributed``):
 
 - ``measure``: timing statistics, machine description, contenders, alternating-block scheduling;
 - ``study``: the sections (zero_grad, training step, memory, op chain) and ``run_benchmarks``;
+- ``isolated``: each framework alone in its own worker processes, rounds alternating (the
+  training step, the CPU op chain; ``benchmarks/models.py``);
 - ``model_study`` / ``model_report``: the set_to_none study of a user's model (``--model``);
 - ``plots``: every figure;
 - ``report``: ``report.md`` tables, PNG plots, ``write_outputs``;

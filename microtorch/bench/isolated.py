@@ -4,9 +4,15 @@ Two frameworks timed in one process disturb each other: OpenBLAS's and PyTorch's
 spin-wait after their work, and one library's allocator state (glibc's adaptive thresholds, a
 warm heap) is the other's too. ``run_isolated`` therefore starts one worker process per
 (framework, round), in alternating order (microtorch first in even rounds, PyTorch first in odd
-ones), each with the same thread count; a worker prints one JSON object on its last stdout line
-(``{"phases": {name: [seconds, ...]}, "losses": [...]}``). The figures are medians over every
-round's samples; the ratio is of medians.
+ones), each with the same thread count, PyTorch's without microtorch's import-time process
+settings (``UNTUNED_ENV``); a worker prints one JSON object on its last stdout line
+(``{"phases": {name: [seconds, ...]}, "losses": ..., "pid": ...}``). The figures are medians
+over every round's samples; the ratio is of medians.
+
+Workers of ``microtorch bench`` are bench functions run by name:
+``python -m microtorch.bench.isolated MODULE:FUNCTION JSON`` calls the function of a
+``microtorch.bench`` module with the JSON object's keyword arguments and prints its result
+(``worker_command`` builds that command line).
 """
 
 from __future__ import annotations
@@ -28,22 +34,50 @@ from .measure import summarize
 FRAMEWORKS = ("microtorch", "torch")
 
 
-def worker_env(threads: int) -> dict[str, str]:
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+# The opt-outs of microtorch's import-time process settings (``backend.process_tuning``:
+# glibc's malloc thresholds, OpenBLAS's idle spin, the GC threshold). A worker of another
+# framework imports microtorch too (it runs through ``microtorch.bench``); with these it runs
+# under that framework's own process defaults, as its programs do.
+UNTUNED_ENV = {"MICROTORCH_MALLOC_TUNE": "0", "MICROTORCH_BLAS_SPIN": "default",
+               "MICROTORCH_GC_TUNE": "0"}
+
+
+def worker_env(threads: int | None, framework: str | None = None) -> dict[str, str]:
     """The environment of a worker: ``threads`` threads for every threading layer (OpenMP,
-    OpenBLAS, MKL), so both frameworks get the same cores."""
+    OpenBLAS, MKL), so both frameworks get the same cores (``None`` keeps this process's
+    settings: a worker with no framework to be fair to); a ``framework`` other than microtorch
+    also gets ``UNTUNED_ENV``."""
     env = dict(os.environ)
     # The workers import this microtorch, installed or not.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(threads)
+    if threads is not None:
+        for var in THREAD_VARS:
+            env[var] = str(threads)
+    if framework not in (None, "microtorch"):
+        env.update(UNTUNED_ENV)
     return env
 
 
-def run_worker(command: Sequence[str], threads: int, timeout: float = 600.0) -> dict[str, Any]:
-    """Run one worker process and parse the JSON object on its last line of output."""
+def import_framework(name: str) -> Any:
+    """``microtorch`` or ``torch``, imported in a worker; PyTorch's intra-op pool gets the
+    worker's thread count (its default is the number of cores, not OMP_NUM_THREADS alone)."""
+    if name not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {name!r}: use one of {FRAMEWORKS}")
+    lib = importlib.import_module(name)
+    if name == "torch" and os.environ.get("OMP_NUM_THREADS"):
+        lib.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    return lib
+
+
+def run_worker(command: Sequence[str], threads: int | None, timeout: float = 600.0,
+               framework: str | None = None) -> dict[str, Any]:
+    """Run one worker process (of ``framework``, see ``worker_env``) and parse the JSON object
+    on its last line of output."""
     proc = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
-                          env=worker_env(threads), check=False)
+                          env=worker_env(threads, framework), check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"worker {' '.join(command)} failed (exit {proc.returncode}):\n"
@@ -51,26 +85,40 @@ def run_worker(command: Sequence[str], threads: int, timeout: float = 600.0) -> 
     return json.loads(lines[-1])
 
 
-def run_isolated(command_for: Any, rounds: int, threads: int,
-                 frameworks: Sequence[str] = FRAMEWORKS) -> dict[str, Any]:
+def run_isolated(command_for: Any, rounds: int, threads: int | None,
+                 frameworks: Sequence[str] = FRAMEWORKS, progress: Any = None,
+                 label: str = "worker") -> dict[str, Any]:
     """Time ``frameworks`` in separate processes over ``rounds`` alternating rounds.
 
     ``command_for(framework, round)`` gives the worker's command line. Returns, per framework,
     each phase's samples pooled over rounds, summarised (``summarize``), plus the per-phase
-    ratio of medians (first framework over the second) and the workers' losses by round.
+    ratio of medians (first framework over the second), the workers' losses by round and the
+    process ids the workers reported (``pids``: one per round). ``progress`` (a
+    ``measure.Progress``) hears of each worker: ``section`` as it starts, ``update(1)`` as it
+    ends.
     """
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    if not frameworks:
+        raise ValueError("run_isolated needs at least one framework")
     samples: dict[str, dict[str, list[float]]] = {f: {} for f in frameworks}
-    losses: dict[str, list[list[float]]] = {f: [] for f in frameworks}
+    losses: dict[str, list[Any]] = {f: [] for f in frameworks}
     extra: dict[str, list[Any]] = {f: [] for f in frameworks}
+    pids: dict[str, list[int | None]] = {f: [] for f in frameworks}
     for r in range(rounds):
         order = list(frameworks) if r % 2 == 0 else list(frameworks)[::-1]
         for fw in order:
-            out = run_worker(command_for(fw, r), threads)
+            if progress is not None:
+                progress.section(f"{label}: {fw} alone, round {r + 1}/{rounds}")
+            out = run_worker(command_for(fw, r), threads, framework=fw)
             for phase, times in out["phases"].items():
                 samples[fw].setdefault(phase, []).extend(times)
             losses[fw].append(out.get("losses", []))
+            pids[fw].append(out.get("pid"))
             if "extra" in out:
                 extra[fw].append(out["extra"])
+            if progress is not None:
+                progress.update(1)
     result: dict[str, Any] = {"rounds": rounds, "threads": threads, "phases": {}}
     for phase in samples[frameworks[0]]:
         row = {fw: summarize(samples[fw][phase]) for fw in frameworks if phase in samples[fw]}
@@ -80,12 +128,40 @@ def run_isolated(command_for: Any, rounds: int, threads: int,
         result["phases"][phase] = row
     result["losses"] = losses
     result["extra"] = extra
+    result["pids"] = pids
     return result
 
 
 def python_command(script: str, *args: str) -> list[str]:
     """``[python, script, *args]`` with this interpreter."""
     return [sys.executable, script, *args]
+
+
+WORKER_PACKAGE = "microtorch.bench."
+
+
+def worker_command(function: str, **kwargs: Any) -> list[str]:
+    """The command line of a worker that runs ``function`` (``"microtorch.bench.MODULE:NAME"``)
+    with the JSON-able keyword arguments ``kwargs`` and prints its result (see ``main``)."""
+    _split_function(function)  # a bad name fails here, not in the child
+    return [sys.executable, "-m", "microtorch.bench.isolated", function, json.dumps(kwargs)]
+
+
+def _split_function(function: str) -> tuple[str, str]:
+    module, sep, name = function.partition(":")
+    if not sep or not name or not module.startswith(WORKER_PACKAGE):
+        raise ValueError(f"worker function {function!r}: expected "
+                         f"'{WORKER_PACKAGE}MODULE:FUNCTION'")
+    return module, name
+
+
+def run_worker_function(function: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Call the named bench function with ``kwargs``; its result, plus this process's id."""
+    module, name = _split_function(function)
+    fn = getattr(importlib.import_module(module), name, None)
+    if not callable(fn):
+        raise ValueError(f"worker function {function!r}: {module} has no function {name!r}")
+    return {**fn(**kwargs), "pid": os.getpid()}
 
 
 # ---------------------------------------------------------------------------- op chain worker
@@ -105,9 +181,7 @@ def chain(x: Any, length: int) -> Any:
 def op_chain_worker(lib_name: str, length: int, numel: int, repeats: int,
                     warmup: int = 3) -> dict[str, Any]:
     """Time the chain's forward and backward ``repeats`` times in this process."""
-    lib = importlib.import_module(lib_name)
-    if lib_name == "torch":
-        lib.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
+    lib = import_framework(lib_name)
     x0 = np.random.default_rng(1).standard_normal(numel, dtype=np.float32)
     x = lib.from_numpy(x0).requires_grad_()
     fwd: list[float] = []
@@ -126,15 +200,19 @@ def op_chain_worker(lib_name: str, length: int, numel: int, repeats: int,
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m microtorch.bench.isolated chain LIB LENGTH NUMEL REPEATS``: one worker."""
+    """``python -m microtorch.bench.isolated MODULE:FUNCTION JSON``: one worker, its result
+    as one JSON line on stdout."""
     parser = argparse.ArgumentParser(description="One isolated benchmark worker (internal).")
-    parser.add_argument("case", choices=("chain",))
-    parser.add_argument("lib", choices=FRAMEWORKS)
-    parser.add_argument("length", type=int)
-    parser.add_argument("numel", type=int)
-    parser.add_argument("repeats", type=int)
+    parser.add_argument("function", help="microtorch.bench.MODULE:FUNCTION")
+    parser.add_argument("kwargs", help="the function's keyword arguments, a JSON object")
     args = parser.parse_args(argv)
-    print(json.dumps(op_chain_worker(args.lib, args.length, args.numel, args.repeats)))
+    try:
+        kwargs = json.loads(args.kwargs)
+    except json.JSONDecodeError as exc:
+        parser.error(f"kwargs is not JSON: {exc}")
+    if not isinstance(kwargs, dict):
+        parser.error(f"kwargs must be a JSON object, got {type(kwargs).__name__}")
+    print(json.dumps(run_worker_function(args.function, kwargs)))
 
 
 if __name__ == "__main__":

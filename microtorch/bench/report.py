@@ -276,16 +276,31 @@ def _bandwidth(zg: dict, dev: str, n: int, shape: tuple, stn: bool) -> str:
     return text + (f" / {ref['bandwidth_gbs']:.1f}" if ref else "")
 
 
+def _how_steps_were_timed(rows: list[dict]) -> str:
+    """The sentence of the training-step table that says how the two frameworks were timed."""
+    same = "with the same set_to_none and foreach (flat's counterpart: PyTorch's default)"
+    if not rows or not rows[0].get("isolated"):  # results of an earlier, one-process run
+        return f"PyTorch runs interleaved with the same weights and batches, {same}."
+    n, threads = rows[0]["rounds"], rows[0].get("threads")
+    rounds = f"{n} round{'s' if n != 1 else ''}"
+    if not any(r["torch"] for r in rows):
+        return f"microtorch runs in its own worker processes ({rounds}); no PyTorch in this run."
+    each = f", {threads} thread{'s' if threads != 1 else ''} each" if threads else ""
+    return (f"Each framework runs alone in its own worker processes ({rounds}, alternating "
+            f"which runs first{each}), from the same initial weights on the same batches; "
+            f"PyTorch {same}.")
+
+
 def _train_step_md(results: dict, dev: str) -> list[str]:
     dims = "-".join(map(str, results["config"]["mlp_dims"]))
+    rows = rows_on(results, "train_step", dev)
     lines = [f"### Training step on {dev}", "",
              f"MLP {dims}, batch {results['config']['batch_size']} per micro-batch, Adam, "
              "cross-entropy, float32: K micro-batches (loss / K), `step()`, "
-             "`zero_grad(set_to_none)`. PyTorch runs interleaved with the same weights, "
-             "batches, set_to_none and foreach (flat's counterpart: PyTorch's default). "
+             f"`zero_grad(set_to_none)`. {_how_steps_were_timed(rows)} "
              "Loss diff: largest relative difference of the step losses.", ""]
     table = []
-    for r in rows_on(results, "train_step", dev):
+    for r in rows:
         diff = r.get("max_loss_rel_diff")
         table.append([str(r["accum_steps"]), r["storage"], str(r["set_to_none"]),
                       _cell(r["microtorch"]), _cell(r["torch"]), _ratio(r["ratio"]),
@@ -335,8 +350,9 @@ def render_markdown(results: dict) -> str:
     lines = ["# microtorch bench", "",
              f"Configuration `{cfg['name']}`; {results.get('seconds', 0):.0f} s in all. "
              "Timings are medians with the interquartile range [q1–q3]; ratios are "
-             "microtorch / PyTorch measured interleaved in this run (below 1: microtorch is "
-             "faster).", ""]
+             "microtorch / PyTorch measured in this run (below 1: microtorch is faster): "
+             "zero_grad interleaved in one process, the training step and the CPU op chain "
+             "with each framework alone in its own processes.", ""]
     lines += _machine_md(results["machine"])
     load = (results.get("load_average_start"), results.get("load_average_end"))
     if all(load):

@@ -1,9 +1,13 @@
 """The set_to_none study and the speed comparisons behind ``microtorch bench``.
 
-Everything here measures microtorch and, when it is installed, PyTorch side by side in one run:
-the two contenders of a comparison are timed in alternation (interleaved repetitions, same
-inputs, PyTorch's weights copied from microtorch's), so drift of the machine (frequency
-scaling, other load) hits both alike and the *ratio* is what to read.
+Everything here measures microtorch and, when it is installed, PyTorch side by side in one run,
+in one of two ways. The training step, and the op chain on the CPU, time each framework alone
+in its own worker processes (``isolated.run_isolated``: rounds alternating which framework runs
+first, the same thread count for both, the same initial weights and batches), since in one
+process OpenBLAS's and PyTorch's spinning threads and the two allocators disturb each other.
+zero_grad (and the op chain on CUDA) time the contenders in this process in alternation
+(interleaved blocks of repetitions, same inputs), so drift of the machine (frequency scaling,
+other load) hits both alike. Either way the *ratio* is what to read.
 
 Sections (each a function returning plain JSON-able data):
 
@@ -11,7 +15,8 @@ Sections (each a function returning plain JSON-able data):
   (default, foreach, flat) against the number and the size of parameters, fresh gradients
   (from a real backward) before every call.
 - ``bench_train_step``: one training step of an MLP (64-256-256-10, batch 128, Adam,
-  cross-entropy) with 1, 4 and 8 accumulation micro-batches; losses checked against PyTorch's.
+  cross-entropy) with 1, 4 and 8 accumulation micro-batches, each framework in its own worker
+  processes; losses checked against PyTorch's.
 - ``bench_memory``: bytes held between steps, the peak of a step, and memory sampled through
   forward/backward/step/zero_grad (microtorch's exact per-device byte counts).
 - ``bench_op_chain``: a chain of 1,000 small elementwise ops, forward and backward: the per-op
@@ -25,7 +30,8 @@ interquartile range; on CUDA each timed region ends with a device synchronize.
 from __future__ import annotations
 
 import gc
-import sys
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -35,7 +41,7 @@ import numpy as np
 
 import microtorch as mt
 
-from .isolated import chain, run_isolated
+from .isolated import FRAMEWORKS, chain, import_framework, run_isolated, worker_command
 from .measure import (
     SET_TO_NONE,
     STORAGES,
@@ -82,6 +88,9 @@ class BenchConfig:
     chain_repeats: int = 20
     memory_steps: int = 2
     block: int = 6  # calls per turn in interleaved timing (see ``interleave``)
+    # Rounds of worker processes (one per framework each, alternating which runs first) for
+    # the sections timed with each framework alone (``isolated.run_isolated``).
+    isolated_rounds: int = 2
 
     def expected_minutes(self) -> str:
         """How long this configuration takes on an idle 2-core CPU (measured)."""
@@ -213,17 +222,10 @@ def _build_mlp(lib: Any, dims: tuple[int, ...]) -> Any:
     return lib.nn.Sequential(*layers)
 
 
-def _mlp_pair(cfg: BenchConfig, dev: str, torch: Any, seed: int = 0) -> tuple[Any, Any]:
-    """A microtorch MLP and (when torch is here) a PyTorch one with the very same weights."""
+def _initial_mlp(cfg: BenchConfig, dev: str, seed: int = 0) -> Any:
+    """The microtorch MLP every setting starts from (``manual_seed(seed)``)."""
     mt.manual_seed(seed)
-    model = _build_mlp(mt, cfg.mlp_dims).to(dev)
-    if not _torch_on(torch, dev):
-        return model, None
-    tmodel = _build_mlp(torch, cfg.mlp_dims).to(dev)
-    with torch.no_grad():
-        for p, tp in zip(model.parameters(), tmodel.parameters()):
-            tp.copy_(torch.from_numpy(p.detach().cpu().numpy().copy()).to(dev))
-    return model, tmodel
+    return _build_mlp(mt, cfg.mlp_dims).to(dev)
 
 
 def _batches(cfg: BenchConfig, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -273,45 +275,104 @@ class _StepContender:
             self.samples.append(seconds)
 
 
+def _setting_key(k: int, storage: str, set_to_none: bool) -> str:
+    """The phase name of one training-step setting in a worker's result."""
+    return f"K={k}, {storage}, set_to_none={set_to_none}"
+
+
+def _torch_storage(storage: str) -> str:
+    """PyTorch's counterpart of a microtorch gradient storage (flat's is its default)."""
+    return "foreach" if storage == "foreach" else "default"
+
+
+def train_step_worker(lib_name: str, device: str, weights: str, config: dict[str, Any],
+                      settings: list[list[Any]], repeats: int) -> dict[str, Any]:
+    """Time the training step of every ``[K, storage, set_to_none]`` setting with one framework
+    (the body of a ``bench_train_step`` worker process).
+
+    Each setting starts from the initial weights saved in ``weights`` (an ``.npz`` of the
+    parameters in order), trains on the batches of ``_batches(cfg, K, seed=K)``, runs
+    ``step_warmup`` untimed steps, then ``repeats`` timed ones (synchronised on CUDA).
+    Returns ``{"phases": {setting: [seconds, ...]}, "losses": {setting: [loss, ...]}}`` with
+    the loss of every step, warm-up included.
+    """
+    lib = import_framework(lib_name)
+    cfg = BenchConfig(**config)
+    with np.load(weights) as saved:
+        initial = [saved[f"arr_{i}"] for i in range(len(saved.files))]
+    phases: dict[str, list[float]] = {}
+    losses: dict[str, list[float]] = {}
+    for k, storage, set_to_none in settings:
+        model = _build_mlp(lib, tuple(cfg.mlp_dims)).to(device)
+        params = list(model.parameters())
+        if len(params) != len(initial):
+            raise ValueError(f"{weights}: {len(initial)} arrays for {len(params)} parameters")
+        with lib.no_grad():
+            for param, value in zip(params, initial):
+                param.copy_(_to_lib(lib, value, device))
+        contender = _StepContender(lib, model, storage if lib_name == "microtorch"
+                                   else _torch_storage(storage), bool(set_to_none), device,
+                                   _batches(cfg, int(k), seed=int(k)))
+        for i in range(cfg.step_warmup + repeats):
+            contender.run(record=i >= cfg.step_warmup)
+        key = _setting_key(int(k), storage, bool(set_to_none))
+        phases[key], losses[key] = contender.samples, contender.losses
+        del contender, model, params
+    return {"phases": phases, "losses": losses}
+
+
+def _train_step_workers(cfg: BenchConfig, dev: str, torch: Any) -> int:
+    """How many worker processes ``bench_train_step`` starts (its progress units)."""
+    return cfg.isolated_rounds * (2 if _torch_on(torch, dev) else 1)
+
+
 def bench_train_step(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
                      ) -> list[dict[str, Any]]:
     """Training-step time of the MLP with Adam for every setting and accumulation count.
 
-    Each microtorch setting runs interleaved with PyTorch under the same set_to_none and
-    foreach (flat's counterpart is PyTorch's default), from the same weights on the same
-    batches; the loss of every step is compared.
+    Each framework runs alone in its own worker processes (``isolated.run_isolated``): per
+    round one microtorch worker and one PyTorch worker each time every setting, rounds
+    alternating which goes first, both with PyTorch's thread count. PyTorch runs each
+    microtorch setting under the same set_to_none and foreach (flat's counterpart is its
+    default). Every worker starts each setting from the same saved weights on the same
+    batches, and the loss of every step is compared between the frameworks.
     """
+    settings = [[k, storage, set_to_none] for k in cfg.accum_steps for storage in STORAGES
+                for set_to_none in SET_TO_NONE]
+    frameworks = FRAMEWORKS if _torch_on(torch, dev) else FRAMEWORKS[:1]
+    rounds = cfg.isolated_rounds
+    threads = torch.get_num_threads() if torch is not None else None
+    initial = [p.detach().numpy().copy() for p in _initial_mlp(cfg, "cpu").parameters()]
+    with tempfile.TemporaryDirectory(prefix="microtorch-bench-") as tmp:
+        weights = os.path.join(tmp, "initial_weights.npz")
+        np.savez(weights, *initial)
+
+        def command(fw: str, r: int) -> list[str]:
+            return worker_command("microtorch.bench.study:train_step_worker", lib_name=fw,
+                                  device=dev, weights=weights, config=asdict(cfg),
+                                  settings=settings, repeats=-(-cfg.step_repeats // rounds))
+
+        result = run_isolated(command, rounds, threads, frameworks, progress,
+                              label=f"{dev} train_step")
     rows: list[dict[str, Any]] = []
-    for k in cfg.accum_steps:
-        batches = _batches(cfg, k, seed=k)
-        for storage in STORAGES:
-            for set_to_none in SET_TO_NONE:
-                model, tmodel = _mlp_pair(cfg, dev, torch)
-                contenders = [_StepContender(mt, model, storage, set_to_none, dev, batches)]
-                if tmodel is not None:
-                    tstorage = "foreach" if storage == "foreach" else "default"
-                    contenders.append(_StepContender(torch, tmodel, tstorage, set_to_none, dev,
-                                                     batches))
-                for c in contenders:
-                    for _ in range(cfg.step_warmup):
-                        c.run(record=False)
-                interleave([c.run for c in contenders], cfg.step_repeats, cfg.block)
-                row: dict[str, Any] = {"device": dev, "storage": storage,
-                                       "set_to_none": set_to_none, "accum_steps": k,
-                                       "batch_size": cfg.batch_size,
-                                       "microtorch": summarize(contenders[0].samples),
-                                       "torch": None, "ratio": None, "max_loss_rel_diff": None}
-                if len(contenders) > 1:
-                    row["torch"] = summarize(contenders[1].samples)
-                    row["ratio"] = _ratio(row["microtorch"], row["torch"])
-                    a = np.asarray(contenders[0].losses)
-                    b = np.asarray(contenders[1].losses)
-                    row["max_loss_rel_diff"] = float(np.max(np.abs(a - b) / np.abs(b)))
-                    row["losses_microtorch"] = a[:5].tolist()
-                    row["losses_torch"] = b[:5].tolist()
-                rows.append(row)
-                if progress is not None:
-                    progress.update(1)
+    for k, storage, set_to_none in settings:
+        key = _setting_key(k, storage, set_to_none)
+        stats = result["phases"][key]
+        row: dict[str, Any] = {"device": dev, "storage": storage, "set_to_none": set_to_none,
+                               "accum_steps": k, "batch_size": cfg.batch_size,
+                               "microtorch": stats["microtorch"], "torch": None, "ratio": None,
+                               "max_loss_rel_diff": None, "isolated": True, "rounds": rounds,
+                               "threads": threads, "worker_pids": result["pids"]}
+        mine = [losses[key] for losses in result["losses"]["microtorch"]]
+        if "torch" in stats:
+            row["torch"] = stats["torch"]
+            row["ratio"] = stats["ratio"]
+            theirs = [losses[key] for losses in result["losses"]["torch"]]
+            a, b = np.concatenate(mine), np.concatenate(theirs)
+            row["max_loss_rel_diff"] = float(np.max(np.abs(a - b) / np.abs(b)))
+            row["losses_torch"] = theirs[0][:5]
+        row["losses_microtorch"] = mine[0][:5]
+        rows.append(row)
     return rows
 
 
@@ -344,7 +405,7 @@ def bench_memory(cfg: BenchConfig, dev: str, progress: Any = None) -> list[dict[
                 # freed in the middle of this one and shift every reading.
                 gc.collect()
                 base = mem.memory_allocated()
-                model, _ = _mlp_pair(cfg, dev, None)
+                model = _initial_mlp(cfg, dev)
                 optimizer = _make_optimizer(mt, list(model.parameters()), storage, "adam")
                 loss_fn = mt.nn.functional.cross_entropy
                 batches = [(_to_lib(mt, x, dev), _to_lib(mt, y, dev)) for x, y in np_batches]
@@ -381,12 +442,13 @@ def bench_memory(cfg: BenchConfig, dev: str, progress: Any = None) -> list[dict[
 
 def _op_chain_isolated(cfg: BenchConfig, torch: Any) -> list[dict[str, Any]]:
     """The CPU op chain with each framework alone in its own process (``bench.isolated``):
-    two alternating rounds of one worker per framework, same thread count."""
+    ``isolated_rounds`` alternating rounds of one worker per framework, same thread count."""
     def command(fw: str, r: int) -> list[str]:
-        return [sys.executable, "-m", "microtorch.bench.isolated", "chain", fw,
-                str(cfg.chain_length), str(cfg.chain_numel), str(max(1, cfg.chain_repeats))]
+        return worker_command("microtorch.bench.isolated:op_chain_worker", lib_name=fw,
+                              length=cfg.chain_length, numel=cfg.chain_numel,
+                              repeats=max(1, cfg.chain_repeats))
 
-    result = run_isolated(command, rounds=2, threads=torch.get_num_threads())
+    result = run_isolated(command, cfg.isolated_rounds, torch.get_num_threads())
     rows = []
     for phase in ("forward", "backward"):
         stats = result["phases"][phase]
@@ -459,9 +521,11 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
     if torch is not None and torch_threads is not None:
         torch.set_num_threads(torch_threads)
     devices = available_devices(device)
-    per_device = (len(cfg.zero_grad_cases) + 2 * len(cfg.accum_steps) * len(STORAGES)
-                  * len(SET_TO_NONE) + 1)
-    total = per_device * len(devices) + len(cfg.gpu_extra_cases) * ("cuda" in devices)
+    # Progress units: a zero_grad case, the op chain, a train_step worker, a memory setting.
+    per_device = len(cfg.zero_grad_cases) + 1 + len(cfg.accum_steps) * len(STORAGES) * len(
+        SET_TO_NONE)
+    total = (per_device * len(devices) + len(cfg.gpu_extra_cases) * ("cuda" in devices)
+             + sum(_train_step_workers(cfg, dev, torch) for dev in devices))
     results: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(torch),
                                "devices": devices, "zero_grad": [], "train_step": [],
                                "memory": [], "op_chain": []}

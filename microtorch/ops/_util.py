@@ -290,3 +290,39 @@ def const(like: Tensor, arr) -> Tensor:
     """A constant tensor on ``like``'s device with its dtype."""
     return Tensor._make(like._backend.asarray(np.asarray(arr, dtype=like._data.dtype)), False,
                         None)
+
+
+def scatter_add_arrays(xp, target, key, values) -> None:
+    """target[key] += values, adding repeated indices (np.add.at / cupyx.scatter_add)."""
+    if xp is np:
+        rows = _row_index(target, key, values)
+        if rows is not None:
+            # np.add.at is several times faster on single elements than on rows (an embedding
+            # backward: 73 vs 406 us); it adds in the same order, so the sums are the same.
+            width = values.size // max(1, rows.size)
+            flat = (rows.reshape(-1, 1) * width + np.arange(width)).reshape(-1)
+            np.add.at(target.reshape(-1), flat, values.reshape(-1))
+            return
+        np.add.at(target, key, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(target, key, values)
+
+
+def _row_index(target, key, values):
+    """The non-negative row indices when ``key`` picks whole rows of a C-contiguous
+    ``target`` with one in-bounds integer array and ``values`` has exactly that shape; else
+    None (np.add.at then takes the general path, and reports bad indices itself)."""
+    if not isinstance(key, tuple) or len(key) != 1 or target.ndim < 2 or not \
+            target.flags.c_contiguous:
+        return None
+    idx = key[0]
+    if not (isinstance(idx, np.ndarray) and idx.dtype.kind in "iu" and idx.size
+            and isinstance(values, np.ndarray)
+            and values.shape == idx.shape + target.shape[1:]):
+        return None
+    n = target.shape[0]
+    if idx.min() < -n or idx.max() >= n:
+        return None
+    return np.where(idx < 0, idx + n, idx) if idx.dtype.kind == "i" else idx

@@ -14,8 +14,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, named
-from ._util import Tensor, check_bounds, check_index_bounds, wrap_dim, xp_of
-from .shape import _index_add
+from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
            "scatter_reduce"]
@@ -108,7 +107,7 @@ class IndexAdd(Function):
         out = arr.copy()
         vals = src if alpha == 1 else src * alpha
         # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
-        _index_add(xp, xp.moveaxis(out, dim, 0), idx,
+        scatter_add_arrays(xp, xp.moveaxis(out, dim, 0), idx,
                    xp.moveaxis(vals.astype(arr.dtype), dim, 0))
         return out
 
@@ -193,7 +192,7 @@ class Put(Function):
         idx = index._data.reshape(-1) % builtins.max(arr.size, 1)
         vals = source._data.reshape(-1).astype(arr.dtype)
         if accumulate:
-            _index_add(xp, flat, idx, vals)
+            scatter_add_arrays(xp, flat, idx, vals)
         else:
             flat[idx] = vals
         return out

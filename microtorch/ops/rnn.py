@@ -23,7 +23,7 @@ import numpy as np
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, rows_by_measurement
-from ..backend.threads import blas_threads, gemm_threads
+from ..backend.threads import blas_threads, gemm_threads, run_rows
 from ._util import Tensor, xp_of
 from .elementwise import Relu, Sigmoid, Tanh
 from .linear import Linear
@@ -163,8 +163,17 @@ class Recurrence(Function):
         if mode == "LSTM":
             hid = g // 4
             scale, shift = _gate_affine(xp, dt, "ssts", hid)
-            xs = xs + b_hh._data if b_hh is not None else xs * 1  # (a copy to scale in place)
-            xs *= scale
+            shifted = xp.empty(xs.shape, dt)  # (xw + b_hh) * scale
+
+            def prepare(lo: int, hi: int) -> None:  # steps lo:hi (elementwise: any split)
+                if b_hh is not None:
+                    xp.add(xs[lo:hi], b_hh._data, out=shifted[lo:hi])
+                else:
+                    shifted[lo:hi] = xs[lo:hi]
+                shifted[lo:hi] *= scale
+
+            _over_steps(xp, prepare, steps, xs.size)
+            xs = shifted
             whh_t = xp.ascontiguousarray(whh.T)  # (BLAS is faster on a C-contiguous operand)
             whh_t *= scale
             acts = empty((steps, n, 4, hid), dt)  # i, f, g, o after their activations
@@ -289,15 +298,26 @@ class Recurrence(Function):
             i, f, gg, o = acts.transpose(2, 0, 1, 3)
             # Everything that does not depend on the recurrence, for all steps at once:
             # d pre-activation = dc * k[:, :, :3] (i, f, g blocks), dh_out * k[:, :, 3] (o).
-            k = acts * (1 - acts)  # sigmoid derivatives (the g block is overwritten)
-            k[:, :, 0] *= gg
-            k[:, :, 1] *= cs[:-1]
-            xp.multiply(gg, gg, out=k[:, :, 2])
-            xp.subtract(1, k[:, :, 2], out=k[:, :, 2])
-            k[:, :, 2] *= i
-            k[:, :, 3] *= tcs
-            kc = 1 - tcs * tcs  # dc += dh_out * o * (1 - tanh(c)^2)
-            kc *= o
+            k = xp.empty_like(acts)
+            kc = xp.empty_like(tcs)  # dc += dh_out * o * (1 - tanh(c)^2)
+
+            def factors(lo: int, hi: int) -> None:  # steps lo:hi (elementwise: any split)
+                a, kb = acts[lo:hi], k[lo:hi]
+                xp.subtract(1, a, out=kb)
+                kb *= a  # sigmoid derivatives (the g block is overwritten)
+                kb[:, :, 0] *= gg[lo:hi]
+                kb[:, :, 1] *= cs[lo:hi]
+                k2 = kb[:, :, 2]
+                xp.multiply(gg[lo:hi], gg[lo:hi], out=k2)
+                xp.subtract(1, k2, out=k2)
+                k2 *= i[lo:hi]
+                kb[:, :, 3] *= tcs[lo:hi]
+                kcb = kc[lo:hi]
+                xp.multiply(tcs[lo:hi], tcs[lo:hi], out=kcb)
+                xp.subtract(1, kcb, out=kcb)
+                kcb *= o[lo:hi]
+
+            _over_steps(xp, factors, steps, k.size)
             dg4 = empty((steps, n, 4, hid), grad.dtype)
             dg = dg4.reshape(steps, n, g)
             dc = grad[steps * n * p:].reshape(n, hid).copy()
@@ -407,6 +427,16 @@ def _over_rows(xp, fn, n: int, work: int, phase: str, key, step_product: int) ->
         return
     with blas_threads(1):
         rows_by_measurement(_ROWS[phase], key, fn, n, work, _ROWS_MIN_WORK)
+
+
+def _over_steps(xp, fn, steps: int, work: int) -> None:
+    """``fn(lo, hi)``, elementwise work over time steps lo:hi that does not depend on the
+    recurrence, shared between microtorch's threads on the CPU (exact: every element is
+    computed by the same operations whatever the split)."""
+    if xp is np:
+        run_rows(fn, steps, work, _ROWS_MIN_WORK)
+    else:
+        fn(0, steps)
 
 
 def _step_sizes(batch_sizes: tuple | None, steps: int, n: int, reverse: bool) -> tuple:

@@ -397,16 +397,6 @@ def _is_basic(key: tuple) -> bool:
                and not isinstance(k, bool) for k in key)
 
 
-def _index_add(xp, target, key, values) -> None:
-    """target[key] += values, adding repeated indices (np.add.at / cupyx.scatter_add)."""
-    if xp is np:
-        np.add.at(target, key, values)
-    else:
-        import cupyx
-
-        cupyx.scatter_add(target, key, values)
-
-
 def check_device_index(arr, key: tuple) -> None:
     """On a GPU, check the integer index arrays of ``key`` against ``arr``'s dimensions on the
     device (CuPy wraps out-of-bounds indices around where NumPy raises; PyTorch's CUDA
@@ -486,7 +476,7 @@ def _index_scatter(arr, key, shape):
     if _is_basic(key):
         out[key] = arr
     else:
-        _index_add(xp, out, key, arr)
+        _util.scatter_add_arrays(xp, out, key, arr)
     return out
 
 
@@ -606,7 +596,7 @@ class ScatterAdd(Function):
         out = arr.copy()
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx
-        _index_add(xp, out, tuple(grids), s[tuple(slice(0, n) for n in idx.shape)])
+        _util.scatter_add_arrays(xp, out, tuple(grids), s[tuple(slice(0, n) for n in idx.shape)])
         return out
 
     @staticmethod
