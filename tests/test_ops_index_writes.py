@@ -4,6 +4,8 @@ float64 for the gradients."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
@@ -204,3 +206,29 @@ def test_inplace_on_a_leaf_that_requires_grad_raises(device):
     x = microtorch.zeros(3, 4, device=device, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         x.index_fill_(0, microtorch.tensor([0], device=device), 1.0)
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_with_the_deprecated_reduce(reduce, device):
+    x, s = inputs("nn", [(3, 4), (2, 5)], "float64")
+    for m, dev in ((microtorch, device), (torch, "cpu")):
+        i = m.tensor(SCATTER_INDEX, device=dev)
+        with warnings.catch_warnings(record=True) as caught:  # (PyTorch warns once only)
+            warnings.simplefilter("always")
+            tensor_src = m.tensor(x, device=dev).scatter(1, i, m.tensor(s, device=dev),
+                                                         reduce=reduce)
+        if m is microtorch:
+            assert "reduce argument of torch.scatter with Tensor src" in str(caught[0].message)
+        number_src = m.tensor(x, device=dev).scatter(1, i, 1.5, reduce=reduce)
+        if m is microtorch:
+            ours = [tensor_src.cpu().numpy(), number_src.cpu().numpy()]
+        else:
+            np.testing.assert_allclose(ours[0], tensor_src.numpy(), rtol=1e-12)
+            np.testing.assert_allclose(ours[1], number_src.numpy(), rtol=1e-12)
+    x = microtorch.tensor(x, device=device, requires_grad=True)
+    out = x.scatter(1, microtorch.tensor(SCATTER_INDEX, device=device), 2.0, reduce=reduce)
+    with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
+        out.sum().backward()
+    same_error(lambda: x.scatter(0, microtorch.tensor([[0]], device=device), 1.0, reduce="max"),
+               lambda: torch.ones(3, 4).scatter(0, torch.tensor([[0]]), 1.0, reduce="max"),
+               RuntimeError)

@@ -9,12 +9,14 @@ Tensor ops.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, named
 from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
+from .counting import no_derivative
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
            "scatter_reduce"]
@@ -62,9 +64,11 @@ class Scatter(Function):
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             reduce=None) -> Tensor:
     """A copy of ``input`` with ``src`` (a tensor, or the number ``value``) written at
-    ``index`` along ``dim``; with duplicate indices the last write wins."""
-    if reduce is not None:
-        raise NotImplementedError("scatter(reduce=...) is not supported; use scatter_add")
+    ``index`` along ``dim``; with duplicate indices the last write wins. The deprecated
+    ``reduce="add"``/``"multiply"`` folds the values in instead (no derivative, as in
+    PyTorch; ``scatter_reduce`` is the differentiable form)."""
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     if src is None:
         src = value
     if src is None:
@@ -78,7 +82,24 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     _check_scatter_shapes(input, d, index, src)
+    if reduce is not None:
+        return _scatter_folded(input, d, index, src, reduce)
     return Scatter.apply(input, d, index, src)
+
+
+def _scatter_folded(input: Tensor, d: int, index: Tensor, src, reduce: str) -> Tensor:
+    """``scatter(..., reduce=)``: a number is folded in at every index position."""
+    if isinstance(src, Tensor):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                      "instead for more reduction options.", UserWarning, stacklevel=3)
+        values = src._data
+    else:
+        values = xp_of(input._data).full(index._data.shape, src, dtype=input._data.dtype)
+    out = _scatter_reduced(input._data, d, index._data, values,
+                           "sum" if reduce == "add" else "prod", include_self=True)
+    return no_derivative(out, "scatter", "NotImplemented", input, src,
+                         message="derivative for aten::scatter is not implemented")
 
 
 def _check_scatter_shapes(input: Tensor, d: int, index: Tensor, src) -> None:
@@ -351,11 +372,10 @@ def _identity(reduce: str, dtype: np.dtype):
         return 1
     if dtype.kind == "b":
         return reduce == "amin"
-    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-    inf = float("inf") if dtype.kind == "f" else None
-    if reduce == "amax":
-        return -inf if inf else info.min
-    return inf if inf else info.max
+    if _dtype.kind_of(dtype) in "fc":
+        return float("-inf") if reduce == "amax" else float("inf")
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
 
 
 def _reduce_at(xp, ufunc: str, out, key: tuple, vals) -> None:
