@@ -27,6 +27,13 @@ SPLITS = {
     "tensor_indices": lambda m, x: x.tensor_split(m.tensor([0, 2]), 1),
     "keyword_sections": lambda m, x: x.tensor_split(sections=2),
     "keyword_indices": lambda m, x: m.tensor_split(x, indices=[1], dim=2),
+    "hsplit": lambda m, x: m.hsplit(x, 2),
+    "hsplit_indices": lambda m, x: x.hsplit([1, 3]),
+    "hsplit_1d": lambda m, x: m.hsplit(x[0, 0], [1]),
+    "vsplit": lambda m, x: x.vsplit(3),
+    "vsplit_2d": lambda m, x: m.vsplit(x[0], [2]),
+    "dsplit": lambda m, x: m.dsplit(x, 5),
+    "dsplit_indices": lambda m, x: x.dsplit((1, 3)),
 }
 
 
@@ -137,6 +144,12 @@ def _errors(m, dev):
         (lambda: m.tensor_split(x, m.tensor([[1]], device=dev)), RuntimeError),
         (lambda: m.tensor_split(m.tensor(1.0, device=dev), 2), RuntimeError),
         (lambda: m.tensor_split(x, 2, dim=2), IndexError),
+        (lambda: m.hsplit(x, 3), RuntimeError),
+        (lambda: m.hsplit(x[0], 0), RuntimeError),
+        (lambda: m.hsplit(x[0, 0], 1), RuntimeError),
+        (lambda: m.vsplit(x, 2), RuntimeError),
+        (lambda: m.vsplit(x[0], 2), RuntimeError),
+        (lambda: m.dsplit(x, 2), RuntimeError),
         (lambda: m.tril_indices(-1, 4), RuntimeError),
         (lambda: m.tril_indices(3, -4), RuntimeError),
         (lambda: m.triu_indices(-1, 4), RuntimeError),
@@ -159,7 +172,7 @@ def _errors(m, dev):
 
 
 def test_errors_match_pytorch(device):
-    kernel_named = {10, 11, 12}  # gcd/lcm's errors name the device's kernel
+    kernel_named = {16, 17, 18}  # gcd/lcm's errors name the device's kernel
     cases = enumerate(zip(_errors(microtorch, device), _errors(torch, "cpu")))
     for k, ((fn, exc), (tfn, _)) in cases:
         if device != "cpu" and k in kernel_named:

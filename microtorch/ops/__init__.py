@@ -457,7 +457,7 @@ METHODS.update({name: globals()[name] for name in (
     "repeat_interleave", "diff", "inner", "msort", "addcmul", "addcdiv", "fmod", "float_power",
     "sgn", "signbit", "fix", "deg2rad", "rad2deg", "take_along_dim", "nansum", "nanmean",
     "logical_and", "logical_or", "logical_xor", "median", "quantile", "nanquantile",
-    "tensor_split", "gcd", "lcm")}, erf=erf)
+    "tensor_split", "hsplit", "vsplit", "dsplit", "gcd", "lcm")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(pinned.METHODS)

@@ -1,6 +1,6 @@
 """Rearranging: ``roll``, ``movedim``, ``hstack``/``vstack``/``dstack``, ``atleast_*d``, ``rot90``,
 ``fliplr``/``flipud``, ``tile``, ``repeat_interleave``, ``diff``, ``meshgrid``,
-``cartesian_prod``, ``combinations``, ``block_diag``, ``tensor_split``.
+``cartesian_prod``, ``combinations``, ``block_diag``, ``tensor_split`` (and hsplit/vsplit/dsplit).
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -19,8 +19,8 @@ from ..autograd.function import Function, named
 from ._util import Tensor, wrap_dim, xp_of
 
 __all__ = ["roll", "movedim", "moveaxis", "hstack", "vstack", "dstack", "atleast_1d", "atleast_2d",
-           "atleast_3d", "tensor_split", "rot90", "fliplr", "flipud", "tile",
-           "repeat_interleave", "diff",
+           "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "rot90", "fliplr",
+           "flipud", "tile", "repeat_interleave", "diff",
            "meshgrid", "cartesian_prod", "combinations", "block_diag", "broadcast_shapes",
            "broadcast_tensors", "take_along_dim"]
 
@@ -428,3 +428,35 @@ def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, secti
     lead = (slice(None),) * d
     starts, ends = [0, *bounds], [*bounds, None]
     return tuple(input[lead + (slice(s, e),)] for s, e in zip(starts, ends))
+
+
+def _split_along(name: str, input: Tensor, indices_or_sections, min_dims: int, dim: int):
+    """hsplit/vsplit/dsplit: tensor_split along ``dim``, equal sections only."""
+    if input._data.ndim < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, "
+                           f"but got a tensor with {input._data.ndim} dimensions!")
+    if isinstance(indices_or_sections, Tensor):
+        raise TypeError(f"{name}(): argument 'indices_or_sections' must be int or a tuple of "
+                        "ints, not Tensor")
+    if isinstance(indices_or_sections, (int, np.integer)):
+        size = input._data.shape[dim]
+        if indices_or_sections == 0 or size % indices_or_sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the "
+                               f"split_size {indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along the columns (dim 1; dim 0 of a 1-D tensor), equal sections only."""
+    return _split_along("hsplit", input, indices_or_sections, 1, 1 if input.ndim > 1 else 0)
+
+
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along the rows (dim 0) of an at least 2-D tensor, equal sections only."""
+    return _split_along("vsplit", input, indices_or_sections, 2, 0)
+
+
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along the depth (dim 2) of an at least 3-D tensor, equal sections only."""
+    return _split_along("dsplit", input, indices_or_sections, 3, 2)
