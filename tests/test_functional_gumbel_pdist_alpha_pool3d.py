@@ -1,7 +1,7 @@
-"""F.gumbel_softmax, F.pdist, F.alpha_dropout / feature_alpha_dropout (+ modules) and adaptive
-3-D pooling (+ modules) against PyTorch: values (bit for bit where they draw random numbers:
-the same seed gives PyTorch's sample), dtypes, shapes, gradients and errors; finite differences
-in float64."""
+"""F.gumbel_softmax, F.pdist, F.alpha_dropout / feature_alpha_dropout (+ modules), adaptive
+3-D pooling and adaptive_max_pool1d (+ modules) against PyTorch: values (bit for bit where
+they draw random numbers: the same seed gives PyTorch's sample), dtypes, shapes, gradients and
+errors; finite differences in float64."""
 
 from __future__ import annotations
 
@@ -185,6 +185,9 @@ POOL3D = {
     "max_larger": lambda F, x: F.adaptive_max_pool3d(x, (6, 7, 8)),
     "max_unbatched": lambda F, x: F.adaptive_max_pool3d(x[1], (None, 2, 3), True),
     "max_ties": lambda F, x: F.adaptive_max_pool3d(x.round(), (2, 2, 3), True),
+    "max1d": lambda F, x: F.adaptive_max_pool1d(x[0, 0], 3, True),
+    "max1d_unbatched": lambda F, x: F.adaptive_max_pool1d(x[0, 0, 0], (4,)),
+    "max1d_larger": lambda F, x: F.adaptive_max_pool1d(x[1, 1].round(), 9, True),
 }
 
 
@@ -222,10 +225,10 @@ def test_adaptive_pool3d_names_and_finite_differences(device):
 def test_adaptive_pool3d_modules(device):
     for name, args in (("AdaptiveAvgPool3d", (2,)), ("AdaptiveAvgPool3d", ((2, None, 3),)),
                        ("AdaptiveMaxPool3d", ((2, 3, None), True)),
-                       ("AdaptiveMaxPool3d", (1,))):
+                       ("AdaptiveMaxPool3d", (1,)), ("AdaptiveMaxPool1d", (3, True))):
         mod, tmod = getattr(mt.nn, name)(*args), getattr(torch.nn, name)(*args)
         assert repr(mod) == repr(tmod)
-        x = _rand((2, 3, 4, 5, 6))
+        x = _rand((2, 3, 4, 5, 6) if "3d" in name else (2, 3, 7))
         out, tout = mod(mt.tensor(x, device=device)), tmod(torch.tensor(x))
         for o, t in zip(out if isinstance(out, tuple) else [out],
                         tout if isinstance(tout, tuple) else [tout]):
@@ -242,6 +245,12 @@ def _pool_errors(F, x):
         (lambda: F.adaptive_max_pool3d(x, (2, 3)), RuntimeError),
         (lambda: F.adaptive_max_pool3d(x, (2, 3, -1)), RuntimeError),
         (lambda: F.adaptive_max_pool3d(x[:, :, :0], (2, 3, 1)), RuntimeError),
+        (lambda: F.adaptive_max_pool1d(x[0, 0, 0, 0], 3), RuntimeError),
+        (lambda: F.adaptive_max_pool1d(x, 3), RuntimeError),
+        (lambda: F.adaptive_max_pool1d(x[0, 0], (3, 2)), RuntimeError),
+        (lambda: F.adaptive_max_pool1d(x[0, 0], -1), RuntimeError),
+        (lambda: F.adaptive_max_pool1d(x[0, 0, :, :0], 2), RuntimeError),
+        (lambda: F.adaptive_max_pool1d(x[0, 0], None), TypeError),
         (lambda: F.pdist(x[0, 0], 2), RuntimeError),
         (lambda: F.pdist(x[0, 0, 0, 0].long(), -2), RuntimeError),
         (lambda: F.pdist(x[0, 0, 0].long(), 2), RuntimeError),

@@ -24,7 +24,7 @@ from ._util import _as_3d, _as_4d, _pair, _single
 
 __all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "max_pool3d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
-           "adaptive_avg_pool3d", "adaptive_max_pool3d"]
+           "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool1d"]
 
 
 def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode):
@@ -276,4 +276,29 @@ def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False
     if input.ndim == 4:
         out, indices = out.squeeze(0), indices.squeeze(0)
     named(out, "AdaptiveMaxPool3DBackward0", input)
+    return (out, indices) if return_indices else out
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Maximum over adaptive windows of the last dim of (N, C, L) or (C, L) input (the
+    gradient to each window's first maximum); ``return_indices`` also returns them."""
+    if output_size is None:
+        raise TypeError("adaptive_max_pool1d(): argument 'output_size' (position 2) must be "
+                        "tuple of ints, not NoneType")
+    sizes = (output_size,) if isinstance(output_size, (int, np.integer)) else tuple(output_size)
+    if len(sizes) != 1:
+        raise RuntimeError("adaptive_max_pool1d() argument 'output_size' should contain one int "
+                           f"(got {len(sizes)})")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor "
+                           "for argument #1 'self' (while checking arguments for "
+                           "adaptive_max_pool1d)")
+    (size,) = sizes
+    if size < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {size}: "
+                           f"{[*input.shape[:-1], 1, size]}")
+    _check_adaptive_input("adaptive_max_pool1d", input, 1)
+    # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
+    out, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, int(size)), True)
+    out, indices = named(out.squeeze(-2), "SqueezeBackward1"), indices.squeeze(-2)
     return (out, indices) if return_indices else out
