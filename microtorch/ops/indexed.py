@@ -396,7 +396,7 @@ def _reduce_at(xp, ufunc: str, out, key: tuple, vals) -> None:
     flat, vals = xp.broadcast_to(flat, vals.shape).reshape(-1), vals.reshape(-1)
     if not flat.size:
         return
-    order = xp.argsort(flat, kind="stable")
+    order = xp.argsort(flat)  # (CuPy's sort is stable: equal targets keep their order)
     targets, run = flat[order], vals[order]
     step = 1
     while step < run.size:
