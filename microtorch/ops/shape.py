@@ -241,8 +241,10 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     # Interleave a new axis of size ``rep`` before each dimension, expand, then merge.
     inter = x.reshape(tuple(v for s in shape for v in (1, s)))
     expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
-    return named(expanded.reshape(tuple(r * s for r, s in zip(sizes, shape))),
-                 "RepeatBackward0", input)
+    out = expanded.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+    if out._base is not None:  # still a view (only size-1 dims repeated): PyTorch copies
+        out = Clone.apply(out)
+    return named(out, "RepeatBackward0", input)
 
 
 class Flip(Function):
