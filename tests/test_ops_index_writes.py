@@ -232,3 +232,17 @@ def test_scatter_with_the_deprecated_reduce(reduce, device):
     same_error(lambda: x.scatter(0, microtorch.tensor([[0]], device=device), 1.0, reduce="max"),
                lambda: torch.ones(3, 4).scatter(0, torch.tensor([[0]]), 1.0, reduce="max"),
                RuntimeError)
+
+
+def test_fills_take_the_dtype_of_self_and_0d_inputs_work(device):
+    for fn in (lambda m, x, s: m.tensor([[1, 1], [1, 1]]).index_fill(0, idx(m, [1]), 2.7),
+               lambda m, x, s: m.tensor([1, 1]).masked_fill(m.tensor([True, False]),
+                                                          m.tensor(2.7)),
+               lambda m, x, s: x.half().masked_fill(x > 0, m.tensor(2.7, dtype=m.float64)),
+               lambda m, x, s: m.tensor([True, True]).masked_fill(m.tensor([True, False]), 0),
+               lambda m, x, s: x[0, 0].scatter_reduce(0, idx(m, 0), s[0, 0], "sum"),
+               lambda m, x, s: x[0, 0].scatter_reduce(0, idx(m, [0]), s[0, :1], "mean",
+                                                      include_self=False),
+               lambda m, x, s: x[0, 0].index_fill(0, idx(m, 0), 1.5),
+               lambda m, x, s: x[0, 0].index_copy(0, idx(m, [0]), s[0, :1])):
+        check(fn, inputs("nn", [(3, 4), (2, 5)], "float64"), device, grad=False)

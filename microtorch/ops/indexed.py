@@ -514,6 +514,9 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                            f"{reduce}")
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     _check_index(input, d, index, "scatter")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        return scatter_reduce(input.reshape(1), 0, index.reshape(-1), src.reshape(-1), reduce,
+                              include_self=include_self).reshape(())
     if index._data.ndim == 0 and input._data.ndim == 1:  # a 0-d index is one position
         index, src = index.reshape(1), src.reshape(-1) if src._data.ndim == 0 else src
     _check_scatter_shapes(input, d, index, src)

@@ -634,6 +634,10 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     if mask._data.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
+    if isinstance(value, Tensor) and value._data.dtype != input._data.dtype:
+        value = value.to(input.dtype)  # (the fill takes self's dtype, as PyTorch's)
+    elif _util.is_scalar(value) and input._data.dtype.kind in "iub":
+        value = np.asarray(value).astype(input._data.dtype).item()
     return named(input.where(~mask, value),
                  "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0")
 
