@@ -212,7 +212,11 @@ class Node:
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
         if anomaly.enabled:
             ctx._stack = traceback.format_stack()[:-2]
-        result = Tensor._make(out, True, ctx)
+        if type(out) is np.ndarray and not tracking.on:  # Tensor._make, inlined (hot path)
+            result = object.__new__(Tensor)
+            result._data, result.requires_grad, result.grad_fn, result._vbox = out, True, ctx, [0]
+        else:
+            result = Tensor._make(out, True, ctx)
         if ctx._out_data is not None:
             ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
             ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle

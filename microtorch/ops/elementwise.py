@@ -57,7 +57,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        if _is_bool(a) or _is_bool(b):
+        if _is_bool(a) or (type(b) is not float and _is_bool(b)):  # (a number: often a float)
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                                "supported. If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")

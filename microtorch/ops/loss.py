@@ -109,7 +109,7 @@ class CrossEntropy(Function):
             softmax = xp.exp(logp)
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
         safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
-        picked = xp.take_along_axis(logp, safe_t[:, None], 1)[:, 0]
+        picked = logp[xp.arange(m), safe_t]  # (take_along_axis costs several us more)
         nll = -picked * row_w
         eps = float(label_smoothing)
         if eps:
@@ -119,10 +119,13 @@ class CrossEntropy(Function):
             denom = 1.0
         else:
             denom = row_w.sum() if reduction == "mean" else xa.dtype.type(1)
-            with np.errstate(invalid="ignore"):  # every row ignored: NaN, as in PyTorch
+            if xp is np and denom != 0 and not eps:  # (the common case: no error state)
                 loss = nll.sum() / denom
-                if eps:
-                    loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
+            else:
+                with np.errstate(invalid="ignore"):  # every row ignored: NaN, as in PyTorch
+                    loss = nll.sum() / denom
+                    if eps:
+                        loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
         ctx.save_for_backward(x, softmax)  # freed after backward
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
         return xp.asarray(loss, dtype=xa.dtype)

@@ -183,6 +183,11 @@ class Recurrence(Function):
             ms = empty((steps, n, hid), dt) if w_hr is not None else None
             whr_t = w_hr._data.T if w_hr is not None else None
             flat = acts.reshape(steps, n, g)
+            # (a row of scales per batch row: NumPy multiplies equal shapes about twice as fast
+            # as it broadcasts a vector over rows)
+            scale_rows = xp.ascontiguousarray(xp.broadcast_to(scale, (n, g)))
+            shift_rows = xp.ascontiguousarray(xp.broadcast_to(shift, (n, g)))
+            fc = xp.empty((n, hid), dt)  # f * c of the step
 
             def lstm_rows(lo: int, hi: int) -> None:  # rows lo:hi, every step
                 for t in range(steps):
@@ -192,11 +197,11 @@ class Recurrence(Function):
                         xp.matmul(hs[t, lo:e], whh_t, out=a)
                         a += xs[t, lo:e]
                         xp.tanh(a, out=a)
-                        a *= scale
-                        a += shift
+                        a *= scale_rows[lo:e]
+                        a += shift_rows[lo:e]
                         c = cs[t + 1, lo:e]
                         xp.multiply(i, gg, out=c)
-                        c += f * cs[t, lo:e]
+                        c += xp.multiply(f, cs[t, lo:e], out=fc[lo:e])
                         xp.tanh(c, out=tcs[t, lo:e])
                         if ms is None:
                             xp.multiply(o, tcs[t, lo:e], out=hs[t + 1, lo:e])
