@@ -611,3 +611,17 @@ def test_random_view_chains_with_one_inplace_op(chain, op, sibling, data, device
         return [m.tensor(a, device=dev, requires_grad=True) for a in arrays]
 
     compare_grads(fn, device, inputs)
+
+
+@pytest.mark.parametrize("sizes", [(3, 1), (1, 1), (2, 1, 1), (1, 2)])
+def test_repeat_is_a_copy_even_when_only_size_one_dims_repeat(sizes, device):
+    # (reshaping the expanded input can stay a view there; PyTorch's repeat always copies)
+    x = microtorch.zeros(1, 3, device=device)
+    y = x.repeat(*sizes)
+    y[(0,) * y.ndim] = 5.0
+    assert not x.cpu().numpy().any() and y._base is None
+    leaf = microtorch.ones(1, 3, device=device, requires_grad=True)
+    z = leaf.repeat(*sizes)
+    z.mul_(2.0)  # not a view of the leaf: allowed, as in PyTorch
+    z.sum().backward()
+    np.testing.assert_array_equal(leaf.grad.cpu().numpy(), np.full((1, 3), 2.0 * np.prod(sizes)))

@@ -24,9 +24,11 @@ from . import (
     elementwise,
     gamma,
     indexed,
+    integer,
     linalg,
     matrix,
     numpy_names,
+    pinned,
     random_fill,
     reduce,
     shape,
@@ -119,6 +121,7 @@ from .elementwise import (
 )
 from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
+from .integer import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
 from .random_fill import *  # noqa: F403
@@ -445,16 +448,19 @@ for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "_
 # The ops of the smaller op modules whose Tensor methods take the same arguments.
 METHODS.update({name: globals()[name] for name in (
     "tril", "triu", "sort", "argsort", "topk", "kthvalue", "addmm", "baddbmm", "diag",
-    "diagonal", "trace", "scatter", "index_add", "masked_select", "take", "roll", "movedim",
+    "diagonal", "trace", "scatter", "index_add", "index_fill", "index_copy", "scatter_reduce",
+    "masked_select", "take", "roll", "movedim",
     "moveaxis", "rot90", "atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod",
     "hypot", "dist", "copysign", "kron", "put", "logcumsumexp", "nonzero", "argwhere",
     "count_nonzero", "bincount", "histc", "unique", "unique_consecutive", "cummax", "cummin",
     "logit", "xlogy", "sinc", "frac", "heaviside", "fliplr", "flipud", "tile",
     "repeat_interleave", "diff", "inner", "msort", "addcmul", "addcdiv", "fmod", "float_power",
     "sgn", "signbit", "fix", "deg2rad", "rad2deg", "take_along_dim", "nansum", "nanmean",
-    "logical_and", "logical_or", "logical_xor", "median")}, erf=erf)
+    "logical_and", "logical_or", "logical_xor", "median", "quantile", "nanquantile",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "gcd", "lcm")}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
+METHODS.update(pinned.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
                polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
 
@@ -467,14 +473,16 @@ def install_tensor_methods(cls) -> None:
     for name in ("neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "abs",
                  "floor", "ceil", "round", "trunc", "reciprocal", "sign", "square", "log1p",
                  "expm1", "rsqrt", "clamp", "clamp_min", "clamp_max", "pow",
-                 "tril", "triu", "scatter", "scatter_add", "index_add", "atan2", "lerp", "erf",
+                 "tril", "triu", "scatter", "scatter_add", "index_add", "index_fill", "index_copy",
+                 "scatter_reduce", "atan2", "lerp", "erf",
                  "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
                  "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
                  "addcmul", "addcdiv", "fmod", "float_power", "sgn", "fix", "deg2rad", "rad2deg",
                  "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
-                 "remainder", "negative"):
+                 "remainder", "negative", "gcd", "lcm"):
         methods[name + "_"] = _inplace(methods[name])
     methods["masked_fill_"] = masked_fill_
+    methods["fill_diagonal_"] = indexed.fill_diagonal_
     for name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims"):
         methods[name + "_"] = _inplace_view(methods[name])
     methods["arctan2_"] = methods["atan2_"]
@@ -509,5 +517,5 @@ __all__ = [
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
-    *gamma.__all__,
+    *gamma.__all__, *integer.__all__,
 ]

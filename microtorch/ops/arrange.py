@@ -1,6 +1,6 @@
 """Rearranging: ``roll``, ``movedim``, ``hstack``/``vstack``/``dstack``, ``atleast_*d``, ``rot90``,
 ``fliplr``/``flipud``, ``tile``, ``repeat_interleave``, ``diff``, ``meshgrid``,
-``cartesian_prod``, ``combinations``, ``block_diag``.
+``cartesian_prod``, ``combinations``, ``block_diag``, ``tensor_split`` (and hsplit/vsplit/dsplit).
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -13,12 +13,14 @@ import builtins
 
 import numpy as np
 
+from .. import _dtype
 from .._tensor import Size
 from ..autograd.function import Function, named
 from ._util import Tensor, wrap_dim, xp_of
 
 __all__ = ["roll", "movedim", "moveaxis", "hstack", "vstack", "dstack", "atleast_1d", "atleast_2d",
-           "atleast_3d", "rot90", "fliplr", "flipud", "tile", "repeat_interleave", "diff",
+           "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "rot90", "fliplr",
+           "flipud", "tile", "repeat_interleave", "diff",
            "meshgrid", "cartesian_prod", "combinations", "block_diag", "broadcast_shapes",
            "broadcast_tensors", "take_along_dim"]
 
@@ -388,3 +390,73 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     idx_target, in_target = list(common), list(common)
     idx_target[d], in_target[d] = indices.shape[d], input.shape[d]
     return input.expand(in_target).gather(d, indices.expand(idx_target))
+
+
+def tensor_split(input: Tensor, indices_or_sections=None, dim: int = 0, *, sections=None,
+                 indices=None) -> tuple:
+    """Views of ``input`` split along ``dim``: into ``sections`` parts (the first
+    ``size % sections`` one longer), or at the positions ``indices`` (Python slice bounds)."""
+    if sections is not None:
+        indices_or_sections = sections
+    elif indices is not None:
+        indices_or_sections = list(indices)
+    if input._data.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    spec = indices_or_sections
+    if isinstance(spec, Tensor):
+        if spec._data.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {spec._data.ndim} dims")
+        if spec._data.dtype != np.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have "
+                               f"dtype of long, but got {_dtype.title(spec.dtype)}")
+        spec = spec.tolist()
+    if isinstance(spec, bool) or not isinstance(spec, (int, np.integer, list, tuple)):
+        raise TypeError("tensor_split(): argument 'indices_or_sections' must be int, a "
+                        f"sequence of ints or a Tensor, not {type(spec).__name__}")
+    d = wrap_dim(dim, input._data.ndim)
+    n = input._data.shape[d]
+    if isinstance(spec, (int, np.integer)):
+        if spec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
+        small, extra = divmod(n, int(spec))
+        bounds = [k * small + builtins.min(k, extra) for k in range(1, int(spec))]
+    else:
+        bounds = [int(b) for b in spec]
+    lead = (slice(None),) * d
+    starts, ends = [0, *bounds], [*bounds, None]
+    return tuple(input[lead + (slice(s, e),)] for s, e in zip(starts, ends))
+
+
+def _split_along(name: str, input: Tensor, indices_or_sections, min_dims: int, dim: int):
+    """hsplit/vsplit/dsplit: tensor_split along ``dim``, equal sections only."""
+    if input._data.ndim < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, "
+                           f"but got a tensor with {input._data.ndim} dimensions!")
+    if isinstance(indices_or_sections, Tensor):
+        raise TypeError(f"{name}(): argument 'indices_or_sections' must be int or a tuple of "
+                        "ints, not Tensor")
+    if isinstance(indices_or_sections, (int, np.integer)):
+        size = input._data.shape[dim]
+        if indices_or_sections == 0 or size % indices_or_sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the "
+                               f"split_size {indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along the columns (dim 1; dim 0 of a 1-D tensor), equal sections only."""
+    return _split_along("hsplit", input, indices_or_sections, 1, 1 if input.ndim > 1 else 0)
+
+
+def vsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along the rows (dim 0) of an at least 2-D tensor, equal sections only."""
+    return _split_along("vsplit", input, indices_or_sections, 2, 0)
+
+
+def dsplit(input: Tensor, indices_or_sections) -> tuple:
+    """tensor_split along the depth (dim 2) of an at least 3-D tensor, equal sections only."""
+    return _split_along("dsplit", input, indices_or_sections, 3, 2)

@@ -12,6 +12,7 @@ from .. import _dtype
 from ..backend import get_backend
 from ..backend.device import device as Device
 from ._util import Tensor, sizes_arg
+from .pinned import check_pinnable, pinned_leaf
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
            "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
@@ -70,12 +71,13 @@ def _plain(data):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
+    check_pinnable(device, pin_memory)
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "
                       "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
-    return _copied(data, dtype, device, requires_grad)
+    return pinned_leaf(_copied(data, dtype, device, requires_grad), pin_memory)
 
 
 def _copied(data, dtype, device, requires_grad: bool) -> Tensor:
@@ -189,8 +191,10 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
           memory_format=None, pin_memory=False) -> Tensor:
-    """A tensor with unspecified contents."""
-    return _filled("empty", _size_keyword(sizes, size), dtype, device, requires_grad)
+    """A tensor with unspecified contents (in pinned host memory with ``pin_memory``)."""
+    check_pinnable(device, pin_memory)
+    out = _filled("empty", _size_keyword(sizes, size), dtype, device, requires_grad)
+    return pinned_leaf(out, pin_memory)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -385,22 +389,28 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
          **kwargs) -> Tensor:
     """Uniform samples in [0, 1)."""
     size = _size_keyword(size, kwargs.pop("size", None))
-    _no_extra_keywords("rand", kwargs)
-    return _random("uniform", size, dtype, device, requires_grad, generator=generator)
+    pin = _no_extra_keywords("rand", kwargs, device)
+    out = _random("uniform", size, dtype, device, requires_grad, generator=generator)
+    return pinned_leaf(out, pin)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False,
           **kwargs) -> Tensor:
     """Standard normal samples."""
     size = _size_keyword(size, kwargs.pop("size", None))
-    _no_extra_keywords("randn", kwargs)
-    return _random("normal", size, dtype, device, requires_grad, generator=generator)
+    pin = _no_extra_keywords("randn", kwargs, device)
+    out = _random("normal", size, dtype, device, requires_grad, generator=generator)
+    return pinned_leaf(out, pin)
 
 
-def _no_extra_keywords(name: str, kwargs: dict) -> None:
-    kwargs.pop("out", None), kwargs.pop("layout", None), kwargs.pop("pin_memory", None)
+def _no_extra_keywords(name: str, kwargs: dict, device) -> bool:
+    """PyTorch's accepted extra factory keywords; returns ``pin_memory`` (checked)."""
+    kwargs.pop("out", None), kwargs.pop("layout", None)
+    pin = bool(kwargs.pop("pin_memory", False))
     if kwargs:
         raise TypeError(f"{name}() got unexpected keyword arguments {list(kwargs)}")
+    check_pinnable(device, pin)
+    return pin
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False) -> Tensor:

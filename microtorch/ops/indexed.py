@@ -1,4 +1,5 @@
-"""Writes and reads at indices: ``scatter``, ``index_add``, ``masked_select``, ``take``, ``put``.
+"""Writes and reads at indices: ``scatter``, ``scatter_reduce``, ``index_add``, ``index_fill``,
+``index_copy``, ``fill_diagonal_``, ``masked_select``, ``take``, ``put``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -8,13 +9,17 @@ Tensor ops.
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function, named
 from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
+from .counting import no_derivative
 
-__all__ = ["scatter", "index_add", "masked_select", "take", "put"]
+__all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
+           "scatter_reduce"]
 
 
 def _check_index(input: Tensor, dim: int, index: Tensor, name: str) -> None:
@@ -59,9 +64,11 @@ class Scatter(Function):
 def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             reduce=None) -> Tensor:
     """A copy of ``input`` with ``src`` (a tensor, or the number ``value``) written at
-    ``index`` along ``dim``; with duplicate indices the last write wins."""
-    if reduce is not None:
-        raise NotImplementedError("scatter(reduce=...) is not supported; use scatter_add")
+    ``index`` along ``dim``; with duplicate indices the last write wins. The deprecated
+    ``reduce="add"``/``"multiply"`` folds the values in instead (no derivative, as in
+    PyTorch; ``scatter_reduce`` is the differentiable form)."""
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     if src is None:
         src = value
     if src is None:
@@ -74,6 +81,29 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             src = src.reshape(1)
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _check_scatter_shapes(input, d, index, src)
+    if reduce is not None:
+        return _scatter_folded(input, d, index, src, reduce)
+    return Scatter.apply(input, d, index, src)
+
+
+def _scatter_folded(input: Tensor, d: int, index: Tensor, src, reduce: str) -> Tensor:
+    """``scatter(..., reduce=)``: a number is folded in at every index position."""
+    if isinstance(src, Tensor):
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                      "instead for more reduction options.", UserWarning, stacklevel=3)
+        values = src._data
+    else:
+        values = xp_of(input._data).full(index._data.shape, src, dtype=input._data.dtype)
+    out = _scatter_reduced(input._data, d, index._data, values,
+                           "sum" if reduce == "add" else "prod", include_self=True)
+    return no_derivative(out, "scatter", "NotImplemented", input, src,
+                         message="derivative for aten::scatter is not implemented")
+
+
+def _check_scatter_shapes(input: Tensor, d: int, index: Tensor, src) -> None:
+    """PyTorch's check that ``index`` fits in ``input`` (apart from dim ``d``) and in ``src``."""
     ishape, xshape = index._data.shape, input._data.shape
     sshape = src._data.shape if isinstance(src, Tensor) else None
     if index._data.size and (
@@ -84,7 +114,6 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
                            f"{list(xshape)} apart from dimension {d}"
                            + ("" if sshape is None else
                               f" and to be no larger size than src {list(sshape)}"))
-    return Scatter.apply(input, d, index, src)
 
 
 class IndexAdd(Function):
@@ -213,3 +242,282 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
                            f"index.numel() = {index._data.size}")
     _check_flat_index(index, input._data.size)
     return Put.apply(input, index, source, accumulate)
+
+
+# -- index_fill, index_copy, fill_diagonal_ ----------------------------------------------------
+def _dim_and_index(input: Tensor, dim: int, index: Tensor) -> tuple[int, int]:
+    """(the wrapped dim, its size) with a 0-d input counted as having one element."""
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
+    return d, (input._data.shape[d] if input._data.ndim else 1)
+
+
+def _along(mask_1d, ndim: int, dim: int):
+    """A 1-D array along ``dim`` shaped to broadcast against an ``ndim``-dim tensor."""
+    return mask_1d.reshape((-1,) + (1,) * (ndim - dim - 1)) if ndim else mask_1d.reshape(())
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a
+    number or a 0-d tensor, which then gets the gradient of those slices)."""
+    d, n = _dim_and_index(input, dim, index)
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value._data.ndim} dimension(s).")
+    if index._data.dtype != np.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index._data.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    check_bounds(index._data, -n, n, IndexError,
+                 lambda bad: f"index {bad} is out of bounds for dimension {d} with size {n}")
+    xp = xp_of(input._data)
+    hit = xp.zeros(n, dtype=bool)
+    hit[index._data.reshape(-1) % n] = True
+    mask = Tensor._make(_along(hit, input._data.ndim, d))
+    if isinstance(value, Tensor):
+        value = value.to(input.dtype)
+        return named(input.masked_fill(mask, value), "IndexFillBackward1", input, value)
+    return named(input.masked_fill(mask, value), "IndexFillBackward0", input)
+
+
+class IndexCopy(Function):
+    """A copy of ``x`` with the slices of ``source`` written at ``index`` along dim (with a
+    repeated index the last write wins, as PyTorch's CPU kernel)."""
+
+    torch_name = "IndexCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index, source):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        out = x._data.copy()
+        xp = xp_of(out)
+        if out.ndim == 0:
+            out[...] = source._data
+            return out
+        src = source._data.reshape(source._data.shape if source._data.ndim else (1,))
+        xp.moveaxis(out, dim, 0)[index._data] = xp.moveaxis(src, dim, 0)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        gs = grad.index_select(ctx.dim, index) if grad.ndim else grad
+        return index_fill(grad, ctx.dim, index, 0), None, None, gs
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with ``source``'s slices along ``dim`` written at ``index``."""
+    d, n = _dim_and_index(input, dim, index)
+    if index._data.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
+                         f"{index._data.ndim})")
+    if index._data.dtype != np.int64:
+        raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
+                           f"{_dtype.title(index.dtype)}")
+    if source._data.dtype != input._data.dtype:
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {_dtype.title(input.dtype)} and (source) "
+                           f"{_dtype.title(source.dtype)}")
+    xs, ss = list(input._data.shape), list(source._data.shape)
+    if xs and ss and len(xs) != len(ss):
+        raise IndexError("index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({len(ss)}), "
+                         f"destination dimensionality ({len(xs)})")
+    x_slice, s_slice = xs[:d] + xs[d + 1:], ss[:d] + ss[d + 1:]
+    if x_slice != s_slice:
+        raise RuntimeError(
+            "index_copy_(): Source/destination tensor must have same slice shapes. "
+            f"Destination slice shape: {' '.join(map(str, x_slice))} at dimension {d} and "
+            f"source slice shape: {' '.join(map(str, s_slice))} at dimension 0.")
+    count = ss[d] if ss else 1
+    if index._data.ndim and index._data.size != count:
+        raise IndexError(f"index_copy_(): Number of indices ({index._data.size}) should be "
+                         f"equal to source.size(dim) ({count})")
+    check_bounds(index._data, 0, n, IndexError,
+                 lambda bad: f"index_copy_(): index {bad} is out of bounds for dimension {d} "
+                             f"with size {n}")
+    return IndexCopy.apply(input, d, index.reshape(-1), source)
+
+
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal (all indices equal) in place; a tall matrix with ``wrap``
+    starts the diagonal again every ``columns + 1`` rows, as NumPy's ``fill_diagonal``."""
+    shape = self._data.shape
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and builtins.any(n != shape[0] for n in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    # the diagonal's positions in the row-major order of the elements: one step is the sum of
+    # the dims' row-major strides
+    step = builtins.sum(int(np.prod(shape[k + 1:])) for k in range(len(shape)))
+    size = self._data.size
+    end = size if wrap and len(shape) == 2 else builtins.min(shape) * step
+    xp = xp_of(self._data)
+    mask = xp.zeros(size, dtype=bool)
+    mask[0:builtins.min(end, size):step] = True
+    return self.masked_fill_(Tensor._make(mask.reshape(shape)), fill_value)
+
+
+# -- scatter_reduce ------------------------------------------------------------------------------
+_REDUCTIONS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum",
+               "amin": "minimum"}
+
+
+def _identity(reduce: str, dtype: np.dtype):
+    """The value that leaves the reduction unchanged (where ``include_self=False`` drops the
+    input's own values)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "b":
+        return reduce == "amin"
+    if _dtype.kind_of(dtype) in "fc":
+        return float("-inf") if reduce == "amax" else float("inf")
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _reduce_at(xp, ufunc: str, out, key: tuple, vals) -> None:
+    """``out[key] = ufunc(out[key], vals)`` with every repeated index folded in.
+
+    NumPy: ``ufunc.at`` (in order, as PyTorch's CPU loop). CuPy has no product scatter, so on
+    a GPU one segmented scan serves all four: sort the flat targets, combine neighbours at
+    distances 1, 2, 4, ... within equal runs (log2(n) vectorised steps), and fold the last of
+    each run into ``out``.
+    """
+    if xp is np:
+        getattr(np, ufunc).at(out, key, vals)
+        return
+    op = getattr(xp, ufunc)
+    flat = 0  # the targets' row-major positions in out
+    for k, g in enumerate(key):
+        flat = flat * out.shape[k] + g
+    flat, vals = xp.broadcast_to(flat, vals.shape).reshape(-1), vals.reshape(-1)
+    if not flat.size:
+        return
+    order = xp.argsort(flat)  # (CuPy's sort is stable: equal targets keep their order)
+    targets, run = flat[order], vals[order]
+    step = 1
+    while step < run.size:
+        same = targets[step:] == targets[:-step]
+        run = xp.concatenate([run[:step], xp.where(same, op(run[step:], run[:-step]),
+                                                    run[step:])])
+        step *= 2
+    last = xp.concatenate([targets[1:] != targets[:-1], xp.ones(1, dtype=bool)])
+    where, folded = targets[last], run[last]
+    target = out.reshape(-1)  # (out is a fresh contiguous copy: a view)
+    target[where] = op(target[where], folded)
+
+
+def _scatter_reduced(arr, dim: int, idx, src, reduce: str, include_self: bool):
+    """The array of ``scatter_reduce``."""
+    xp = xp_of(arr)
+    out = arr.copy()
+    grids = list(xp.indices(idx.shape, sparse=True))
+    grids[dim] = idx
+    key = tuple(grids)
+    vals = src[tuple(slice(0, n) for n in idx.shape)]
+    if not include_self:
+        out[key] = _identity(reduce, arr.dtype)
+    _reduce_at(xp, _REDUCTIONS[reduce], out, key, vals)
+    if reduce == "mean":
+        count = xp.ones(arr.shape, dtype=np.int64)
+        if not include_self:
+            count[key] = 0
+        _reduce_at(xp, "add", count, key, xp.ones(idx.shape, dtype=np.int64))
+        count = xp.maximum(count, 1)
+        if arr.dtype.kind in "iu":
+            out = xp.floor_divide(out, count).astype(arr.dtype)
+        else:
+            out = (out / count.astype(arr.dtype)).astype(arr.dtype)
+    return out
+
+
+class ScatterReduce(Function):
+    """``scatter_reduce``; the gradients are PyTorch's (ties of amax/amin share the gradient
+    equally; prod's handles zeros without dividing by them)."""
+
+    torch_name = "ScatterReduceBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, index, src, reduce, include_self):
+        ctx.dim, ctx.reduce, ctx.include_self = dim, reduce, include_self
+        ctx.src_shape = src._data.shape
+        out = _scatter_reduced(x._data, dim, index._data, src._data, reduce, include_self)
+        ctx.save_for_backward(x, index, src)
+        ctx.save_output()
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, index, src = ctx.saved_tensors
+        result = ctx.saved_output
+        dim, reduce, include_self = ctx.dim, ctx.reduce, ctx.include_self
+        src = src[tuple(slice(0, n) for n in index.shape)]
+        if reduce == "sum":
+            gx, gs = grad, grad.gather(dim, index)
+        elif reduce == "mean":
+            count = (x.new_ones(x.shape) if include_self else x.new_zeros(x.shape))
+            count = count.scatter_add(dim, index, src.new_ones(src.shape)).clamp_min(1)
+            gx = grad / count
+            gs = grad.gather(dim, index) / count.gather(dim, index)
+        elif reduce == "prod":
+            # the product of the others: for a zero, recompute without dividing by it
+            ones_for_zeros = x.masked_fill(x == 0, 1)
+            gx = grad * scatter_reduce(ones_for_zeros, dim, index, src, "prod",
+                                       include_self=include_self) / ones_for_zeros
+            src_zero = src == 0
+            zeros_per_target = x.new_zeros(x.shape).scatter_add(
+                dim, index, src_zero.to(x.dtype)).gather(dim, index)
+            single_zero = src_zero & (zeros_per_target == 1)
+            without_it = scatter_reduce(x, dim, index, src.masked_fill(single_zero, 1), "prod",
+                                        include_self=include_self)
+            gs = ((grad * without_it).gather(dim, index)).where(
+                single_zero, (grad * result).gather(dim, index) / src.masked_fill(src_zero, 1))
+        else:  # amax, amin: shared equally among the values equal to the result
+            x_wins = (x == result).to(x.dtype)
+            src_wins = (src == result.gather(dim, index)).to(x.dtype)
+            share = grad / x_wins.scatter_add(dim, index, src_wins)
+            gx = x_wins * share
+            gs = src_wins * share.gather(dim, index)
+        if not include_self:
+            gx = gx.scatter(dim, index, 0)
+        return gx, None, None, _zero_padded(gs, ctx.src_shape), None, None
+
+
+def _zero_padded(t: Tensor, shape: tuple) -> Tensor:
+    """``t`` extended by zeros at the end of each dim to ``shape`` (the part of ``src`` beyond
+    the index's extent gets no gradient)."""
+    from .shape import cat
+
+    for k, (have, want) in enumerate(zip(t.shape, shape)):
+        if have < want:
+            pad = list(t.shape)
+            pad[k] = want - have
+            t = cat([t, t.new_zeros(pad)], k)
+    return t
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """A copy of ``input`` with ``src``'s values reduced into the positions ``index`` along
+    ``dim`` by ``reduce`` ("sum", "prod", "mean", "amax", "amin"), starting from input's own
+    value (or, with ``include_self=False``, from the scattered values alone)."""
+    if not isinstance(src, Tensor):
+        raise TypeError("scatter_reduce(): argument 'src' (position 3) must be Tensor, not "
+                        f"{type(src).__name__}")
+    if src._data.dtype != input._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
+    _check_index(input, d, index, "scatter")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        return scatter_reduce(input.reshape(1), 0, index.reshape(-1), src.reshape(-1), reduce,
+                              include_self=include_self).reshape(())
+    if index._data.ndim == 0 and input._data.ndim == 1:  # a 0-d index is one position
+        index, src = index.reshape(1), src.reshape(-1) if src._data.ndim == 0 else src
+    _check_scatter_shapes(input, d, index, src)
+    return ScatterReduce.apply(input, d, index, src, reduce, include_self)

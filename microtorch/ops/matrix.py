@@ -1,5 +1,5 @@
-"""Matrix ops: triangles, ``einsum``, products with an added term, diagonals, ``kron``,
-``vander``, ``tensordot``, ``inner``.
+"""Matrix ops: triangles (and their indices), ``einsum``, products with an added term,
+diagonals, ``kron``, ``vander``, ``tensordot``, ``inner``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -21,7 +21,7 @@ from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
 __all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron",
-           "vander", "tensordot", "inner"]
+           "vander", "tensordot", "inner", "tril_indices", "triu_indices"]
 
 
 def _triangle(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
@@ -419,3 +419,31 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
                            f"got shapes {list(input.shape)} and {list(other.shape)}")
     return tensordot(input, other, ([-1], [-1]))
+
+
+def _triangle_indices(name: str, row: int, col: int, offset: int, dtype, device) -> Tensor:
+    from ..backend import get_backend
+
+    for label, n in (("row", row), ("col", col)):
+        if n < 0:
+            raise RuntimeError(f"{label} must be non-negative, got{n}")
+    dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.int64
+    if dt.np.kind not in "iu":
+        raise NotImplementedError(f"\"{name}\" not implemented for '{_dtype.title(dt)}'")
+    pick = np.tril_indices if name == "tril_indices" else np.triu_indices
+    rows, cols = pick(row, offset, col)
+    return Tensor._make(get_backend(device).asarray(np.stack([rows, cols]).astype(dt.np)))
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """The (row, column) coordinates of a ``row`` x ``col`` matrix's lower triangle (on and
+    below the diagonal ``offset``), row by row, as a 2 x N tensor."""
+    return _triangle_indices("tril_indices", row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
+                 layout=None) -> Tensor:
+    """The (row, column) coordinates of a ``row`` x ``col`` matrix's upper triangle (on and
+    above the diagonal ``offset``), row by row, as a 2 x N tensor."""
+    return _triangle_indices("triu_indices", row, col, offset, dtype, device)

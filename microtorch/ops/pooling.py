@@ -318,21 +318,29 @@ def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     return (i * size) // out, -((-(i + 1) * size) // out)
 
 
-def adaptive_max_indices(arr, out_hw: tuple[int, int]):
-    """Flat (h * W + w) index of each adaptive window's maximum (the first one in row-major
-    order, NaN winning, as PyTorch's kernel) for an (N, C, H, W) array."""
+def adaptive_max_indices(arr, out_sizes: tuple[int, ...]):
+    """Flat (row-major over the spatial dims: h * W + w, d * H * W + h * W + w) index of each
+    adaptive window's maximum (the first one in row-major order, NaN winning, as PyTorch's
+    kernel) for an (N, C, *spatial) array."""
     xp = xp_of(arr)
-    n, c, h, w = arr.shape
-    sh, eh = adaptive_windows(h, out_hw[0])
-    sw, ew = adaptive_windows(w, out_hw[1])
-    kh, kw = int((eh - sh).max()), int((ew - sw).max())
-    # Windows padded to the largest size by repeating their last row/column: a repeat comes after
-    # the original, so the first maximum is unchanged.
-    rows = np.minimum(sh[:, None] + np.arange(kh), eh[:, None] - 1)  # (OH, kh)
-    cols = np.minimum(sw[:, None] + np.arange(kw), ew[:, None] - 1)  # (OW, kw)
-    flat = rows[:, None, :, None] * w + cols[None, :, None, :]  # (OH, OW, kh, kw)
-    flat = xp.asarray(flat.reshape(out_hw[0], out_hw[1], kh * kw))
-    windows = arr.reshape(n, c, h * w)[:, :, flat]  # (N, C, OH, OW, kh*kw)
+    n, c, *spatial = arr.shape
+    k = len(spatial)
+    flat = np.zeros((1,) * (2 * k), dtype=np.int64)  # (*out, *window) positions
+    stride, window = 1, 1
+    for d in range(k - 1, -1, -1):
+        start, end = adaptive_windows(spatial[d], out_sizes[d])
+        size = int((end - start).max()) if out_sizes[d] else 1
+        window *= size
+        # Windows padded to the largest size by repeating their last element: a repeat comes
+        # after the original, so the first maximum is unchanged.
+        pos = np.minimum(start[:, None] + np.arange(size), end[:, None] - 1)  # (out_d, size)
+        shape = [1] * (2 * k)
+        shape[d], shape[k + d] = out_sizes[d], size
+        flat = flat + pos.reshape(shape) * stride
+        stride *= spatial[d]
+    flat = xp.asarray(np.broadcast_to(flat, (*out_sizes, *flat.shape[k:])).reshape(
+        *out_sizes, window))
+    windows = arr.reshape(n, c, -1)[:, :, flat]  # (N, C, *out, window size)
     nan = xp.isnan(windows)
     pick = xp.where(nan.any(-1), nan.astype(xp.int8).argmax(-1), windows.argmax(-1))
     return xp.take_along_axis(xp.broadcast_to(flat, windows.shape), pick[..., None],

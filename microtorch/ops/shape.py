@@ -241,8 +241,10 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     # Interleave a new axis of size ``rep`` before each dimension, expand, then merge.
     inter = x.reshape(tuple(v for s in shape for v in (1, s)))
     expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
-    return named(expanded.reshape(tuple(r * s for r, s in zip(sizes, shape))),
-                 "RepeatBackward0", input)
+    out = expanded.reshape(tuple(r * s for r, s in zip(sizes, shape)))
+    if out._base is not None:  # still a view (only size-1 dims repeated): PyTorch copies
+        out = Clone.apply(out)
+    return named(out, "RepeatBackward0", input)
 
 
 class Flip(Function):
@@ -632,6 +634,10 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     if mask._data.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
+    if isinstance(value, Tensor) and value._data.dtype != input._data.dtype:
+        value = value.to(input.dtype)  # (the fill takes self's dtype, as PyTorch's)
+    elif _util.is_scalar(value) and input._data.dtype.kind in "iub":
+        value = np.asarray(value).astype(input._data.dtype).item()
     return named(input.where(~mask, value),
                  "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0")
 

@@ -1,5 +1,6 @@
 """Sorting and sorted order: ``sort``, ``argsort``, ``topk``, ``kthvalue`` (PyTorch's
-named-tuple results), ``unique``, ``unique_consecutive``, ``searchsorted``, ``bucketize``.
+named-tuple results), ``unique``, ``unique_consecutive``, ``searchsorted``, ``bucketize``,
+``quantile``/``nanquantile``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -19,7 +20,7 @@ from ._util import Tensor, wrap_dim, xp_of
 from .counting import no_derivative
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "unique", "unique_consecutive",
-           "searchsorted", "bucketize"]
+           "searchsorted", "bucketize", "quantile", "nanquantile"]
 
 
 # PyTorch's torch.return_types.* are named tuples with these fields.
@@ -258,3 +259,86 @@ def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
                            f"dim({boundaries._data.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# -- quantiles -----------------------------------------------------------------------------------
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(input: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool):
+    """PyTorch's composite quantile: sort, turn q into fractional ranks among the (non-NaN)
+    values, pick or interpolate between the neighbouring order statistics. The gradient
+    flows through the sort's gather and the interpolation, as in PyTorch."""
+    if not isinstance(q, Tensor):
+        if isinstance(q, bool) or not isinstance(q, (int, float, np.floating, np.integer)):
+            raise TypeError("quantile(): argument 'q' must be float or Tensor, not "
+                            f"{type(q).__name__}")
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if input._data.size == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q._data.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if input._data.dtype not in (np.float32, np.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if not isinstance(q, Tensor):
+        q = input.new_full((), float(q)).detach()
+    elif q._data.dtype != input._data.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    else:
+        qa = q._data
+        q._backend.check((qa >= 0) & (qa <= 1), RuntimeError,
+                         "quantile() q values must be in the range [0, 1]")
+    nd = input._data.ndim
+    if dim is None:
+        values, out_shape = input.reshape(-1), [1] * nd if keepdim else []
+    else:
+        d = wrap_dim(dim, builtins.max(nd, 1))
+        values = input.movedim(d, -1) if nd else input.reshape(1)
+        out_shape = list(input.shape)
+        if keepdim:
+            out_shape[d:d + 1] = [1] if nd else []
+        elif nd:
+            del out_shape[d]
+    ordered = sort(values, -1).values  # NaN last
+    last = ordered.shape[-1] - 1
+    nan = ordered.isnan()
+    qs = q.reshape(-1)
+    if ignore_nan:  # ranks among the non-NaN values (all NaN: rank 0, a NaN result)
+        ranks = qs * ((~nan).sum(-1, keepdim=True) - 1).to(q.dtype)
+        ranks = ranks.masked_fill(ranks < 0, 0.0)
+    else:  # a NaN in the slice: its last (NaN) value
+        ranks = (qs * float(last)).expand(*ordered.shape[:-1], qs.shape[0])
+        ranks = ranks.masked_fill(nan.any(-1, keepdim=True), float(last))
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()  # (half to even, as PyTorch's)
+    below = ranks.to(_dtype.int64)
+    result = ordered.gather(-1, below)
+    if interpolation in ("linear", "midpoint"):
+        weights = ranks - below.to(ranks.dtype) if interpolation == "linear" else \
+            ranks.new_full(ranks.shape, 0.5)
+        above = ordered.gather(-1, ranks.ceil().to(_dtype.int64))
+        result = result.lerp(above, weights)
+    result = result.movedim(-1, 0)  # (quantiles, *reduced shape)
+    lead = list(q.shape)
+    return result.reshape(lead + out_shape)
+
+
+def quantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    """The ``q``-th quantiles (a number or a 1-D tensor in [0, 1], whose length becomes the
+    first dim) of all elements or along ``dim``; a NaN in a slice makes its quantile NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+def nanquantile(input: Tensor, q, dim: int | None = None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    """``quantile`` ignoring NaN values (NaN only where a slice is all NaN)."""
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)

@@ -413,8 +413,17 @@ def _take_wrapped(a, indices, axis=None, out=None, mode="wrap"):
     return (a, indices, axis, out, mode), {}
 
 
-# Functions whose out-of-bounds indices CuPy wraps around (see ``_wrap_out_of_bounds``).
-_WRAPPING = {"take_along_axis": _take_along_axis_wrapped, "take": _take_wrapped}
+def _stable_sort_wrapped(a, axis=-1, kind=None):
+    """CuPy's sort and argsort are always stable (``kind`` may only be None or "stable")."""
+    if kind not in (None, "stable"):
+        raise NotImplementedError("kind other than stable is not supported")
+    return (a, axis), {"kind": "stable"}
+
+
+# Functions whose out-of-bounds indices CuPy wraps around (see ``_wrap_out_of_bounds``), and the
+# sorts, stable in CuPy whatever NumPy's default.
+_WRAPPING = {"take_along_axis": _take_along_axis_wrapped, "take": _take_wrapped,
+             "argsort": _stable_sort_wrapped, "sort": _stable_sort_wrapped}
 
 
 # The ufunc methods CuPy implements, and for which ufuncs (its documentation's list); any other

@@ -26,7 +26,7 @@ from ...ops.special import erf
 __all__ = ["softmax", "log_softmax", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
            "tanh", "softmin", "glu", "elu", "elu_", "selu", "selu_", "celu", "celu_", "softplus",
            "hardtanh", "hardtanh_", "relu6", "hardsigmoid", "hardswish", "mish", "prelu",
-           "softsign", "tanhshrink", "logsigmoid", "threshold", "threshold_"]
+           "softsign", "tanhshrink", "logsigmoid", "threshold", "threshold_", "gumbel_softmax"]
 
 
 # -- activations ---------------------------------------------------------------------------------
@@ -105,6 +105,23 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
     return A.log_softmax(input, dim, dtype)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) along ``dim`` with g = -log(Exponential(1)) Gumbel noise
+    (drawn as PyTorch draws it, so the same seed gives the same sample); ``hard``: the one-hot
+    of the sample's argmax in value, with the soft sample's gradient (straight-through)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", UserWarning,
+                      stacklevel=2)
+    gumbels = -logits.new_empty(logits.shape).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = logits.new_zeros(logits.shape).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 @autocast_op("softmin")

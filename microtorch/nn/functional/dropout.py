@@ -1,4 +1,5 @@
-"""Dropout: elementwise ``dropout`` and channel-wise ``dropout1d/2d/3d``.
+"""Dropout: elementwise ``dropout`` and channel-wise ``dropout1d/2d/3d``, and the alpha
+dropouts of self-normalising networks (``alpha_dropout``, ``feature_alpha_dropout``).
 
 Each follows PyTorch's signature, defaults, error types and messages; graph nodes come from
 ``microtorch.ops.elementwise``, the rest are compositions of differentiable Tensor ops, so autograd
@@ -7,12 +8,14 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from ...backend.base import dense_order
 from ...ops._util import Tensor
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout"]
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -27,12 +30,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1.0:
         return input * 0.0
-    arr = input._data
-    # PyTorch draws the mask into a tensor laid out like the input and fills it in memory
-    # order: draw it in that order, then view it in the input's axis order.
-    order = dense_order(arr) or tuple(range(arr.ndim))  # (any other layout: logical order)
-    mask = input._backend.bernoulli(1.0 - p, tuple(arr.shape[a] for a in order), arr.dtype)
-    mask = input._backend.asarray(mask).transpose(sorted(range(arr.ndim), key=order.__getitem__))
+    mask = _kept(input, p)
     mask /= 1.0 - p
     noise = Tensor._make(mask, False, None)
     if inplace:
@@ -40,11 +38,50 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input * noise
 
 
+def _kept(input: Tensor, p: float):
+    """A bernoulli(1 - p) array of input's shape and dtype (1 = kept), drawn as PyTorch does."""
+    arr = input._data
+    # PyTorch draws the mask into a tensor laid out like the input and fills it in memory
+    # order: draw it in that order, then view it in the input's axis order.
+    order = dense_order(arr) or tuple(range(arr.ndim))  # (any other layout: logical order)
+    mask = input._backend.bernoulli(1.0 - p, tuple(arr.shape[a] for a in order), arr.dtype)
+    return input._backend.asarray(mask).transpose(sorted(range(arr.ndim),
+                                                         key=order.__getitem__))
+
+
+# SELU's negative saturation value: alpha dropout sets dropped elements to it (then rescales)
+_SELU_SATURATION = 1.7580993408473766
+
+
+def _alpha_noise(kept, p: float) -> tuple[Tensor, Tensor]:
+    """(scale, shift) of alpha dropout from a 1 = kept mask: kept elements a * x + a * alpha * p,
+    dropped ones -a * alpha (1 - p) so that the mean and variance of SELU outputs are kept."""
+    a = 1.0 / math.sqrt((_SELU_SATURATION * _SELU_SATURATION * p + 1) * (1 - p))
+    shift = (kept - 1) * (_SELU_SATURATION * a) + _SELU_SATURATION * a * p
+    kept *= a
+    return Tensor._make(kept, False, None), Tensor._make(shift, False, None)
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Dropout for self-normalising (SELU) networks: dropped elements take SELU's saturation
+    value and the result is rescaled to keep zero mean and unit variance (identity unless
+    ``training``, which defaults to False here, as in PyTorch)."""
+    _check_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    scale, shift = _alpha_noise(_kept(input, p), p)
+    return input.mul_(scale).add_(shift) if inplace else input * scale + shift
+
+
 # -- channel dropout -----------------------------------------------------------------------------
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
-                     batched: bool = True) -> Tensor:
+                     batched: bool = True, alpha: bool = False) -> Tensor:
     """PyTorch's ``feature_dropout``: one bernoulli(1 - p) draw per (sample, channel), shape
-    (N, C, 1, ...), divided by 1 - p in the input's dtype, then multiplied in."""
+    (N, C, 1, ...), divided by 1 - p in the input's dtype, then multiplied in (``alpha``: the
+    alpha-dropout scale and shift instead)."""
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
@@ -56,11 +93,21 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool,
     arr = input._data
     mask = input._backend.asarray(input._backend.bernoulli(1.0 - p, lead + (1,) * rest,
                                                            arr.dtype))
-    mask /= 1.0 - p
     if not batched:
         mask = mask.reshape(mask.shape[1:])
+    if alpha:
+        scale, shift = _alpha_noise(mask, p)
+        return input.mul_(scale).add_(shift) if inplace else input * scale + shift
+    mask /= 1.0 - p
     noise = Tensor._make(mask, False, None)
     return input.mul_(noise) if inplace else input * noise
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels of (N, C, ...) input (identity unless ``training``)."""
+    _check_p(p)
+    return _feature_dropout(input, p, training, inplace, alpha=True)
 
 
 def _check_p(p: float) -> None:

@@ -23,7 +23,8 @@ from . import _window_index as W
 from ._util import _as_3d, _as_4d, _pair, _single
 
 __all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "max_pool3d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d"]
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+           "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool1d"]
 
 
 def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode):
@@ -156,11 +157,18 @@ def _adaptive_sizes(name: str, input: Tensor, output_size, n: int) -> tuple[int,
     else:
         sizes = tuple(output_size)
         if len(sizes) != n:
-            if name == "adaptive_max_pool2d":
+            if name.startswith("adaptive_max_pool"):
                 raise RuntimeError(f"{name}(): internal error: output_size.size() must be {n}")
             raise RuntimeError(f"{name}: output_size must be {n}")
     spatial = input.shape[input.ndim - n:]
     sizes = tuple(int(s) if s is not None else int(spatial[i]) for i, s in enumerate(sizes))
+    if any(s < 0 for s in sizes) and name == "adaptive_max_pool3d":  # (no check of its own)
+        shape = [*input.shape[:input.ndim - n], *sizes]
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(sizes)}: {shape}")
+    if any(s < 0 for s in sizes) and name == "adaptive_avg_pool3d":  # (its kernel's spacing)
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
+                           f"but received {{{sizes[0]}, {sizes[1]},{sizes[2]}}}")
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
                            f"but received {{{', '.join(map(str, sizes))}}}")
@@ -227,4 +235,70 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     if input.ndim == 3:
         out, indices = out.squeeze(0), indices.squeeze(0)
     named(out, "AdaptiveMaxPool2DBackward0", input)
+    return (out, indices) if return_indices else out
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """Average over PyTorch's adaptive windows of (N, C, D, H, W) or (C, D, H, W) input. A box
+    average is the average along each axis in turn: three window-sum matrix products."""
+    if input.ndim < 4:
+        raise ValueError("Input dimension should be at least 4")
+    od, oh, ow = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3)
+    _check_adaptive_input("adaptive_avg_pool3d", input, 3)
+    d, h, w = input.shape[-3:]
+    sd, cd = _window_sum_matrix(input, d, od)
+    sh, ch = _window_sum_matrix(input, h, oh)
+    sw, cw = _window_sum_matrix(input, w, ow)
+    lead = tuple(input.shape[:-3])
+    planes = matmul(matmul(sh, input), sw.t())  # (..., D, OH, OW)
+    sums = matmul(sd, planes.reshape(*lead, d, oh * ow)).reshape(*lead, od, oh, ow)
+    counts = cd[:, None, None] * ch[None, :, None] * cw[None, None, :]
+    return named(sums / const(input, counts),
+                 "MeanBackward1" if (od, oh, ow) == (1, 1, 1) else "AdaptiveAvgPool3DBackward0",
+                 input)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """Maximum over PyTorch's adaptive windows of (N, C, D, H, W) or (C, D, H, W) input; the
+    gradient goes to the first maximum of each window. ``return_indices=True`` also returns
+    the flat (d * H * W + h * W + w) indices."""
+    if input.ndim < 4:
+        raise ValueError("Input dimension should be at least 4")
+    out_size = _adaptive_sizes("adaptive_max_pool3d", input, output_size, 3)
+    _check_adaptive_input("adaptive_max_pool3d", input, 3)
+    x = input if input.ndim == 5 else input.unsqueeze(0)
+    n, c = x.shape[:2]
+    count = int(np.prod(out_size))
+    idx = P.adaptive_max_indices(x._data, out_size)
+    index = Tensor._make(idx.reshape(n, c, count).astype("int64", copy=False), False, None)
+    out = x.reshape(n, c, -1).gather(2, index).reshape(n, c, *out_size)
+    indices = index.reshape(n, c, *out_size)
+    if input.ndim == 4:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    named(out, "AdaptiveMaxPool3DBackward0", input)
+    return (out, indices) if return_indices else out
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Maximum over adaptive windows of the last dim of (N, C, L) or (C, L) input (the
+    gradient to each window's first maximum); ``return_indices`` also returns them."""
+    if output_size is None:
+        raise TypeError("adaptive_max_pool1d(): argument 'output_size' (position 2) must be "
+                        "tuple of ints, not NoneType")
+    sizes = (output_size,) if isinstance(output_size, (int, np.integer)) else tuple(output_size)
+    if len(sizes) != 1:
+        raise RuntimeError("adaptive_max_pool1d() argument 'output_size' should contain one int "
+                           f"(got {len(sizes)})")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor "
+                           "for argument #1 'self' (while checking arguments for "
+                           "adaptive_max_pool1d)")
+    (size,) = sizes
+    if size < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {size}: "
+                           f"{[*input.shape[:-1], 1, size]}")
+    _check_adaptive_input("adaptive_max_pool1d", input, 1)
+    # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
+    out, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, int(size)), True)
+    out, indices = named(out.squeeze(-2), "SqueezeBackward1"), indices.squeeze(-2)
     return (out, indices) if return_indices else out

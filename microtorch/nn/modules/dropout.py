@@ -1,4 +1,4 @@
-"""``Dropout`` and the channel-wise ``Dropout1d/2d/3d``."""
+"""``Dropout``, the channel-wise ``Dropout1d/2d/3d`` and the alpha dropouts of SELU networks."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
 
 
 class Dropout(Module):
@@ -49,3 +50,19 @@ class Dropout3d(Dropout):
     def forward(self, input: Tensor) -> Tensor:
         """Apply channel dropout when training."""
         return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(Dropout):
+    """Alpha dropout (keeps SELU activations' mean and variance) in training mode."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply alpha dropout when training."""
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(Dropout):
+    """Alpha dropout of whole channels in training mode."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply channel alpha dropout when training."""
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -8,8 +8,8 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d",
-           "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AdaptiveAvgPool3d",
+           "AdaptiveMaxPool3d", "AdaptiveMaxPool1d"]
 
 
 class MaxPool2d(Module):
@@ -156,3 +156,38 @@ class AdaptiveMaxPool2d(_AdaptivePool):
     def forward(self, input: Tensor):
         """Pool ``input``."""
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average over adaptive windows giving an ``output_size`` (int or triple, None keeps the
+    input's size) volume."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Pool ``input``."""
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """Maximum over adaptive windows of a volume; ``return_indices`` also returns flat
+    indices."""
+
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor):
+        """Pool ``input``."""
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """Maximum over adaptive windows giving ``output_size`` positions; ``return_indices``
+    also returns their indices."""
+
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor):
+        """Pool ``input``."""
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)

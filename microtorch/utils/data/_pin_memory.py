@@ -1,7 +1,7 @@
 """``pin_memory=True``: copy batches into page-locked host memory for fast GPU transfers.
 
-With CUDA (CuPy) available, each CPU tensor of a batch is copied into pinned memory from
-``cupyx.empty_pinned`` (still a CPU tensor; ``.to("cuda")`` then copies from pinned memory).
+With CUDA (CuPy) available, each CPU tensor of a batch is copied into pinned memory by
+``Tensor.pin_memory()`` (still a CPU tensor; ``.to("cuda")`` then copies from pinned memory).
 Without CUDA there is nothing to pin for, and batches pass through unchanged (PyTorch warns
 the same way when no accelerator is found).
 """
@@ -24,14 +24,9 @@ def cuda_pinning_available() -> bool:
 
 
 def _pinned_copy(t: Tensor) -> Tensor:
-    import cupyx
-
-    host = t._data
-    if not isinstance(host, np.ndarray):
+    if not isinstance(t._data, np.ndarray):
         return t  # already on a GPU
-    pinned = cupyx.empty_pinned(host.shape, host.dtype)
-    pinned[...] = host
-    return Tensor._make(pinned, t.requires_grad)
+    return t.pin_memory()
 
 
 def pin_memory(data: Any) -> Any:
