@@ -10,7 +10,7 @@ defaults cost a small model's training step a lot, so on import it changes three
   ``MICROTORCH_MALLOC_TUNE=0``, or set ``GLIBC_TUNABLES`` yourself.
 - **OpenBLAS's idle spin** (``threads.shorten_blas_spin``): after a threaded product its
   threads spin for some 0.1 s, and microtorch's own pool (row-parallel softmax, im2col, ...)
-  then gets half a core. They now sleep after some 0.1 ms. Opt out:
+  then gets half a core. They now sleep after some 0.2 ms. Opt out:
   ``MICROTORCH_BLAS_SPIN=default``, or set ``OPENBLAS_THREAD_TIMEOUT`` yourself.
 - **The garbage collector's young-generation threshold**, raised from CPython's 700 to 2,000
   (the value CPython 3.13 adopted): every recorded op leaves a few tracked objects (its node,

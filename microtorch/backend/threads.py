@@ -122,10 +122,12 @@ def _openblas_setter():
 # (OPENBLAS_THREAD_TIMEOUT; OpenBLAS's default is 2**28, about 0.1 s). A spinning thread
 # holds a core, and microtorch's own pool then gets half of it: measured on 2 cores, a
 # log-softmax over 1024 x 1000 rows shared by two threads took 1.40 ms right after a matrix
-# product (one thread: 1.22 ms) and 0.80 ms with this setting. 2**18 cycles (some 0.1 ms)
-# still cover the gaps between the products of a recurrence, whose threads keep spinning;
-# waking a sleeping thread costs some 10 us per product.
-BLAS_SPIN_EXPONENT = 18
+# product (one thread: 1.22 ms) and 0.80 ms with a short spin. Too short a spin costs a wake-up
+# per product instead: 2**19 cycles (some 0.2 ms) still cover the gaps between the products of
+# an MLP step or a recurrence (the MLP step: 0.60 ms; 0.67 ms at 2**18; 0.64 ms at OpenBLAS's
+# default) and leave the cores to the pool soon enough (the embedding LM's step: 3.0 ms at
+# 2**18 and 2**19, 3.4 ms at 2**20, 4.0 ms at the default).
+BLAS_SPIN_EXPONENT = 19
 
 
 def shorten_blas_spin(exponent: int = BLAS_SPIN_EXPONENT) -> bool:

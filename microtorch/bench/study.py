@@ -82,7 +82,7 @@ class BenchConfig:
     batch_size: int = 128
     accum_steps: tuple[int, ...] = (1, 4, 8)
     step_repeats: int = 30
-    step_warmup: int = 3
+    step_warmup: int = 10  # (the first steps of a worker include its first calls' costs)
     chain_length: int = 1000
     chain_numel: int = 16
     chain_repeats: int = 20
