@@ -18,9 +18,10 @@ from collections.abc import Hashable, Sequence
 
 
 class Choice:
-    """The fastest of ``variants`` per key, measured on the first ``trials`` calls of each."""
+    """The fastest of ``variants`` per key, measured on the ``trials`` calls of each after a
+    first, warm-up call."""
 
-    def __init__(self, name: str, variants: Sequence[str], trials: int = 3) -> None:
+    def __init__(self, name: str, variants: Sequence[str], trials: int = 4) -> None:
         if len(variants) < 1 or len(set(variants)) != len(variants):
             raise ValueError(f"{name}: variants must be distinct and at least one, got "
                              f"{variants!r}")
@@ -59,8 +60,11 @@ class Choice:
             if samples is None or variant not in samples or key in self._chosen:
                 return
             samples[variant].append(seconds)
-            if all(len(s) >= self.trials for s in samples.values()):
-                self._chosen[key] = min(samples, key=lambda v: min(samples[v]))
+            # Each variant's first call is a warm-up, not a sample: it pays for a pool's
+            # threads starting, first-touch pages, BLAS threads waking (measured: the first
+            # calls alone once made a process keep the slower row split of cross entropy).
+            if all(len(s) > self.trials for s in samples.values()):
+                self._chosen[key] = min(samples, key=lambda v: min(samples[v][1:]))
                 del self._samples[key]
 
     def chosen(self, key: Hashable) -> str | None:
@@ -86,7 +90,7 @@ def registry() -> dict[str, Choice]:
 _REGISTRY: dict[str, Choice] = {}
 
 
-def choice(name: str, variants: Sequence[str], trials: int = 3) -> Choice:
+def choice(name: str, variants: Sequence[str], trials: int = 4) -> Choice:
     """A named, registered ``Choice``."""
     made = Choice(name, variants, trials)
     _REGISTRY[name] = made
