@@ -13,7 +13,7 @@ from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, rows_by_measurement
 from ._util import _needs, _wrap, reduce_grad, xp_of
-from .activation import Softmax, _log_softmax_array
+from .activation import Softmax
 
 __all__ = ["CrossEntropy", "BinaryCrossEntropy", "class_targets"]
 
@@ -109,14 +109,16 @@ class CrossEntropy(Function):
         rows = xp.arange(m)
         if xp is np and xa.dtype in _ROW_DTYPES:
             shifted, log_sum, softmax = _softmax_rows(xa)
-            # (each picked log-probability is the element of shifted - log_sum: bit-identical)
-            picked = shifted[rows, safe_t] - log_sum[:, 0]
-            logp = shifted - log_sum if eps else None  # the whole array only when smoothing
-        else:
+        else:  # the same operations on the whole array (CuPy, 16-bit floats)
             with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-                logp = _log_softmax_array(xa, 1)
-            softmax = xp.exp(logp)
-            picked = logp[rows, safe_t]  # (take_along_axis costs several us more)
+                shifted = xa - xa.max(axis=1, keepdims=True)
+                softmax = xp.exp(shifted)
+                total = softmax.sum(axis=1, keepdims=True)
+                log_sum = xp.log(total)
+                softmax /= total
+        # (each picked log-probability is the element of shifted - log_sum: bit-identical)
+        picked = shifted[rows, safe_t] - log_sum[:, 0]
+        logp = shifted - log_sum if eps else None  # the whole array only when smoothing
         nll = -picked * row_w
         if eps:
             smooth = -(logp.sum(1) if w is None else logp @ w) * keep
