@@ -160,17 +160,19 @@ class Recurrence(Function):
         hs = xp.empty((steps + 1, n, p), dt)  # hs[t]: the state step t starts from
         hs[0] = h0._data
         extra = ()
+        if xp is np:
+            gemm_threads(n * p * g)  # (each step's product; backend.threads' size rule)
         if mode == "LSTM":
             hid = g // 4
             scale, shift = _gate_affine(xp, dt, "ssts", hid)
             shifted = xp.empty(xs.shape, dt)  # (xw + b_hh) * scale
 
             def prepare(lo: int, hi: int) -> None:  # steps lo:hi (elementwise: any split)
-                if b_hh is not None:
-                    xp.add(xs[lo:hi], b_hh._data, out=shifted[lo:hi])
+                if b_hh is None:
+                    xp.multiply(xs[lo:hi], scale, out=shifted[lo:hi])
                 else:
-                    shifted[lo:hi] = xs[lo:hi]
-                shifted[lo:hi] *= scale
+                    xp.add(xs[lo:hi], b_hh._data, out=shifted[lo:hi])
+                    shifted[lo:hi] *= scale
 
             _over_steps(xp, prepare, steps, xs.size)
             xs = shifted
@@ -212,8 +214,7 @@ class Recurrence(Function):
                         hs[t + 1, e:hi] = hs[t, e:hi]
                         cs[t + 1, e:hi] = cs[t, e:hi]
 
-            _over_rows(xp, lstm_rows, n, steps * n * g, "forward", (mode, xs.shape, dt.str),
-                       n * p * g)
+            _over_rows(xp, lstm_rows, n, steps * n * g, "forward", (mode, xs.shape, dt.str))
             extra = (acts, cs, tcs, ms)
         elif mode == "GRU":
             hid = g // 3
@@ -222,8 +223,6 @@ class Recurrence(Function):
             whh_t = xp.ascontiguousarray(whh.T)
             whh_t *= scale
             bias = b_hh._data * scale if b_hh is not None else None
-            if xp is np:
-                gemm_threads(n * p * g)  # (one step's product; backend.threads' size rule)
             acts = empty((steps, n, 3, hid), dt)  # r, z, n
             ghs = empty((steps, n, g), dt)  # h W_hh^T + b_hh (r, z halved): n needs W_hn h
             flat = acts.reshape(steps, n, g)
@@ -254,8 +253,6 @@ class Recurrence(Function):
                 xs = xs + b_hh._data
             whh_t = xp.ascontiguousarray(whh.T)
             relu = mode == "RNN_RELU"
-            if xp is np:
-                gemm_threads(n * p * g)
             for t in range(steps):
                 b = bs[t]
                 h = hs[t + 1, :b]
@@ -346,7 +343,7 @@ class Recurrence(Function):
                     xp.matmul(dg[t, lo:e], whh, out=dh[lo:e])
 
             _over_rows(xp, lstm_rows, n, steps * n * g, "backward",
-                       (mode, xw.shape, grad.dtype.str), n * p * g)
+                       (mode, xw.shape, grad.dtype.str))
             dgh = dg
             gc0 = dc
             if whr is not None and _needs(ctx, 5):
@@ -413,21 +410,17 @@ for _decide in _ROWS.values():
     _decide.force("one")
 
 
-def _over_rows(xp, fn, n: int, work: int, phase: str, key, step_product: int) -> None:
+def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
     """Run a recurrence ``fn(lo, hi)`` over the batch rows.
 
-    By default in one call, each step's product (``step_product`` multiply-adds) on BLAS's
-    threads by the size rule of ``gemm_threads``: those threads keep spinning between the
-    steps, so each hand-over costs far less than waking a pool thread would. Rows are
-    independent, so they may instead be shared between threads, each with single-threaded
-    BLAS (when a caller forces "threads" or lets ``_ROWS`` measure); the row blocks' products
-    may round differently in the last bit from one product over all rows.
+    By default in one call, each step's product on BLAS's threads by the size rule that
+    ``Recurrence`` set (``gemm_threads``): those threads keep spinning between the steps, so
+    each hand-over costs far less than waking a pool thread would. Rows are independent, so
+    they may instead be shared between threads, each with single-threaded BLAS (when a caller
+    forces "threads" or lets ``_ROWS`` measure); the row blocks' products may round
+    differently in the last bit from one product over all rows.
     """
-    if xp is not np:
-        fn(0, n)
-        return
-    if _ROWS[phase].forced == "one":
-        gemm_threads(step_product)
+    if xp is not np or _ROWS[phase].forced == "one":
         fn(0, n)
         return
     with blas_threads(1):
