@@ -45,26 +45,31 @@ _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
 
 
 def _softmax_rows(xa):
-    """(x - row max, log of each row's sum of exp, softmax) of the (M, C) NumPy array ``xa``,
-    the rows shared between threads when large. ``shifted - log_sum`` is bit for bit
-    ``_log_softmax_array``; the softmax is ``exp(shifted) / sum``, as ``Softmax`` computes
-    it (one exponential per element, not a second one of the log-softmax)."""
+    """(x - row max, log of each row's sum of exp, softmax) of the (M, C) array ``xa``. On
+    the CPU (NumPy's own floats) the rows are shared between threads when large. ``shifted -
+    log_sum`` is bit for bit ``_log_softmax_array``; the softmax is ``exp(shifted) / sum``, as
+    ``Softmax`` computes it (one exponential per element, not a second one of the
+    log-softmax)."""
+    xp = xp_of(xa)
     m, c = xa.shape
-    shifted = np.empty_like(xa)
-    p = np.empty_like(xa)
-    log_sum = np.empty((m, 1), xa.dtype)
+    shifted = xp.empty_like(xa)
+    p = xp.empty_like(xa)
+    log_sum = xp.empty((m, 1), xa.dtype)
 
     def rows(lo: int, hi: int) -> None:
         x, out, e = xa[lo:hi], shifted[lo:hi], p[lo:hi]
         # (per thread: NumPy's error state is the calling thread's)
         with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-            np.subtract(x, x.max(axis=1, keepdims=True), out=out)
-            total = np.exp(out, out=e).sum(axis=1, keepdims=True)
-            np.log(total, out=log_sum[lo:hi])
+            xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
+            total = xp.exp(out, out=e).sum(axis=1, keepdims=True)
+            xp.log(total, out=log_sum[lo:hi])
             e /= total
 
-    rows_by_measurement(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c,
-                        _ROWS_MIN_WORK)
+    if xp is np and xa.dtype in _ROW_DTYPES:
+        rows_by_measurement(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c,
+                            _ROWS_MIN_WORK)
+    else:  # (CuPy, 16-bit floats: one call)
+        rows(0, m)
     return shifted, log_sum, p
 
 
@@ -107,15 +112,7 @@ class CrossEntropy(Function):
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
         safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
         rows = xp.arange(m)
-        if xp is np and xa.dtype in _ROW_DTYPES:
-            shifted, log_sum, softmax = _softmax_rows(xa)
-        else:  # the same operations on the whole array (CuPy, 16-bit floats)
-            with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-                shifted = xa - xa.max(axis=1, keepdims=True)
-                softmax = xp.exp(shifted)
-                total = softmax.sum(axis=1, keepdims=True)
-                log_sum = xp.log(total)
-                softmax /= total
+        shifted, log_sum, softmax = _softmax_rows(xa)
         # (each picked log-probability is the element of shifted - log_sum: bit-identical)
         picked = shifted[rows, safe_t] - log_sum[:, 0]
         logp = shifted - log_sum if eps else None  # the whole array only when smoothing
