@@ -291,8 +291,8 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                     heappush(pending, (-new._seq if isinstance(new, Node) else 1, id(new), new))
                 else:  # nothing else waits: it runs next, whatever its priority
                     ready = new
-            grad = out = g = new = None  # no stray references: they would defeat the ownership
-            # test
+            # No stray references: they would defeat the ownership test.
+            grad = out = g = new = None
 
 
 class OutputGrads(dict):

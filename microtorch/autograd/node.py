@@ -69,12 +69,11 @@ class Node:
         # The version of each saved tensor now, to detect later in-place changes (None: no
         # tensor among the values, only numbers or arrays: nothing to check).
         versions = None
-        for v in values:
+        for i, v in enumerate(values):
             if isinstance(v, Tensor):
-                versions = []
-                for w in values:
-                    versions.append(w._vbox[0] if isinstance(w, Tensor) else None)
-                break
+                if versions is None:
+                    versions = [None] * len(values)
+                versions[i] = v._vbox[0]
         self._versions = versions
 
     @property
