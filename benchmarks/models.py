@@ -136,10 +136,12 @@ CASES = [*MODELS, *OTHER_CASES]
 
 # ---------------------------------------------------------------------------------- workers
 
-def _lib(name: str):
+def _lib(name: str, cpu_benchmark: bool = False):
     lib = importlib.import_module(name)
     if name == "torch":
         lib.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
+    elif cpu_benchmark:  # formulations chosen by timing (opt-in) instead of by rule
+        lib.backends.cpu.benchmark = True
     return lib
 
 
@@ -249,9 +251,9 @@ def free_4mib_worker(lib, repeats: int = 8) -> dict:
     return {"phases": {"zero_grad(True)": times}, "extra": {"first_call_s": times[0]}}
 
 
-def worker(framework: str, case: str, weights: Path) -> dict:
+def worker(framework: str, case: str, weights: Path, cpu_benchmark: bool = False) -> dict:
     """Run one case under one framework in this process."""
-    lib = _lib(framework)
+    lib = _lib(framework, cpu_benchmark)
     if case in MODELS:
         return model_worker(lib, case, weights, save=framework == "microtorch"
                             and not weights.exists())
@@ -261,7 +263,8 @@ def worker(framework: str, case: str, weights: Path) -> dict:
 
 # ----------------------------------------------------------------------------------- driver
 
-def run(cases: list[str], rounds: int, threads: int, workdir: Path) -> list[dict]:
+def run(cases: list[str], rounds: int, threads: int, workdir: Path,
+        cpu_benchmark: bool = False) -> list[dict]:
     """Every case under both frameworks, each alone in its process; one row per case/phase."""
     from microtorch.bench.isolated import python_command, run_isolated
 
@@ -271,7 +274,8 @@ def run(cases: list[str], rounds: int, threads: int, workdir: Path) -> list[dict
 
         def command(fw: str, r: int, case=case, weights=weights) -> list[str]:
             return python_command(__file__, "--worker", fw, "--case", case,
-                                  "--weights", str(weights))
+                                  "--weights", str(weights),
+                                  *(["--cpu-benchmark"] if cpu_benchmark else []))
 
         # Round 0 starts with microtorch, whose worker writes the shared weights.
         result = run_isolated(command, rounds, threads)
@@ -298,7 +302,8 @@ def render(rows: list[dict], info: dict) -> str:
              f"One run, {info['cpu']}, {info['cores']} cores, Python {info['python']}, NumPy "
              f"{info['numpy']} ({info['blas']}), PyTorch {info['torch']}; {info['threads']} "
              f"threads each; {info['rounds']} rounds per case, alternating which framework "
-             f"runs first; load average {info['load']} (start, end). Medians (quartiles) over "
+             f"runs first; load average {info['load']} (start, end); microtorch's formulations "
+             f"chosen by {info.get('choices', 'timing')}. Medians (quartiles) over "
              f"all rounds' samples; ratio = microtorch median / PyTorch median (below 1: "
              f"microtorch is faster). Training steps: zero_grad, forward, cross-entropy, "
              f"backward, step, from the same initial weights on the same batches.", "",
@@ -326,12 +331,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="worker processes per framework")
     parser.add_argument("--threads", type=int, default=2, help="threads of each framework")
     parser.add_argument("--out", type=Path, help="write models.json and models.md here")
+    parser.add_argument("--cpu-benchmark", action="store_true",
+                        help="microtorch chooses formulations by timing "
+                             "(backends.cpu.benchmark = True) instead of its deterministic "
+                             "shape rules: the cost of determinism, measured")
     parser.add_argument("--worker", choices=("microtorch", "torch"), help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--weights", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.case, args.weights)))
+        print(json.dumps(worker(args.worker, args.case, args.weights, args.cpu_benchmark)))
         return
     cases = [c for c in args.cases.split(",") if c]
     unknown = sorted(set(cases) - set(CASES))
@@ -341,9 +350,11 @@ def main(argv: list[str] | None = None) -> None:
 
     load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = run(cases, args.rounds, args.threads, Path(tmp))
+        rows = run(cases, args.rounds, args.threads, Path(tmp), args.cpu_benchmark)
     info = {**machine_info(load_torch()), "threads": args.threads, "rounds": args.rounds,
-            "load": f"{load_start:.2f}, {os.getloadavg()[0]:.2f}"}
+            "load": f"{load_start:.2f}, {os.getloadavg()[0]:.2f}",
+            "choices": "timing (backends.cpu.benchmark)" if args.cpu_benchmark
+            else "shape rules (default, deterministic)"}
     report = render(rows, info)
     print(report)
     if args.out:

@@ -1,12 +1,16 @@
 """``use_deterministic_algorithms`` and its queries.
 
-microtorch's CPU ops are deterministic (NumPy), and so are its CUDA ops except CuPy's
-atomic-add scatters (``index_add``, ``scatter_add`` and the backward of indexing), whose float
-sums may round differently from run to run. The flag is recorded for scripts that set and
-read it; it does not switch those kernels.
+microtorch's CPU ops are deterministic by default (formulations are chosen by rules of shapes,
+``backend.autotune``), and so are its CUDA ops except CuPy's atomic-add scatters
+(``index_add``, ``scatter_add`` and the backward of indexing), whose float sums may round
+differently from run to run. ``use_deterministic_algorithms(True)`` also keeps the
+``backends.cpu.benchmark`` opt-in (formulations chosen by timing) off; it does not switch the
+CUDA scatter kernels.
 """
 
 from __future__ import annotations
+
+from .backend import autotune
 
 _mode = False
 _warn_only = False
@@ -22,6 +26,7 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
         raise TypeError(f"_set_deterministic_algorithms(): argument 'warn_only' must be bool, "
                         f"not {type(warn_only).__name__}")
     _mode, _warn_only = mode, warn_only and mode
+    autotune.set_deterministic(mode)
 
 
 def are_deterministic_algorithms_enabled() -> bool:

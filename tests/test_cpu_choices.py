@@ -1,5 +1,6 @@
-"""Implementations chosen by measurement (backend.autotune): the choice mechanism, and each
-formulation of the ops that use it computing the same results (against PyTorch too)."""
+"""Formulations chosen by a rule of shapes, or by timing on opt-in (backend.autotune): the
+choice mechanism, and each formulation of the ops that use it computing the same results
+(against PyTorch too)."""
 
 from __future__ import annotations
 
@@ -11,24 +12,68 @@ from microtorch.backend import autotune
 from microtorch.ops import conv, rnn
 
 
-def test_choice_measures_each_variant_then_keeps_the_fastest() -> None:
+@pytest.fixture
+def timing():
+    """Timing-based choice opted in (backends.cpu.benchmark) for one test."""
+    microtorch.backends.cpu.benchmark = True
+    yield
+    microtorch.backends.cpu.benchmark = False
+
+
+def test_choice_follows_the_rule_by_default() -> None:
+    c = autotune.Choice("test", ("a", "b"), trials=2)
+    assert not microtorch.backends.cpu.benchmark
+    assert [c.pick("k", "b") for _ in range(10)] == ["b"] * 10
+    assert not c.measuring("k") and c.chosen("k") is None
+    with pytest.raises(ValueError, match="unknown variant 'z'"):
+        c.pick("k", "z")
+
+
+def test_choice_measures_each_variant_then_keeps_the_fastest_when_opted_in(timing) -> None:
     c = autotune.Choice("test", ("a", "b"), trials=2)
     # Each variant's first call is a warm-up and does not count: b's is slow (a pool starting).
     times = {"a": [2.0, 2.0, 2.0], "b": [50.0, 1.0, 1.0]}
     runs = []
     while c.measuring("k"):
-        v = c.pick("k")
+        v = c.pick("k", "a")
         c.record("k", v, times[v][runs.count(v)])
         runs.append(v)
     assert sorted(runs) == ["a", "a", "a", "b", "b", "b"]
-    assert c.chosen("k") == "b" and c.pick("k") == "b"
-    assert c.pick("other", allowed=("a",)) == "a" and not c.measuring("other")
+    assert c.chosen("k") == "b" and c.pick("k", "a") == "b"
+    assert c.pick("other", "a", allowed=("a",)) == "a" and not c.measuring("other")
     c.force("a")
-    assert c.pick("k") == "a"
+    assert c.pick("k", "b") == "a"
     with pytest.raises(ValueError, match="unknown variant"):
         c.force("z")
     with pytest.raises(ValueError, match="distinct"):
         autotune.Choice("bad", ("a", "a"))
+
+
+def test_deterministic_algorithms_override_the_timing_opt_in(timing) -> None:
+    c = autotune.Choice("test", ("a", "b"))
+    microtorch.use_deterministic_algorithms(True)
+    try:
+        assert c.pick("k", "b") == "b" and not c.measuring("k")
+    finally:
+        microtorch.use_deterministic_algorithms(False)
+    assert c.measuring("k")
+
+
+def test_benchmark_flag_takes_bools_only() -> None:
+    with pytest.raises(TypeError, match="benchmark must be a bool"):
+        microtorch.backends.cpu.benchmark = 1
+    assert microtorch.backends.cpu.benchmark is False
+
+
+def test_conv_layout_rule() -> None:
+    """Blocks of one image (>= 512 output pixels) stay blocks; several images per block take
+    the one-GEMM batch layout; a batch that is one block has one layout only."""
+    assert conv._layout(microtorch.zeros(64, 1, 28, 28), microtorch.zeros(16, 1, 3, 3), None,
+                        (1, 1), (1, 1, 1, 1), (1, 1), 1, 28 * 28) == (1, None)
+    assert conv._layout(microtorch.zeros(64, 16, 14, 14), microtorch.zeros(32, 16, 3, 3), None,
+                        (1, 1), (1, 1, 1, 1), (1, 1), 1, 14 * 14) == (64, None)
+    assert conv._layout(microtorch.zeros(2, 16, 14, 14), microtorch.zeros(32, 16, 3, 3), None,
+                        (1, 1), (1, 1, 1, 1), (1, 1), 1, 14 * 14) == (2, None)
 
 
 @pytest.fixture
@@ -70,7 +115,7 @@ def test_conv_layouts_agree_with_each_other_and_torch(forced, case) -> None:
                                        err_msg=layout)
 
 
-def test_conv_layout_is_chosen_after_measuring(forced) -> None:
+def test_conv_layout_is_chosen_after_measuring_when_opted_in(forced, timing) -> None:
     conv._LAYOUT.force(None)
     x = microtorch.randn(8, 2, 12, 12, requires_grad=True)
     w = microtorch.randn(3, 2, 3, 3, requires_grad=True)

@@ -1,13 +1,21 @@
-"""Choosing between equivalent implementations by measuring them (PyTorch's
-``cudnn.benchmark`` idea, on the CPU).
+"""Choosing between equivalent formulations of an op: by a rule of shapes, or (opt-in) by timing.
 
 Which formulation of an op is fastest depends on the shapes, the thread count and the machine:
-one GEMM over a whole batch or one per block of images, a recurrence split over threads or
-not. A ``Choice`` runs each variant on the first real calls of a given key (the shapes), a few
-times each, and from then on runs the variant with the smallest time. The variants compute the
-same mathematical result; their floating-point results may differ in the last bits (another
-summation order), so, as with ``cudnn.benchmark``, two processes may pick differently. Tests
-and users who want one variant call ``force``.
+one GEMM over a whole batch or one per block of images, rows shared between threads or not.
+Some of these formulations round differently (the conv GEMM layout sums a weight gradient over
+the images in another order), so a choice made by timing makes the bits depend on the
+machine's load: two runs of one script could differ. PyTorch's CPU results are deterministic
+by default, and so are microtorch's:
+
+- By default a ``Choice`` runs the variant its caller's rule of shapes (and thread count)
+  names (``pick(key, by_rule)``): the same script on the same machine and thread count gives
+  the same bits every run, whatever the load.
+- ``microtorch.backends.cpu.benchmark = True`` (microtorch's counterpart of
+  ``torch.backends.cudnn.benchmark``) opts in to timing: each variant runs on the first calls of
+  a key, a few times, and the fastest is kept for that key from then on. Faster on some
+  machines, but two processes may choose differently and so differ in the last bits.
+  ``use_deterministic_algorithms(True)`` overrides the opt-in.
+- ``force(variant)`` pins one variant (tests; a user who measured their own machine).
 """
 
 from __future__ import annotations
@@ -17,9 +25,38 @@ import time
 from collections.abc import Hashable, Sequence
 
 
+class _Timing:
+    """Process-wide switches of the timing-based choice."""
+
+    benchmark = False      # backends.cpu.benchmark: the user's opt-in
+    deterministic = False  # use_deterministic_algorithms(True): never time
+
+
+def set_benchmark(enabled: bool) -> None:
+    """Opt in to (True) or out of (False, the default) choosing formulations by timing."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"benchmark must be a bool, got {type(enabled).__name__}")
+    _Timing.benchmark = enabled
+
+
+def benchmark_enabled() -> bool:
+    """Whether the user opted in to timing-based choice (``backends.cpu.benchmark``)."""
+    return _Timing.benchmark
+
+
+def set_deterministic(enabled: bool) -> None:
+    """``use_deterministic_algorithms``: when True, timing-based choice stays off."""
+    _Timing.deterministic = bool(enabled)
+
+
+def timing_active() -> bool:
+    """True when choices are made by timing (opted in, and determinism not requested)."""
+    return _Timing.benchmark and not _Timing.deterministic
+
+
 class Choice:
-    """The fastest of ``variants`` per key, measured on the ``trials`` calls of each after a
-    first, warm-up call."""
+    """One op's formulations: the rule's per call by default, the fastest per key (measured
+    on ``trials`` calls of each after a warm-up call) when timing is opted in."""
 
     def __init__(self, name: str, variants: Sequence[str], trials: int = 4) -> None:
         if len(variants) < 1 or len(set(variants)) != len(variants):
@@ -33,12 +70,17 @@ class Choice:
         self._chosen: dict[Hashable, str] = {}
         self._lock = threading.Lock()
 
-    def pick(self, key: Hashable, allowed: Sequence[str] | None = None) -> str:
-        """The variant to run now for ``key``: a forced one, the chosen one, or (while
-        measuring) the variant with the fewest samples so far. ``allowed``: the variants that
-        apply to this call (all by default); one allowed variant needs no measuring."""
+    def pick(self, key: Hashable, by_rule: str, allowed: Sequence[str] | None = None) -> str:
+        """The variant to run now for ``key``: a forced one; else ``by_rule`` (the caller's
+        rule of shapes); under the timing opt-in, the chosen one or (while measuring) the
+        variant with the fewest samples so far. ``allowed``: the variants that apply to this
+        call (all by default); one allowed variant needs no measuring."""
         if self.forced is not None:
             return self.forced
+        if by_rule not in self.variants:
+            raise ValueError(f"{self.name}: the rule named an unknown variant {by_rule!r}")
+        if not timing_active():
+            return by_rule
         chosen = self._chosen.get(key)
         if chosen is not None:
             return chosen
@@ -50,8 +92,9 @@ class Choice:
         return min(options, key=lambda v: len(samples[v]))
 
     def measuring(self, key: Hashable) -> bool:
-        """True while ``key`` has no chosen variant yet (the caller should time its call)."""
-        return self.forced is None and key not in self._chosen
+        """True while timing is on and ``key`` has no chosen variant yet (the caller should
+        time its call and ``record`` it)."""
+        return self.forced is None and timing_active() and key not in self._chosen
 
     def record(self, key: Hashable, variant: str, seconds: float) -> None:
         """One timing of ``variant`` on ``key``; chooses once every variant has its trials."""
@@ -68,11 +111,12 @@ class Choice:
                 del self._samples[key]
 
     def chosen(self, key: Hashable) -> str | None:
-        """The variant chosen for ``key`` (None while measuring)."""
+        """The variant timing chose for ``key`` (None while measuring or never measured), or
+        the forced one."""
         return self.forced or self._chosen.get(key)
 
     def force(self, variant: str | None) -> None:
-        """Always run ``variant`` (None: measure again, forgetting earlier choices)."""
+        """Always run ``variant`` (None: back to the rule, forgetting measured choices)."""
         if variant is not None and variant not in self.variants:
             raise ValueError(f"{self.name}: unknown variant {variant!r}; choose from "
                              f"{self.variants}")
@@ -97,11 +141,13 @@ def choice(name: str, variants: Sequence[str], trials: int = 4) -> Choice:
     return made
 
 
-def rows_by_measurement(decide: Choice, key: tuple, fn, rows: int, work: int,
-                        min_work: int) -> None:
+def split_rows(decide: Choice, key: tuple, fn, rows: int, work: int, min_work: int,
+               by_rule: str = "threads") -> None:
     """``fn(lo, hi)`` over ``range(rows)``: shared between threads (``threads.run_rows``) or
-    in one call, whichever ``decide`` (variants "threads" and "one") measured faster for
-    ``key``. Too little work, or one thread, is always one call."""
+    in one call. Too little work (below ``2 * min_work``), one row or one thread is always
+    one call; above that, ``by_rule`` decides ("threads" unless the caller's rows would round
+    differently when split), or timing under the opt-in (``decide``'s variants "threads" and
+    "one")."""
     from . import threads
 
     count = threads.get_num_threads()
@@ -109,11 +155,12 @@ def rows_by_measurement(decide: Choice, key: tuple, fn, rows: int, work: int,
         fn(0, rows)
         return
     key = (*key, count)
-    variant = decide.pick(key)
-    t0 = time.perf_counter()
+    variant = decide.pick(key, by_rule)
+    timed = decide.measuring(key)
+    t0 = time.perf_counter() if timed else 0.0
     if variant == "threads":
         threads.run_rows(fn, rows, work, min_work)
     else:
         fn(0, rows)
-    if decide.measuring(key):
+    if timed:
         decide.record(key, variant, time.perf_counter() - t0)

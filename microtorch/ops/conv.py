@@ -1,8 +1,8 @@
 """Graph nodes of convolution.
 
 Convolution copies the strided views of the padded input once into im2col columns laid out for
-a few wide GEMMs (see ``Conv2d``; the batch layout of the GEMMs is chosen per shape by
-measuring both, ``_LAYOUT``); gradients go back with one strided slice-add per kernel
+a few wide GEMMs (see ``Conv2d``; the batch layout of the GEMMs follows a rule of shapes,
+``_layout``); gradients go back with one strided slice-add per kernel
 offset. The backward passes are themselves differentiable nodes (any order): convolution's are
 convolutions.
 
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ..backend.autotune import choice, rows_by_measurement
+from ..backend.autotune import choice, split_rows
 from ..backend.threads import gemm_threads, get_num_threads
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
@@ -81,7 +81,8 @@ def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: i
 
 
 # Whether the data movement of a convolution (im2col, col2im) shares its images between
-# threads, chosen per shape by measurement; images are independent, so the result is exact.
+# threads: whenever each thread gets _MOVES_MIN_WORK elements (or by timing, opted in); images
+# are independent, so the result is exact either way.
 _MOVES = {"im2col": choice("conv2d_im2col_images", ("threads", "one")),
           "col2im": choice("conv2d_col2im_images", ("threads", "one"))}
 _MOVES_MIN_WORK = 1 << 16  # elements per thread below which one thread is faster
@@ -99,7 +100,7 @@ def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
     if xp is not np:
         part(0, b if b > 1 else nb)
         return
-    rows_by_measurement(_MOVES[phase], key, part, b if b > 1 else nb, work, _MOVES_MIN_WORK)
+    split_rows(_MOVES[phase], key, part, b if b > 1 else nb, work, _MOVES_MIN_WORK)
 
 
 def _grad_columns(ga, g: int, nb: int):
@@ -257,15 +258,24 @@ class Conv2d(Function):
         return gx, gw, gb, None, None, None, None
 
 
-# The batch layout of a convolution's GEMMs, chosen per shape by measurement: "blocks" of
-# ``_images_per_block`` images (a few GEMMs of at least _GEMM_COLUMNS columns each; the output
-# needs no reorder when a block is one image), or the whole "batch" in one GEMM per group
-# (BLAS can split one wide GEMM between its threads; the output is reordered once).
+# The batch layout of a convolution's GEMMs: "blocks" of ``_images_per_block`` images (a few
+# GEMMs of at least _GEMM_COLUMNS columns each; the output needs no reorder when a block is one
+# image), or the whole "batch" in one GEMM per group (BLAS splits one wide GEMM between its
+# threads; the output is reordered once). The two sum a weight gradient over the images in
+# another order, so they differ in the last bits: a rule of shapes picks one (see ``_layout``),
+# timing only under the ``backends.cpu.benchmark`` opt-in.
 _LAYOUT = choice("conv2d_layout", ("blocks", "batch"))
 
 
 def _layout(x, weight, bias, stride, pads, dilation, g: int, p: int):
-    """(images per block, tuning record or None) for this convolution."""
+    """(images per block, timing record or None) for this convolution.
+
+    The rule: blocks of one image each (``p >= _GEMM_COLUMNS``) need no output reorder, so
+    they stay blocks; when a block must hold several images, its output is reordered anyway
+    and one GEMM over the batch is the wider, better-threaded product ("batch"). This is what
+    timing chose for the CNN benchmark's two convolutions (28x28 images: "blocks", 14x14:
+    "batch"); ``benchmarks/models.py --cpu-benchmark`` compares the rule with timing.
+    """
     xa = x._data
     n = xa.shape[0]
     nb = _images_per_block(n, p)
@@ -273,7 +283,7 @@ def _layout(x, weight, bias, stride, pads, dilation, g: int, p: int):
         return nb, None
     key = (xa.shape, weight._data.shape, stride, pads, dilation, g, xa.dtype.str,
            get_num_threads())
-    variant = _LAYOUT.pick(key)
+    variant = _LAYOUT.pick(key, "batch" if nb > 1 else "blocks")
     if variant == "batch":
         nb = n
     if not _LAYOUT.measuring(key):

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ..autograd.grad_mode import recording
-from ..backend.autotune import choice, rows_by_measurement
+from ..backend.autotune import choice, split_rows
 from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
 from .complex import conj_of
 
@@ -367,8 +367,8 @@ Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), f
 _Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
                "output", False)
 
-# Whether a large ReLU (forward, backward) shares its elements between threads, chosen per
-# shape by measurement; elementwise, so exact either way.
+# Whether a large ReLU (forward, backward) shares its elements between threads: whenever each
+# thread gets _RELU_MIN_WORK elements (or by timing, opted in); elementwise, so exact.
 _RELU = {"forward": choice("relu_forward_chunks", ("threads", "one")),
          "backward": choice("relu_backward_chunks", ("threads", "one"))}
 _RELU_MIN_WORK = 1 << 17  # elements per thread below which one thread is faster
@@ -390,8 +390,8 @@ class Relu(_Relu):
         def chunk(lo: int, hi: int) -> None:
             np.maximum(src[lo:hi], 0, out=dst[lo:hi])
 
-        rows_by_measurement(_RELU["forward"], (arr.size, arr.dtype.str), chunk, src.size,
-                            src.size, _RELU_MIN_WORK)
+        split_rows(_RELU["forward"], (arr.size, arr.dtype.str), chunk, src.size, src.size,
+                   _RELU_MIN_WORK)
         return out
 
     @classmethod
@@ -410,8 +410,8 @@ class Relu(_Relu):
         def chunk(lo: int, hi: int) -> None:
             np.multiply(gf[lo:hi], of[lo:hi] > 0, out=rf[lo:hi])
 
-        rows_by_measurement(_RELU["backward"], (g.size, g.dtype.str), chunk, gf.size, gf.size,
-                            _RELU_MIN_WORK)
+        split_rows(_RELU["backward"], (g.size, g.dtype.str), chunk, gf.size, gf.size,
+                   _RELU_MIN_WORK)
         return finish(res)
 
 

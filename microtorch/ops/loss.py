@@ -11,7 +11,7 @@ import numpy as np
 from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import recording
 from ..backend import backend_of
-from ..backend.autotune import choice, rows_by_measurement
+from ..backend.autotune import choice, split_rows
 from ._util import _needs, _wrap, reduce_grad, xp_of
 from .activation import Softmax
 
@@ -36,8 +36,8 @@ def class_targets(t, w, ignore_index: int, c: int, dtype):
     return safe, keep, row_w
 
 
-# Rows of logits per thread below which one thread is faster (elements); above, whether the
-# rows are shared between threads is chosen per shape by measurement.
+# Rows of logits per thread below which one thread is faster (elements); above, the rows are
+# shared between threads (or as timing chooses, opted in). Each row is computed alone: exact.
 _ROWS_MIN_WORK = 1 << 17
 _ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (NumPy's own floats only)
 _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
@@ -66,8 +66,7 @@ def _softmax_rows(xa):
             e /= total
 
     if xp is np and xa.dtype in _ROW_DTYPES:
-        rows_by_measurement(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c,
-                            _ROWS_MIN_WORK)
+        split_rows(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c, _ROWS_MIN_WORK)
     else:  # (CuPy, 16-bit floats: one call)
         rows(0, m)
     return shifted, log_sum, p
@@ -87,8 +86,8 @@ def _nll_softmax_grad(p, a, targets, g, reduction):
         block[np.arange(hi - lo), targets[lo:hi]] -= a[lo:hi]
         np.multiply(block, g[lo:hi] if reduction == "none" else g, out=block)
 
-    rows_by_measurement(_ROWS["backward"], (p.shape, p.dtype.str, reduction), rows, m, m * c,
-                        _ROWS_MIN_WORK)
+    split_rows(_ROWS["backward"], (p.shape, p.dtype.str, reduction), rows, m, m * c,
+               _ROWS_MIN_WORK)
     return out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
-from ..backend.autotune import choice, rows_by_measurement
+from ..backend.autotune import choice, split_rows
 from ._util import _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw, _window_slices, _windows
 
@@ -45,7 +45,8 @@ def _may_be_set(mask) -> bool:
     return xp_of(mask) is not np or bool(mask.any())
 
 
-# Whether max pooling shares its images between threads, chosen per shape by measurement.
+# Whether max pooling shares its images between threads: whenever each thread gets
+# _IMAGES_MIN_WORK input elements (or by timing, opted in); exact either way.
 _IMAGES = {"forward": choice("max_pool2d_forward_images", ("threads", "one")),
            "backward": choice("max_pool2d_backward_images", ("threads", "one"))}
 _IMAGES_MIN_WORK = 1 << 16  # input elements per thread below which one thread is faster
@@ -55,7 +56,7 @@ def _over_images(xp, phase: str, key: tuple, fn, n: int, work: int) -> None:
     if xp is not np:
         fn(0, n)
         return
-    rows_by_measurement(_IMAGES[phase], key, fn, n, work, _IMAGES_MIN_WORK)
+    split_rows(_IMAGES[phase], key, fn, n, work, _IMAGES_MIN_WORK)
 
 
 def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> None:

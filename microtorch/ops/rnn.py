@@ -22,7 +22,7 @@ import numpy as np
 
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
-from ..backend.autotune import choice, rows_by_measurement
+from ..backend.autotune import choice, split_rows, timing_active
 from ..backend.threads import blas_threads, gemm_threads, run_rows
 from ._util import Tensor, xp_of
 from .elementwise import Relu, Sigmoid, Tanh
@@ -398,16 +398,13 @@ class Recurrence(Function):
 _ROWS_MIN_WORK = 1 << 17
 
 
-# Whether a recurrence's rows run on several threads, chosen per shape by measurement (on a
-# busy or small machine one thread can be faster), for the forward and backward loops.
+# Whether a recurrence's rows run on several threads, for the forward and backward loops.
+# Row blocks round differently in the last bit from one product over all rows, so the rule is
+# "one" (each step's product on BLAS's threads); the split runs only when forced
+# (``_ROWS[phase].force("threads")``) or chosen by timing under the backends.cpu.benchmark
+# opt-in, which accepts results that vary from run to run.
 _ROWS = {"forward": choice("recurrence_forward_rows", ("threads", "one")),
          "backward": choice("recurrence_backward_rows", ("threads", "one"))}
-# Row blocks round differently in the last bit from one product over all rows, so a choice
-# made by timing would make two runs of the same seed differ: the split stays off unless a
-# caller forces it (``_ROWS[phase].force("threads")``). PyTorch's CPU results are
-# deterministic by default; so are ours.
-for _decide in _ROWS.values():
-    _decide.force("one")
 
 
 def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
@@ -417,14 +414,16 @@ def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
     ``Recurrence`` set (``gemm_threads``): those threads keep spinning between the steps, so
     each hand-over costs far less than waking a pool thread would. Rows are independent, so
     they may instead be shared between threads, each with single-threaded BLAS (when a caller
-    forces "threads" or lets ``_ROWS`` measure); the row blocks' products may round
+    forces "threads", or under the timing opt-in); the row blocks' products may round
     differently in the last bit from one product over all rows.
     """
-    if xp is not np or _ROWS[phase].forced == "one":
+    decide = _ROWS[phase]
+    if xp is not np or decide.forced == "one" or (decide.forced is None
+                                                  and not timing_active()):
         fn(0, n)
         return
     with blas_threads(1):
-        rows_by_measurement(_ROWS[phase], key, fn, n, work, _ROWS_MIN_WORK)
+        split_rows(decide, key, fn, n, work, _ROWS_MIN_WORK, by_rule="one")
 
 
 def _over_steps(xp, fn, steps: int, work: int) -> None:
