@@ -289,3 +289,81 @@ def test_random_bit_flips_never_crash_or_corrupt_silently(tmp_path):
         assert out["w"].tolist() == list(range(8)) and out["v"].tolist() == [2, 3, 4, 5], pos
         assert out["n"] == 3 and out["s"] == "text", pos
     assert detected > 100
+
+
+def test_many_members_may_not_add_up_to_a_bomb(tmp_path):
+    """Each compressed member stays under the per-member bound; together they inflate far
+    past what the file can hold."""
+    block = bytes(64 << 10)  # each deflates to ~100 bytes; 300 of them make a ~60 KB file
+    members = [(f"archive/data/{i}", block) for i in range(300)]
+    data = _zip([("archive/data.pkl", _pickled({}))] + members, zipfile.ZIP_DEFLATED)
+    _refused(tmp_path, data, "inflate to .* bytes in all")
+
+
+def test_overlapping_stored_members_are_refused(tmp_path):
+    """Two directory entries pointing at one stored member's bytes (the overlap trick of
+    non-recursive zip bombs): the members add up to more than the file."""
+    data = bytearray(_checkpoint({"a": _tensor(_Record("0", 10), 0, (10,), (1,))},
+                                 {"0": FLOATS}))
+    zf = zipfile.ZipFile(io.BytesIO(bytes(data)))
+    big = zf.getinfo("archive/data/0")
+    end = data.rindex(b"PK\x05\x06")
+    central = data.index(b"PK\x01\x02")
+    entry_end = data.index(b"PK\x01\x02", central + 4)  # the first central entry (data.pkl)
+    # a copy of data.pkl's central entry, renamed, pointing where data/0's local header is
+    first = bytes(data[central:entry_end])
+    name_len = int.from_bytes(first[28:30], "little")
+    clone = bytearray(first[:46] + b"archive/data/Z" + first[46 + name_len:])
+    clone[28:30] = len(b"archive/data/Z").to_bytes(2, "little")
+    clone[42:46] = big.header_offset.to_bytes(4, "little")
+    count = int.from_bytes(data[end + 10:end + 12], "little") + 1
+    size = int.from_bytes(data[end + 12:end + 16], "little") + len(clone)
+    tail = bytearray(data[end:])
+    tail[8:10] = tail[10:12] = count.to_bytes(2, "little")
+    tail[12:16] = size.to_bytes(4, "little")
+    patched = bytes(data[:end]) + bytes(clone) + bytes(tail)
+    _refused(tmp_path, patched, "'archive/data/0' and 'archive/data/Z' overlap")
+
+
+def test_typed_tensor_record_must_rebuild_from_a_storage(tmp_path):
+    """``_rebuild_from_type_v2(torch.Tensor, torch.Tensor, (10**9,), None)``: PyTorch's
+    weights_only load gives an uninitialised 10**9-element tensor from a few hundred
+    bytes; microtorch refuses any rebuild that is not a view of a storage in the file."""
+    typed = _pickler.TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
+    tensor_class = _pickler.TorchGlobal("torch", "Tensor")
+    data = _zip([("archive/data.pkl", _pickled(
+        {"a": _pickler._Call(typed, (tensor_class, tensor_class, (10**9,), None))}))])
+    assert len(data) < 1000
+    _refused(tmp_path, data, "must come from a storage in the file")
+    parameter = _pickler.TorchGlobal("torch.nn.parameter", "Parameter")
+    rec = _Record("0", 10)
+    ok = _checkpoint({"p": _pickler._Call(typed, (_REBUILD, parameter,
+                                                  (rec, 0, (10,), (1,), False,
+                                                   collections.OrderedDict()), None))},
+                     {"0": FLOATS})
+    assert type(_load(tmp_path, ok)["p"]) is microtorch.nn.Parameter
+
+
+def test_shared_and_cyclic_references_round_trip(tmp_path):
+    """``d['me'] = d`` loads (pickle's memo), as in PyTorch; shared containers and tensors
+    stay shared; a checkpoint PyTorch wrote with a cycle loads too."""
+    d: dict = {}
+    d["me"] = d
+    loop: list = [1]
+    loop.append(loop)
+    shared = microtorch.arange(3.0)
+    d.update(loop=loop, a=shared, b=[shared, {"again": shared}], t=(loop, loop))
+    path = tmp_path / "cycle.pt"
+    microtorch.save(d, path)
+    out = microtorch.load(path)
+    assert out["me"] is out and out["loop"][1] is out["loop"]
+    assert out["a"] is out["b"][0] is out["b"][1]["again"]
+    assert out["t"][0] is out["t"][1] is out["loop"]
+    torch = pytest.importorskip("torch")
+    theirs = torch.load(path)
+    assert theirs["me"] is theirs and theirs["a"] is theirs["b"][0]
+    t: dict = {"x": torch.ones(2)}
+    t["self"] = [t]
+    torch.save(t, path)
+    mine = microtorch.load(path)
+    assert mine["self"][0] is mine and mine["x"].tolist() == [1.0, 1.0]

@@ -97,3 +97,80 @@ def test_truncated_old_checkpoint_rejected(tmp_path, cut):
     end = int(len(data) * cut) if isinstance(cut, float) else cut
     with pytest.raises(RuntimeError, match="corrupt|not a checkpoint"):
         _load_bytes(tmp_path, data[:end])
+
+
+# ------------------------------------------------- hostile files routed to the old reader
+
+
+def test_zip_bomb_named_like_the_old_header_is_refused_before_inflating(tmp_path):
+    """A 1 GiB member called microtorch.json deflates to about 1 MB; the old writer never
+    compressed, so the old reader refuses it without inflating anything."""
+    import tracemalloc
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zf.open(HEADER, "w", force_zip64=True) as member:
+            block = b" " * (1 << 24)
+            for _ in range(64):
+                member.write(block)
+    data = buf.getvalue()
+    assert len(data) < 4 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match="old.mt.*(inflate|compressed)") as info:
+            _load_bytes(tmp_path, data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(data) + (8 << 20), f"{peak} bytes allocated refusing it"
+    assert "old.mt" in str(info.value)
+
+
+def test_old_format_refuses_compressed_members(tmp_path):
+    data = _legacy_bytes({"w": microtorch.arange(8.0)})
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            dst.writestr(item.filename, src.read(item.filename))
+    with pytest.raises(RuntimeError, match="compressed"):
+        _load_bytes(tmp_path, out.getvalue())
+
+
+def test_old_format_refuses_a_duplicated_header(tmp_path):
+    data = _legacy_bytes({"w": microtorch.arange(8.0)})
+    out = io.BytesIO(data)
+    with zipfile.ZipFile(out, "a") as zf, pytest.warns(UserWarning, match="Duplicate"):
+        zf.writestr(HEADER, json.dumps({"format": "microtorch.checkpoint", "version": 1,
+                                        "root": "evil", "storages": [], "tensors": [],
+                                        "arrays": []}))
+    with pytest.raises(RuntimeError, match="duplicate member 'microtorch.json'"):
+        _load_bytes(tmp_path, out.getvalue())
+
+
+@pytest.mark.parametrize("ref", [b"-1", b"true", b"1.5"])
+def test_old_format_refuses_references_out_of_range(tmp_path, ref):
+    data = _legacy_bytes({"w": microtorch.arange(8.0)})
+    edited = _rewrite_header(data, lambda h: h.replace(b'"$":"tensor","ref":0',
+                                                       b'"$":"tensor","ref":' + ref))
+    with pytest.raises(RuntimeError, match="reference .* out of range"):
+        _load_bytes(tmp_path, edited)
+
+
+def test_a_pytorch_checkpoint_with_an_old_header_member_is_read_as_pytorch_reads_it(tmp_path):
+    """Routed by structure, not by one member's name: a PyTorch archive that also carries a
+    root-level microtorch.json is refused as PyTorch refuses it (a member outside the
+    archive folder), not loaded as an old microtorch checkpoint."""
+    buf = io.BytesIO()
+    microtorch.save({"w": microtorch.arange(3.0)}, buf)
+    with zipfile.ZipFile(buf, "a") as zf:
+        zf.writestr(HEADER, json.dumps({"format": "microtorch.checkpoint", "version": 1,
+                                        "root": "not what torch.load gives", "storages": [],
+                                        "tensors": [], "arrays": []}))
+    with pytest.raises(RuntimeError, match="not in a subdirectory: 'microtorch.json'"):
+        _load_bytes(tmp_path, buf.getvalue())
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "both.pt"
+    path.write_bytes(buf.getvalue())
+    with pytest.raises(RuntimeError, match="not in a subdirectory"):
+        torch.load(path)

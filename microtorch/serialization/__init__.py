@@ -117,10 +117,10 @@ def _looks_like_safetensors(head: bytes, size: int) -> bool:
     return 0 < n <= size - 8 and head[8:9] == b"{"
 
 
-def _load_archive(fh, name, path, map_location, weights_only, mmap) -> Any:
+def _load_archive(fh, name, path, map_location, weights_only, mmap, size) -> Any:
     with zipfile.ZipFile(fh) as probe:
         if is_legacy_archive(probe):
-            return load_legacy(probe, name, map_location)
+            return load_legacy(probe, name, map_location, size)
     archive = ArchiveReader(fh, name, path)
     try:
         if not archive.has("data.pkl"):
@@ -174,7 +174,7 @@ def load(f: FileLike, map_location: MapLocation = None, pickle_module: Any = Non
         fh.seek(start)
         try:
             if head.startswith(b"PK"):
-                return _load_archive(fh, name, path, map_location, weights_only, mmap)
+                return _load_archive(fh, name, path, map_location, weights_only, mmap, size)
             if _looks_like_safetensors(head, size):
                 from ..utils.safetensors import _load_checkpoint
 

@@ -7,10 +7,11 @@ holding its raw bytes.  Members are stored uncompressed, and each member's data 
 multiple of 64 bytes (padding in the local header's extra field, as PyTorch does), so that a
 storage can be memory-mapped straight from the file.
 
-Reading never trusts the archive: member names must be unique, relative and inside the
-archive folder; a compressed member may not claim to inflate past a bound set by the size of
-the file; a stored member must lie inside the file; every read is bounded by the member's
-declared size and checked against its CRC-32.
+Reading never trusts the archive (``validated_members``, also used for the old microtorch
+format): member names must be unique, relative and inside the archive folder; a compressed
+member may not claim to inflate past a bound set by the size of the file, nor may all members
+together; stored members must lie inside the file without overlapping; every read is bounded
+by the member's declared size and checked against its CRC-32.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import io
 import os
 import struct
 import zipfile
+from collections.abc import Callable
 from typing import IO
 
 import numpy as np
@@ -92,6 +94,50 @@ def archive_name_for(path: str | None) -> str:
 # ------------------------------------------------------------------------------- reading
 
 
+def validated_members(zf: zipfile.ZipFile, file_size: int,
+                      error: Callable[[str], Exception]) -> dict[str, zipfile.ZipInfo]:
+    """The members of ``zf`` by name, once each is known safe to read: names unique, relative
+    and not leaving the archive; a stored member's sizes equal; a compressed member inflating
+    to at most ``_INFLATE_RATIO`` times the file; every member inside the file, none
+    overlapping another; and all members together inflating to no more than the same bound
+    (many members may not add up to a bomb either)."""
+    members: dict[str, zipfile.ZipInfo] = {}
+    bound = max(_INFLATE_FLOOR, _INFLATE_RATIO * file_size)
+    inflated = 0
+    for info in zf.infolist():
+        member = info.filename
+        if member in members:
+            raise error(f"duplicate member {member!r} in the archive")
+        parts = member.split("/")
+        if (member.startswith("/") or "\\" in member or "\x00" in member
+                or ".." in parts or ":" in parts[0]):
+            raise error(f"unsafe member name {member!r} (absolute or leaving the archive "
+                        f"folder)")
+        if info.compress_type == zipfile.ZIP_STORED:
+            if info.file_size != info.compress_size:
+                raise error(f"member {member!r} is stored uncompressed but its sizes differ "
+                            f"({info.compress_size} vs {info.file_size})")
+        elif info.file_size > bound:
+            raise error(f"member {member!r} claims to inflate to {info.file_size} bytes, far "
+                        f"more than this {file_size}-byte file can hold (limit {bound})")
+        if info.header_offset + info.compress_size > file_size:
+            raise error(f"member {member!r} extends past the end of the file (truncated?)")
+        inflated += info.file_size
+        members[member] = info
+    # Each member's data follows its local header: where one member's header plus data
+    # reaches past the next one's header, two directory entries share bytes (the overlap
+    # of non-recursive zip bombs).
+    spans = sorted((info.header_offset, info.compress_size, name)
+                   for name, info in members.items())
+    for (start, size, name), (next_start, _, next_name) in zip(spans, spans[1:]):
+        if start + size >= next_start:
+            raise error(f"members {name!r} and {next_name!r} overlap in the file")
+    if inflated > bound:
+        raise error(f"the members claim to inflate to {inflated} bytes in all, far more than "
+                    f"this {file_size}-byte file can hold (limit {bound})")
+    return members
+
+
 class ArchiveReader:
     """Validated random access to the members of one checkpoint archive."""
 
@@ -103,22 +149,13 @@ class ArchiveReader:
         fh.seek(0)
         self._fh = fh
         self._zf = zipfile.ZipFile(fh)
-        self._members: dict[str, zipfile.ZipInfo] = {}
+        self._members = validated_members(self._zf, self.file_size, self.error)
         prefixes = set()
-        for info in self._zf.infolist():
-            member = info.filename
-            if member in self._members:
-                raise self.error(f"duplicate member {member!r} in the archive")
+        for member in self._members:
             parts = member.split("/")
-            if (member.startswith("/") or "\\" in member or "\x00" in member
-                    or ".." in parts or ":" in parts[0]):
-                raise self.error(f"unsafe member name {member!r} (absolute or leaving the "
-                                 f"archive folder)")
             if len(parts) < 2:
                 raise self.error(f"file in archive is not in a subdirectory: {member!r}")
             prefixes.add(parts[0])
-            self._check_size(info)
-            self._members[member] = info
         if len(prefixes) != 1:
             raise self.error(f"the archive has {len(prefixes)} top-level folders "
                              f"({sorted(prefixes)[:4]}), a checkpoint has exactly one")
@@ -126,21 +163,6 @@ class ArchiveReader:
 
     def error(self, detail: str) -> CheckpointError:
         return CheckpointError(f"{self.name}: {detail}")
-
-    def _check_size(self, info: zipfile.ZipInfo) -> None:
-        if info.compress_type == zipfile.ZIP_STORED:
-            if info.file_size != info.compress_size:
-                raise self.error(f"member {info.filename!r} is stored uncompressed but its "
-                                 f"sizes differ ({info.compress_size} vs {info.file_size})")
-        else:
-            bound = max(_INFLATE_FLOOR, _INFLATE_RATIO * self.file_size)
-            if info.file_size > bound:
-                raise self.error(f"member {info.filename!r} claims to inflate to "
-                                 f"{info.file_size} bytes, far more than this "
-                                 f"{self.file_size}-byte file can hold (limit {bound})")
-        if info.header_offset + info.compress_size > self.file_size:
-            raise self.error(f"member {info.filename!r} extends past the end of the file "
-                             f"(truncated?)")
 
     def has(self, record: str) -> bool:
         return f"{self.prefix}/{record}" in self._members

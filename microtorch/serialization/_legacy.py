@@ -5,6 +5,11 @@ That format was a ZIP archive of ``.npy`` members (``storage/<i>.npy``, never pi
 strings, NumPy arrays and tensors, by reference to the storages). Users may hold such files,
 so ``microtorch.load`` keeps reading them: it parses JSON and raw array bytes only, so nothing
 in such a file can run code. Nothing writes this format any more.
+
+An archive is read as this format only when its structure is exactly that (``microtorch.json``
+and ``storage/<i>.npy`` members at its root, nothing else), so a PyTorch checkpoint that also
+carries a member of that name loads as PyTorch loads it. The old writer never compressed its
+members: a compressed member is refused, so nothing inflates past the file's own size.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import collections
 import importlib
 import json
+import re
 import zipfile
 from typing import Any
 
@@ -20,6 +26,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor
 from ..backend.device import device as Device
+from ._archive import validated_members
 from ._errors import CheckpointError
 from ._placement import MapLocation, place_storage, view_of
 
@@ -27,6 +34,7 @@ FORMAT = "microtorch.checkpoint"
 VERSION = 1
 HEADER = "microtorch.json"
 _STORAGE = "storage/{}.npy"
+_STORAGE_NAME = re.compile(r"storage/(0|[1-9][0-9]{0,8})\.npy")
 _CHUNK = 1 << 24  # read arrays 16 MiB at a time (no second full-size copy in memory)
 
 
@@ -104,7 +112,8 @@ class _Decoder:
 
     def tensor(self, ref: int) -> Tensor:
         if ref not in self.tensors:
-            meta = self.header["tensors"][ref]
+            meta = _entry(self.header["tensors"], ref, "tensor")
+            _entry(self.storages, meta["storage"], "storage")
             arr = _make_view(self._placed_storage(meta["storage"], meta["device"]), meta)
             t = Tensor._make(arr)
             if meta.get("parameter"):
@@ -127,8 +136,8 @@ class _Decoder:
         if kind == "tensor":
             return self.tensor(node["ref"])
         if kind in ("ndarray", "npscalar"):
-            meta = self.header["arrays"][node["ref"]]
-            arr = self.storages[meta["storage"]]
+            meta = _entry(self.header["arrays"], node["ref"], "array")
+            arr = _entry(self.storages, meta["storage"], "storage")
             return arr if kind == "ndarray" else arr[()]
         if kind == "tuple":
             return tuple(self.decode(v) for v in node["items"])
@@ -148,17 +157,36 @@ class _Decoder:
         return key
 
 
+def _entry(table: list, ref: Any, what: str) -> Any:
+    """``table[ref]`` for a reference the header makes: a non-negative int in range."""
+    if not (isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(table)):
+        raise _Corrupt(f"{what} reference {ref!r} out of range (0 to {len(table) - 1})")
+    return table[ref]
+
+
 def is_legacy_archive(zf: zipfile.ZipFile) -> bool:
-    """True when ``zf`` is a checkpoint of the old microtorch format."""
-    return HEADER in zf.namelist()
+    """True when ``zf`` has exactly the old microtorch format's structure: its header and
+    numbered storages at the root, nothing else."""
+    names = zf.namelist()
+    return HEADER in names and all(n == HEADER or _STORAGE_NAME.fullmatch(n) for n in names)
 
 
-def load_legacy(zf: zipfile.ZipFile, name: str, map_location: MapLocation) -> Any:
-    """The object stored in an old-format microtorch checkpoint (``zf`` already open).
+def load_legacy(zf: zipfile.ZipFile, name: str, map_location: MapLocation,
+                file_size: int) -> Any:
+    """The object stored in an old-format microtorch checkpoint (``zf`` already open, the
+    file ``file_size`` bytes long).
 
-    Raises RuntimeError naming ``name`` if the archive is corrupt.
+    Raises RuntimeError naming ``name`` if the archive is corrupt or not as the old writer
+    wrote it (compressed members, duplicates, members overlapping or past the file's end).
     """
+    def error(detail: str) -> CheckpointError:
+        return CheckpointError(f"{name}: corrupt microtorch checkpoint ({detail})")
+
     try:
+        for info in validated_members(zf, file_size, error).values():
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise error(f"member {info.filename!r} is compressed; the old microtorch "
+                            f"format never compressed its members")
         header = _load_header(zf, name)
         storages = [_read_array(zf, _STORAGE.format(i), meta)
                     for i, meta in enumerate(header["storages"])]

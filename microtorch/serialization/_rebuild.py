@@ -156,9 +156,20 @@ class LoadContext:
 
     def rebuild_from_type_v2(self, func, new_type, args, state):
         """``torch._tensor._rebuild_from_type_v2``: a tensor of class ``new_type`` (Tensor,
-        Parameter, or an allowed subclass) with attributes ``state``."""
+        Parameter, or an allowed subclass) with attributes ``state``.
+
+        ``func`` must be one of the rebuild functions above, so the tensor is a checked view
+        of a storage the file holds. (PyTorch's weights_only unpickler also lets it be
+        ``torch.Tensor``: a few hundred bytes then allocate an uninitialised tensor of any
+        size, ``torch.Tensor(10**9)``.)"""
         if not isinstance(args, tuple) or not callable(func):
             raise self.error("invalid typed tensor record")
+        rebuilders = (self.rebuild_tensor_v2, self.rebuild_tensor, self.rebuild_parameter,
+                      self.rebuild_parameter_with_state)
+        if func not in rebuilders:
+            raise self.error(f"typed tensor record rebuilds with {_name_of(func)}, not with one "
+                             f"of torch._utils' rebuild functions: a tensor must come from a "
+                             f"storage in the file")
         t = func(*args)
         if not (isinstance(new_type, type) and issubclass(new_type, Tensor)):
             raise self.error(f"typed tensor record names {new_type!r}, not a tensor class")
@@ -171,6 +182,11 @@ class LoadContext:
                 t = new_type._make(t._data, t.requires_grad)
         _set_attributes(t, state, self)
         return t
+
+
+def _name_of(func: Any) -> str:
+    name = getattr(func, "__qualname__", None) or type(func).__name__
+    return f"{getattr(func, '__module__', '') or ''}.{name}".lstrip(".")[:80]
 
 
 def _set_attributes(t: Tensor, state: Any, ctx: LoadContext) -> None:

@@ -170,23 +170,28 @@ def unsupported_global_message(full: str) -> str:
 
 def check_nesting(obj: Any, limit: int = MAX_NESTING) -> None:
     """UnpicklingError if containers nest deeper than ``limit`` (walked without recursion;
-    a node reached again by a deeper path is walked again, so sharing cannot hide depth)."""
+    a node reached again by a deeper path is walked again, so sharing cannot hide depth).
+    A reference back to a container that encloses it (``d["me"] = d``) is a cycle, not
+    nesting: pickle's memo rebuilds it, as PyTorch loads it."""
     deepest: dict[int, int] = {}
-    stack = [(obj, 1)]
+    enclosing: set[int] = set()  # the containers on the path from obj to the current node
+    stack: list[tuple[Any, int, bool]] = [(obj, 1, False)]
     while stack:
-        node, depth = stack.pop()
-        if not isinstance(node, (list, tuple, dict, set, frozenset)):
+        node, depth, leaving = stack.pop()
+        if leaving:
+            enclosing.discard(id(node))
+            continue
+        if not isinstance(node, (list, tuple, dict, set, frozenset)) or id(node) in enclosing:
             continue
         if depth > limit:
             raise WeightsOnlyError(f"containers are nested more than {limit} levels deep")
         if deepest.get(id(node), 0) >= depth:
             continue
         deepest[id(node)] = depth
-        if isinstance(node, dict):
-            stack.extend((k, depth + 1) for k in node)
-            stack.extend((v, depth + 1) for v in node.values())
-        else:
-            stack.extend((v, depth + 1) for v in node)
+        enclosing.add(id(node))
+        stack.append((node, depth, True))
+        children = (*node, *node.values()) if isinstance(node, dict) else node
+        stack.extend((v, depth + 1, False) for v in children)
 
 
 _Base = pickle._Unpickler  # the pure-Python unpickler: its opcodes can be overridden one by one
