@@ -178,7 +178,7 @@ def load(f: FileLike, map_location: MapLocation = None, pickle_module: Any = Non
             if _looks_like_safetensors(head, size):
                 from ..utils.safetensors import _load_checkpoint
 
-                return _load_checkpoint(fh.read(), name, map_location)
+                return _load_checkpoint(fh, size - start, name, map_location)
             raise _foreign(name, head)
         except CallerError as wrapped:
             raise wrapped.__cause__ from None

@@ -1,7 +1,12 @@
 """safetensors files for microtorch tensors: the API of ``safetensors.torch``.
 
-Built on the ``safetensors`` package (``pip install microtorch[safetensors]``): its
-``serialize`` / ``deserialize`` do the file format, this module maps dtypes and tensors.
+Saving is built on the ``safetensors`` package (``pip install microtorch[safetensors]``): its
+``serialize`` writes the file format, this module maps dtypes and tensors. Loading reads the
+format itself (an 8-byte header length, a JSON header, then the tensors' bytes): the header is
+checked as the package checks it (offsets contiguous and covering the data, sizes matching
+dtype and shape) and each tensor is read straight into its own array, one copy of the file's
+bytes in memory at most, bfloat16 included (the package's NumPy reader has no bfloat16, and
+its ``deserialize`` copies every tensor twice more).
 As in ``safetensors.torch``, tensors must be contiguous, and tensors sharing memory are
 refused by ``save``/``save_file`` with its error (``save_model`` keeps one name per shared
 storage and records the others in the metadata).  A file holds no code: loading one cannot
@@ -10,6 +15,8 @@ execute anything.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 from collections import defaultdict
 from typing import Any
@@ -127,38 +134,119 @@ def save_file(tensors: dict[str, Tensor], filename: str | os.PathLike,
                               metadata=metadata)
 
 
-def _to_tensors(entries, device) -> dict[str, Tensor]:
-    from ..ops.creation import from_numpy
+_MAX_HEADER = 100_000_000  # the safetensors package's limit on the JSON header
 
-    out = {}
-    for name, info in entries:
-        code = info["dtype"]
-        dt = _dtype_named(_CODES.get(code, "?"))
+
+class _Entry:
+    """One tensor of a safetensors header: name, dtype, shape and byte range in the data."""
+
+    __slots__ = ("name", "dtype", "shape", "begin", "end")
+
+    def __init__(self, name: str, info: Any) -> None:
+        if not (isinstance(info, dict) and set(info) == {"dtype", "shape", "data_offsets"}):
+            raise ValueError(f"tensor {name!r}: a header entry needs exactly dtype, shape and "
+                             f"data_offsets")
+        code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        dt = _dtype_named(_CODES.get(code, "?")) if isinstance(code, str) else None
         if dt is None:
             raise ValueError(f"tensor {name!r} has safetensors dtype {code}, which this "
                              f"microtorch does not support")
-        arr = np.frombuffer(info["data"], dt.np).reshape(info["shape"]).copy()
+        if not (isinstance(shape, list) and all(_count(n) for n in shape)):
+            raise ValueError(f"tensor {name!r}: invalid shape {shape!r}")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_count, offsets))
+                and offsets[0] <= offsets[1]):
+            raise ValueError(f"tensor {name!r}: invalid data_offsets {offsets!r}")
+        self.name, self.dtype, self.shape = name, dt, tuple(shape)
+        self.begin, self.end = offsets
+        if self.end - self.begin != int(np.prod(self.shape, dtype=np.int64)) * dt.itemsize:
+            raise ValueError(f"tensor {name!r}: {self.end - self.begin} bytes cannot hold "
+                             f"{dt.name} {list(self.shape)}")
+
+
+def _count(n: Any) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n >= 0
+
+
+def _read_header(fh, size: int) -> tuple[list[_Entry], dict[str, str] | None, int]:
+    """(tensors in file order, metadata, where the data starts) of the safetensors file
+    ``fh`` of ``size`` bytes; ValueError for anything the format does not allow."""
+    raw = fh.read(8)
+    if len(raw) < 8:
+        raise ValueError("file too short for a safetensors header")
+    n = int.from_bytes(raw, "little")
+    if n > _MAX_HEADER or 8 + n > size:
+        raise ValueError(f"header of {n} bytes: larger than the limit or the file")
+    header = json.loads(fh.read(n))
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    metadata = header.pop("__metadata__", None)
+    if metadata is not None and not (isinstance(metadata, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        raise ValueError("__metadata__ must map strings to strings")
+    entries = sorted((_Entry(name, info) for name, info in header.items()),
+                     key=lambda e: (e.begin, e.end))
+    end = 0
+    for e in entries:  # the package's rule: the tensors tile the data area exactly
+        if e.begin != end:
+            raise ValueError(f"tensor {e.name!r} starts at byte {e.begin} of the data, "
+                             f"expected {end} (gap or overlap)")
+        end = e.end
+    if 8 + n + end != size:
+        raise ValueError(f"the tensors cover {end} bytes of data, the file holds "
+                         f"{size - 8 - n}")
+    return entries, metadata, 8 + n
+
+
+def _read_tensors(fh, size: int, device: Any) -> dict[str, Tensor]:
+    """Each tensor of the safetensors file that starts at ``fh``'s position and holds
+    ``size`` bytes, read once into an array of its own (then moved to ``device``)."""
+    from ..ops.creation import from_numpy
+
+    origin = fh.tell()
+    entries, _, start = _read_header(fh, size)
+    start += origin
+    out = {}
+    for e in entries:
+        arr = np.empty(e.shape, e.dtype.np)
+        view = memoryview(arr.reshape(-1).view(np.uint8))
+        fh.seek(start + e.begin)
+        pos = 0
+        while pos < view.nbytes:
+            got = fh.readinto(view[pos:])
+            if not got:
+                raise ValueError(f"tensor {e.name!r} is truncated")
+            pos += got
         t = from_numpy(arr)
-        out[name] = t if str(device) == "cpu" else t.to(device)
+        out[e.name] = t if str(device) == "cpu" else t.to(device)
     return out
 
 
 def load(data: bytes, device: Any = "cpu") -> dict[str, Tensor]:
     """The tensors stored in safetensors bytes ``data``."""
-    return _to_tensors(_backend().deserialize(bytes(data)), device)
+    return _read_tensors(io.BytesIO(data), len(data), _device_of(device))
 
 
 def load_file(filename: str | os.PathLike, device: Any = "cpu") -> dict[str, Tensor]:
-    """The tensors of the safetensors file ``filename`` (on ``device``)."""
+    """The tensors of the safetensors file ``filename``, on ``device`` (a device, its name or
+    a CUDA index, as ``safetensors.torch.load_file``). Each tensor's bytes are read once,
+    straight into its array."""
     with open(filename, "rb") as fh:
-        data = fh.read()
-    return load(data, device)
+        return _read_tensors(fh, os.fstat(fh.fileno()).st_size, _device_of(device))
+
+
+def _device_of(device: Any):
+    """``device`` as safetensors.torch takes it: a device, a string, or a CUDA index."""
+    from ..backend.device import device as Device
+
+    if isinstance(device, int) and not isinstance(device, bool):
+        return Device("cuda", device)
+    return Device(device)
 
 
 def load_metadata(filename: str | os.PathLike) -> dict[str, str] | None:
     """The text metadata stored in a safetensors file (None when it has none)."""
-    with _backend().safe_open(os.fspath(filename), framework="np") as fh:
-        return fh.metadata()
+    with open(filename, "rb") as fh:
+        return _read_header(fh, os.fstat(fh.fileno()).st_size)[1]
 
 
 def _complete(t: Tensor) -> bool:
@@ -202,16 +290,15 @@ def load_model(model, filename: str | os.PathLike, strict: bool = True,
     return missing, list(unexpected)
 
 
-def _load_checkpoint(data: bytes, name: str, map_location) -> dict[str, Tensor]:
-    """``microtorch.load`` of a safetensors file: its tensors as a dict."""
+def _load_checkpoint(fh, size: int, name: str, map_location) -> dict[str, Tensor]:
+    """``microtorch.load`` of the safetensors file ``fh`` (``size`` bytes): its tensors as a
+    dict, placed by a device-like ``map_location``."""
     device = "cpu"
     if isinstance(map_location, (str,)) or (map_location is not None and
                                              not callable(map_location) and
                                              not isinstance(map_location, dict)):
         device = map_location
     try:
-        return load(data, device)
-    except ImportError:
-        raise
+        return _read_tensors(fh, size, _device_of(device))
     except Exception as exc:
         raise RuntimeError(f"{name}: corrupt safetensors file ({exc})") from None
