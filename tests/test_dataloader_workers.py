@@ -231,9 +231,42 @@ def test_dead_worker_reported():
     it = iter(loader)
     assert next(it) == 0
     os.kill(it.worker_pids[0], signal.SIGKILL)
-    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited "
-                                           r"unexpectedly"):
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid \d+\) is killed by "
+                                           r"signal: Killed\. "):
         next(it)
+
+
+def test_a_killed_worker_is_reported_at_once_and_no_later_batch_first():
+    """PyTorch's SIGCHLD handler reports a killed worker as soon as it dies; here the next
+    batch asks first, and a wait notices within a poll interval (it waited 5 s, and
+    delivered the other worker's batch before saying so)."""
+    loader = DataLoader(list(range(40)), batch_size=2, num_workers=2)
+    it = iter(loader)
+    assert next(it).tolist() == [0, 1]
+    victim = it.worker_pids[0]
+    os.kill(victim, signal.SIGKILL)
+    for _ in range(500):  # until the kernel has ended it (WNOWAIT: left for the loader)
+        if os.waitid(os.P_PID, victim, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            break
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match=rf"DataLoader worker \(pid {victim}\) is killed by "
+                                           r"signal: Killed\. $"):
+        next(it)
+    assert time.monotonic() - t0 < 2.0  # not after a 5 s status interval
+
+
+def test_a_worker_exiting_with_a_code_is_reported_as_pytorch_does():
+    class Exits(Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            os._exit(3)
+
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid \d+\) exited "
+                                           r"unexpectedly with exit code 3\. Details are lost"):
+        next(iter(DataLoader(Exits(), num_workers=1)))
 
 
 _ORPHAN_SCRIPT = textwrap.dedent("""

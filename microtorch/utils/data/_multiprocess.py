@@ -4,10 +4,13 @@ Each worker has its own index queue; all share one result queue.  The main proce
 ``prefetch_factor * num_workers`` tasks in flight, handing them to the workers in turn, and
 yields batches strictly in the order the sampler produced their indices (results that
 arrive early wait in ``_task_info``).  A worker's exception is re-raised here with its
-traceback text; a worker that dies is reported instead of waited for; ``timeout`` bounds
-each wait.  Workers are shut down when the epoch ends (unless ``persistent_workers``), when
-the iterator is garbage-collected (a ``break`` out of the loop), and on any exception
-(KeyboardInterrupt included); they also exit by themselves if the main process dies.
+traceback text; a worker that dies is reported at once, in PyTorch's words ("DataLoader worker
+(pid N) is killed by signal: Killed."): every batch and every 0.1 s of waiting first asks
+whether each worker still runs (a ``waitpid`` each), so no later batch is delivered first;
+``timeout`` bounds each wait.  Workers are shut down when the epoch ends (unless
+``persistent_workers``), when the iterator is garbage-collected (a ``break`` out of the
+loop), and on any exception (KeyboardInterrupt included); they also exit by themselves if the
+main process dies.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import itertools
 import multiprocessing
 import os
 import queue
+import signal
+import time
 from typing import Any
 
 from ._pin_memory import pin_memory
@@ -26,6 +31,8 @@ from ._worker import (
     ResumeIteration,
     worker_loop,
 )
+
+_POLL = 0.1  # seconds between checks that the workers are alive while waiting for a batch
 
 
 class MultiProcessingIter:
@@ -120,6 +127,7 @@ class MultiProcessingIter:
             raise
 
     def _next_batch(self) -> Any:
+        self._raise_if_a_worker_died()
         while True:
             # Skip the tasks of workers whose IterableDataset ended (they will never answer).
             while self._rcvd_idx < self._send_idx:
@@ -159,28 +167,30 @@ class MultiProcessingIter:
         return pin_memory(data) if self._pin else data
 
     def _get_data(self) -> tuple[Any, Any]:
-        if self._timeout > 0:
-            found, item = self._try_get(self._timeout)
-            if not found:
-                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
-            return item
+        """The next result from any worker; raises if a worker died or ``timeout`` passed."""
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
         while True:
-            found, item = self._try_get(STATUS_CHECK_INTERVAL)
-            if found:
-                return item
+            self._raise_if_a_worker_died()
+            wait = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
+            try:
+                return self._result_queue.get(timeout=max(wait, 0.0))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise RuntimeError(f"DataLoader timed out after {self._timeout} "
+                                       f"seconds") from None
 
-    def _try_get(self, timeout: float) -> tuple[bool, Any]:
-        try:
-            return True, self._result_queue.get(timeout=timeout)
-        except queue.Empty:
-            dead = [w for w, active in zip(self._workers, self._workers_status)
-                    if active and not w.is_alive()]
-            if dead:
-                pids = ", ".join(str(w.pid) for w in dead)
-                codes = ", ".join(str(w.exitcode) for w in dead)
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly "
-                                   f"(exit code(s) {codes})") from None
-            return False, None
+    def _raise_if_a_worker_died(self) -> None:
+        """PyTorch's error for the first active worker that has exited."""
+        for w, active in zip(self._workers, self._workers_status):
+            code = w.exitcode if active else None  # (polls the child without blocking)
+            if code is None:
+                continue
+            if code < 0:
+                raise RuntimeError(f"DataLoader worker (pid {w.pid}) is killed by signal: "
+                                   f"{signal.strsignal(-code)}. ")
+            raise RuntimeError(f"DataLoader worker (pid {w.pid}) exited unexpectedly with "
+                               f"exit code {code}. Details are lost due to multiprocessing. "
+                               f"Rerunning with num_workers=0 may give better error trace.")
 
     # -- shutdown ----------------------------------------------------------------------------
     def _shutdown_workers(self) -> None:
