@@ -124,6 +124,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
             comm.Free()
             raise ValueError(f"{name}={given} disagrees with the MPI launcher's {actual}")
     seconds = _seconds(timeout)
+    from ._mpi import release_shared_memory_names
+
+    release_shared_memory_names(comm, seconds)  # so a killed job leaves no file behind
     if backend == "nccl":
         from ._nccl import NCCLProcessGroup
 
