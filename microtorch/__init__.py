@@ -44,6 +44,7 @@ from .backend import get_default_device, set_default_device
 from .backend.device import device
 from .ops import *  # noqa: F403
 from .ops import __all__ as _ops_all
+from .ops import deprecated_overloads as _deprecated_overloads
 from .ops import numpy_names as _numpy_names
 from .ops import out_arg as _out_arg
 from .random import (
@@ -147,6 +148,7 @@ def is_complex(input: Tensor) -> bool:
 
 _numpy_names.install(globals(), _ops_all)  # torch.sum(x, axis=0, keepdims=True)
 _out_arg.install(globals())  # torch.add(a, b, out=r) and the like (Tensor methods take no out=)
+_deprecated_overloads.install(globals(), method=False)  # torch.add(x, 2, y), as PyTorch 2.13
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",

@@ -15,6 +15,8 @@ BOOL, INTEGRAL, FLOATING, COMPLEX = range(4)  # categories, in the order of type
 class dtype:  # noqa: N801 - mirrors torch.dtype
     """A tensor element type (``microtorch.float32`` ...), backed by a NumPy dtype."""
 
+    __module__ = "microtorch"  # its public name, as PyTorch's
+
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize",
                  "_category")
 

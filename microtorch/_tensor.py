@@ -100,6 +100,7 @@ def clear_grad(t: Tensor) -> None:
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
 
+    __module__ = "microtorch"  # its public name, as torch.Tensor's (type(t), reprs, pickles)
     __slots__ = ("_data", "requires_grad", "grad_fn", "_vbox", "__weakref__", "__dict__")
     __array_priority__ = 1000  # make ndarray <op> Tensor defer to Tensor's reflected operators
 
@@ -162,6 +163,11 @@ class Tensor:
     def is_cuda(self) -> bool:
         """True for tensors on a GPU."""
         return type(self._data) is not np.ndarray
+
+    @property
+    def is_cpu(self) -> bool:
+        """True for tensors in host memory."""
+        return type(self._data) is np.ndarray
 
     @property
     def ndim(self) -> int:
@@ -363,7 +369,17 @@ class Tensor:
         arr = self._backend.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A NumPy function's result on a tensor as a tensor (``np.sin(t)``), bool results as
+        uint8, as PyTorch's."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return Tensor._make(np.asarray(array))
+
     def __dlpack__(self, *args, **kwargs):
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use "
+                              "tensor.detach()")
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
@@ -543,9 +559,20 @@ class _View(Tensor):
     __slots__ = ()
 
 
+# The kinds of tensor PyTorch has and microtorch does not (other devices, layouts): their
+# ``is_<kind>`` queries exist, and are False.
+for _kind in ("xpu", "mps", "meta", "ipu", "xla", "mtia", "maia", "vulkan", "mkldnn", "quantized",
+              "nested"):
+    setattr(Tensor, f"is_{_kind}", property(lambda self: False,
+                                            doc=f"False: microtorch has no {_kind} tensors."))
+del _kind
+
+
 class Size(tuple):
     """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``; slices,
     ``+`` and ``*`` give Sizes again, and only integers are accepted."""
+
+    __module__ = "microtorch"
 
     def __new__(cls, sizes=()):
         values = []

@@ -37,6 +37,8 @@ class finfo(_Limits):  # noqa: N801 - mirrors torch.finfo
     called without one): ``bits``, ``eps``, ``max``, ``min``, ``tiny``, ``smallest_normal``,
     ``resolution`` (Python floats) and ``dtype`` (the name)."""
 
+    __module__ = "microtorch"  # its public name, as PyTorch's
+
     __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
 
     def __init__(self, type: _dtype.dtype | None = None) -> None:  # noqa: A002
@@ -61,6 +63,8 @@ class finfo(_Limits):  # noqa: N801 - mirrors torch.finfo
 
 class iinfo(_Limits):  # noqa: N801 - mirrors torch.iinfo
     """Limits of an integer dtype: ``bits``, ``max``, ``min`` (Python ints), ``dtype`` (name)."""
+
+    __module__ = "microtorch"  # its public name, as PyTorch's
 
     __slots__ = ("bits", "max", "min", "dtype")
 

@@ -95,6 +95,33 @@ CASES = {
     "type_to_legacy": lambda m: m.ones(2).type(m.LongTensor),
     "type_to_string": lambda m: m.ones(2).type("torch.IntTensor"),
     "type_to_dtype": lambda m: m.ones(2).type(m.float64),
+    # issue 25: NumPy functions give tensors back, any sequence or foreign array is data,
+    # public classes print with their public module, every is_<kind> query exists
+    "numpy_ufunc": lambda m: np.sin(m.tensor([0.5, 1.0])),
+    "numpy_ufunc_0d": lambda m: np.sin(m.tensor(0.5)),
+    "numpy_ufunc_bool_is_uint8": lambda m: np.greater(m.tensor([0.5, -1.0]), 0),
+    "numpy_ufunc_two_tensors": lambda m: np.add(m.tensor([1, 2]), m.tensor([3, 4])),
+    "numpy_ufunc_requires_grad": lambda m: np.sin(m.ones(2, requires_grad=True)),
+    "tensor_of_deque": lambda m: m.tensor(__import__("collections").deque([1, 2])),
+    "tensor_of_range": lambda m: m.tensor(range(3)),
+    "tensor_of_set": lambda m: m.tensor({1, 2}),
+    "tensor_of_torch_tensor": lambda m: m.tensor(torch.arange(3.0)),
+    "tensor_of_torch_int_tensor": lambda m: m.tensor(torch.arange(3, dtype=torch.int16)),
+    "tensor_of_torch_tensors": lambda m: m.tensor([torch.tensor(1.0), torch.tensor(2.0)]),
+    "as_tensor_of_torch_tensor": lambda m: m.as_tensor(torch.ones(2, dtype=torch.float64)),
+    "from_dlpack_torch": lambda m: m.from_dlpack(torch.arange(3)),
+    "from_dlpack_numpy": lambda m: m.from_dlpack(np.arange(3.0)),
+    "dlpack_round_trip": lambda m: m.utils.dlpack.from_dlpack(
+        m.utils.dlpack.to_dlpack(m.arange(4.0))),
+    "dlpack_requires_grad": lambda m: m.ones(2, requires_grad=True).__dlpack__(),
+    "type_of_tensor": lambda m: type(m.ones(1)),
+    "type_of_size": lambda m: type(m.ones(1).shape),
+    "type_of_dtype": lambda m: type(m.float32),
+    "type_of_device": lambda m: type(m.device("cpu")),
+    "finfo_class": lambda m: m.finfo,
+    "is_kinds": lambda m: [getattr(m.ones(1), f"is_{k}") for k in (
+        "cpu", "cuda", "xpu", "mps", "meta", "ipu", "xla", "mtia", "maia", "vulkan",
+        "mkldnn", "quantized", "nested")],
 }
 
 
@@ -147,3 +174,67 @@ def test_view_as_dtype_errors_match_pytorch(make, dtype):
         make(torch).view(getattr(torch, dtype))
     with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
         make(microtorch).view(getattr(microtorch, dtype))
+
+
+def test_torch_tensor_round_trips_through_dlpack_sharing_memory():
+    t = torch.arange(4.0)
+    mine = microtorch.from_dlpack(t)
+    mine[0] = 9.0
+    assert t[0].item() == 9.0  # shared, as PyTorch's from_dlpack
+    back = torch.from_dlpack(mine)
+    back[1] = 7.0
+    assert mine[1].item() == 7.0
+    capsule = microtorch.utils.dlpack.to_dlpack(mine)
+    assert microtorch.utils.dlpack.from_dlpack(capsule).tolist() == [9.0, 7.0, 2.0, 3.0]
+    with pytest.raises(RuntimeError, match="consumed only once"):
+        microtorch.utils.dlpack.from_dlpack(capsule)
+    copied = microtorch.tensor(t)  # tensor() copies
+    copied[2] = -1.0
+    assert t[2].item() == 2.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, p, g: p.add_(-0.1, g),
+    lambda m, p, g: p.sub_(2, g),
+    lambda m, p, g: m.add(p, 2, g),
+    lambda m, p, g: m.sub(p, 2, g),
+    lambda m, p, g: p.add(2, g),
+    lambda m, p, g: p.addcmul_(0.5, g, g),
+    lambda m, p, g: p.addcdiv_(0.5, g, g + 1),
+    lambda m, p, g: m.addcmul(p, 2, g, g),
+    lambda m, p, g: m.addcdiv(p, 2, g, g + 1),
+    lambda m, p, g: m.addmm(2, p.reshape(1, 3).expand(3, 3), 3, g.reshape(3, 1) * 1.0,
+                            g.reshape(1, 3) * 1.0),
+    lambda m, p, g: m.addmm(2, p.reshape(1, 3).expand(3, 3), g.reshape(3, 1) * 1.0,
+                            g.reshape(1, 3) * 1.0),
+    lambda m, p, g: m.baddbmm(2, p.reshape(1, 1, 3), 3, g.reshape(1, 3, 1) * 1.0,
+                              g.reshape(1, 1, 3) * 1.0),
+])
+def test_deprecated_scalar_first_overloads_warn_and_compute_as_pytorch(call):
+    """Old tutorials' ``p.data.add_(-lr, p.grad.data)`` and friends: PyTorch 2.13's values and
+    its deprecation warning (PyTorch warns for the first such call of a process only)."""
+    from microtorch.ops import deprecated_overloads
+
+    deprecated_overloads._warned.clear()
+    results = []
+    for m in (torch, microtorch):
+        p, g = m.tensor([1.0, 2.0, 3.0]), m.tensor([0.5, 1.5, 2.0])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = call(m, p, g)
+        results.append((out.tolist(), p.tolist()))
+        messages = [str(w.message).split(" (Triggered")[0] for w in caught]
+        if m is microtorch:
+            assert len(messages) == 1 and messages[0].startswith("This overload of ")
+            assert caught[0].filename == __file__
+            ours = messages[0]
+        else:
+            theirs = messages
+    assert results[0] == results[1]
+    if theirs:  # (torch warns for its process's first deprecated call only)
+        assert ours == theirs[0].replace("torch.dtype out_dtype", "")
+
+
+def test_deprecated_forms_need_the_old_types():
+    with pytest.raises(TypeError):
+        microtorch.add(microtorch.ones(2), 2, 3)  # a number where the tensor was: an error

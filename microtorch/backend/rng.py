@@ -226,6 +226,8 @@ class Generator:
     samplers return NumPy arrays and match ``torch`` bit for bit; see the module docstring.
     """
 
+    __module__ = "microtorch"  # its public name, as PyTorch's
+
     def __init__(self, device="cpu", seed: int | None = None) -> None:
         # PyTorch's signature is Generator(device='cpu'); Generator(seed) is kept as a
         # shorthand (an integer first argument is a seed, never a device here).

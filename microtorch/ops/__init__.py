@@ -21,6 +21,7 @@ from . import (
     arrange,
     counting,
     creation,
+    deprecated_overloads,
     elementwise,
     gamma,
     indexed,
@@ -492,6 +493,7 @@ def install_tensor_methods(cls) -> None:
     methods["__imul__"] = methods["mul_"]
     methods["__itruediv__"] = methods["div_"]
     numpy_names.install(methods, list(methods))  # x.sum(axis=0, keepdims=True)
+    deprecated_overloads.install(methods, method=True)  # p.add_(-lr, g)
     for name, fn in methods.items():
         setattr(cls, name, fn)
     complex_ops.install(cls)

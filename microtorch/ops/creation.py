@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from .. import _dtype
 from ..backend import get_backend
 from ..backend.device import device as Device
 from ._util import Tensor, sizes_arg
+from .dlpack import array_from_dlpack, from_dlpack
 from .pinned import check_pinnable, pinned_leaf
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
@@ -48,11 +50,13 @@ def _infer_dtype(data) -> _dtype.dtype:
             d = _dtype.get_default_dtype()
         elif isinstance(item, numbers.Complex):
             d = _dtype.default_complex()
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-            continue
         elif isinstance(item, (str, bytes)):
             raise TypeError(f"new(): invalid data type '{type(item).__name__}'")
+        elif isinstance(item, Sequence):  # lists, tuples, deques, ranges: any sequence
+            stack.extend(item)
+            continue
+        elif _is_foreign_array(item):
+            d = _dtype.from_numpy_dtype(_foreign_to_array(item).dtype)
         else:  # None, arbitrary objects: PyTorch raises RuntimeError here
             raise RuntimeError(f"Could not infer dtype of {type(item).__name__}")
         result = d if result is None else _dtype.promote(result, d)
@@ -60,12 +64,34 @@ def _infer_dtype(data) -> _dtype.dtype:
 
 
 def _plain(data):
-    """Nested data with tensors replaced by Python values (for np.asarray)."""
+    """Nested data with tensors and foreign arrays replaced by Python values and sequences by
+    lists (for np.asarray)."""
     if isinstance(data, Tensor):
         return data.tolist()
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
         return [_plain(d) for d in data]
+    if _is_foreign_array(data):
+        return _foreign_to_array(data).tolist()
     return data
+
+
+def _is_foreign_array(data) -> bool:
+    """An array of another library (CuPy, PyTorch, JAX, ...): it offers
+    ``__cuda_array_interface__``, ``__dlpack__`` or ``__array__`` and is neither ours nor
+    NumPy's."""
+    return not isinstance(data, (Tensor, np.ndarray, np.generic)) and (
+        hasattr(data, "__cuda_array_interface__") or hasattr(data, "__dlpack__")
+        or hasattr(data, "__array__"))
+
+
+def _foreign_to_array(data):
+    """A foreign array as a NumPy array (a CuPy one when it lives on a GPU), through DLPack
+    when it has it, else ``__array__``."""
+    if hasattr(data, "__cuda_array_interface__"):
+        return data
+    if hasattr(data, "__dlpack__") and hasattr(data, "__dlpack_device__"):
+        return array_from_dlpack(data)
+    return np.asarray(data)
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False,
@@ -87,7 +113,9 @@ def _copied(data, dtype, device, requires_grad: bool) -> Tensor:
         arr = data._backend.to_numpy(data._data).copy() if data.device != backend.device \
             else data._data.copy()
         dt = data._data.dtype if dtype is None else _dtype.as_dtype(dtype).np
-    elif isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"):
+    elif isinstance(data, np.ndarray) or _is_foreign_array(data):
+        if not isinstance(data, np.ndarray):  # (may share the other library's memory: the
+            data = _foreign_to_array(data)    # copy below keeps ours apart)
         dt = _dtype.from_numpy_dtype(data.dtype).np if dtype is None \
             else _dtype.as_dtype(dtype).np
         arr = data
@@ -136,21 +164,6 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     _dtype.from_numpy_dtype(ndarray.dtype)  # raises for unsupported dtypes
     return Tensor._make(ndarray, False, None)
-
-
-def from_dlpack(ext_tensor) -> Tensor:
-    """A tensor sharing memory with any DLPack-capable array (NumPy, CuPy, PyTorch ...)."""
-    kind, index = ext_tensor.__dlpack_device__()
-    if int(kind) == 1:  # kDLCPU
-        arr = np.from_dlpack(ext_tensor)
-    elif int(kind) == 2:  # kDLCUDA
-        backend = get_backend(Device("cuda", int(index)))
-        with backend.context():
-            arr = backend.xp.from_dlpack(ext_tensor)
-    else:
-        raise RuntimeError(f"from_dlpack: unsupported DLPack device type {int(kind)}")
-    _dtype.from_numpy_dtype(arr.dtype)
-    return Tensor._make(arr, False, None)
 
 
 def _creation_dtype(dtype, default=None) -> np.dtype:

@@ -1,4 +1,4 @@
-"""Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader)."""
+"""Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader), ``dlpack``."""
 
-from . import data
+from . import data, dlpack
 from .memory import memory_report
