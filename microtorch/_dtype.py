@@ -114,6 +114,10 @@ def from_numpy_dtype(np_dtype) -> dtype:
     try:
         return _FROM_NP[np.dtype(np_dtype)]
     except (KeyError, TypeError):
+        if np.dtype(np_dtype).byteorder == ">" and np.dtype(np_dtype).newbyteorder() in _FROM_NP:
+            raise ValueError("given numpy array has byte order different from the native byte "
+                             "order. Conversion between byte orders is currently not "
+                             "supported.") from None
         raise TypeError(f"unsupported array dtype {np_dtype!r}: microtorch supports "
                         + ", ".join(d.name for d in ALL)) from None
 

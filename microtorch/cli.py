@@ -89,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="microtorch",
                      description="microtorch: train small models and measure what "
                                  "zero_grad(set_to_none) costs and saves.")
+    # (not required=True: argparse would then call "microtorch --frobnicate" a missing
+    # COMMAND; main() says which argument it did not recognise, or that COMMAND is missing)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.required = True
 
     tr = commands.add_parser(
         "train", help="train an MLP or a small CNN on digits or MNIST",
@@ -401,6 +402,13 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     if args.resume:
         start_epoch, steps = _load_checkpoint(args.resume, args, model, optimizer, loader_gen,
                                               device)
+        if is_main:
+            left = ("nothing left to train: raise --epochs to train more"
+                    if start_epoch >= args.epochs else
+                    f"training epochs {start_epoch + 1} to {args.epochs}")
+            print(f"resumed from {args.resume} after epoch {start_epoch} ({steps} steps); "
+                  f"{left}", flush=True)
+    resumed_steps = steps
     mem = _memory_api(device)
     started = time.perf_counter()
     train_loss = train_acc = float("nan")
@@ -443,6 +451,7 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             "steps": steps, "seconds": seconds, "peak_memory_bytes": mem.max_memory_allocated(),
             "train_loss": train_loss, "train_accuracy": train_acc, "device": device,
             "resumed_from_epoch": start_epoch if args.resume else None,
+            "steps_this_run": steps - resumed_steps,
             "config": _config(args), "is_main": is_main,
             "world_size": 1 if run is None else run.world_size}
 
@@ -451,8 +460,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
     metrics = train(args)
     if not metrics.pop("is_main"):  # --distributed: the other ranks stay quiet
         return 0
+    this_run = metrics["steps_this_run"]
+    steps = (f"{this_run} steps" if metrics["resumed_from_epoch"] is None else
+             f"{this_run} steps this run ({metrics['steps']} in all)")
     print(f"test accuracy {metrics['test_accuracy']:.4f}, test loss {metrics['test_loss']:.4f}"
-          f", {metrics['steps']} steps in {metrics['seconds']:.1f} s on {metrics['device']}")
+          f", {steps} in {metrics['seconds']:.1f} s on {metrics['device']}")
     if args.metrics_json:
         path = Path(args.metrics_json)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -540,7 +552,11 @@ def _cmd_bench_distributed(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``microtorch`` console script and ``python -m microtorch``."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.error("the following arguments are required: COMMAND")
     try:
         return args.handler(args)
     except KeyboardInterrupt:

@@ -197,3 +197,29 @@ def test_resume_refuses_another_model(tmp_path: Path) -> None:
     proc = run_cli("train", *data, "--epochs", "2", "--model", "cnn", "--resume", str(ckpt))
     assert_one_line_error(proc)
     assert "--model" in proc.stderr
+
+
+def test_an_unknown_option_is_named_not_called_a_missing_command() -> None:
+    proc = run_cli("--frobnicate")
+    assert_one_line_error(proc)
+    assert "unrecognized arguments: --frobnicate" in proc.stderr
+    proc = run_cli()
+    assert_one_line_error(proc)
+    assert "the following arguments are required: COMMAND" in proc.stderr
+    proc = run_cli("train", "--epochz", "2")
+    assert_one_line_error(proc)
+    assert "unrecognized arguments: --epochz 2" in proc.stderr
+
+
+def test_resume_says_where_it_resumed_and_when_nothing_is_left(tmp_path: Path) -> None:
+    data = _mnist_dir(tmp_path / "data", n_train=40, size=8)
+    common = ("--data", "mnist", "--data-dir", str(data), "--batch-size", "16")
+    ckpt = tmp_path / "ckpt.mt"
+    assert run_cli("train", *common, "--epochs", "3", "--save", str(ckpt)).returncode == 0
+    done = run_cli("train", *common, "--epochs", "2", "--resume", str(ckpt))
+    assert done.returncode == 0, done.stderr
+    assert f"resumed from {ckpt} after epoch 3 (9 steps); nothing left to train" in done.stdout
+    assert "0 steps this run (9 in all)" in done.stdout
+    more = run_cli("train", *common, "--epochs", "4", "--resume", str(ckpt))
+    assert "after epoch 3 (9 steps); training epochs 4 to 4" in more.stdout
+    assert "3 steps this run (12 in all)" in more.stdout

@@ -421,6 +421,50 @@ def _scheduler_first(t):
     t.optim.lr_scheduler.StepLR(opt, 1).step()
 
 
+# Messages that name the problem (issue 25): PyTorch's words and sizes.
+CASES.update({
+    "bmm-batch-mismatch": lambda t, F: t.bmm(t.ones(2, 3, 4), t.ones(3, 4, 5)),
+    "bmm-inner-mismatch": lambda t, F: t.bmm(t.ones(2, 3, 4), t.ones(2, 5, 5)),
+    "bmm-not-3d": lambda t, F: t.bmm(t.ones(2, 3), t.ones(2, 3, 4)),
+    "conv2d-kernel-too-big": lambda t, F: F.conv2d(t.ones(1, 1, 2, 2), t.ones(1, 1, 5, 5)),
+    "conv2d-kernel-too-big-padded": lambda t, F: F.conv2d(t.ones(1, 1, 2, 2),
+                                                          t.ones(1, 1, 5, 5), padding=1),
+    "conv2d-dilated-kernel-too-big": lambda t, F: F.conv2d(t.ones(1, 1, 4, 4),
+                                                           t.ones(1, 1, 2, 2), dilation=4),
+    "conv1d-kernel-too-big": lambda t, F: F.conv1d(t.ones(1, 1, 2), t.ones(1, 1, 5)),
+    "conv3d-kernel-too-big": lambda t, F: F.conv3d(t.ones(1, 1, 2, 2, 2),
+                                                   t.ones(1, 1, 5, 5, 5)),
+    "from-numpy-big-endian": lambda t, F: t.from_numpy(np.arange(3, dtype=">f4")),
+})
+SAME_MESSAGE_ISSUE_25 = {"bmm-batch-mismatch", "bmm-inner-mismatch", "bmm-not-3d",
+                         "conv2d-kernel-too-big", "conv2d-kernel-too-big-padded",
+                         "conv2d-dilated-kernel-too-big", "conv1d-kernel-too-big",
+                         "conv3d-kernel-too-big", "from-numpy-big-endian"}
+
+
+@pytest.mark.skipif(mt.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("make", [lambda t: t.ones(2).cuda(), lambda t: t.ones(2, device="cuda"),
+                                  lambda t: t.zeros(1).to("cuda")])
+def test_cuda_without_cuda_raises_what_pytorchs_cpu_build_raises(make):
+    """AssertionError("Torch not compiled with CUDA enabled"), which scripts catch; also a
+    RuntimeError, as a CUDA build without a GPU raises."""
+    with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
+        make(torch)
+    with pytest.raises(AssertionError, match="^Torch not compiled with CUDA enabled") as info:
+        make(mt)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_size_mismatch_warning_points_at_the_users_line():
+    for loss in (lambda t: t.nn.functional.mse_loss(t.ones(3), t.ones(3, 1)),
+                 lambda t: t.nn.MSELoss()(t.ones(3), t.ones(3, 1)),
+                 lambda t: t.nn.functional.l1_loss(t.ones(3), t.ones(3, 1))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loss(mt)
+        assert [w.filename for w in caught] == [__file__], [str(w.message) for w in caught]
+
+
 # Where microtorch deliberately accepts what PyTorch refuses (a convenience, not an accident):
 # dtype names as strings, as ``microtorch.as_dtype`` documents.
 LENIENT = {
@@ -464,7 +508,7 @@ SAME_MESSAGE = {
     "expand-exp-overlap", "expand-copy-overlap", "expand-setitem-column-overlap",
     "expand-relu-overlap", "dropout-p-nan", "batch-norm-features-mismatch",
     "setitem-str-value", "setitem-None-value", "setitem-numpy-value",
-}
+} | SAME_MESSAGE_ISSUE_25
 
 INTERNAL = (AttributeError, KeyError, ZeroDivisionError, UnboundLocalError, NameError)
 

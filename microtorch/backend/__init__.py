@@ -75,6 +75,12 @@ def get_default_device() -> device:
 _backends: dict[device, Backend] = {}
 
 
+class CudaUnavailableError(AssertionError, RuntimeError):
+    """A CUDA device asked for where there is none. PyTorch's CPU build raises
+    AssertionError("Torch not compiled with CUDA enabled"), and code catches that; it is a
+    RuntimeError too, as for a CUDA build without a usable GPU."""
+
+
 def get_backend(spec=None) -> Backend:
     """The backend object for a device (created on first use)."""
     dev = canonical_device(spec)
@@ -88,8 +94,10 @@ def get_backend(spec=None) -> Backend:
     else:
         count, why = _cuda_probe()
         if count == 0:
-            raise RuntimeError(f"CUDA is not available ({why}); microtorch needs CuPy and a GPU "
-                               f"for device '{dev}'. Install microtorch[cuda] on a CUDA machine.")
+            raise CudaUnavailableError(
+                f"Torch not compiled with CUDA enabled: CUDA is not available ({why}); "
+                f"microtorch needs CuPy and a GPU for device '{dev}'. Install microtorch[cuda] "
+                f"on a CUDA machine.")
         if dev.index >= count:
             raise RuntimeError(f"CUDA device {dev.index} requested but only {count} "
                                f"device(s) are present")

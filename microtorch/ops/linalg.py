@@ -156,10 +156,13 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 @autocast_op("bmm")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched product of two 3-D tensors with equal batch size."""
-    if input._data.ndim != 3 or mat2._data.ndim != 3:
-        raise RuntimeError("batch1 and batch2 must be 3D tensors")
-    if input._data.shape[0] != mat2._data.shape[0]:
-        raise RuntimeError("batch1 and batch2 must have the same batch size")
+    for name, t in (("batch1", input), ("batch2", mat2)):
+        if t._data.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    (b1, _, k1), (b2, k2, _) = input._data.shape, mat2._data.shape
+    if (b1, k1) != (b2, k2):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b1}, {k1}] but got: [{b2}, {k2}].")
     check_bmm_dtypes(input, mat2)
     return named(MatMul.apply(input, mat2), "BmmBackward0")
 

@@ -46,6 +46,17 @@ def _check_groups(x: Tensor, weight: Tensor, groups: int) -> None:
         raise RuntimeError("out_channels must be divisible by groups")
 
 
+def _check_kernel_fits(sizes, pads, kernel, dilation) -> None:
+    """PyTorch's error for a (dilated) kernel larger than the padded input, naming both."""
+    padded = [s + a + b for s, (a, b) in zip(sizes, pads)]
+    reach = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    if any(p < r for p, r in zip(padded, reach)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, reach))}). Kernel size can't be greater "
+                           f"than actual input size")
+
+
 @autocast_op("conv2d")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
@@ -69,6 +80,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     else:
         ph, pw = _pair(padding, "padding")
         pads = (ph, ph, pw, pw)
+    _check_kernel_fits(x.shape[2:], (pads[:2], pads[2:]), (kh, kw), dilation)
     out = Conv2d.apply(x, weight, bias, stride, pads, dilation, int(groups))
     return out.squeeze(0) if unbatched else out
 
@@ -120,6 +132,9 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                            f"{list(input.shape)}, but got weight of size {list(weight.shape)} "
                            "instead")
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    if not isinstance(padding, str):  # (PyTorch's message names the 1-D sizes)
+        _check_kernel_fits(x.shape[2:], [(pad[1], pad[1])], weight.shape[2:],
+                           [_single(dilation, "dilation")])
     out = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride, "stride")), pad,
                  (1, _single(dilation, "dilation")), groups).squeeze(2)
     return named(out.squeeze(0) if unbatched else out, "ConvolutionBackward0")
@@ -164,11 +179,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                          f"{{'valid', 'same'}}")
     else:
         pads = [(p, p) for p in tuple_of(padding, 3, "padding")]
-    padded = [s + a + b for s, (a, b) in zip(x.shape[2:], pads)]
-    if any(p < d * (k - 1) + 1 for p, k, d in zip(padded, (kd, kh, kw), dilation)):
-        raise RuntimeError(f"Calculated padded input size per channel: "
-                           f"({' x '.join(map(str, padded))}). Kernel size: ({kd} x {kh} x {kw})."
-                           f" Kernel size can't be greater than actual input size")
+    _check_kernel_fits(x.shape[2:], pads, (kd, kh, kw), dilation)
     if any(pads[0]):
         x = Pad.apply(x, ((0, 0), (0, 0), pads[0], (0, 0), (0, 0)), 0.0)
     n, c, depth, h, w = x.shape

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..._user_warnings import warn_at_caller
 from ...autograd.function import named
 from ...autograd.node import ShownNode, edge_of
 from ...ops import loss as L
@@ -240,10 +241,10 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
 # -- robust regression, divergence, margin and likelihood losses ----------------------------------
 def _warn_size(input: Tensor, target: Tensor) -> None:
     if target.shape != input.shape:
-        warnings.warn(f"Using a target size ({_size(target.shape)}) that is different to the "
-                      f"input size ({_size(input.shape)}). This will likely lead to incorrect "
-                      f"results due to broadcasting. Please ensure they have the same size.",
-                      stacklevel=3)
+        warn_at_caller(f"Using a target size ({_size(target.shape)}) that is different to "
+                       f"the input size ({_size(input.shape)}). This will likely lead to "
+                       f"incorrect results due to broadcasting. Please ensure they have the same "
+                       f"size.")
 
 
 @autocast_op("smooth_l1_loss")
