@@ -16,7 +16,6 @@ class dtype:  # noqa: N801 - mirrors torch.dtype
     """A tensor element type (``microtorch.float32`` ...), backed by a NumPy dtype."""
 
     __module__ = "microtorch"  # its public name, as PyTorch's
-
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize",
                  "_category")
 

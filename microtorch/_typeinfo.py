@@ -38,7 +38,6 @@ class finfo(_Limits):  # noqa: N801 - mirrors torch.finfo
     ``resolution`` (Python floats) and ``dtype`` (the name)."""
 
     __module__ = "microtorch"  # its public name, as PyTorch's
-
     __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
 
     def __init__(self, type: _dtype.dtype | None = None) -> None:  # noqa: A002
@@ -65,7 +64,6 @@ class iinfo(_Limits):  # noqa: N801 - mirrors torch.iinfo
     """Limits of an integer dtype: ``bits``, ``max``, ``min`` (Python ints), ``dtype`` (name)."""
 
     __module__ = "microtorch"  # its public name, as PyTorch's
-
     __slots__ = ("bits", "max", "min", "dtype")
 
     def __init__(self, type: _dtype.dtype) -> None:  # noqa: A002

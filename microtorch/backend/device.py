@@ -7,7 +7,6 @@ class device:  # noqa: N801 - mirrors torch.device
     """A device kind (``"cpu"`` or ``"cuda"``) and, for CUDA, an index."""
 
     __module__ = "microtorch"  # its public name, as PyTorch's
-
     __slots__ = ("type", "index")
 
     def __init__(self, spec: str | device, index: int | None = None) -> None:

@@ -227,7 +227,6 @@ class Generator:
     """
 
     __module__ = "microtorch"  # its public name, as PyTorch's
-
     def __init__(self, device="cpu", seed: int | None = None) -> None:
         # PyTorch's signature is Generator(device='cpu'); Generator(seed) is kept as a
         # shorthand (an integer first argument is a seed, never a device here).

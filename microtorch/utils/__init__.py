@@ -1,4 +1,6 @@
 """Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader), ``dlpack``."""
 
-from . import data, dlpack
+from . import _einops_hook, data, dlpack
 from .memory import memory_report
+
+_einops_hook.install()  # einops knows microtorch tensors once it is imported
