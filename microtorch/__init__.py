@@ -72,6 +72,7 @@ from . import (  # noqa: E402
     cpu,
     cuda,
     distributions,  # after nn: distributions build on nn.functional
+    fft,
     jit,
     linalg,
     nn,
@@ -163,7 +164,8 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
-           "save", "load", "utils", "linalg", "distributions", "amp", "e", "inf", "nan", "pi",
+           "save", "load", "utils", "linalg", "fft", "distributions", "amp", "e", "inf", "nan",
+           "pi",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",

@@ -35,6 +35,7 @@ from . import (
     shape,
     sorting,
     special,
+    spectral,
 )
 from . import complex as complex_ops
 from ._autocast import autocast_op
@@ -185,6 +186,7 @@ from .shape import (
 from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
 from .special import erf
+from .spectral import *  # noqa: F403
 
 
 def add(input, other, *, alpha=1) -> Tensor:
@@ -462,6 +464,7 @@ METHODS.update({name: globals()[name] for name in (
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(pinned.METHODS)
+METHODS.update(spectral.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
                polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
 
@@ -519,5 +522,5 @@ __all__ = [
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
-    *gamma.__all__, *integer.__all__,
+    *gamma.__all__, *integer.__all__, *spectral.__all__,
 ]

@@ -361,9 +361,18 @@ Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
                     lambda g, x, o, F: g * -(o * o), "output")
 Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False,
                 torch_name="PowBackward0")  # (PyTorch's square is pow(x, 2))
-# |z| is not analytic: its gradient is grad * sgn(z) = grad * z / |z| (NumPy's complex sign)
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False,
-             holomorphic=False)
+def _abs_derivative(g, x, o, F):
+    """grad * sgn(x). |z| is not analytic: for complex z, sgn(z) = z / |z| (0 at 0), written
+    with differentiable ops so that second derivatives see how it turns (``sign`` would be a
+    constant under create_graph); for real x, sign(x)."""
+    complex_input = x.is_complex() if hasattr(x, "is_complex") else x.dtype.kind == "c"
+    if not complex_input:
+        return g * F.sign(x)
+    magnitude = F.abs(x)
+    return g * (x / F.where(magnitude == 0, 1.0, magnitude))
+
+
+Abs = _unary("Abs", lambda xp, x: xp.abs(x), _abs_derivative, floating=False, holomorphic=False)
 _Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
                "output", False)
 
