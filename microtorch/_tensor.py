@@ -286,7 +286,7 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
-            return self.grad_fn.register_prehook(hook)
+            return self.grad_fn._register_tensor_hook(hook)
         if self._hooks is None:
             self._hooks = {}
         return RemovableHandle(self._hooks, hook)

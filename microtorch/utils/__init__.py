@@ -1,4 +1,5 @@
-"""Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader)."""
+"""Utilities, as in ``torch.utils``: ``data`` (datasets, samplers, DataLoader),
+``checkpoint`` (activation checkpointing)."""
 
-from . import data
+from . import checkpoint, data
 from .memory import memory_report
