@@ -291,6 +291,12 @@ class Tensor:
             self._hooks = {}
         return RemovableHandle(self._hooks, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(self)`` after a gradient was accumulated into this leaf's ``.grad``."""
+        from .autograd.engine import register_post_accumulate_grad_hook
+
+        return register_post_accumulate_grad_hook(self, hook)
+
     def retain_grad(self) -> None:
         """Populate ``.grad`` of this non-leaf tensor during backward."""
         import weakref

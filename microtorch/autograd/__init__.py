@@ -75,11 +75,11 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
         targets = _as_list(inputs)
         captured = run_backward(outputs, grads, retain_graph, create_graph, capture=targets,
                                 allow_unused=True, accumulate=True)
-        from .engine import _accumulate
+        from .engine import accumulate_captured
 
         for t, g in zip(targets, captured):
             if g is not None:
-                _accumulate(t, g, create_graph, False)
+                accumulate_captured(t, g, create_graph)
         return
     run_backward(outputs, grads, retain_graph, create_graph)
 

@@ -310,6 +310,10 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                 captured[targets[id(node)]] = grad
             if is_leaf:
                 if targets is None:
+                    table = node.__dict__.get("_node_hooks") if hooks else None
+                    if table is not None:  # AccumulateGrad's own hooks: the slow path
+                        _accumulate_leaf(node, grad, create_graph, table)
+                        continue
                     # Counted here, where only this local and the call's argument refer to it.
                     owned = (sys.getrefcount(grad) == _OWNED_TENSOR_REFS
                              and sys.getrefcount(grad._data) == _OWNED_ARRAY_REFS)
@@ -362,6 +366,38 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
             grad = out = g = new = table = None
 
 
+def _accumulate_leaf(leaf, grad, create_graph: bool, table=None) -> None:
+    """Accumulate into ``leaf`` as its AccumulateGrad node does, with that node's hooks
+    (``table``): pre-hooks, accumulation, post-accumulate-grad hooks, post-hooks."""
+    if table is not None and table.pre:
+        (grad,) = _check_hooks(table.pre.values(), (grad,))
+    if grad is not None:
+        _accumulate(leaf, grad, create_graph, False)
+    post = getattr(leaf, "_post_accumulate_hooks", None)
+    if post:
+        for hook in tuple(post.values()):
+            hook(leaf)
+    if table is not None and table.post:
+        for hook in tuple(table.post.values()):
+            if hook((), (grad,)) is not None:
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an "
+                                   f"incorrect number of values (got 1, but expected 0)")
+
+
+def accumulate_captured(leaf, grad, create_graph: bool) -> None:
+    """``backward(inputs=...)``: a captured gradient accumulated into its leaf, with the
+    hooks of the leaf's AccumulateGrad and its post-accumulate-grad hooks."""
+    _accumulate_leaf(leaf, grad, create_graph, leaf.__dict__.get("_node_hooks"))
+
+
+def _check_hooks(hooks, grads: tuple) -> tuple:
+    for hook in tuple(hooks):
+        result = hook(grads)
+        if result is not None:
+            grads = _check_hook_result(hook, result, grads)
+    return grads
+
+
 def _target_edge(t):
     """The edge whose gradient ``autograd.grad`` captures for ``t``: a tensor's node (its own
     leaf when it has none) or a ``GradientEdge``'s."""
@@ -409,12 +445,7 @@ def _check_hook_result(hook, result, before: tuple) -> tuple:
 
 def _call_prehooks(node, table, grad):
     """Run ``Node.register_prehook`` hooks on the gradients ``node`` is about to use."""
-    grad_outputs = _grad_outputs(node, grad)
-    for hook in tuple(table.pre.values()):
-        result = hook(grad_outputs)
-        if result is not None:
-            grad_outputs = _check_hook_result(hook, result, grad_outputs)
-    return _from_grad_outputs(node, grad_outputs)
+    return _from_grad_outputs(node, _check_hooks(table.pre.values(), _grad_outputs(node, grad)))
 
 
 def _call_posthooks(node, table, out: tuple, grad) -> tuple:

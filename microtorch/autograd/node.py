@@ -441,6 +441,31 @@ class AccumulateGrad:
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
 
+    # Hooks and metadata live on the leaf: these view objects are made afresh on each access.
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before the gradient is accumulated into the leaf (a returned
+        tuple replaces it)."""
+        return RemovableHandle(self._table().pre, fn)
+
+    def register_hook(self, fn):
+        """``fn((), grad_outputs)`` after the gradient was accumulated into the leaf."""
+        return RemovableHandle(self._table().post, fn)
+
+    @property
+    def metadata(self) -> dict:
+        """The leaf's AccumulateGrad metadata dict."""
+        return self.variable.__dict__.setdefault("_acc_metadata", {})
+
+    def _table(self) -> NodeHooks:
+        leaf = self.variable
+        table = leaf.__dict__.get("_node_hooks")
+        if table is None:
+            table = leaf._node_hooks = NodeHooks()
+            if leaf._hooks is None:
+                leaf._hooks = {}
+            RemovableHandle(leaf._hooks, table)  # (the engine reads hooks of hooked leaves)
+        return table
+
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
 

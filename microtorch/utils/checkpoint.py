@@ -144,7 +144,8 @@ def _infer_device_type(*args) -> str:
 
 def get_device_states(*args) -> tuple[list[int], list[Tensor]]:
     """The ids of the GPUs holding tensors among ``args``, and each one's RNG state."""
-    ids = [t.get_device() for t in _tensors_in(args, []) if t.device.type == "cuda"]
+    ids = [cuda.current_device() if t.device.index is None else t.device.index
+           for t in _tensors_in(args, []) if t.device.type == "cuda"]
     ids = list(dict.fromkeys(ids))
     return ids, [cuda.get_rng_state(i) for i in ids]
 
