@@ -493,3 +493,46 @@ def test_increment_version() -> None:
             z.backward()
         messages.append(str(info.value).split(" Hint")[0].replace("microtorch.", "torch."))
     assert messages[0] == messages[1]
+
+
+# -- allow_mutation_on_saved_tensors ----------------------------------------------------------
+def test_allow_mutation_on_saved_tensors(capsys) -> None:
+    outputs = []
+    for lib in (mt, torch):
+        graph = lib.autograd.graph
+        with graph.allow_mutation_on_saved_tensors():  # PyTorch's documentation example
+            a = lib.ones(2, 3, requires_grad=True)
+            b = a.clone()
+            out = (b**2).sum()
+            print(b.sin_())
+            out.sum().backward()
+        print(a.grad)
+        with graph.allow_mutation_on_saved_tensors() as ctx:
+            a = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+            b = a * 1
+            c = b.exp()
+            with lib.no_grad():
+                b.add_(10)
+                b[0] = 7
+                b.zero_()
+                b.fill_(2)
+                b.copy_(lib.ones(3))
+                b.uniform_()
+                lib.nn.init.ones_(b)
+                lib.mul(b, 3, out=b)
+            (c * b).sum().backward()
+            print(a.grad, len(ctx.cloned), len(ctx.original))
+        print(len(ctx.cloned), len(ctx.original))
+        with pytest.raises(RuntimeError) as info:
+            with graph.allow_mutation_on_saved_tensors():
+                with graph.allow_mutation_on_saved_tensors():
+                    pass
+        print(info.value)
+        with graph.allow_mutation_on_saved_tensors():
+            a = lib.ones(3, requires_grad=True)
+            y = (a * a).sum()
+        with pytest.raises(AssertionError) as info:
+            y.backward()
+        print(info.value)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]

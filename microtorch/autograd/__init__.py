@@ -31,7 +31,9 @@ __all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "
 def _as_list(x) -> list:
     if x is None:
         return []
-    return [x] if isinstance(x, (Tensor, graph.GradientEdge)) else list(x)
+    if isinstance(x, Tensor) or isinstance(x, graph.GradientEdge):
+        return [x]
+    return list(x)
 
 
 def _root_grads(outputs: list, grad_outputs: list) -> list:

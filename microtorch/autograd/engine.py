@@ -142,7 +142,7 @@ class GraphTask:
 
     def __init__(self, roots: list, useful: set | None, accumulate: bool) -> None:
         self.id = next(_task_ids)
-        self.roots = roots
+        self.roots = roots  # the tensors backward starts from
         self.useful = useful
         self.accumulate = accumulate
         self._reachable = None
@@ -151,7 +151,8 @@ class GraphTask:
         """Whether this pass runs ``edge`` (a node, or a leaf standing for its
         AccumulateGrad): reachable from the roots and, with inputs given, needed for them."""
         if self._reachable is None:
-            self._reachable = _reachable(self.roots)
+            self._reachable = _reachable([r.grad_fn if r.grad_fn is not None else r
+                                          for r in self.roots])
         key = id(edge)
         if key not in self._reachable:
             return False
@@ -257,7 +258,7 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
 
     passes = _pass
     passes.depth += 1
-    passes.tasks.append(GraphTask([entry[2] for entry in pending], useful, accumulate))
+    passes.tasks.append(GraphTask(roots, useful, accumulate))
     try:
         _propagate(pending, buffers, targets, captured, useful, retain_graph, create_graph)
     except BaseException:
@@ -310,9 +311,8 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                 captured[targets[id(node)]] = grad
             if is_leaf:
                 if targets is None:
-                    table = node.__dict__.get("_node_hooks") if hooks else None
-                    if table is not None:  # AccumulateGrad's own hooks: the slow path
-                        _accumulate_leaf(node, grad, create_graph, table)
+                    if hooks and "_node_hooks" in node.__dict__:  # AccumulateGrad's own hooks
+                        _accumulate_leaf(node, grad, create_graph, node._node_hooks)
                         continue
                     # Counted here, where only this local and the call's argument refer to it.
                     owned = (sys.getrefcount(grad) == _OWNED_TENSOR_REFS
@@ -327,17 +327,18 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                 kept = node._retained()
                 if kept is not None:
                     _accumulate(kept, grad, create_graph, False)
-            table = node._node_hooks if hooks else None  # (a hooked node has tensor hooks)
-            if table is not None and table.pre:
-                grad = _call_prehooks(node, table, grad)
+            # Node hooks (register_prehook/register_hook) come with an entry among the tensor
+            # hooks, so unhooked nodes only test ``hooks``.
+            if hooks and node._node_hooks is not None:
+                grad = _call_prehooks(node, node._node_hooks, grad)
             out = node.backward(node, grad)
             if not isinstance(out, tuple):
                 out = (out,)
             if len(out) < len(node._next):
                 raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                    f"gradients (expected {len(node._next)}, got {len(out)})")
-            if table is not None and table.post:
-                out = _call_posthooks(node, table, out, grad)
+            if hooks and node._node_hooks is not None:
+                out = _call_posthooks(node, node._node_hooks, out, grad)
             if anomaly.enabled and anomaly.check_nan:
                 _check_anomaly(node, out)
             if not retain_graph:  # free what forward saved
@@ -363,7 +364,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                 else:  # nothing else waits: it runs next, whatever its priority
                     ready = new
             # No stray references: they would defeat the ownership test.
-            grad = out = g = new = table = None
+            grad = out = g = new = None
 
 
 def _accumulate_leaf(leaf, grad, create_graph: bool, table=None) -> None:
@@ -445,12 +446,16 @@ def _check_hook_result(hook, result, before: tuple) -> tuple:
 
 def _call_prehooks(node, table, grad):
     """Run ``Node.register_prehook`` hooks on the gradients ``node`` is about to use."""
+    if not table.pre:
+        return grad
     return _from_grad_outputs(node, _check_hooks(table.pre.values(), _grad_outputs(node, grad)))
 
 
 def _call_posthooks(node, table, out: tuple, grad) -> tuple:
     """Run ``Node.register_hook`` hooks on the gradients ``node`` computed for its inputs,
     one per input of PyTorch's op (None for a number operand: ``torch_operands``)."""
+    if not table.post:
+        return out
     n = len(node._next)
     positions = node.torch_operands if node.torch_operands is not None else range(n)
     grad_inputs = tuple(_as_tensor(out[i]) if i < n else None for i in positions)

@@ -12,6 +12,7 @@ import abc
 import contextlib
 import functools
 import threading
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
@@ -19,12 +20,13 @@ from typing import Any, NamedTuple
 from .._hooks import RemovableHandle
 from .._tensor import Tensor
 from . import engine, saved
+from .grad_mode import no_grad
 from .node import AccumulateGrad, ShownNode
 from .node import Node as _GraphNode
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
-           "register_multi_grad_hook", "Node", "GradientEdge", "get_gradient_edge",
-           "increment_version"]
+           "register_multi_grad_hook", "allow_mutation_on_saved_tensors", "Node",
+           "GradientEdge", "get_gradient_edge", "increment_version"]
 
 
 class Node(abc.ABC):
@@ -222,3 +224,82 @@ def register_multi_grad_hook(tensors: Sequence[Tensor], fn: Callable, *,
 
         handles = tuple(t.register_hook(wrapped_fn) for t in tensors if t.requires_grad)
     return _MultiHandle(handles)
+
+
+# -- allow_mutation_on_saved_tensors ----------------------------------------------------------
+# A saved tensor is remembered by (object id, address, version) and its alias key by (address,
+# version); the original is held until an in-place write into a tensor with the same alias key
+# is about to happen (``saved.watch_writes``), which clones it first. Backward then unpacks the
+# clone if there is one, else the original.
+_allow_mutation_on_saved_tensors_enabled = False
+
+
+class _Handle:
+    pass
+
+
+class _AllowMutationOnSavedContext:
+    """The state of one ``allow_mutation_on_saved_tensors`` region (for debugging)."""
+
+    def __init__(self) -> None:
+        self.cloned: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.original: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self.sid_to_tid: defaultdict = defaultdict(set)
+
+    def clear(self) -> None:
+        self.cloned.clear()
+        self.original.clear()
+        self.tid_to_weakhandle.clear()
+        self.sid_to_tid.clear()
+
+    def pack(self, tensor: Tensor) -> _Handle:
+        sid = (saved.address(tensor), tensor._version)
+        tid = (id(tensor), *sid)
+        self.sid_to_tid[sid].add(tid)
+        handle = self.tid_to_weakhandle.get(tid)
+        if handle is None:  # the same tensor at the same version may be saved several times
+            handle = self.tid_to_weakhandle[tid] = _Handle()
+            self.original[handle] = tensor
+        return handle
+
+    def unpack(self, handle: _Handle) -> Tensor:
+        # (PyTorch's words, its missing space included)
+        message = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                   "contextin which the graph was originally recorded.")
+        if not _allow_mutation_on_saved_tensors_enabled:
+            raise AssertionError(message)
+        if handle in self.cloned:
+            return self.cloned[handle]
+        if handle not in self.original:
+            raise AssertionError(message)
+        return self.original[handle]
+
+    def before_write(self, tensor: Tensor) -> None:
+        for tid in self.sid_to_tid.get((saved.address(tensor), tensor._version), ()):
+            handle = self.tid_to_weakhandle.get(tid)
+            if handle is None or handle in self.cloned:  # freed by a backward, or cloned
+                continue
+            with no_grad():
+                self.cloned[handle] = self.original[handle].clone()
+            del self.original[handle]
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors():
+    """Context manager: tensors saved for backward may be modified in place inside it; they
+    are cloned just before the change, so backward sees the saved values. Run forward and
+    backward inside it. Yields the region's state (cleared on exit)."""
+    global _allow_mutation_on_saved_tensors_enabled
+    ctx = _AllowMutationOnSavedContext()
+    with saved_tensors_hooks(ctx.pack, ctx.unpack):
+        saved.watch_writes(ctx.before_write)
+        try:
+            if _allow_mutation_on_saved_tensors_enabled:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _allow_mutation_on_saved_tensors_enabled = True
+            yield ctx
+        finally:
+            saved.unwatch_writes(ctx.before_write)
+            ctx.clear()
+            _allow_mutation_on_saved_tensors_enabled = False

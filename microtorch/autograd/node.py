@@ -93,7 +93,7 @@ class Node:
         self._packed = True
         return True
 
-    _packed = False  # saved values went through saved-tensor hooks (see ``_pack``)
+    _packed = False  # saved values (or the output) went through saved-tensor hooks
 
     @property
     def saved_tensors(self) -> tuple:
@@ -115,7 +115,7 @@ class Node:
     @property
     def saved_output(self):
         """The op's output as a Tensor whose grad_fn is this node."""
-        if type(self._out_data) is SavedSlot:
+        if self._packed and type(self._out_data) is SavedSlot:
             return self._out_data.unpack(self)
         return Tensor._make(self.saved_output_array, True, self)
 
@@ -124,7 +124,7 @@ class Node:
         """The op's output array (what a plain, unrecorded backward computes with)."""
         if self._out_data is None:
             raise RuntimeError(_FREED)
-        if type(self._out_data) is SavedSlot:
+        if self._packed and type(self._out_data) is SavedSlot:
             return self._out_data.unpack(self)._data
         if self._out_vbox[0] != 0:
             raise RuntimeError(
@@ -280,6 +280,7 @@ class Node:
                 packed = pack_values((result,), (0,), ctx)
                 if packed is not None:
                     ctx._out_data = packed[0]
+                    ctx._packed = True
         return result
 
 

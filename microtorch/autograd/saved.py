@@ -185,6 +185,44 @@ def unpack_values(values: tuple, node) -> tuple:
     return tuple(v.unpack(node) if type(v) is SavedSlot else v for v in values)
 
 
+# -- in-place writes, watched for ``allow_mutation_on_saved_tensors`` --------------------------
+class _Writes:
+    """How many write watchers are installed: every in-place write of a tensor's data reads
+    ``writes.count`` first and calls ``before_write`` only when it is non-zero."""
+
+    count = 0
+
+
+writes = _Writes()
+_watchers: list = []
+
+
+def watch_writes(watcher) -> None:
+    """Call ``watcher(tensor)`` before each in-place write into a tensor's data."""
+    with _count_lock:
+        _watchers.append(watcher)
+        writes.count += 1
+
+
+def unwatch_writes(watcher) -> None:
+    """Stop calling ``watcher``."""
+    with _count_lock:
+        _watchers.remove(watcher)
+        writes.count -= 1
+
+
+def before_write(t) -> None:
+    """``t``'s data is about to be changed in place (see ``watch_writes``)."""
+    for watcher in tuple(_watchers):
+        watcher(t)
+
+
+def address(t) -> int:
+    """The address of a tensor's first element (PyTorch's ``data_ptr``)."""
+    arr = t._data
+    return arr.ctypes.data if isinstance(arr, np.ndarray) else arr.data.ptr
+
+
 class SavedTensor:
     """A tensor kept outside any node, through the hooks active when it is made (PyTorch's
     ``torch._C._autograd._make_saved_tensor``: checkpoint keeps its inputs this way, so an
