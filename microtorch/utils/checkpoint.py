@@ -210,6 +210,8 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def forward(ctx, run_function, preserve_rng_state, *args):
+        """Run ``run_function(*args)`` under no_grad, keeping the inputs, RNG states and
+        autocast state for the recomputation."""
         check_backward_validity(args)
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
@@ -233,6 +235,8 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        """Recompute under enable_grad from detached inputs and backpropagate ``grads``
+        through the recomputed graph (a backward inside backward)."""
         if not engine.is_checkpoint_valid():
             raise RuntimeError(
                 "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() "
