@@ -292,10 +292,16 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
-            return self.grad_fn.register_prehook(hook)
+            return self.grad_fn._register_tensor_hook(hook)
         if self._hooks is None:
             self._hooks = {}
         return RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(self)`` after a gradient was accumulated into this leaf's ``.grad``."""
+        from .autograd.engine import register_post_accumulate_grad_hook
+
+        return register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self) -> None:
         """Populate ``.grad`` of this non-leaf tensor during backward."""

@@ -189,8 +189,10 @@ cupy.cuda.runtime.getDeviceCount cupy.cuda.runtime.getDeviceProperties
 cupy.cuda.runtime.CUDARuntimeError
 cupy.cuda.Stream cupy.cuda.Stream.null cupy.cuda.Stream.synchronize cupy.cuda.Stream.wait_event
 cupy.cuda.get_current_stream cupy.cuda.Event cupy.cuda.Event.record cupy.cuda.Event.done
-cupy.random.seed cupy.random.random cupy.random.standard_normal cupy.random.randint
-cupy.random.permutation
+cupy.random.RandomState cupy.random.RandomState.seed cupy.random.RandomState.random_sample
+cupy.random.RandomState.standard_normal cupy.random.RandomState.randint
+cupy.random.RandomState.permutation cupy.random.RandomState.standard_gamma
+cupy.random.RandomState.poisson cupy.random.RandomState.binomial
 cupy.cuda.compiler.compile_using_nvrtc cupy.cuda.function.Module
 cupy.cuda.function.Module.load cupy.cuda.function.Module.get_function
 cupy.cuda.function.Function
@@ -203,7 +205,7 @@ cupy.indices cupy.moveaxis cupy.roll cupy.arctan2 cupy.hypot cupy.where cupy.isn
 cupy.isfinite cupy.abs cupy.copysign cupy.logaddexp cupy.exp cupy.log cupy.full cupy.zeros_like
 cupyx.scipy.special.erfc cupyx.scipy.special.erfinv
 cupy.sign cupy.clip cupy.sqrt cupy.divide cupy.negative cupy.dot cupy.ndarray.copy
-cupy.random.standard_gamma cupy.random.poisson cupy.random.binomial cupy.searchsorted
+cupy.searchsorted
 cupy.cumsum cupy.log1p cupy.sin cupy.stack cupy.nextafter cupy.broadcast_arrays cupy.array
 cupy.linalg.cholesky cupy.linalg.eigvalsh cupyx.errstate cupyx.scipy.special.gammaln
 cupyx.scipy.special.digamma cupyx.scipy.special.polygamma cupyx.scipy.special.gammainc
@@ -276,11 +278,15 @@ def test_cupy_calls_take_the_arguments_we_pass() -> None:
     """The leading parameters, in order, of every CuPy call whose arguments microtorch passes
     by position, and the keywords it passes by name."""
     expected = {
-        cupy.random.random: ["size", "dtype"],
-        cupy.random.standard_normal: ["size", "dtype"],
-        cupy.random.randint: ["low", "high", "size", "dtype"],
-        cupy.random.permutation: ["a"],
-        cupy.random.seed: ["seed"],
+        cupy.random.RandomState: ["seed", "method"],
+        cupy.random.RandomState.seed: ["seed"],
+        cupy.random.RandomState.random_sample: ["size", "dtype"],
+        cupy.random.RandomState.standard_normal: ["size", "dtype"],
+        cupy.random.RandomState.randint: ["low", "high", "size", "dtype"],
+        cupy.random.RandomState.permutation: ["a"],
+        cupy.random.RandomState.standard_gamma: ["shape"],
+        cupy.random.RandomState.poisson: ["lam"],
+        cupy.random.RandomState.binomial: ["n", "p"],
         cupy.cuda.runtime.getDeviceProperties: ["device"],
         cupy.cuda.get_current_stream: ["device_id"],
         cupy.cuda.Stream: ["null", "non_blocking"],

@@ -31,7 +31,9 @@ __all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "
 def _as_list(x) -> list:
     if x is None:
         return []
-    return [x] if isinstance(x, Tensor) else list(x)
+    if isinstance(x, Tensor) or isinstance(x, graph.GradientEdge):
+        return [x]
+    return list(x)
 
 
 def _root_grads(outputs: list, grad_outputs: list) -> list:
@@ -74,12 +76,12 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     if inputs is not None:
         targets = _as_list(inputs)
         captured = run_backward(outputs, grads, retain_graph, create_graph, capture=targets,
-                                allow_unused=True)
-        from .engine import _accumulate
+                                allow_unused=True, accumulate=True)
+        from .engine import accumulate_captured
 
         for t, g in zip(targets, captured):
             if g is not None:
-                _accumulate(t, g, create_graph, False)
+                accumulate_captured(t, g, create_graph)
         return
     run_backward(outputs, grads, retain_graph, create_graph)
 
@@ -104,6 +106,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     if not ins:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(ins):
+        if isinstance(t, graph.GradientEdge):
+            continue
         if not isinstance(t, Tensor):
             raise RuntimeError(f"all inputs have to be Tensors, but got {type(t).__name__}")
         if not t.requires_grad:
@@ -115,6 +119,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     result = run_backward(outs, grads, retain_graph, create_graph, capture=ins,
                           allow_unused=allow_unused or materialize_grads)
     if materialize_grads:
+        if any(g is None and isinstance(t, graph.GradientEdge) for g, t in zip(result, ins)):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                               "GradientEdge")
         result = tuple(g if g is not None else t.new_zeros(t.shape) for g, t in zip(result, ins))
     return result
 
@@ -130,5 +137,5 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     return out
 
 
-from . import functional  # noqa: E402  (both use grad, defined above)
+from . import functional, graph  # noqa: E402  (both use grad, defined above)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import sys
 import threading
 
 import numpy as np
 
 from .grad_mode import anomaly, set_grad_enabled
-from .node import Node
+from .node import AccumulateGrad, Node
 
 
 def _priority(node) -> int:
@@ -126,9 +127,67 @@ class _PassState(threading.local):
 
     def __init__(self) -> None:
         self.callbacks: list = []
+        self.tasks: list[GraphTask] = []  # the passes running now, innermost last
 
 
 _pass = _PassState()
+_task_ids = itertools.count()
+
+
+class GraphTask:
+    """One backward pass, as hooks and checkpointing see it (PyTorch's GraphTask): its id,
+    where it starts, and, for ``grad`` / ``backward(inputs=...)``, the nodes it may run."""
+
+    __slots__ = ("id", "roots", "useful", "accumulate", "_reachable")
+
+    def __init__(self, roots: list, useful: set | None, accumulate: bool) -> None:
+        self.id = next(_task_ids)
+        self.roots = roots  # the tensors backward starts from
+        self.useful = useful
+        self.accumulate = accumulate
+        self._reachable = None
+
+    def will_execute(self, edge) -> bool:
+        """Whether this pass runs ``edge`` (a node, or a leaf standing for its
+        AccumulateGrad): reachable from the roots and, with inputs given, needed for them."""
+        if self._reachable is None:
+            self._reachable = _reachable([r.grad_fn if r.grad_fn is not None else r
+                                          for r in self.roots])
+        key = id(edge)
+        if key not in self._reachable:
+            return False
+        if self.useful is None:
+            return True
+        if key not in self.useful:
+            return False
+        if not isinstance(edge, Node) and not self.accumulate:
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are "
+                               "currently running autograd.grad(). This is currently not "
+                               "supported.")
+        return True
+
+
+def _reachable(roots: list) -> set[int]:
+    seen = {id(r) for r in roots}
+    stack = list(roots)
+    while stack:
+        for child in getattr(stack.pop(), "_next", ()):
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return seen
+
+
+def current_graph_task() -> GraphTask | None:
+    """The backward pass running in this thread now (the innermost), or None."""
+    tasks = _pass.tasks
+    return tasks[-1] if tasks else None
+
+
+def is_checkpoint_valid() -> bool:
+    """False inside a pass started by ``grad`` or ``backward(inputs=...)`` (PyTorch's
+    ``_is_checkpoint_valid``: the reentrant checkpoint cannot run there)."""
+    return all(t.useful is None for t in _pass.tasks)
 
 
 def queue_callback(callback) -> None:
@@ -171,12 +230,14 @@ def _check_anomaly(node: Node, grads: tuple) -> None:
 
 
 def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: bool,
-                 capture: list | None = None, allow_unused: bool = False):
+                 capture: list | None = None, allow_unused: bool = False,
+                 accumulate: bool = False):
     """Propagate ``grads`` from ``roots`` (tensors) through the graph.
 
     Without ``capture`` gradients accumulate into leaves' ``.grad``. With ``capture`` (a list
-    of tensors) nothing accumulates: the summed gradient reaching each captured tensor is
-    returned instead, as ``autograd.grad`` does.
+    of tensors or gradient edges) nothing accumulates: the summed gradient reaching each
+    captured tensor is returned instead, as ``autograd.grad`` does (``accumulate``: the caller
+    accumulates them, ``backward(inputs=...)``).
     """
     buffers: dict[int, object] = {}
     pending: list = []  # heap of (priority, id, node) for nodes whose buffer holds a gradient
@@ -191,12 +252,13 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
 
     targets = captured = useful = None
     if capture is not None:
-        targets = {id(t.grad_fn if t.grad_fn is not None else t): i for i, t in enumerate(capture)}
+        targets = {id(_target_edge(t)): i for i, t in enumerate(capture)}
         captured = [None] * len(capture)
         useful = _useful_nodes([entry[2] for entry in pending], targets)
 
     passes = _pass
     passes.depth += 1
+    passes.tasks.append(GraphTask(roots, useful, accumulate))
     try:
         _propagate(pending, buffers, targets, captured, useful, retain_graph, create_graph)
     except BaseException:
@@ -205,6 +267,7 @@ def run_backward(roots: list, grads: list, retain_graph: bool, create_graph: boo
         raise
     finally:
         passes.depth -= 1
+        passes.tasks.pop()
     if passes.depth == 0:
         _run_queued_callbacks()
 
@@ -248,6 +311,9 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                 captured[targets[id(node)]] = grad
             if is_leaf:
                 if targets is None:
+                    if hooks and "_node_hooks" in node.__dict__:  # AccumulateGrad's own hooks
+                        _accumulate_leaf(node, grad, create_graph, node._node_hooks)
+                        continue
                     # Counted here, where only this local and the call's argument refer to it.
                     owned = (sys.getrefcount(grad) == _OWNED_TENSOR_REFS
                              and sys.getrefcount(grad._data) == _OWNED_ARRAY_REFS)
@@ -261,12 +327,18 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                 kept = node._retained()
                 if kept is not None:
                     _accumulate(kept, grad, create_graph, False)
+            # Node hooks (register_prehook/register_hook) come with an entry among the tensor
+            # hooks, so unhooked nodes only test ``hooks``.
+            if hooks and node._node_hooks is not None:
+                grad = _call_prehooks(node, node._node_hooks, grad)
             out = node.backward(node, grad)
             if not isinstance(out, tuple):
                 out = (out,)
             if len(out) < len(node._next):
                 raise RuntimeError(f"function {node.name()} returned an incorrect number of "
                                    f"gradients (expected {len(node._next)}, got {len(out)})")
+            if hooks and node._node_hooks is not None:
+                out = _call_posthooks(node, node._node_hooks, out, grad)
             if anomaly.enabled and anomaly.check_nan:
                 _check_anomaly(node, out)
             if not retain_graph:  # free what forward saved
@@ -293,6 +365,110 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                     ready = new
             # No stray references: they would defeat the ownership test.
             grad = out = g = new = None
+
+
+def _accumulate_leaf(leaf, grad, create_graph: bool, table=None) -> None:
+    """Accumulate into ``leaf`` as its AccumulateGrad node does, with that node's hooks
+    (``table``): pre-hooks, accumulation, post-accumulate-grad hooks, post-hooks."""
+    if table is not None and table.pre:
+        (grad,) = _check_hooks(table.pre.values(), (grad,))
+    if grad is not None:
+        _accumulate(leaf, grad, create_graph, False)
+    post = getattr(leaf, "_post_accumulate_hooks", None)
+    if post:
+        for hook in tuple(post.values()):
+            hook(leaf)
+    if table is not None and table.post:
+        for hook in tuple(table.post.values()):
+            if hook((), (grad,)) is not None:
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an "
+                                   f"incorrect number of values (got 1, but expected 0)")
+
+
+def accumulate_captured(leaf, grad, create_graph: bool) -> None:
+    """``backward(inputs=...)``: a captured gradient accumulated into its leaf, with the
+    hooks of the leaf's AccumulateGrad and its post-accumulate-grad hooks."""
+    _accumulate_leaf(leaf, grad, create_graph, leaf.__dict__.get("_node_hooks"))
+
+
+def _check_hooks(hooks, grads: tuple) -> tuple:
+    for hook in tuple(hooks):
+        result = hook(grads)
+        if result is not None:
+            grads = _check_hook_result(hook, result, grads)
+    return grads
+
+
+def _target_edge(t):
+    """The edge whose gradient ``autograd.grad`` captures for ``t``: a tensor's node (its own
+    leaf when it has none) or a ``GradientEdge``'s."""
+    if isinstance(t, Tensor):
+        return t.grad_fn if t.grad_fn is not None else t
+    node = t.node
+    return node.variable if isinstance(node, AccumulateGrad) else node
+
+
+def _grad_outputs(node, grad) -> tuple:
+    """The gradients ``node`` receives, one per output of its forward (PyTorch's layout)."""
+    n = len(getattr(node, "_outputs", ())) or 1
+    if type(grad) is OutputGrads:
+        return tuple(_as_tensor(grad.get(i)) for i in range(n))
+    single = getattr(node, "_single", 0) if n > 1 else 0
+    return tuple(_as_tensor(grad) if i == single else None for i in range(n))
+
+
+def _from_grad_outputs(node, grads: tuple):
+    if type(grads) is not tuple and type(grads) is not list:
+        raise TypeError(f"hook of {node.name()} must return None or a tuple of Tensors, got "
+                        f"{type(grads).__name__}")
+    if len(getattr(node, "_outputs", ())) > 1:
+        if getattr(node, "_single", None) is not None:
+            return grads[node._single]
+        return OutputGrads({i: g for i, g in enumerate(grads) if g is not None})
+    return grads[0]
+
+
+def _as_tensor(g):
+    return g if g is None or isinstance(g, Tensor) else Tensor._make(g)
+
+
+def _check_hook_result(hook, result, before: tuple) -> tuple:
+    if not isinstance(result, (tuple, list)):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(before):
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect "
+                           f"number of values (got {len(result)}, but expected {len(before)})")
+    for new, old in zip(result, before):
+        if old is None and new is not None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return tuple(result)
+
+
+def _call_prehooks(node, table, grad):
+    """Run ``Node.register_prehook`` hooks on the gradients ``node`` is about to use."""
+    if not table.pre:
+        return grad
+    return _from_grad_outputs(node, _check_hooks(table.pre.values(), _grad_outputs(node, grad)))
+
+
+def _call_posthooks(node, table, out: tuple, grad) -> tuple:
+    """Run ``Node.register_hook`` hooks on the gradients ``node`` computed for its inputs,
+    one per input of PyTorch's op (None for a number operand: ``torch_operands``)."""
+    if not table.post:
+        return out
+    n = len(node._next)
+    positions = node.torch_operands if node.torch_operands is not None else range(n)
+    grad_inputs = tuple(_as_tensor(out[i]) if i < n else None for i in positions)
+    grad_outputs = _grad_outputs(node, grad)
+    for hook in tuple(table.post.values()):
+        result = hook(grad_inputs, grad_outputs)
+        if result is not None:
+            grad_inputs = _check_hook_result(hook, result, grad_inputs)
+    out = list(out[:n])
+    for g, i in zip(grad_inputs, positions):
+        if i < n:
+            out[i] = g
+    return tuple(out)
 
 
 class OutputGrads(dict):

@@ -74,6 +74,8 @@ class FunctionCtx:
             raise RuntimeError(_FREED)
         if saved == () and self._to_save:  # forward ran without recording a graph
             return self._to_save
+        if self._packed:
+            return unpack_values(saved, self)
         for i, (value, version) in enumerate(zip(saved, self._versions)):
             if value is not None and value._vbox[0] != version:
                 raise modified_error(value, version, self if i in self._saved_outputs else None)
@@ -262,10 +264,13 @@ def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
         else:
             t.grad_fn = node
             t.requires_grad = True
-    ctx._saved = tuple(ctx._to_save)
-    ctx._versions = tuple(None if t is None else t._vbox[0] for t in ctx._saved)
+    to_save = tuple(ctx._to_save)
     output_ids = {id(t) for t in outs}
-    ctx._saved_outputs = frozenset(i for i, t in enumerate(ctx._saved) if id(t) in output_ids)
+    ctx._saved_outputs = frozenset(i for i, t in enumerate(to_save) if id(t) in output_ids)
+    # Packed by saved-tensor hooks now that the outputs have their node, as PyTorch does.
+    if not (saved_hooks.count and ctx._pack(to_save, ctx._saved_outputs)):
+        ctx._saved = to_save
+        ctx._versions = tuple(None if t is None else t._vbox[0] for t in to_save)
     return tuple(outs) if is_tuple else outs[0]
 
 
@@ -315,6 +320,17 @@ class OutputSlot(Node):
     @property
     def next_functions(self) -> tuple:
         return self._next[0].next_functions
+
+    # Node hooks and metadata belong to the Function's node, as in PyTorch (one node there).
+    def register_hook(self, fn):
+        return self._next[0].register_hook(fn)
+
+    def register_prehook(self, fn):
+        return self._next[0].register_prehook(fn)
+
+    @property
+    def metadata(self) -> dict:
+        return self._next[0].metadata
 
     def __getattr__(self, attr: str):
         if attr.startswith("__"):
@@ -430,3 +446,5 @@ from . import views  # noqa: E402
 from .engine import OutputGrads  # noqa: E402
 from .grad_mode import anomaly  # noqa: E402
 from .node import _FREED, _next_sequence_number  # noqa: E402
+from .saved import hooks as saved_hooks  # noqa: E402
+from .saved import unpack_values  # noqa: E402

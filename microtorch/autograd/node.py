@@ -64,7 +64,13 @@ class Node:
 
     # -- saving values for backward -------------------------------------------------------
     def save_for_backward(self, *values) -> None:
-        """Keep tensors (or arrays) for backward; freed after it unless retain_graph."""
+        """Keep tensors (or arrays) for backward; freed after it unless retain_graph.
+
+        The one entry of every value saved for backward (with the output save in ``apply``):
+        under saved-tensor hooks (``autograd.graph.saved_tensors_hooks``) they are packed here.
+        """
+        if _saved_hooks.count and self._pack(values):
+            return
         self._saved = values
         # The version of each saved tensor now, to detect later in-place changes (None: no
         # tensor among the values, only numbers or arrays: nothing to check).
@@ -76,11 +82,26 @@ class Node:
                 versions[i] = v._vbox[0]
         self._versions = versions
 
+    def _pack(self, values: tuple, outputs=()) -> bool:
+        """Save ``values`` packed by this thread's saved-tensor hooks; False when it has none.
+        No version check later: what the hooks return is theirs (PyTorch's rule)."""
+        packed = pack_values(values, outputs, self)
+        if packed is None:
+            return False
+        self._saved = packed
+        self._versions = None
+        self._packed = True
+        return True
+
+    _packed = False  # saved values (or the output) went through saved-tensor hooks
+
     @property
     def saved_tensors(self) -> tuple:
         """The saved values; raises if freed or modified in place since they were saved."""
         if self._saved is None:
             raise RuntimeError(_FREED)
+        if self._packed:
+            return unpack_values(self._saved, self)
         if self._versions is not None:
             for value, version in zip(self._saved, self._versions):
                 if version is not None and value._vbox[0] != version:
@@ -94,6 +115,8 @@ class Node:
     @property
     def saved_output(self):
         """The op's output as a Tensor whose grad_fn is this node."""
+        if self._packed and type(self._out_data) is SavedSlot:
+            return self._out_data.unpack(self)
         return Tensor._make(self.saved_output_array, True, self)
 
     @property
@@ -101,6 +124,8 @@ class Node:
         """The op's output array (what a plain, unrecorded backward computes with)."""
         if self._out_data is None:
             raise RuntimeError(_FREED)
+        if self._packed and type(self._out_data) is SavedSlot:
+            return self._out_data.unpack(self)._data
         if self._out_vbox[0] != 0:
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
@@ -137,8 +162,40 @@ class Node:
                               for i in self.torch_operands)
         return tuple((_edge_node(e), 0) for e in edges)
 
-    def register_prehook(self, hook):
-        """Run ``hook(grad)`` on this node's incoming gradient; it may return a replacement."""
+    @property
+    def metadata(self) -> dict:
+        """A dict kept with this node for the user's own annotations (PyTorch's)."""
+        meta = self.__dict__.get("_metadata")
+        if meta is None:
+            meta = self._metadata = {}
+        return meta
+
+    def register_prehook(self, fn):
+        """Call ``fn(grad_outputs)`` before this node runs (a tuple, one gradient per output
+        of its forward); a returned tuple replaces ``grad_outputs``. PyTorch's
+        ``Node.register_prehook``: returns a removable handle."""
+        return RemovableHandle(self._hook_table().pre, fn)
+
+    def register_hook(self, fn):
+        """Call ``fn(grad_inputs, grad_outputs)`` after this node ran (the gradients it
+        computed for its inputs, and those it received); a returned tuple replaces
+        ``grad_inputs``. PyTorch's ``Node.register_hook``: returns a removable handle."""
+        return RemovableHandle(self._hook_table().post, fn)
+
+    _node_hooks = None  # NodeHooks once a hook was registered with the two methods above
+
+    def _hook_table(self) -> NodeHooks:
+        table = self._node_hooks
+        if table is None:
+            table = self._node_hooks = NodeHooks()
+            # The engine reads a node's hooks only when its tensor pre-hook dict is non-empty:
+            # the table sits there too (calling it does nothing), so unhooked nodes pay nothing.
+            self._register_tensor_hook(table)
+        return table
+
+    def _register_tensor_hook(self, hook):
+        """Run ``hook(grad)`` on this node's incoming gradient (``Tensor.register_hook`` of
+        its output); it may return a replacement."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
         return RemovableHandle(self._pre_hooks, hook)
@@ -219,6 +276,11 @@ class Node:
         if ctx._out_data is not None:
             ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
             ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
+            if _saved_hooks.count:  # saved-tensor hooks see the output tensor itself
+                packed = pack_values((result,), (0,), ctx)
+                if packed is not None:
+                    ctx._out_data = packed[0]
+                    ctx._packed = True
         return result
 
 
@@ -380,11 +442,52 @@ class AccumulateGrad:
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
 
+    # Hooks and metadata live on the leaf: these view objects are made afresh on each access.
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before the gradient is accumulated into the leaf (a returned
+        tuple replaces it)."""
+        return RemovableHandle(self._table().pre, fn)
+
+    def register_hook(self, fn):
+        """``fn((), grad_outputs)`` after the gradient was accumulated into the leaf."""
+        return RemovableHandle(self._table().post, fn)
+
+    @property
+    def metadata(self) -> dict:
+        """The leaf's AccumulateGrad metadata dict."""
+        return self.variable.__dict__.setdefault("_acc_metadata", {})
+
+    def _table(self) -> NodeHooks:
+        leaf = self.variable
+        table = leaf.__dict__.get("_node_hooks")
+        if table is None:
+            table = leaf._node_hooks = NodeHooks()
+            if leaf._hooks is None:
+                leaf._hooks = {}
+            RemovableHandle(leaf._hooks, table)  # (the engine reads hooks of hooked leaves)
+        return table
+
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+class NodeHooks:
+    """The hooks registered on a node with ``register_prehook`` / ``register_hook`` (run by
+    the engine around the node's backward). Sits among the tensor pre-hooks as a no-op."""
+
+    __slots__ = ("pre", "post")
+
+    def __init__(self) -> None:
+        self.pre: dict = {}
+        self.post: dict = {}
+
+    def __call__(self, grad) -> None:
+        return None
 
 
 from .._hooks import RemovableHandle  # noqa: E402
 from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402
+from .saved import SavedSlot, pack_values, unpack_values  # noqa: E402
+from .saved import hooks as _saved_hooks  # noqa: E402

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Hashable, Sequence
+from contextlib import contextmanager
 
 
 class _Timing:
@@ -74,7 +76,13 @@ class Choice:
         """The variant to run now for ``key``: a forced one; else ``by_rule`` (the caller's
         rule of shapes); under the timing opt-in, the chosen one or (while measuring) the
         variant with the fewest samples so far. ``allowed``: the variants that apply to this
-        call (all by default); one allowed variant needs no measuring."""
+        call (all by default); one allowed variant needs no measuring. Inside ``replaying``,
+        the variant recorded for this call (see ``recording``)."""
+        if _picks.active:
+            return _log_pick(self, key, by_rule, allowed)
+        return self._pick(key, by_rule, allowed)
+
+    def _pick(self, key: Hashable, by_rule: str, allowed: Sequence[str] | None) -> str:
         if self.forced is not None:
             return self.forced
         if by_rule not in self.variants:
@@ -124,6 +132,77 @@ class Choice:
             self.forced = variant
             self._samples.clear()
             self._chosen.clear()
+
+
+class _Picks(threading.local):
+    """This thread's pick logs being recorded, and the recorded picks being replayed."""
+
+    def __init__(self) -> None:
+        self.recorders: list[list] = []
+        self.replay: deque | None = None
+
+
+class _Active:
+    active = 0  # recordings and replays open over all threads: ``pick``'s only extra read
+
+
+_picks = _Active()
+_tls = _Picks()
+_active_lock = threading.Lock()
+
+
+def _log_pick(choice: Choice, key: Hashable, by_rule: str, allowed) -> str:
+    replay = _tls.replay
+    entry = None
+    if replay:
+        name, recorded_key, variant = replay[0]
+        if name == choice.name and recorded_key == key:
+            replay.popleft()
+            entry = (name, key, variant)
+    if entry is None:
+        entry = (choice.name, key, choice._pick(key, by_rule, allowed))
+    for log in _tls.recorders:
+        log.append(entry)
+    return entry[2]
+
+
+@contextmanager
+def _opened():
+    with _active_lock:
+        _picks.active += 1
+    try:
+        yield
+    finally:
+        with _active_lock:
+            _picks.active -= 1
+
+
+@contextmanager
+def recording(log: list | None = None):
+    """Context manager yielding the list (``log``, or a new one) it appends each (choice,
+    key, variant) picked inside it in this thread to, so that a rerun of the same code can
+    make the same picks (``replaying``). Activation checkpointing records its forward, so the
+    recomputation computes the same bits (and saves the same tensors) even while a choice is
+    still being measured under the timing opt-in (the shape rules pick the same anyway)."""
+    log = [] if log is None else log
+    with _opened():
+        _tls.recorders.append(log)
+        try:
+            yield log
+        finally:
+            _tls.recorders.remove(log)
+
+
+@contextmanager
+def replaying(log: list):
+    """Context manager: picks inside it follow ``log`` (from ``recording``) in order, as long
+    as the same choices are asked for the same keys."""
+    with _opened():
+        previous, _tls.replay = _tls.replay, deque(log)
+        try:
+            yield
+        finally:
+            _tls.replay = previous
 
 
 def registry() -> dict[str, Choice]:

@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
+
 from .base import Backend
 from .device import device
 from .sync import sync_point
+
+# cuRAND's PHILOX4_32_10 generator type (curand.h: CURAND_RNG_PSEUDO_PHILOX4_32_10 = 161), a
+# counter-based generator: seeding it is cheap, so each draw can have its own key.
+_PHILOX = 161
+_MASK64 = (1 << 64) - 1
+
+
+def _draw_key(seed: int, draw: int) -> int:
+    """The Philox key of draw number ``draw`` after ``seed`` (splitmix64 of the pair)."""
+    z = (seed + (draw + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
 
 # Seeds given before a GPU's backend existed (``manual_seed`` on a fresh process), applied when
 # it is created: PyTorch queues CUDA seeds the same way. ``None`` keys the seed of every GPU.
@@ -28,6 +45,11 @@ class CupyBackend(Backend):
         self.xp = cupy
         self._device = cupy.cuda.Device(dev.index)
         self._pool = cupy.get_default_memory_pool()
+        # The generator state, as PyTorch's CUDA one (seed, offset): a seed and the number of
+        # draws made since. Unseeded, a GPU starts from entropy (as CuPy's own generator).
+        self._seed = int.from_bytes(os.urandom(8), "little")
+        self._draws = 0
+        self._random_state = None
         seed = pending_seeds.get(dev.index, pending_seeds.get(None))
         if seed is not None:
             self.manual_seed(seed)
@@ -128,29 +150,59 @@ class CupyBackend(Backend):
             with self._device:
                 self.xp.add(grad, incoming, out=grad, casting="unsafe")
 
-    # CuPy's generator (not PyTorch's Philox): CUDA random streams differ from PyTorch's.
+    # cuRAND's Philox through CuPy (not PyTorch's Philox streams: CUDA random numbers differ
+    # from PyTorch's). Every draw reseeds one generator with a key made of the seed and the
+    # draw's number, so the state is two integers that can be read and restored
+    # (``get_rng_state``/``set_rng_state``: checkpointing replays dropout masks with them).
     def manual_seed(self, seed: int) -> None:
-        with self._device:
-            self.xp.random.seed(seed)
+        self._seed = int(seed) & _MASK64
+        self._draws = 0
+
+    def get_rng_state(self) -> np.ndarray:
+        """The generator state: 16 bytes (seed, draws made since), as PyTorch's CUDA one."""
+        return np.array([self._seed, self._draws], dtype="<u8").view(np.uint8)
+
+    def set_rng_state(self, state: np.ndarray) -> None:
+        """Restore a state from ``get_rng_state``."""
+        state = np.ascontiguousarray(state, dtype=np.uint8)
+        if state.size != 16:
+            raise RuntimeError(f"Expected either a state of size 16 or a tensor of size 16, "
+                               f"but got {state.size}")
+        self._seed, self._draws = (int(v) for v in state.view("<u8"))
+
+    def random_state(self):
+        """The generator for the next draw (call within ``context()``)."""
+        rs = self._random_state
+        if rs is None:
+            rs = self._random_state = self.xp.random.RandomState(method=_PHILOX)
+        rs.seed(_draw_key(self._seed, self._draws))
+        self._draws += 1
+        return rs
 
     def uniform(self, shape, dtype, low=0.0, high=1.0):
         with self._device:
-            sample = self.xp.random.random(shape, dtype=dtype if dtype != "float16" else "f4")
+            sample = self.random_state().random_sample(
+                shape, dtype=dtype if dtype != "float16" else "f4")
             return (sample * (high - low) + low).astype(dtype, copy=False)
 
     def normal(self, shape, dtype, mean=0.0, std=1.0, contiguous=True):
         with self._device:
             wide = "f4" if dtype in ("float16", self.xp.float16) else dtype
-            return (self.xp.random.standard_normal(shape, dtype=wide) * std + mean).astype(dtype)
+            return (self.random_state().standard_normal(shape, dtype=wide) * std
+                    + mean).astype(dtype)
 
     def integers(self, low, high, shape, dtype):
         with self._device:
-            return self.xp.random.randint(low, high, size=shape).astype(dtype, copy=False)
+            return self.random_state().randint(low, high, size=shape).astype(dtype, copy=False)
 
     def randperm(self, n, dtype):
         with self._device:
-            return self.xp.random.permutation(n).astype(dtype, copy=False)
+            return self.random_state().permutation(n).astype(dtype, copy=False)
 
     def bernoulli(self, p, shape, dtype):
         with self._device:
-            return (self.xp.random.random(shape, dtype="f4") < p).astype(dtype)
+            return (self.random_state().random_sample(shape, dtype="f4") < p).astype(dtype)
+
+    def poisson(self, rates):
+        with self._device:
+            return self.random_state().poisson(rates).astype(rates.dtype)

@@ -15,7 +15,8 @@ from ..backend.sync import get_sync_debug_mode, set_sync_debug_mode
 __all__ = ["is_available", "device_count", "current_device", "set_device", "synchronize",
            "is_bf16_supported", "manual_seed", "manual_seed_all", "memory_allocated",
            "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "empty_cache",
-           "set_sync_debug_mode", "get_sync_debug_mode"]
+           "set_sync_debug_mode", "get_sync_debug_mode", "is_initialized", "get_rng_state",
+           "set_rng_state", "get_rng_state_all", "set_rng_state_all"]
 
 
 def is_available() -> bool:
@@ -81,6 +82,50 @@ def _seed(seed: int, index: int | None) -> None:
     for backend in initialized_backends():
         if backend.device.type == "cuda" and index in (None, backend.device.index):
             backend.manual_seed(seed)
+
+
+def is_initialized() -> bool:
+    """True once a CUDA tensor has been made (a GPU's backend exists), as PyTorch's lazy
+    CUDA initialisation."""
+    from ..backend import initialized_backends
+
+    return any(b.device.type == "cuda" for b in initialized_backends())
+
+
+def _rng_device(dev):
+    if isinstance(dev, str):
+        dev = device(dev)
+    if isinstance(dev, device):
+        dev = dev.index
+    return dev
+
+
+def get_rng_state(device="cuda"):
+    """A GPU's generator state as a uint8 CPU tensor (16 bytes: seed and draws since, the
+    layout of PyTorch's seed and offset; the streams themselves are CuPy's). Makes the GPU's
+    backend, as PyTorch initialises CUDA here."""
+    from ..ops.creation import from_numpy
+
+    return from_numpy(_backend(_rng_device(device)).get_rng_state().copy())
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    """Restore a GPU's generator from ``get_rng_state``."""
+    import numpy as np
+
+    data = new_state.numpy() if hasattr(new_state, "numpy") else np.asarray(new_state)
+    _backend(_rng_device(device)).set_rng_state(data)
+
+
+def get_rng_state_all() -> list:
+    """The generator state of every GPU."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states) -> None:
+    """Restore every GPU's generator (one state per GPU, in order)."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
 
 
 def synchronize(device=None) -> None:

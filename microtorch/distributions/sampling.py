@@ -77,10 +77,10 @@ def standard_gamma(concentration) -> np.ndarray:
             draws = _per_element(lambda a: _gamma_one(a, single, uniform, normal), arr,
                                  np.float64)
         return np.maximum(draws.astype(arr.dtype), arr.dtype.type(tiny))
-    xp = concentration._backend.xp
-    with concentration._backend.context():
-        draws = xp.random.standard_gamma(arr.astype(np.float64)).astype(arr.dtype)
-        return xp.maximum(draws, arr.dtype.type(tiny))
+    backend = concentration._backend
+    with backend.context():
+        draws = backend.random_state().standard_gamma(arr.astype(np.float64)).astype(arr.dtype)
+        return backend.xp.maximum(draws, arr.dtype.type(tiny))
 
 
 def dirichlet(concentration) -> tuple:
@@ -94,9 +94,10 @@ def dirichlet(concentration) -> tuple:
         gammas = np.maximum(gammas, np.finfo(np.float64).tiny)
         xp = np
     else:
-        xp = concentration._backend.xp
-        with concentration._backend.context():
-            gammas = xp.maximum(xp.random.standard_gamma(arr.astype(np.float64)),
+        backend = concentration._backend
+        xp = backend.xp
+        with backend.context():
+            gammas = xp.maximum(backend.random_state().standard_gamma(arr.astype(np.float64)),
                                 np.finfo(np.float64).tiny)
     total = gammas.sum(-1, keepdims=True)
     dt = arr.dtype
@@ -182,9 +183,10 @@ def binomial(total_count, probs) -> np.ndarray:
             flat = [_binomial_one(n, p, uniform) for n, p in zip(counts.ravel().tolist(),
                                                                  ps.ravel().tolist())]
         return np.array(flat, dtype=ps.dtype).reshape(ps.shape)
-    xp = probs._backend.xp
-    with probs._backend.context():
-        return xp.random.binomial(counts.astype(np.int64), ps.astype(np.float64)).astype(ps.dtype)
+    backend = probs._backend
+    with backend.context():
+        return backend.random_state().binomial(counts.astype(np.int64),
+                                               ps.astype(np.float64)).astype(ps.dtype)
 
 
 def multinomial(probs_2d, num_samples: int):

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .._tensor import Tensor
+from ..autograd import saved
 from ..ops.creation import randperm
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
@@ -47,6 +48,8 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 def _fill(tensor: Tensor, arr) -> Tensor:
     """Write ``arr`` into ``tensor``'s buffer (no graph: initialisation is not an op)."""
+    if saved.writes.count:
+        saved.before_write(tensor)
     tensor._data[...] = tensor._backend.asarray(arr)
     tensor._vbox[0] += 1
     return tensor
@@ -113,6 +116,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with ``val``."""
+    if saved.writes.count:
+        saved.before_write(tensor)
     tensor._data.fill(val)
     tensor._vbox[0] += 1
     return tensor
@@ -125,6 +130,8 @@ def ones_(tensor: Tensor) -> Tensor:
 
 def zeros_(tensor: Tensor) -> Tensor:
     """Fill with zeros."""
+    if saved.writes.count:
+        saved.before_write(tensor)
     tensor._backend.fill_zero(tensor._data)
     tensor._vbox[0] += 1
     return tensor

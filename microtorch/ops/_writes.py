@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from ..autograd import views
+from ..autograd import saved, views
 from ..autograd.grad_mode import no_grad, recording
 from ..autograd.node import broadcast_message
 from . import shape
@@ -111,6 +111,8 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
     geom = None
     if node is not None and self._base is not None:
         geom = views.Strided.of(self._data, self._base._data)  # raises before any write
+    if saved.writes.count:
+        saved.before_write(self)
     self._data[...] = res
     self._vbox[0] += 1
     if geom is not None:
@@ -162,6 +164,8 @@ def _ufunc_inplace(name, op):
                                    f"broadcast shape {list(wide)}")
         if alpha != 1:
             xb = xb * alpha
+        if saved.writes.count:
+            saved.before_write(self)
         getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
         self._vbox[0] += 1
         return self
@@ -184,6 +188,8 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
         return _write(self, masked_fill(_frozen(self), mask, value), fill=True)
     masked_fill(self, mask, value)  # the argument checks
     m = xp_of(self._data).broadcast_to(mask._data, self._data.shape)
+    if saved.writes.count:
+        saved.before_write(self)
     self._data[m] = value._data if isinstance(value, Tensor) else value
     self._vbox[0] += 1
     return self
@@ -194,6 +200,8 @@ def zero_(self: Tensor) -> Tensor:
     _check_inplace(self)
     if recording() and self.requires_grad:
         return _write(self, self * 0, fill=True)
+    if saved.writes.count:
+        saved.before_write(self)
     self._backend.fill_zero(self._data)
     self._vbox[0] += 1
     return self
@@ -207,6 +215,8 @@ def fill_(self: Tensor, value) -> Tensor:
         assert_no_internal_overlap(self._data)
     if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
         return _write(self, self * 0 + value, fill=True)
+    if saved.writes.count:
+        saved.before_write(self)
     self._data.fill(value.item() if isinstance(value, Tensor) else value)
     self._vbox[0] += 1
     return self
@@ -222,6 +232,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     arr = src._data
     if src.device != self.device:
         arr = self._backend.asarray(src._backend.to_numpy(arr))
+    if saved.writes.count:
+        saved.before_write(self)
     self._data[...] = arr
     self._vbox[0] += 1
     return self
@@ -267,6 +279,8 @@ def setitem(self: Tensor, key, value) -> None:
         if _check_inplace(self, value):
             _write(self, shape.IndexPut.apply(self, arr_key, value))
             return
+        if saved.writes.count:
+            saved.before_write(self)
         self._data[arr_key] = value._data if isinstance(value, Tensor) else value
     except ValueError as exc:  # NumPy checks the shapes before it writes anything
         raise RuntimeError(str(exc).replace("value array", "value tensor")) from None

@@ -14,6 +14,7 @@ import functools
 import warnings
 
 from .. import _dtype
+from ..autograd import saved
 from ..autograd.grad_mode import is_grad_enabled
 from ._util import Tensor
 
@@ -69,6 +70,8 @@ def write_out(name: str, result: Tensor, out: Tensor, warn_resize: bool = True) 
                 "with t.resize_(0).", UserWarning, stacklevel=3)
         # A fresh array of the new shape, as PyTorch's resize_ gives new storage.
         out._data = out._backend.xp.empty(arr.shape, dtype=out._data.dtype)
+    elif saved.writes.count:
+        saved.before_write(out)
     out._data[...] = arr
     out._vbox[0] += 1
     return out

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from ..autograd import saved
 from ..autograd.function import Function
 from ._util import Tensor, is_scalar, scalar_name, xp_of
 
@@ -86,6 +87,8 @@ def _store(self: Tensor, draw, torch_name: str, in_memory_order: bool = True) ->
     arr = self._backend.asarray(sample).astype(self._data.dtype, copy=False)
     if recorded:
         return _write(self, Sampled.apply(arr, torch_name, self))
+    if saved.writes.count:
+        saved.before_write(self)
     self._data[...] = arr
     self._vbox[0] += 1
     return self

@@ -25,14 +25,16 @@ class Embedding(Function):
         n = wa.shape[0]
         backend_of(idx).check((idx >= 0) & (idx < n), IndexError,  # on a GPU: on the device
                               "index out of range in self")
-        ctx.idx, ctx.shape, ctx.padding_idx = idx, wa.shape, padding_idx
+        ctx.save_for_backward(indices)  # (as PyTorch: in-place changes to them are caught)
+        ctx.shape, ctx.padding_idx = wa.shape, padding_idx
         return wa[idx]
 
     @staticmethod
     def backward(ctx, grad):
         from .shape import IndexScatter
 
-        flat = ctx.idx.reshape(-1)
+        (indices,) = ctx.saved_tensors
+        flat = indices._data.reshape(-1)
         gw = IndexScatter.apply(grad.reshape(-1, ctx.shape[1]), (flat,), ctx.shape)
         if ctx.padding_idx is not None:
             mask = xp_of(flat).ones((ctx.shape[0], 1), dtype=grad._data.dtype)

@@ -117,10 +117,78 @@ def randn(*size, dtype=float):
     return standard_normal(size, dtype)
 
 
+class RandomState:
+    """``cupy.random.RandomState(seed=None, method=CURAND_RNG_PSEUDO_DEFAULT)``: a generator
+    of its own, on the device current when it is made. Its streams are NumPy's, keyed by
+    (seed, method): reproducible under a seed, as the stand-in's contract asks."""
+
+    _METHODS = (100, 101, 121, 141, 142, 161)  # curand.h's pseudorandom generator types
+
+    def __init__(self, seed=None, method=100) -> None:
+        if method not in self._METHODS:
+            raise ValueError(f"unknown curand generator type {method}")
+        self.method = method
+        self._device_id = _cuda.current_device_id()
+        self.seed(seed)
+
+    def seed(self, seed=None) -> None:
+        """Reset the generator from ``seed`` (an integer in [0, 2**64); None: entropy)."""
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy) % (1 << 64)
+        else:
+            arr = np.asarray(seed)
+            if arr.dtype.kind not in "biu":
+                raise TypeError("Seed must be an integer.")
+            seed = int(arr)
+            if seed < 0 or seed >= 2**64:
+                raise ValueError("Seed must be an integer between 0 and 2**64 - 1")
+        self._gen = np.random.default_rng([seed, self.method])
+
+    def _out(self, host: np.ndarray):
+        if _cuda.current_device_id() != self._device_id:
+            raise RuntimeError("a RandomState is only usable on the device it was made on")
+        return _device(host)
+
+    def random_sample(self, size=None, dtype=float):
+        """Uniform samples in [0, 1)."""
+        return self._out(self._gen.random(_size(size), dtype=_float_dtype(dtype)))
+
+    def standard_normal(self, size=None, dtype=float):
+        """Standard normal samples."""
+        return self._out(self._gen.standard_normal(_size(size), dtype=_float_dtype(dtype)))
+
+    def randint(self, low, high=None, size=None, dtype=int):
+        """Uniform integers in [low, high)."""
+        if high is None:
+            low, high = 0, low
+        return self._out(self._gen.integers(low, high, size=_size(size), dtype=dtype))
+
+    def permutation(self, a):
+        """A permutation of ``range(a)`` (an int) or of a device array's first axis."""
+        if isinstance(a, _array.ndarray):
+            return self._out(self._gen.permutation(a._a))
+        return self._out(self._gen.permutation(int(a)))
+
+    def standard_gamma(self, shape, size=None, dtype=float):
+        """Gamma(shape, 1) samples."""
+        out = self._gen.standard_gamma(_host(shape), size=size)
+        return self._out(out.astype(_float_dtype(dtype), copy=False))
+
+    def poisson(self, lam=1.0, size=None, dtype=int):
+        """Poisson samples."""
+        return self._out(self._gen.poisson(_host(lam), size=size).astype(dtype, copy=False))
+
+    def binomial(self, n, p, size=None, dtype=int):
+        """Binomial samples."""
+        return self._out(self._gen.binomial(_host(n), _host(p), size=size).astype(dtype,
+                                                                                   copy=False))
+
+
 def build():
     """The ``cupy.random`` module."""
     return _names.module("cupy.random", {
         "seed": seed, "random": random, "random_sample": random, "standard_normal":
         standard_normal, "normal": normal, "uniform": uniform, "randint": randint,
         "permutation": permutation, "rand": rand, "randn": randn,
-        "standard_gamma": standard_gamma, "poisson": poisson, "binomial": binomial})
+        "standard_gamma": standard_gamma, "poisson": poisson, "binomial": binomial,
+        "RandomState": RandomState})
