@@ -349,24 +349,29 @@ def test_graph_exec_group_recomputes_once() -> None:
 
 
 def test_recomputation_repeats_the_forwards_autotuning_picks() -> None:
-    """While a convolution layout is still being measured, the recomputation runs the
-    layout its forward ran (same bits, same saved tensors), as ``autotune.replaying``."""
+    """Under the timing opt-in (``backends.cpu.benchmark``), while a convolution layout is
+    still being measured, the recomputation runs the layout its forward ran (same bits, same
+    saved tensors), as ``autotune.replaying``. (By default the shape rule picks the same.)"""
     layout = autotune.registry()["conv2d_layout"]
     layout.force(None)  # measuring again: each call may pick another layout
-    mt.manual_seed(0)
-    conv = nn.Conv2d(64, 8, 1)
-    x = mt.randn(48, 64, 12, 12)  # several images per block: both layouts apply
-    for _ in range(6):
-        out = cp.checkpoint(conv, x, use_reentrant=False)
-        out.sum().backward()
-    log = []
-    with autotune.recording(log):
-        layout.pick("k", ("blocks", "batch"))
-        layout.pick("k", ("blocks", "batch"))
-    with autotune.replaying(log):
-        again = [layout.pick("k", ("blocks", "batch")) for _ in range(2)]
-    assert again == [entry[2] for entry in log]
-    layout.force(None)
+    mt.backends.cpu.benchmark = True
+    try:
+        mt.manual_seed(0)
+        conv = nn.Conv2d(64, 8, 1)
+        x = mt.randn(48, 64, 12, 12)  # several images per block: both layouts apply
+        for _ in range(6):
+            out = cp.checkpoint(conv, x, use_reentrant=False)
+            out.sum().backward()
+        log = []
+        with autotune.recording(log):
+            layout.pick("k", "blocks")
+            layout.pick("k", "blocks")
+        with autotune.replaying(log):
+            again = [layout.pick("k", "blocks") for _ in range(2)]
+        assert again == [entry[2] for entry in log]
+    finally:
+        mt.backends.cpu.benchmark = False
+        layout.force(None)
 
 
 def test_peak_memory_is_lower_with_checkpointing(device) -> None:
