@@ -27,6 +27,15 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A004
+from ._layout import (
+    layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from ._tensor import Size, Tensor
 from ._type_promotion import can_cast, promote_types, result_type
 from ._typeinfo import finfo, iinfo
@@ -78,6 +87,7 @@ from . import (  # noqa: E402
     nn,
     onnx,
     optim,
+    sparse,
     utils,
     version,
 )
@@ -165,7 +175,8 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
            "save", "load", "utils", "linalg", "fft", "distributions", "amp", "e", "inf", "nan",
-           "pi",
+           "pi", "sparse", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc",
+           "sparse_bsr", "sparse_bsc",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _dtype
 from ._hooks import RemovableHandle
+from ._layout import SPARSE_DATA
 from .backend import backend_of, get_backend
 from .backend.base import tracking
 from .backend.device import CPU, device
@@ -162,12 +163,12 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         """True for tensors on a GPU."""
-        return type(self._data) is not np.ndarray
+        return type(self._data) is not np.ndarray and self._backend.device.type == "cuda"
 
     @property
     def is_cpu(self) -> bool:
         """True for tensors in host memory."""
-        return type(self._data) is np.ndarray
+        return type(self._data) is np.ndarray or self._backend.device.type == "cpu"
 
     @property
     def ndim(self) -> int:
@@ -191,15 +192,22 @@ class Tensor:
     @property
     def nbytes(self) -> int:
         """Bytes of data viewed by this tensor."""
+        _dense_only(self, "nbytes")
         return int(self._data.nbytes)
 
     def stride(self, dim: int | None = None):
         """Strides in elements, as PyTorch reports them."""
+        if type(self._data) in SPARSE_DATA:
+            from .ops.sparse_tensor import sparse_stride
+
+            return sparse_stride(self, dim)
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self) -> bool:
-        """True when the data is laid out row-major without gaps."""
+        """True when the data is laid out row-major without gaps (False for sparse COO)."""
+        if type(self._data) in SPARSE_DATA:
+            return _dense_only(self, "is_contiguous")
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self) -> bool:
@@ -354,10 +362,12 @@ class Tensor:
 
     def tolist(self):
         """Nested Python lists of the values."""
+        _dense_only(self, "tolist")
         return self._backend.to_numpy(self._data).tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
         """The data as a NumPy array sharing memory (CPU only)."""
+        _dense_only(self, "numpy")
         if self.is_cuda:
             if force:
                 return self._backend.to_numpy(self._data)
@@ -372,6 +382,7 @@ class Tensor:
         if self.requires_grad:  # PyTorch's __array__ is numpy(), which refuses these
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        _dense_only(self, "numpy")
         arr = self._backend.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
@@ -440,7 +451,8 @@ class Tensor:
         its name as a string)."""
         if dtype is None:
             cuda = "cuda." if self.is_cuda else ""
-            return f"microtorch.{cuda}{_dtype.title(self.dtype)}Tensor"
+            sparse = "sparse." if type(self._data) in SPARSE_DATA else ""
+            return f"microtorch.{cuda}{sparse}{_dtype.title(self.dtype)}Tensor"
         if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.FloatTensor"
             dev, dt = _dtype.parse_tensor_type(dtype)
             return self.to(dt) if dev is None else self.to(dev, dt)
@@ -528,7 +540,8 @@ class Tensor:
         # array plus what makes it this tensor. The graph is not pickled: like PyTorch, a
         # non-leaf arrives as a leaf. microtorch.save writes PyTorch's format instead.
         arr = self._data
-        host = arr if type(arr) is np.ndarray else backend_of(arr).to_numpy(arr)
+        host = arr if type(arr) is np.ndarray else backend_of(arr).to_numpy(arr) if type(
+            arr) not in SPARSE_DATA else arr.arrays_on(lambda a, _: backend_of(a).to_numpy(a))
         # User attributes only: the internals kept in __dict__ (_grad, _base, _hooks ...)
         # describe this process's graph, not the value.
         state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)} or None
@@ -540,7 +553,8 @@ def _rebuild_pickled(cls: type, host: np.ndarray, where: str, requires_grad: boo
                      state: dict | None) -> Tensor:
     """The inverse of ``Tensor.__reduce_ex__``: a leaf on device ``where`` again."""
     dev = device(where)
-    arr = host if dev.type == "cpu" else get_backend(dev).asarray(host)
+    arr = host if dev.type == "cpu" else get_backend(dev).asarray(host) if type(
+        host) not in SPARSE_DATA else host.arrays_on(lambda a, _: get_backend(dev).asarray(a))
     t = cls._make(arr, bool(requires_grad))
     if grad is not None:
         t._grad = grad
@@ -617,6 +631,15 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
+
+
+def _dense_only(t: Tensor, what: str):
+    """PyTorch's error when a dense-only method is called on a sparse tensor (``is_contiguous``
+    of a COO tensor: False)."""
+    if type(t._data) in SPARSE_DATA:
+        from .ops.sparse_tensor import dense_only
+
+        return dense_only(t, what)
 
 
 def bump_grad_version(t: Tensor) -> None:

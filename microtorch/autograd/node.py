@@ -48,6 +48,7 @@ class Node:
     _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
     _stack: list | None = None  # forward traceback, kept in anomaly mode
     lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
+    takes_sparse = False  # forward handles sparse tensors itself (else they are routed)
     torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
     _out_data = None
     _out_vbox = None  # the output's version counter: in-place changes to it are detected
@@ -224,7 +225,12 @@ class Node:
                     elif type(a._data) is not type(first._data) or (
                             type(a._data) is not np.ndarray
                             and a._data.device != first._data.device):
-                        raise _device_error(cls, first, a)
+                        routed = _mixed_operands(cls, first, a, args, kwargs)
+                        if routed is not None:
+                            return routed
+            if (first is not None and type(first._data) is not np.ndarray
+                    and type(first._data) in SPARSE_DATA and not cls.takes_sparse):
+                return _sparse_route(cls, args, kwargs)
             return Tensor._make(_forward(cls, ctx, first, args, kwargs), False, None)
         needs_grad = False
         # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
@@ -237,7 +243,9 @@ class Node:
                     first = a
                 elif type(a._data) is not type(first._data) or (
                         type(a._data) is not np.ndarray and a._data.device != first._data.device):
-                    raise _device_error(cls, first, a)
+                    routed = _mixed_operands(cls, first, a, args, kwargs)
+                    if routed is not None:
+                        return routed
                 node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
                 if node is not None:
                     needs_grad = True
@@ -252,6 +260,8 @@ class Node:
                 edges.append(None)
         try:  # (inline, not _forward: this is the hot path of every recorded op)
             if first is not None and type(first._data) is not np.ndarray:
+                if type(first._data) in SPARSE_DATA and not cls.takes_sparse:
+                    return _sparse_route(cls, args, kwargs)
                 with first._backend.context():
                     out = cls.forward(ctx, *args, **kwargs)
             elif kwargs:
@@ -262,6 +272,8 @@ class Node:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
+        except SparseAccessError:  # a sparse tensor in a dense op (inside a list: cat, stack)
+            raise _sparse_error(cls, args) from None
         if not (needs_grad and recording()):
             return Tensor._make(out, False, None)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
@@ -298,6 +310,35 @@ def _forward(cls, ctx, first, args: tuple, kwargs: dict):
         if "broadcast" not in str(exc):
             raise
         raise RuntimeError(broadcast_message(args)) from None
+    except SparseAccessError:  # a sparse tensor in a dense op (inside a list: cat, stack)
+        raise _sparse_error(cls, args) from None
+
+
+def _mixed_operands(cls, first, other, args: tuple, kwargs: dict):
+    """Tensor operands whose data differ in kind. Arrays of two devices: PyTorch's device
+    error. A sparse tensor among them: None when the op takes sparse tensors (go on), else
+    the op's sparse kernel's result (``ops.sparse_dispatch``), or PyTorch's error for an op
+    without one."""
+    if (type(first._data) not in SPARSE_DATA and type(other._data) not in SPARSE_DATA) or \
+            first.device != other.device:
+        raise _device_error(cls, first, other)
+    if cls.takes_sparse:
+        return None
+    return _sparse_route(cls, args, kwargs)
+
+
+def _sparse_route(cls, args: tuple, kwargs: dict):
+    """The result of op ``cls`` on sparse operands, by its sparse kernel (PyTorch's dispatch
+    on the SparseCPU/SparseCUDA keys)."""
+    from ..ops.sparse_dispatch import route
+
+    return route(cls, args, kwargs)
+
+
+def _sparse_error(cls, args: tuple) -> NotImplementedError:
+    from ..ops.sparse_dispatch import unsupported
+
+    return unsupported(cls, args)
 
 
 def _device_error(cls, first: Tensor, other: Tensor) -> RuntimeError:
@@ -486,6 +527,7 @@ class NodeHooks:
 
 
 from .._hooks import RemovableHandle  # noqa: E402
+from .._layout import SPARSE_DATA, SparseAccessError  # noqa: E402
 from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402

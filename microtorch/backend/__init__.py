@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .base import Backend
+from .base import ARRAY_CONTAINERS, Backend
 from .device import CPU, default_device_spec, device, set_default_device
 
 __all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "cuda_available",
@@ -112,6 +112,8 @@ def backend_of(arr) -> Backend:
     """The backend owning an array (NumPy → CPU, CuPy → its GPU)."""
     if type(arr) is np.ndarray or type(arr).__module__ == "numpy":
         return _backends.get(CPU) or get_backend(CPU)
+    if type(arr) in ARRAY_CONTAINERS:  # a sparse tensor's data: the backend of its arrays
+        return arr.backend
     return get_backend(device("cuda", arr.device.id))
 
 

@@ -19,6 +19,11 @@ class _Tracking:
 
 tracking = _Tracking()
 
+# Classes of objects that hold a tensor's arrays without being one (the sparse layouts' data,
+# ``microtorch.ops.sparse_layout``): they name their backend (``.backend``) and list their
+# arrays (``component_arrays()``), which the memory statistics count one by one.
+ARRAY_CONTAINERS: set = set()
+
 
 def root_buffer(arr):
     """The array that owns ``arr``'s memory (views chain to it through ``.base``; the walk
@@ -76,6 +81,10 @@ class MemoryStats:
     def register(self, arr) -> None:
         """Count ``arr``'s root buffer if it is not counted yet (while tracking is on)."""
         if not tracking.on:
+            return
+        if type(arr) in ARRAY_CONTAINERS:
+            for part in arr.component_arrays():
+                self.register(part)
             return
         arr = root_buffer(arr)
         key = id(arr)

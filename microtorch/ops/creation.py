@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _dtype
+from .._layout import SPARSE_DATA
 from ..backend import get_backend
 from ..backend.device import device as Device
 from ._util import Tensor, sizes_arg
@@ -235,10 +236,15 @@ def _like(input: Tensor, dtype, device, fn: str) -> tuple:
             input.device if device is None else device)
 
 
-def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
-               memory_format=None) -> Tensor:
-    """Zeros with the shape (and by default dtype and device) of ``input``."""
+def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
+               requires_grad: bool = False, memory_format=None) -> Tensor:
+    """Zeros with the shape (and by default dtype, layout and device) of ``input``: a sparse
+    input gives a sparse tensor with no entries."""
     dt, dev = _like(input, dtype, device, "zeros_like")
+    if type(input._data) in SPARSE_DATA and layout in (None, input.layout):
+        from .sparse_tensor import zeros_like_sparse
+
+        return zeros_like_sparse(input, dtype, device, requires_grad)
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 

@@ -13,6 +13,7 @@ import builtins
 import numpy as np
 
 from .. import _dtype
+from .._layout import SPARSE_DATA
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
 from ._autocast import autocast_op
@@ -212,6 +213,12 @@ def _beta_alpha(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:
 @autocast_op("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); with beta == 0 ``input`` is ignored (NaNs too)."""
+    if type(mat1._data) in SPARSE_DATA:  # sparse @ dense: PyTorch's dense gradient for mat1
+        from .sparse_coo import SparseAddmm
+        from .sparse_dispatch import check_spmm
+
+        check_spmm(mat1, mat2)
+        return SparseAddmm.apply(input, mat1, mat2, beta, alpha, False, "AddmmBackward0")
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
                            "mat2 must be a matrix")

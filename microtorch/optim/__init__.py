@@ -3,13 +3,14 @@
 from . import lr_scheduler
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
-from .adam_family import Adamax, NAdam, RAdam, SparseAdam
+from .adam_family import Adamax, NAdam, RAdam
 from .adaptive import Adadelta, Rprop
 from .averaged import ASGD
 from .optimizer import Optimizer, StaleGradWarning
 from .quasi_newton import LBFGS
 from .rmsprop import RMSprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "StaleGradWarning", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
            "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam", "LBFGS",
