@@ -327,8 +327,8 @@ def _product(rows, cols, vals, n: int, m: int, dense, xp):
     dtype = vals.dtype
     if dtype.kind in _SPMM_KINDS and dtype.itemsize >= 4 and dense.dtype == dtype:
         mat = _compressed_rows(rows, cols, vals, n, m, xp)
-        out = mat @ dense
-        return out if out.dtype == dtype else out.astype(dtype)
+        out = mat @ dense  # (cuSPARSE writes column-major: made row-major, as PyTorch's)
+        return xp.ascontiguousarray(out if out.dtype == dtype else out.astype(dtype))
     out = xp.zeros((n,) + dense.shape[1:], dtype=dtype)
     if rows.size:
         wide = vals.astype(np.float32) if dtype.itemsize < 4 and dtype.kind == "f" else vals
