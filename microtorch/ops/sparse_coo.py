@@ -311,6 +311,61 @@ def _needs(ctx, i: int) -> bool:
     return i < len(ctx._next) and ctx._next[i] is not None
 
 
+class SparseMul(Function):
+    """The entry-wise product of two COO tensors of one shape (at the indices both specify:
+    PyTorch's intersection of the coalesced operands), or of a COO and a dense tensor (at the
+    sparse one's indices). Gradients: the incoming one times the other operand."""
+
+    takes_sparse = True
+    torch_name = "MulBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, dtype):
+        ctx.save_for_backward(a if b.requires_grad else None, b if a.requires_grad else None)
+        ctx.dtypes = a._data.dtype, b._data.dtype
+        return multiply(a._data, b._data, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        first_order("mul")
+        a, b = ctx.saved_tensors
+        ga = gb = None
+        if b is not None:
+            ga = cast_grad(wrap(multiply(grad._data, _conj(b._data), None)), ctx.dtypes[0])
+        if a is not None:
+            gb = cast_grad(wrap(multiply(grad._data, _conj(a._data), None)), ctx.dtypes[1])
+        return ga, gb, None
+
+
+def _conj(data):
+    if data.dtype.kind != "c":
+        return data
+    return conj_values(data) if is_sparse_data(data) else data.conj()
+
+
+def multiply(a, b, dtype):
+    """Entry-wise product of sparse and/or dense data of one shape (at least one sparse)."""
+    if not is_sparse_data(a):
+        a, b = b, a
+    a = _as_coo(a)
+    if dtype is None:
+        dtype = np.result_type(a.values.dtype, b.dtype)
+    if not is_sparse_data(b):  # sparse * dense: at the sparse entries (linear: as they are)
+        vals = a.values.astype(dtype) * K.gather_dense(b, a.indices).astype(dtype)
+        return CooData(a.indices, vals, a.shape, a.coalesced)
+    a, b = K.coalesce(a), K.coalesce(_as_coo(b))
+    xp = a.backend.xp
+    sizes = a.shape[:a.sparse_dim]
+    if a.nnz == 0 or b.nnz == 0:
+        return empty_like_data(a, dtype)
+    ka, kb = K.flat_keys(a.indices, sizes), K.flat_keys(b.indices, sizes)
+    pos = xp.minimum(xp.searchsorted(kb, ka), kb.size - 1)
+    found = kb[pos] == ka
+    ia, ib = xp.flatnonzero(found), pos[found]
+    vals = a.values[ia].astype(dtype) * b.values[ib].astype(dtype)
+    return CooData(a.indices[:, ia], vals, a.shape, True)
+
+
 class SparseToCopy(Function):
     """A sparse tensor on another device and/or with another dtype (``to``); the gradient
     comes back to the input's device and dtype."""

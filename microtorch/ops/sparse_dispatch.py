@@ -14,7 +14,7 @@ import re
 
 from .. import _dtype
 from ..autograd.function import Function, named
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import no_grad, recording
 from . import elementwise, linalg, reduce, shape
 from ._util import Tensor, _promotion_key, is_scalar
 from .sparse_coo import (
@@ -22,6 +22,7 @@ from .sparse_coo import (
     SparseAdd,
     SparseAddmm,
     SparseClone,
+    SparseMul,
     SparseScale,
     SparseToCopy,
     SparseTranspose,
@@ -114,6 +115,12 @@ def _mul(cls, a, b):
         return SparseScale.apply(a, _number(b), False, _result_dtype(a, b), "MulBackward0")
     if _coo(b) and _number(a) is not None:
         return SparseScale.apply(b, _number(a), False, _result_dtype(a, b), "MulBackward0")
+    if (_coo(a) or _coo(b)) and isinstance(a, Tensor) and isinstance(b, Tensor) and \
+            not (_sparse(a) and _sparse(b) and not (_coo(a) and _coo(b))):
+        if a._data.shape != b._data.shape:
+            raise RuntimeError(f"mul: expected 'self' and 'other' to have same sizes when both "
+                               f"are sparse, but {list(a.shape)} != {list(b.shape)}")
+        return SparseMul.apply(a, b, _result_dtype(a, b))
     raise unsupported(cls, (a, b))
 
 
@@ -187,13 +194,42 @@ def _clone(cls, x):
 
 
 def _sum(cls, x, dims, keepdim, dtype):
-    if not _coo(x) or keepdim:
+    if not _coo(x):
         raise unsupported(cls, (x,))
     if dtype is not None:
         x = x.to(_dtype.from_numpy_dtype(dtype))
-    if dims is None:
+    if dims is None and not keepdim:
         return SparseTotal.apply(x)
-    return SparseSum.apply(x, dims)
+    dims = tuple(range(x.dim())) if dims is None else dims
+    if not keepdim:
+        return SparseSum.apply(x, dims)
+    if x.requires_grad and recording():
+        raise NotImplementedError("sum(keepdim=True) of a sparse tensor that requires grad: "
+                                  "its gradient is not supported (PyTorch's backward raises "
+                                  "'expand is unsupported for Sparse tensors'); use "
+                                  "torch.sparse.sum")
+    with no_grad():
+        return _keep_dims(SparseSum.apply(x, dims), x._data, dims)
+
+
+def _keep_dims(out: Tensor, data: CooData, dims: tuple) -> Tensor:
+    """A sum's result with the summed dimensions kept as size 1, as PyTorch's unsqueeze of a
+    sparse tensor inserts them one by one: a sparse dimension (index 0) at a position up to
+    the sparse dimensions, a dense one after them."""
+    shape = tuple(1 if d in dims else n for d, n in enumerate(data.shape))
+    if not is_sparse_data(out._data):
+        return out.reshape(shape)
+    res = out._data
+    xp = res.backend.xp
+    indices, values = res.indices, res.values
+    for d in sorted(dims):
+        sd = indices.shape[0]
+        if d <= sd:
+            zero = xp.zeros((1, indices.shape[1]), dtype=indices.dtype)
+            indices = xp.concatenate([indices[:d], zero, indices[d:]])
+        else:
+            values = xp.expand_dims(values, d - sd + 1)
+    return Tensor._make(CooData(indices, values, shape, False))  # (unsqueeze: PyTorch's flag)
 
 
 class SparseTotal(Function):

@@ -24,10 +24,11 @@ from ..ops.sparse_tensor import check_sparse_tensor_invariants
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "check_sparse_tensor_invariants"]
 
 
-def _matrix_check(t: Tensor) -> None:
+def _matrix_check(t: Tensor, dim: int) -> None:
+    """PyTorch's error for a 1-D operand (its ``size(dim)``)."""
     if t.dim() < 2:
         raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but "
-                         f"got {-2 if t.dim() == 1 else 1})")
+                         f"got {dim})")
 
 
 def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
@@ -35,7 +36,8 @@ def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
     kept to its specified entries."""
     if reduce is not None:
         raise NotImplementedError("torch.sparse.mm with reduce= is not supported by microtorch")
-    _matrix_check(mat2)
+    _matrix_check(mat1, -2)
+    _matrix_check(mat2, 1)
     if is_sparse_data(mat1._data) and not is_sparse_data(mat2._data):
         check_spmm(mat1, mat2)
         return SparseAddmm.apply(None, mat1, mat2, 0, 1, True, "SparseAddmmBackward0")
