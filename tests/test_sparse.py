@@ -6,7 +6,8 @@ samples of its sparse entries (mul, sum, zeros_like).
 Tolerances: indices, nnz and flags are compared exactly, and values bit for bit wherever
 PyTorch's CPU kernel adds in microtorch's order (coalescing pairs of duplicates, sparse +
 sparse, dense + sparse, scaling); PyTorch coalesces with an unstable sort, so sums of three
-or more duplicates may be added in another order (float32 atol 1e-5 for values of order 10). Products with dense matrices run in scipy.sparse,
+or more duplicates may be added in another order (float32 atol 1e-5 for values of order 10).
+Products with dense matrices run in scipy.sparse,
 which multiplies and then adds each entry where PyTorch's BLAS axpy fuses the two: float32
 results may differ by an ulp per accumulated entry (rtol 1e-5 for the few entries per row
 here), float64 ones are compared to 1e-12. Softmax's exp and log come from NumPy's SIMD
@@ -21,10 +22,10 @@ import warnings
 
 import numpy as np
 import pytest
-
-import microtorch as mt
 from _sparse_compare import FILTERS, coo_pair, dense_of, host, same_repr, same_sparse
 from _torch_compare import same_error
+
+import microtorch as mt
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, *(pytest.mark.filterwarnings(f) for f in FILTERS)]
@@ -170,7 +171,7 @@ def test_coalesce_matches_torch(device):
     ours, theirs = coo_pair(torch, keys[None], vals, (6,), device, "float64")
     same_sparse(_cpu(ours.coalesce()), theirs.coalesce(), exact=False, rtol=1e-15)
     for name in ("indices", "values"):
-        same_error(lambda: getattr(ours, name)(), lambda: getattr(theirs, name)(),
+        same_error(lambda n=name: getattr(ours, n)(), lambda n=name: getattr(theirs, n)(),
                    RuntimeError)
 
 
@@ -188,7 +189,7 @@ def test_to_sparse_and_to_dense_match_torch(device):
     assert s.to_sparse() is s and x.to_dense() is x
     assert s.to_dense(dtype=mt.float32).dtype == mt.float32
     for bad in ((0,), (3,)):
-        same_error(lambda: x.to_sparse(*bad), lambda: tx.to_sparse(*bad), RuntimeError)
+        same_error(lambda b=bad: x.to_sparse(*b), lambda b=bad: tx.to_sparse(*b), RuntimeError)
     same_error(lambda: s.to_sparse(1), lambda: tx.to_sparse().to_sparse(1), RuntimeError)
 
 
@@ -207,9 +208,11 @@ def test_layout_queries_match_torch():
     assert mt.strided is not mt.sparse_coo and repr(mt.sparse_csr) == "microtorch.sparse_csr"
     csr, tcsr = ours.to_dense().to_sparse_csr(), theirs.to_dense().to_sparse_csr()
     for name in ("stride", "is_contiguous", "indices", "is_coalesced", "coalesce"):
-        same_error(lambda: getattr(csr, name)(), lambda: getattr(tcsr, name)(), RuntimeError)
+        same_error(lambda n=name: getattr(csr, n)(), lambda n=name: getattr(tcsr, n)(),
+                   RuntimeError)
     for name in ("indices", "values", "coalesce", "is_coalesced", "crow_indices"):
-        same_error(lambda: getattr(d, name)(), lambda: getattr(td, name)(), RuntimeError)
+        same_error(lambda n=name: getattr(d, n)(), lambda n=name: getattr(td, n)(),
+                   RuntimeError)
     same_error(lambda: ours.crow_indices(), lambda: theirs.crow_indices(), RuntimeError)
     with pytest.raises(NotImplementedError, match="aten::_nnz"):
         d._nnz()
@@ -319,7 +322,8 @@ def test_arithmetic_with_dense_and_numbers_matches_torch(device):
         return
     for bad in (lambda s, d, L: s + d, lambda s, d, L: s + 1, lambda s, d, L: L.ones(1, 3) + s,
                 lambda s, d, L: s + L.sparse_coo_tensor(L.tensor([[0]]), L.ones(1), (3,))):
-        same_error(lambda: bad(ours, d, mt), lambda: bad(theirs, td, torch), RuntimeError)
+        same_error(lambda b=bad: b(ours, d, mt), lambda b=bad: b(theirs, td, torch),
+                   RuntimeError)
 
 
 def test_inplace_arithmetic_matches_torch(device):
@@ -388,7 +392,7 @@ def test_product_errors_match_torch():
     hyb, thyb = coo_pair(torch, [[0, 1]], np.ones((2, 3)), (2, 3))
     for fn in (lambda L, s: L.sparse.mm(s, L.ones(4, 2)), lambda L, s: L.mm(s, L.ones(4, 2)),
                lambda L, s: L.sparse.mm(s, L.ones(3, 2, dtype=L.float64))):
-        same_error(lambda: fn(mt, ours), lambda: fn(torch, theirs), RuntimeError)
+        same_error(lambda f=fn: f(mt, ours), lambda f=fn: f(torch, theirs), RuntimeError)
     same_error(lambda: mt.sparse.mm(mt.sparse_coo_tensor([[0, 1]], [1.0, 2.0]), mt.ones(2, 2)),
                lambda: torch.sparse.mm(torch.sparse_coo_tensor([[0, 1]], [1.0, 2.0]),
                                        torch.ones(2, 2)), IndexError)
