@@ -79,8 +79,8 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     """A^n for an integer n (negative: powers of the inverse; 0: the identity), by PyTorch's
     binary decomposition of n, so the products round as PyTorch's do."""
     check_square("linalg.matrix_power", A)
-    if n == 0:
-        return A.clone().copy_(eye_like(A, A.shape[-1], tuple(A.shape[:-2])))
+    if n == 0:  # the identity, connected to A as PyTorch's copy_ into a clone of A is
+        return A * 0 + eye_like(A, A.shape[-1])
     if n < 0:
         from .linalg_solve import inv
 
@@ -293,8 +293,9 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
 # -- Householder products ----------------------------------------------------------------------
 def _reflectors(A: Tensor, k: int) -> Tensor:
     """The Householder vectors: A's strict lower triangle with a unit diagonal (first k)."""
-    m, n = A.shape[-2], A.shape[-1]
-    return (A.tril(-1) + eye_like(A, m)[:, :n])[..., :k]
+    from .creation import eye
+
+    return A[..., :k].tril(-1) + eye(A.shape[-2], k, dtype=A.dtype, device=A.device)
 
 
 def _check_householder(name: str, A: Tensor, tau: Tensor) -> None:
@@ -329,6 +330,8 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     m, n, k = A.shape[-2], A.shape[-1], tau.shape[-1]
     V = _reflectors(A, k)
     Q = eye_like(A, m)[:, :n].expand(*A.shape)
+    if k == 0:  # no reflector: the identity, still an output of A as in PyTorch
+        Q = Q + A * 0
     for i in reversed(range(k)):
         v = V[..., i:i + 1]
         Q = Q - tau[..., i, None, None] * (v @ (adjoint(v) @ Q))

@@ -47,8 +47,9 @@ def permutation(pivots, m: int, dtype):
     """The permutation matrix P (``A = P L U``) of LAPACK row interchanges, as an array."""
     xp = xp_of(pivots)
     batch, k = pivots.shape[:-1], pivots.shape[-1]
-    perm = xp.broadcast_to(xp.arange(m), batch + (m,)).reshape(-1, m).copy()
-    piv = pivots.reshape(-1, k).astype(np.int64) - 1
+    count = int(np.prod(batch, dtype=np.int64))
+    perm = xp.broadcast_to(xp.arange(m), batch + (m,)).reshape(count, m).copy()
+    piv = pivots.reshape(count, k).astype(np.int64) - 1
     rows = xp.arange(perm.shape[0])
     for i in range(k):
         p = piv[:, i]
