@@ -24,7 +24,7 @@ import microtorch as mt
 TOPLEVEL = {"svd", "qr", "pinverse", "logdet", "cholesky_solve", "cholesky_inverse",
             "lu_unpack", "matrix_exp", "cholesky", "lu", "lu_solve", "triangular_solve",
             "geqrf", "ormqr"}
-NOT_OURS = {"linalg.cross"}  # torch.cross / linalg.cross: another branch's kernel... see below
+
 
 # Float64 and complex128: tight tolerances; the differences left are LAPACK builds (PyTorch's
 # MKL against NumPy's OpenBLAS) amplified by the conditioning of the samples (gaps between

@@ -56,15 +56,24 @@ def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
         from .linalg_decompositions import svdvals
 
         s = svdvals(movedim(x, (rows, cols), (-2, -1)))
-        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        out = s.sum(-1) if ord == "nuc" else _max_min(s, -1, ord > 0, False)
         if keepdim:
             for d in sorted((rows, cols)):
                 out = out.unsqueeze(d)
         return out
-    summed, kept = (rows, cols) if ord in (1, -1) else (cols, rows)
-    sums = x.abs().sum(summed, keepdim=True)  # column sums (ord 1) or row sums (ord inf)
-    out = sums.amax(kept, keepdim=True) if ord > 0 else sums.amin(kept, keepdim=True)
-    return out if keepdim else out.squeeze(max(rows, cols)).squeeze(min(rows, cols))
+    # PyTorch's order of reductions: the 1-norm of the columns (rows for inf), then the
+    # max/min over the other dimension
+    first, second = (rows, cols) if ord in (1, -1) else (cols, rows)
+    if not keepdim and first < second:
+        second -= 1
+    return _max_min(_vector_norm(x, 1, (first,), keepdim), second, ord > 0, keepdim)
+
+
+def _max_min(x: Tensor, dim: int, largest: bool, keepdim: bool) -> Tensor:
+    """amax (0 over an empty dimension, as PyTorch's matrix norms give) or amin."""
+    if largest and x.shape[dim] == 0:
+        return x.sum(dim, keepdim=keepdim)
+    return x.amax(dim, keepdim=keepdim) if largest else x.amin(dim, keepdim=keepdim)
 
 
 def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
