@@ -50,7 +50,8 @@ def _flat(arr, batch: tuple, core: int = 2):
     dimensions flattened to one."""
     xp = xp_of(arr)
     tail = arr.shape[arr.ndim - core:]
-    return xp.broadcast_to(arr, batch + tail).reshape((-1,) + tail)
+    count = int(np.prod(batch, dtype=np.int64))
+    return xp.broadcast_to(arr, batch + tail).reshape((count,) + tail)
 
 
 # -- LU ------------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def getrs(lu, piv, b, adjoint: bool = False):
         if out.size:
             fn = _lapack("getrs", lu.astype(dt, copy=False))
             lus, pivs = _flat(lu, batch), _flat(piv, batch, 1)
-            bs, flat = _flat(b, batch), out.reshape((-1,) + b.shape[-2:])
+            bs, flat = _flat(b, batch), out.reshape((len(lus),) + b.shape[-2:])
             for i in range(flat.shape[0]):
                 flat[i], _ = fn(lus[i], pivs[i] - 1, bs[i], trans=2 if adjoint else 0)
         return out
@@ -274,7 +275,7 @@ def sytrs(ld, piv, b, hermitian: bool):
             name = "hetrs" if hermitian and ld.dtype.kind == "c" else "sytrs"
             fn = _lapack(name, ld)
             lds, pivs, bs = _flat(ld, batch), _flat(piv, batch, 1), _flat(b, batch)
-            flat = out.reshape((-1,) + b.shape[-2:])
+            flat = out.reshape((len(lds),) + b.shape[-2:])
             for i in range(flat.shape[0]):
                 flat[i], _ = fn(lds[i], pivs[i], bs[i], lower=1)
         return out
