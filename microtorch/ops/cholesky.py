@@ -13,6 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function, named
 from . import linalg_lapack as lapack
 from ._linalg_util import (
@@ -21,7 +22,6 @@ from ._linalg_util import (
     check_at_least_2d,
     check_floating,
     check_lapack_dtype,
-    check_same_dtype,
     check_square,
     raise_from_info,
 )
@@ -144,7 +144,6 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                      unitriangular: bool = False) -> Tensor:
     """Solve ``A X = B`` (``X A = B`` when not ``left``) for triangular ``A``."""
     _square_check("linalg.solve_triangular", A)
-    check_same_dtype("linalg.solve_triangular", A, B)
     if B.dim() < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
                            "dimensions.")
@@ -154,6 +153,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
             f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
             f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{k} and "
             f"{B.shape[-2]}x{B.shape[-1]})")
+    if B.dtype != A.dtype:  # PyTorch solves in A's dtype
+        B = B.to(A.dtype)
     return SolveTriangular.apply(A, B, bool(upper), bool(left), bool(unitriangular))
 
 
@@ -198,7 +199,10 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
         if t.dim() < 2:
             raise RuntimeError(f"{arg} should have at least 2 dimensions, but has {t.dim()} "
                                f"dimensions instead")
-    check_same_dtype("cholesky_solve", input, input2, "b", "A")
+    if input.dtype != input2.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{_dtype.title(input.dtype)} and A of type "
+                           f"{_dtype.title(input2.dtype)} instead.")
     check_lapack_dtype("cholesky_solve_cpu", input)
     check_square("cholesky_solve", input2)
     if input2.shape[-1] != input.shape[-2]:

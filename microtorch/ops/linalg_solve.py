@@ -97,16 +97,16 @@ def _check_solve(name: str, A: Tensor, B: Tensor, left: bool) -> bool:
     check_square(name, A)
     check_same_dtype(name, A, B)
     vector = is_vector_rhs(A, B)
-    if vector and not left:
-        raise RuntimeError(f"{name}: Vector broadcasting of the left hand side is not supported "
-                           f"for left=False. In this case linalg.solve is equivalent to "
-                           f"B / A.squeeze(-1)")
     shape = (B.shape[-1], 1) if vector else (B.shape[-2], B.shape[-1])
     if (shape[0] if left else shape[1]) != A.shape[-1]:
         n = A.shape[-1]
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{shape[0]}x{shape[1]})")
+    if vector and not left:
+        raise RuntimeError(f"{name}: Vector broadcasting of the left hand side is not supported "
+                           f"for left=False. In this case linalg.solve is equivalent to "
+                           f"B / A.squeeze(-1)")
     return vector
 
 
@@ -314,7 +314,7 @@ def logdet(input: Tensor) -> Tensor:
     """log det of square matrices: NaN where a real determinant is negative, -inf where it
     is 0; the complex logarithm for complex input."""
     check_square("logdet", input)
-    check_floating("logdet", input, kernel="lu_cpu")
+    check_floating("logdet", input)
     sign, logabs = LinalgSlogdet.apply(input)
     if input.is_complex():
         return sign.log() + logabs
