@@ -76,6 +76,7 @@ from . import (  # noqa: E402
     nn,
     onnx,
     optim,
+    return_types,
     utils,
     version,
 )

@@ -254,3 +254,19 @@ def test_toplevel_names_and_methods(expr, device):
         else:
             g = g.cpu().numpy()
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
+
+
+def test_tensors_tutorial_linear_algebra_prints_as_pytorch():
+    # the linear-algebra lines of PyTorch's "tensors in depth" tutorial, and a return type's
+    # repr (one field per line, as PyTorch's structseqs)
+    script = ("v1 = torch.tensor([1., 0., 0.]); v2 = torch.tensor([0., 1., 0.])\n"
+              "torch.manual_seed(0)\n"
+              "m1 = torch.rand(2, 2); m2 = torch.tensor([[3., 0.], [0., 3.]])\n"
+              "m3 = torch.linalg.matmul(m1, m2)\n"
+              "out = [torch.linalg.cross(v2, v1), m3, torch.linalg.svd(m3), torch.svd(m3)]\n")
+    printed = []
+    for lib in (mt, torch):
+        env = {"torch": lib}
+        exec(script, env)
+        printed.append("\n".join(repr(x) for x in env["out"]).replace("microtorch", "torch"))
+    assert printed[0] == printed[1]

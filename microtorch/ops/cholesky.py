@@ -9,12 +9,11 @@ batch (no pivoting, as LAPACK's ``trsm``), which runs unchanged on NumPy and CuP
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, named
+from ..return_types import structseq
 from . import linalg_lapack as lapack
 from ._linalg_util import (
     LinAlgError,
@@ -30,8 +29,8 @@ from ._util import Tensor, reduce_grad, xp_of
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular"]
 TOPLEVEL = ["cholesky_solve", "cholesky_inverse", "triangular_solve"]
 
-linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
-triangular_solve_result = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+linalg_cholesky_ex = structseq("linalg_cholesky_ex", ["L", "info"])
+triangular_solve_result = structseq("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 def _square_check(name: str, a: Tensor) -> None:

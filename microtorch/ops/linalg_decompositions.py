@@ -11,9 +11,8 @@ raise PyTorch's errors.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from ..autograd.function import Function
+from ..return_types import structseq
 from . import linalg_lapack as lapack
 from ._linalg_util import (
     adjoint,
@@ -30,12 +29,10 @@ from ._util import Tensor
 __all__ = ["svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals", "qr"]
 TOPLEVEL = ["svd", "qr"]  # torch.svd and torch.qr (the older signatures, below)
 
-linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
-linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-linalg_eig = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
-linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
-svd_result = namedtuple("svd", ["U", "S", "V"])
-qr_result = namedtuple("qr", ["Q", "R"])
+linalg_svd = structseq("linalg_svd", ["U", "S", "Vh"])
+linalg_eigh = structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_eig = structseq("linalg_eig", ["eigenvalues", "eigenvectors"])
+linalg_qr = structseq("linalg_qr", ["Q", "R"])
 
 
 def torch_node_name(name: str):

@@ -12,13 +12,13 @@ names.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
 from ..autograd.function import Function, named
 from ..autograd.grad_mode import no_grad
 from ..backend import xp_of
+from ..return_types import structseq
 from . import linalg_lapack as lapack
 from ._linalg_util import (
     NotDifferentiable,
@@ -37,7 +37,7 @@ __all__ = ["matrix_exp", "matrix_power", "matrix_rank", "cond", "vecdot", "multi
            "cross", "vander", "householder_product", "diagonal", "matmul"]
 TOPLEVEL = ["matrix_exp", "matrix_power", "orgqr", "ormqr", "geqrf"]
 
-geqrf_result = namedtuple("geqrf", ["a", "tau"])
+geqrf_result = structseq("geqrf", ["a", "tau"])
 
 
 # -- matrix exponential --------------------------------------------------------------------

@@ -10,12 +10,11 @@ has microtorch: their outputs require grad and backward raises PyTorch's error.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from ..autograd.function import Function, named
 from ..backend import xp_of
+from ..return_types import structseq
 from . import linalg_lapack as lapack
 from ._linalg_util import (
     NotDifferentiable,
@@ -35,12 +34,12 @@ __all__ = ["lu_factor", "lu_factor_ex", "lu", "lu_solve", "ldl_factor", "ldl_fac
            "ldl_solve"]
 TOPLEVEL = ["lu_unpack"]
 
-linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
-lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])
-linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+linalg_lu_factor = structseq("linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = structseq("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+linalg_lu = structseq("linalg_lu", ["P", "L", "U"])
+lu_unpack_result = structseq("lu_unpack", ["P", "L", "U"])
+linalg_ldl_factor = structseq("linalg_ldl_factor", ["LD", "pivots"])
+linalg_ldl_factor_ex = structseq("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 def permutation(pivots, m: int, dtype):

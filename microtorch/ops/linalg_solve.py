@@ -12,7 +12,6 @@ the info code, or give it back from the ``_ex`` forms. The gradients are PyTorch
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ..autograd.grad_mode import recording
 from ..backend import xp_of
+from ..return_types import structseq
 from . import linalg_lapack as lapack
 from ._linalg_util import (
     adjoint,
@@ -39,11 +39,10 @@ __all__ = ["solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "lstsq", "pin
            "tensorinv", "tensorsolve"]
 TOPLEVEL = ["logdet", "pinverse"]
 
-linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
-linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
-linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
-linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+linalg_solve_ex = structseq("linalg_solve_ex", ["result", "info"])
+linalg_inv_ex = structseq("linalg_inv_ex", ["inverse", "info"])
+linalg_slogdet = structseq("linalg_slogdet", ["sign", "logabsdet"])
+linalg_lstsq = structseq("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 _SINGULAR_SOLVE = "The solver failed because the input matrix is singular."
 _SINGULAR_INV = ("The diagonal element {info} is zero, the inversion could not be completed "

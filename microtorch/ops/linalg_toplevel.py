@@ -7,10 +7,10 @@ The deprecated ones warn once per process, as PyTorch's TORCH_WARN_ONCE does."""
 from __future__ import annotations
 
 import warnings
-from collections import namedtuple
 
 from ..autograd.function import named
 from ..autograd.grad_mode import no_grad
+from ..return_types import structseq
 from ._linalg_util import adjoint
 from ._util import Tensor
 from .cholesky import cholesky as _linalg_cholesky
@@ -28,9 +28,9 @@ __all__ = ["svd", "qr", "det", "logdet", "slogdet", "inverse", "pinverse", "chol
            "cholesky_solve", "cholesky_inverse", "triangular_solve", "lu", "lu_solve",
            "lu_unpack", "matrix_exp", "matrix_power", "geqrf", "orgqr", "ormqr"]
 
-svd_result = namedtuple("svd", ["U", "S", "V"])
-qr_result = namedtuple("qr", ["Q", "R"])
-slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
+svd_result = structseq("svd", ["U", "S", "V"])
+qr_result = structseq("qr", ["Q", "R"])
+slogdet_result = structseq("slogdet", ["sign", "logabsdet"])
 
 _warned: set = set()
 
