@@ -27,7 +27,6 @@ from ._linalg_util import (
 from ._util import Tensor, reduce_grad, xp_of
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular"]
-TOPLEVEL = ["cholesky_solve", "cholesky_inverse", "triangular_solve"]
 
 linalg_cholesky_ex = structseq("linalg_cholesky_ex", ["L", "info"])
 triangular_solve_result = structseq("triangular_solve", ["solution", "cloned_coefficient"])

@@ -1,5 +1,5 @@
 """Spectral and orthogonal decompositions: ``linalg.svd``/``svdvals``, ``eigh``/``eigvalsh``,
-``eig``/``eigvals``, ``qr``, and the older ``torch.svd``/``torch.qr``.
+``eig``/``eigvals``, ``qr`` (the older ``torch.svd``/``torch.qr`` are in ``linalg_toplevel``).
 
 Each is one node with several differentiable outputs whose backward is PyTorch's formula
 (``svd_backward``, ``linalg_eig_backward``, ``linalg_qr_backward`` of its FunctionsManual),
@@ -12,6 +12,7 @@ raise PyTorch's errors.
 from __future__ import annotations
 
 from ..autograd.function import Function
+from ..autograd.grad_mode import recording
 from ..return_types import structseq
 from . import linalg_lapack as lapack
 from ._linalg_util import (
@@ -27,7 +28,6 @@ from ._linalg_util import (
 from ._util import Tensor
 
 __all__ = ["svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals", "qr"]
-TOPLEVEL = ["svd", "qr"]  # torch.svd and torch.qr (the older signatures, below)
 
 linalg_svd = structseq("linalg_svd", ["U", "S", "Vh"])
 linalg_eigh = structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
@@ -49,8 +49,6 @@ def _wrap(arr) -> Tensor:
 
 
 def _needs_grad(A: Tensor) -> bool:
-    from ..autograd.grad_mode import recording
-
     return A.requires_grad and recording()
 
 

@@ -35,7 +35,6 @@ from .linalg import matmul
 
 __all__ = ["matrix_exp", "matrix_power", "matrix_rank", "cond", "vecdot", "multi_dot",
            "cross", "vander", "householder_product", "diagonal", "matmul"]
-TOPLEVEL = ["matrix_exp", "matrix_power", "orgqr", "ormqr", "geqrf"]
 
 geqrf_result = structseq("geqrf", ["a", "tau"])
 

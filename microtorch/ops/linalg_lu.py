@@ -32,7 +32,6 @@ from .linalg_decompositions import torch_node_name
 
 __all__ = ["lu_factor", "lu_factor_ex", "lu", "lu_solve", "ldl_factor", "ldl_factor_ex",
            "ldl_solve"]
-TOPLEVEL = ["lu_unpack"]
 
 linalg_lu_factor = structseq("linalg_lu_factor", ["LU", "pivots"])
 linalg_lu_factor_ex = structseq("linalg_lu_factor_ex", ["LU", "pivots", "info"])

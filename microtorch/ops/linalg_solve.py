@@ -37,7 +37,6 @@ from .linalg_decompositions import torch_node_name
 
 __all__ = ["solve", "solve_ex", "inv", "inv_ex", "det", "slogdet", "lstsq", "pinv",
            "tensorinv", "tensorsolve"]
-TOPLEVEL = ["logdet", "pinverse"]
 
 linalg_solve_ex = structseq("linalg_solve_ex", ["result", "info"])
 linalg_inv_ex = structseq("linalg_inv_ex", ["inverse", "info"])
