@@ -78,6 +78,7 @@ from . import (  # noqa: E402
     nn,
     onnx,
     optim,
+    return_types,
     utils,
     version,
 )

@@ -27,6 +27,7 @@ from . import (
     indexed,
     integer,
     linalg,
+    linalg_toplevel,
     matrix,
     numpy_names,
     pinned,
@@ -125,6 +126,7 @@ from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
 from .integer import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
+from .linalg_toplevel import *  # noqa: F403
 from .matrix import *  # noqa: F403
 from .random_fill import *  # noqa: F403
 from .reduce import (
@@ -465,6 +467,7 @@ METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(pinned.METHODS)
 METHODS.update(spectral.METHODS)
+METHODS.update(linalg_toplevel.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
                polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
 
@@ -504,6 +507,8 @@ def install_tensor_methods(cls) -> None:
                      doc="The tensor with its dimensions reversed.")
     cls.mT = property(lambda self: transpose(self, -2, -1),
                       doc="The last two dimensions swapped (batched matrix transpose).")
+    for name, prop in linalg_toplevel.PROPERTIES.items():  # mH, H
+        setattr(cls, name, prop)
 
 
 # The functions of the ``microtorch`` namespace (as in ``torch``); the rest are Tensor methods.
@@ -522,5 +527,5 @@ __all__ = [
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
-    *gamma.__all__, *integer.__all__, *spectral.__all__,
+    *gamma.__all__, *integer.__all__, *spectral.__all__, *linalg_toplevel.__all__,
 ]
