@@ -71,6 +71,7 @@ from . import (  # noqa: E402
     cpu,
     cuda,
     distributions,  # after nn: distributions build on nn.functional
+    func,  # after nn: functional_call calls modules
     jit,
     linalg,
     nn,
@@ -116,6 +117,7 @@ from .backends.cuda import (  # noqa: E402
     get_float32_matmul_precision,
     set_float32_matmul_precision,
 )
+from .func import vmap  # noqa: E402
 from .version import __version__  # noqa: E402
 
 # NumPy warns when an op makes inf or NaN; PyTorch does not. Silence exactly those warnings,

@@ -110,6 +110,7 @@ class Tensor:
     _slot_count = None  # the SlotCount of the flat gradient buffer that owns _grad_slot
     _base = None  # views (class _View): the tensor whose storage they view, as PyTorch's _base
     _vmeta = None  # views made under no_grad or by split/unbind: (kind, output index, op name)
+    _fw_tangents = None  # forward-mode AD: {level: tangent} of a dual tensor
 
     def __new__(cls, *args, **kwargs):
         # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
@@ -161,7 +162,8 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         """True for tensors on a GPU."""
-        return type(self._data) is not np.ndarray
+        arr = self._data
+        return type(arr) is not np.ndarray and backend_of(arr).device.type == "cuda"
 
     @property
     def ndim(self) -> int:

@@ -21,7 +21,8 @@ from .grad_mode import (
     set_grad_enabled,
 )
 
-__all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "backward",
+__all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "forward_ad",
+           "backward",
            "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "inference_mode",
@@ -130,5 +131,5 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     return out
 
 
-from . import functional  # noqa: E402  (both use grad, defined above)
+from . import forward_ad, functional  # noqa: E402  (both use grad, defined above)
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402

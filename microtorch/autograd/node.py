@@ -157,6 +157,8 @@ class Node:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward on ``args`` and record the node when a gradient is needed."""
+        if _fw_state.levels and forward_mode.touches(args, kwargs):  # forward-mode AD
+            return forward_mode.apply(cls, args, kwargs)
         ctx = object.__new__(cls)
         first = None
         if not recording():  # no_grad: nothing to record, so no edges to collect
@@ -167,7 +169,7 @@ class Node:
                     elif type(a._data) is not type(first._data) or (
                             type(a._data) is not np.ndarray
                             and a._data.device != first._data.device):
-                        raise _device_error(cls, first, a)
+                        _check_devices(cls, first, a)
             return Tensor._make(_forward(cls, ctx, first, args, kwargs), False, None)
         needs_grad = False
         # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
@@ -180,7 +182,7 @@ class Node:
                     first = a
                 elif type(a._data) is not type(first._data) or (
                         type(a._data) is not np.ndarray and a._data.device != first._data.device):
-                    raise _device_error(cls, first, a)
+                    _check_devices(cls, first, a)
                 node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
                 if node is not None:
                     needs_grad = True
@@ -238,9 +240,12 @@ def _forward(cls, ctx, first, args: tuple, kwargs: dict):
         raise RuntimeError(broadcast_message(args)) from None
 
 
-def _device_error(cls, first: Tensor, other: Tensor) -> RuntimeError:
-    return RuntimeError("Expected all tensors to be on the same device, but found at least two "
-                        f"devices, {first.device} and {other.device}! (in {cls.__name__})")
+def _check_devices(cls, first: Tensor, other: Tensor) -> None:
+    """PyTorch's error for tensors of two devices (reached when their arrays differ in type:
+    NumPy and CuPy, or an array and an array wrapper of the same device, vmap's)."""
+    if first.device != other.device:
+        raise RuntimeError("Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {first.device} and {other.device}! (in {cls.__name__})")
 
 
 def modified_error(value: Tensor, expected: int, node: Node | None = None) -> RuntimeError:
@@ -388,3 +393,5 @@ from .._hooks import RemovableHandle  # noqa: E402
 from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402
+from . import forward_mode  # noqa: E402
+from .forward_mode import state as _fw_state  # noqa: E402
