@@ -33,6 +33,7 @@ import threading
 import numpy as np
 
 from ..backend import backend_of
+from ..backend.base import DEVICE_NAMESPACE
 
 __all__ = ["BatchedArray", "Level", "push_level", "pop_level", "live_levels", "unwrap", "wrap",
            "xp_for", "norm_axis", "pad_to", "materialize", "batched_error", "dead_levels", "IMPL",
@@ -75,6 +76,7 @@ def push_level(size: int, randomness: str) -> Level:
     """Enter a vmap level."""
     level = Level(size, randomness)
     _levels.stack.append(level)
+    DEVICE_NAMESPACE[1] += 1
     return level
 
 
@@ -84,6 +86,7 @@ def pop_level(level: Level) -> None:
     if not stack or stack[-1] is not level:
         raise RuntimeError("vmap levels left out of order")
     stack.pop()
+    DEVICE_NAMESPACE[1] -= 1
 
 
 # -- errors (PyTorch's words) --------------------------------------------------------------------

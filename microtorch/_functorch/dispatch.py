@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..backend import backend_of, register_array_wrapper
+from ..backend.base import DEVICE_NAMESPACE
 from .batched_array import (
     IMPL,
     SETTLE,
@@ -64,6 +65,8 @@ def dispatch(name: str, args: tuple, kwargs: dict, inner=None):
     arguments, else once per sample (``inner``: the module calls without BatchedArrays go to)."""
     level = _top_level(kwargs.values(), _top_level(args))
     if level is None:
+        if name in _OWN:
+            return _OWN[name](*args)
         return _resolve(inner or xp_for(*args), name)(*args, **kwargs)
     fn = RULES.get(name)
     if fn is not None:
@@ -71,6 +74,19 @@ def dispatch(name: str, args: tuple, kwargs: dict, inner=None):
         if out is not NEEDS_LOOP:
             return out
     return per_sample(name, level, args, kwargs)
+
+
+def _plain_scatter_add(target, key, values) -> None:
+    if type(target) is np.ndarray:
+        np.add.at(target, key, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(target, key, values)
+
+
+# The namespace's own functions (not NumPy's), for arrays that are not batched.
+_OWN = {"getitem": lambda arr, key: arr[key], "scatter_add": _plain_scatter_add}
 
 
 def _resolve(module, name: str):
@@ -182,6 +198,9 @@ def call_ufunc(ufunc, method: str, args: tuple, kwargs: dict):
             target = getattr(module, ufunc.__name__, None)
             if target is None:
                 target = getattr(_special_module(module), ufunc.__name__)
+            out = kwargs.get("out")
+            if isinstance(out, tuple) and len(out) == 1:  # CuPy takes one output array
+                kwargs = {**kwargs, "out": out[0]}
             break
     return target(*args, **kwargs) if method == "__call__" else \
         getattr(target, method)(*args, **kwargs)
@@ -322,6 +341,10 @@ class BatchedNamespace:
         setattr(self, name, value)
         return value
 
+    def getitem(self, arr, key):
+        """``arr[key]`` (an unbatched ``arr`` with batched indices, which NumPy refuses)."""
+        return dispatch("getitem", (arr, key), {}, inner=self.inner)
+
     def scatter_add(self, target, key, values) -> None:
         """cupyx's ``scatter_add``: ``target[key] += values`` with repeats added."""
         dispatch("scatter_add", (target, key, values), {}, inner=self.inner)
@@ -340,10 +363,24 @@ def _function(name: str, inner):
 def _create(ns: BatchedNamespace, name: str, shape, *args, **kwargs):
     """A creation function of a batched namespace: batched (one value per sample), since
     what the code writes into it next may differ per sample."""
+    if ns.level is None:  # the device namespace: unbatched
+        return getattr(ns.inner, name)(shape, *args, **kwargs)
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     phys = getattr(ns.inner, name)((ns.level.size, *shape), *args, **kwargs)
     return BatchedArray(phys, ns.level)
+
+
+_DEVICE_NAMESPACES: dict = {}
+
+
+def device_namespace(module) -> BatchedNamespace:
+    """CuPy's names dispatched on BatchedArrays (``xp_of`` of a device array while vmap
+    runs): CuPy's functions themselves cannot take a BatchedArray argument."""
+    ns = _DEVICE_NAMESPACES.get(id(module))
+    if ns is None:
+        ns = _DEVICE_NAMESPACES[id(module)] = BatchedNamespace(None, module)
+    return ns
 
 
 def namespace_of(x: BatchedArray) -> BatchedNamespace:
@@ -358,6 +395,7 @@ def namespace_of(x: BatchedArray) -> BatchedNamespace:
 
 
 
+DEVICE_NAMESPACE[0] = device_namespace
 IMPL.dispatch = dispatch
 IMPL.ufunc = ufunc_dispatch
 IMPL.namespace = namespace_of

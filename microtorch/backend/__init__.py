@@ -11,6 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from .base import ARRAY_WRAPPERS as _WRAPPERS
+from .base import DEVICE_NAMESPACE as _DEVICE_NS
 from .base import Backend
 from .device import CPU, default_device_spec, device, set_default_device
 
@@ -140,6 +141,8 @@ def xp_of(arr):
     wrapper = _WRAPPERS.get(type(arr)) if _WRAPPERS else None
     if wrapper is not None:
         return wrapper[1](arr)
+    if _DEVICE_NS[1]:
+        return _DEVICE_NS[0](backend_of(arr).xp)
     return backend_of(arr).xp
 
 

@@ -23,6 +23,10 @@ tracking = _Tracking()
 # Array-like wrappers over NumPy/CuPy arrays (vmap's BatchedArray): class -> (the array under
 # it, its array module). Registered by the layers above, so the backend imports none of them.
 ARRAY_WRAPPERS: dict = {}
+# While a wrapper is in use (vmap running), device arrays compute through this namespace
+# instead of CuPy's: a CuPy function cannot take a wrapper among its arguments (NumPy's
+# functions hand them to the wrapper themselves). [namespace or None, users]
+DEVICE_NAMESPACE: list = [None, 0]
 
 
 def root_buffer(arr):

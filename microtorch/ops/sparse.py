@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..autograd.function import Function
 from ..backend import backend_of
-from ._util import _wrap, xp_of
+from ._util import _wrap, index_array, xp_of
 
 __all__ = ["Embedding"]
 
@@ -26,7 +26,7 @@ class Embedding(Function):
         backend_of(idx).check((idx >= 0) & (idx < n), IndexError,  # on a GPU: on the device
                               "index out of range in self")
         ctx.idx, ctx.shape, ctx.padding_idx = idx, wa.shape, padding_idx
-        return wa[idx]
+        return index_array(wa, idx)
 
     @staticmethod
     def backward(ctx, grad):
