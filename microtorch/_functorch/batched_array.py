@@ -218,7 +218,9 @@ class BatchedArray:
 
     # -- what has no meaning per sample ----------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
-        raise batched_error("storage")
+        # NumPy asks for an array when a BatchedArray is written into a plain one
+        # (``plain[...] = batched``): one value per sample cannot go into one array
+        raise batched_error("inplace")
 
     def item(self, *args):
         raise batched_error("item")

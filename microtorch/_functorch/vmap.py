@@ -16,6 +16,7 @@ import threading
 
 from .. import ops
 from .._tensor import Tensor
+from ..autograd import functional as autograd_functional
 from ..autograd.function import Function, finish, lift
 from ..backend import base as backend_base
 from ..backend import xp_of
@@ -370,3 +371,5 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
 
     return wrapped
 
+
+autograd_functional.VMAP[0] = vmap  # autograd.grad(is_grads_batched=True), vectorized jacobians

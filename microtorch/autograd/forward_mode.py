@@ -109,6 +109,20 @@ def copy_tangents(src, dst) -> None:
             set_tangent(dst, level, tangent)
 
 
+def assign_tangents(dst, src) -> None:
+    """An in-place op wrote ``src``'s values into ``dst``: ``dst`` takes ``src``'s tangents
+    (zeros for a level ``dst`` had and ``src`` has none at: the values written are
+    constants there)."""
+    levels = set(dst._fw_tangents or ()) | set(src._fw_tangents or ())
+    for level in sorted(levels):
+        tangent = tangent_of(src, level)
+        if tangent is None:
+            tangent = ops.zeros_like(dst)
+        elif tangent.dtype != dst.dtype:
+            tangent = tangent.to(dst.dtype)
+        set_tangent(dst, level, tangent)
+
+
 def _visible(t) -> list:
     tangents = t._fw_tangents
     if not tangents:

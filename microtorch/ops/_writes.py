@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from ..autograd import views
+from ..autograd import forward_mode, views
 from ..autograd.grad_mode import no_grad, recording
 from ..autograd.node import broadcast_message
 from . import shape
@@ -83,9 +83,10 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 
 
 def _check_inplace(self: Tensor, *others) -> bool:
-    """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
+    """Raise for in-place ops autograd cannot record; True when the op must be recorded (or
+    carries forward-mode tangents: it then runs out of place and is written back)."""
     if not recording():
-        return False
+        return bool(forward_mode.state.levels) and forward_mode.touches((self, *others), {})
     if self._base is not None:
         return views.check_inplace(self, others)
     recorded = self.requires_grad or builtins.any(
@@ -93,7 +94,8 @@ def _check_inplace(self: Tensor, *others) -> bool:
     if self.requires_grad and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    return recorded
+    return recorded or (bool(forward_mode.state.levels)
+                        and forward_mode.touches((self, *others), {}))
 
 
 def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
@@ -113,6 +115,8 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
         geom = views.Strided.of(self._data, self._base._data)  # raises before any write
     self._data[...] = res
     self._vbox[0] += 1
+    if forward_mode.state.levels and (self._fw_tangents or result._fw_tangents):
+        forward_mode.assign_tangents(self, result)
     if geom is not None:
         views.rebase(self, geom, node)
     elif node is not None:
@@ -123,7 +127,9 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
 def _frozen(self: Tensor) -> Tensor:
     """A copy of self at the same place in the graph: what the recorded op saves for backward,
     so overwriting self afterwards does not invalidate it (PyTorch saves the original too)."""
-    return Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
+    frozen = Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
+    forward_mode.copy_tangents(self, frozen)
+    return frozen
 
 
 def _inplace(op):
@@ -191,8 +197,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
-    _check_inplace(self)
-    if recording() and self.requires_grad:
+    if _check_inplace(self) and (self.requires_grad or self._fw_tangents):
         return _write(self, self * 0, fill=True)
     self._backend.fill_zero(self._data)
     self._vbox[0] += 1
@@ -205,7 +210,8 @@ def fill_(self: Tensor, value) -> Tensor:
         return zero_(self)
     if isinstance(value, Tensor):  # PyTorch's fill_ with a tensor is a copy: no overlaps
         assert_no_internal_overlap(self._data)
-    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
+    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)
+                                        or self._fw_tangents):
         return _write(self, self * 0 + value, fill=True)
     self._data.fill(value.item() if isinstance(value, Tensor) else value)
     self._vbox[0] += 1
