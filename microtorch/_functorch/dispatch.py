@@ -6,7 +6,6 @@ for BatchedArrays (NumPy's names, dispatched here), so microtorch's ops batch un
 from __future__ import annotations
 
 import functools
-import itertools
 import warnings
 
 import numpy as np
@@ -187,21 +186,21 @@ def call_ufunc(ufunc, method: str, args: tuple, kwargs: dict):
     """``ufunc``'s ``method`` on physical arrays: through the namespace of a lower-level
     BatchedArray among them, CuPy's ufunc of the same name for device arrays, else NumPy's."""
     target = ufunc
-    for a in itertools.chain(args, kwargs.get("out", ()) if isinstance(kwargs.get("out"),
-                                                                        tuple) else ()):
-        if type(a) is BatchedArray:
-            target = getattr(namespace_of(a).ufuncs, ufunc.__name__, None) or \
-                BatchedUfunc(ufunc)
-            break
-        if hasattr(a, "shape") and type(a) is not np.ndarray and not isinstance(a, np.generic):
-            module = backend_of(a).xp
-            target = getattr(module, ufunc.__name__, None)
-            if target is None:
-                target = getattr(_special_module(module), ufunc.__name__)
-            out = kwargs.get("out")
-            if isinstance(out, tuple) and len(out) == 1:  # CuPy takes one output array
-                kwargs = {**kwargs, "out": out[0]}
-            break
+    out = kwargs.get("out")
+    arrays = (*args, *(out if isinstance(out, tuple) else ()))
+    if any(type(a) is BatchedArray for a in arrays):  # (a BatchedArray anywhere comes first)
+        target = BatchedUfunc(ufunc)
+    else:
+        for a in arrays:
+            if hasattr(a, "shape") and type(a) is not np.ndarray and \
+                    not isinstance(a, np.generic):
+                module = backend_of(a).xp
+                target = getattr(module, ufunc.__name__, None)
+                if target is None:
+                    target = getattr(_special_module(module), ufunc.__name__)
+                if isinstance(out, tuple) and len(out) == 1:  # CuPy takes one output array
+                    kwargs = {**kwargs, "out": out[0]}
+                break
     return target(*args, **kwargs) if method == "__call__" else \
         getattr(target, method)(*args, **kwargs)
 

@@ -109,6 +109,14 @@ def _grads(outputs, inputs, grad_outputs, create_graph: bool, retain_graph: bool
     return tuple(ops.zeros_like(x) if g is None else g for g, x in zip(result, inputs))
 
 
+def _tensors_only(tree):
+    """``tree`` checked to hold only tensors (an aux output, as PyTorch unwraps it)."""
+    for leaf in tree_flatten(tree)[0]:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+    return tree
+
+
 def _detached(tree, keep: bool):
     """``tree``'s tensors cut from the transform's graph unless ``keep`` (an outer
     transform, or the caller's graph, needs it); tangents of outer ``jvp``s stay, cut too."""
@@ -157,6 +165,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                     raise RuntimeError("grad_and_value(f)(*args): output of function f should "
                                        "be a tuple: (output, aux) if has_aux is True")
                 output, aux = output
+                _tensors_only(aux)
             if not isinstance(output, Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"Tensor, got {type(output)}")
@@ -209,6 +218,7 @@ def _vjp(func, primals: tuple, argnums=None, has_aux: bool = False):
                 raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "
                                    "(output, aux) if has_aux is True")
             out, aux = out
+            _tensors_only(aux)
         flat_out, out_spec = tree_flatten(out)
         if (len(flat_out) == 1 and flat_out[0] is None) or not flat_out:
             raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has "
@@ -295,8 +305,7 @@ def _jvp(func, primals, tangents, argnums=None, strict: bool = False, has_aux: b
                 raise RuntimeError(f"{_JVP}: output of function f should be a tuple: (output, "
                                    f"aux) if has_aux is True")
             result, aux = result
-            aux = tree_map(lambda x: unpack_dual_at(x, level).primal
-                           if isinstance(x, Tensor) else x, aux)
+            aux = tree_map(lambda x: unpack_dual_at(x, level).primal, _tensors_only(aux))
         flat_out, out_spec = tree_flatten(result)
         if (len(flat_out) == 1 and flat_out[0] is None) or not flat_out:
             raise RuntimeError(f"{_JVP}: Expected f to be a function that has non-empty output "
@@ -351,7 +360,7 @@ def _basis(tensors: list, numels: list, chunk: int | None = None):
         chunks = []
         for t, n, start in zip(tensors, numels, starts):
             block = t.new_zeros((rows, n))
-            block.diagonal(start - lo).fill_(1)
+            block.diagonal(lo - start).fill_(1)
             chunks.append(block.view((rows, *t.shape)))
         yield tuple(chunks)
 

@@ -186,6 +186,9 @@ def apply(cls, args: tuple, kwargs: dict):
             else:
                 tangent = _by_double_backward(node, args, out, tangents)
             set_tangent(out, level, _fit(tangent, out))
+    node = out.grad_fn
+    if node is not None and node._out_data is not None and out._fw_tangents:
+        node._out_tangents = out._fw_tangents  # what saved_output gives back
     return out
 
 

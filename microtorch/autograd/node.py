@@ -51,6 +51,7 @@ class Node:
     torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
     _out_data = None
     _out_vbox = None  # the output's version counter: in-place changes to it are detected
+    _out_tangents = None  # the output's forward-mode tangents (forward_mode.apply)
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -93,8 +94,12 @@ class Node:
 
     @property
     def saved_output(self):
-        """The op's output as a Tensor whose grad_fn is this node."""
-        return Tensor._make(self.saved_output_array, True, self)
+        """The op's output as a Tensor whose grad_fn is this node (with the output's
+        forward-mode tangents, for a backward formula differentiated in forward mode)."""
+        out = Tensor._make(self.saved_output_array, True, self)
+        if self._out_tangents is not None:
+            out._fw_tangents = self._out_tangents
+        return out
 
     @property
     def saved_output_array(self):
