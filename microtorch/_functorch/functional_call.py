@@ -73,10 +73,13 @@ def _swap_all(module: nn.Module, named: dict, memo: dict) -> dict:
     return originals
 
 
-def _restore(module: nn.Module, originals: dict, memo: dict) -> None:
+def _restore(module: nn.Module, originals: dict, memo: dict) -> dict:
+    """Put the original values back; the values the call left in their place."""
+    left = {}
     for name, old in reversed(list(originals.items())):
         prefix, _, attr = name.rpartition(".")
-        _swap(_submodule(module, prefix, memo), attr, old)
+        left[name] = _swap(_submodule(module, prefix, memo), attr, old)
+    return left
 
 
 def _untied(module: nn.Module, given: dict) -> dict:
@@ -152,7 +155,9 @@ def functional_call(module: nn.Module, parameter_and_buffer_dicts, args: Any = N
     try:
         return module(*args, **kwargs)
     finally:
-        _restore(module, originals, memo)
+        left = _restore(module, originals, memo)
+        # a value the call reassigned (``self.foo = self.foo + 1``) lands in the dict given
+        given.update({k: left[k] for k in given if k in left and left[k] is not _MISSING})
 
 
 def stack_module_state(models) -> tuple[dict, dict]:
