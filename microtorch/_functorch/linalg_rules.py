@@ -32,6 +32,18 @@ def matmul(level, a, b):
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0 or (pa is None and pb is None):
         return NEEDS_LOOP
+    if pb is None and nb <= 2:  # batched rows times one matrix: ONE product (PyTorch's rule)
+        rows = pa.reshape(-1, pa.shape[-1])
+        out = xp_for(rows, b).matmul(rows, b)
+        return wrap(out.reshape(pa.shape[:-1] + out.shape[1:]), level)
+    if pa is None and na <= 2 and nb <= 2:  # one matrix times batched columns: ONE product
+        xp = xp_for(a, pb)
+        cols = pb.T if nb == 1 else xp.moveaxis(pb, 0, 1).reshape(pb.shape[1], -1)
+        out = xp.matmul(a, cols)  # (n, B) / (B,) or (n, B * m) / (B * m,)
+        if nb == 1:
+            return wrap(out.T if na == 2 else out, level)
+        out = out.reshape(out.shape[:-1] + (pb.shape[0], pb.shape[2]))
+        return wrap(xp.moveaxis(out, -2, 0), level)
     left = pa if pa is not None else a
     right = pb if pb is not None else b
     if na == 1:
