@@ -55,7 +55,10 @@ def matmul(level, a, b):
         left = pad_to(left, rank)
     if pb is not None:
         right = pad_to(right, rank)
-    out = xp_for(left, right).matmul(left, right)
+    if left.shape[-1] == 1 and right.shape[-2] == 1:  # outer products (a per-sample weight
+        out = left * right  # gradient): one multiply each, NumPy's stacked matmul is slow
+    else:
+        out = xp_for(left, right).matmul(left, right)
     if na == 1 and nb == 1:
         out = out[..., 0, 0]
     elif na == 1:
