@@ -241,8 +241,11 @@ def _by_double_backward(node, args: tuple, out, tangents: list):
                 g = Tensor._make(g)
             term = (g * t).sum()
             total = term if total is None else total + term
-        if total is None or not total.requires_grad:
+        if total is None:
             return None
+        if not total.requires_grad:  # a backward that is not differentiable: no forward mode
+            raise NotImplementedError(f"Trying to use forward AD with {node.name()} that does "
+                                      f"not support it: its backward is not differentiable")
         (jt,) = grad_fn_grad((total,), (u,), create_graph=create, allow_unused=True)
     return jt
 

@@ -188,6 +188,10 @@ def _zero(cls, args, kwargs, out, t):
     return None
 
 
+def _no_derivative(cls, args, kwargs, out, t):
+    raise RuntimeError(args[1])  # PyTorch's error: the op defines no derivative
+
+
 # -- products and joins ---------------------------------------------------------------------------
 def _linear_layer(cls, args, kwargs, out, t):  # x W^T + b
     x, w = args[0], args[1]
@@ -270,7 +274,8 @@ def _install() -> None:
         conv.Conv2d: _conv, conv.ConvInputGrad: multilinear(0, 1),
         conv.ConvWeightGrad: multilinear(0, 1), matrix.Einsum: multilinear(),
         shape.Cat: _cat, shape.IndexPut: _index_put, shape.ScatterAdd: _scatter_add,
-        shape.Reshape: _reshape, random_fill.Sampled: _zero, counting.NoDerivative: _zero,
+        shape.Reshape: _reshape, random_fill.Sampled: _zero,
+        counting.NoDerivative: _no_derivative,
         sparse.Embedding: linear(0),
     }.items():
         register(cls, fn)
