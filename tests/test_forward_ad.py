@@ -265,6 +265,37 @@ def _inplace(lib, ad):
     return [o.numpy() for o in out]
 
 
+def _inplace_views(lib, ad):
+    with ad.dual_level():
+        x = ad.make_dual(lib.tensor([1.0, 2.0, 3.0, 4.0]), lib.ones(4))
+        y = x.clone()
+        v = y[1:3]
+        v.mul_(3)
+        # (copies: PyTorch's view tangents are views of the base's, which later writes through
+        # other views change; microtorch's are their own tensors, written through to the base)
+        first = (ad.unpack_dual(v).tangent.numpy().copy(),
+                 ad.unpack_dual(y).tangent.numpy().copy())
+        w = y.view(2, 2)[:, 0]
+        w.add_(ad.make_dual(lib.ones(2), lib.tensor([5.0, 7.0])))
+        return (*first, ad.unpack_dual(y).tangent.numpy())
+
+
+def test_inplace_ops_on_views_write_through_to_the_base_tangent():
+    for ours, theirs in zip(_inplace_views(mt, fwad), _inplace_views(torch, tfwad)):
+        np.testing.assert_allclose(ours, theirs, **TOL)
+
+
+def test_ops_without_a_derivative_refuse_forward_mode_as_pytorch():
+    messages = []
+    for lib, ad in ((mt, fwad), (torch, tfwad)):
+        with ad.dual_level():
+            d = ad.make_dual(lib.tensor([-1.0, 0.5]), lib.ones(2))
+            with pytest.raises(NotImplementedError) as caught:
+                lib.heaviside(d, lib.zeros(2))
+            messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
 def test_inplace_ops_update_the_tangent():
     for ours, theirs in zip(_inplace(mt, fwad), _inplace(torch, tfwad)):
         np.testing.assert_allclose(ours, theirs, **TOL)

@@ -123,6 +123,23 @@ def assign_tangents(dst, src) -> None:
         set_tangent(dst, level, tangent)
 
 
+def write_through(view) -> None:
+    """An in-place op wrote into ``view``: its base's tangents take the view's new tangent in
+    the view's region (PyTorch's views share their base's tangent)."""
+    base = view._base
+    levels = set(view._fw_tangents or ()) | set(base._fw_tangents or ())
+    if not levels:
+        return
+    geom = views.Strided.of(view._data, base._data)
+    for level in sorted(levels):
+        bt = tangent_of(base, level)
+        vt = tangent_of(view, level)
+        bt = ops.zeros_like(base) if bt is None else bt
+        vt = ops.zeros_like(view) if vt is None else vt
+        set_tangent(base, level, views.StridedCopy.apply(bt, geom, "mask")
+                    + views.StridedCopy.apply(vt, geom, "scatter"))
+
+
 def _visible(t) -> list:
     tangents = t._fw_tangents
     if not tangents:
@@ -294,7 +311,7 @@ def apply_user_function(cls, args: tuple, kwargs: dict, run):
 
 from .. import ops  # noqa: E402
 from .._tensor import Tensor  # noqa: E402
-from . import forward_rules  # noqa: E402
+from . import forward_rules, views  # noqa: E402
 from .grad_mode import enable_grad, recording  # noqa: E402
 from .node import edge_of  # noqa: E402
 

@@ -12,6 +12,8 @@ ops reuse their backward's local derivative (``derivative(t, x, out, F)`` is ``t
 
 from __future__ import annotations
 
+import re
+
 RULES: dict = {}  # op class -> (rule, accepts): accepts(args, kwargs) or None for always
 FAMILIES: dict = {}  # base class -> (rule, accepts) for its subclasses
 
@@ -189,7 +191,12 @@ def _zero(cls, args, kwargs, out, t):
 
 
 def _no_derivative(cls, args, kwargs, out, t):
-    raise RuntimeError(args[1])  # PyTorch's error: the op defines no derivative
+    """PyTorch's error for an op that defines no derivative (its name read off the op's
+    backward error)."""
+    found = re.search(r"aten::(\w+)|'(\w+)'", args[1])
+    name = (found.group(1) or found.group(2)) if found else args[2]
+    raise NotImplementedError(f"Trying to use forward AD with aten::{name} that does not "
+                              f"support it.")
 
 
 # -- products and joins ---------------------------------------------------------------------------
@@ -264,6 +271,7 @@ def _install() -> None:
         linear as linear_ops,
     )
     from ..ops.complex import Conj, Imag, Real
+    from . import views
 
     for cls, fn in {
         elementwise.Add: _add, elementwise.Sub: _sub, elementwise.Mul: _mul,
@@ -285,7 +293,7 @@ def _install() -> None:
                 reduce.Cumsum, reduce.SumToSize, matrix.Diagonal, matrix.DiagonalScatter,
                 arrange.Roll, vision.Pad, Real, Imag, Conj,
                 pooling.AvgPool2d, pooling.AvgPoolSpread, pooling.MaxPoolScatter,
-                pooling.MaxPoolGather):
+                pooling.MaxPoolGather, views.StridedCopy):
         register(cls, linear(0))
     FAMILIES[elementwise.Unary] = (_unary, _real_or_holomorphic)
     FAMILIES[elementwise._Select] = (_select, None)

@@ -115,8 +115,11 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
         geom = views.Strided.of(self._data, self._base._data)  # raises before any write
     self._data[...] = res
     self._vbox[0] += 1
-    if forward_mode.state.levels and (self._fw_tangents or result._fw_tangents):
+    if forward_mode.state.levels and (self._fw_tangents or result._fw_tangents or (
+            self._base is not None and self._base._fw_tangents)):
         forward_mode.assign_tangents(self, result)
+        if self._base is not None:
+            forward_mode.write_through(self)
     if geom is not None:
         views.rebase(self, geom, node)
     elif node is not None:
