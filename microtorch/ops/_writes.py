@@ -85,17 +85,17 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 def _check_inplace(self: Tensor, *others) -> bool:
     """Raise for in-place ops autograd cannot record; True when the op must be recorded (or
     carries forward-mode tangents: it then runs out of place and is written back)."""
+    dual = bool(forward_mode.state.levels) and forward_mode.touches((self, *others), {})
     if not recording():
-        return bool(forward_mode.state.levels) and forward_mode.touches((self, *others), {})
+        return dual
     if self._base is not None:
-        return views.check_inplace(self, others)
+        return views.check_inplace(self, others) or dual
     recorded = self.requires_grad or builtins.any(
         isinstance(o, Tensor) and o.requires_grad for o in others)
     if self.requires_grad and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    return recorded or (bool(forward_mode.state.levels)
-                        and forward_mode.touches((self, *others), {}))
+    return recorded or dual
 
 
 def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
