@@ -16,6 +16,7 @@ import numpy as np
 from .array_rules import bind
 from .batched_array import (
     BatchedArray,
+    batched_error,
     ndim_of,
     norm_axis,
     pad_to,
@@ -69,9 +70,19 @@ def matmul(level, a, b):
 
 
 def _matmul_ufunc(level, method, inputs, kwargs):
-    if method != "__call__" or kwargs or len(inputs) != 2:
+    out = kwargs.get("out")
+    if method != "__call__" or set(kwargs) - {"out"} or len(inputs) != 2 or (
+            out is not None and len(out) != 1):
         return NEEDS_LOOP
-    return matmul(level, *inputs)
+    result = matmul(level, *inputs)
+    if out is None or result is NEEDS_LOOP:
+        return result
+    (target,) = out
+    phys = unwrap(target, level)
+    if phys is None:
+        raise batched_error("inplace")
+    phys[...] = result.phys  # (the product, then one copy into out)
+    return target
 
 
 UFUNC_RULES["matmul"] = _matmul_ufunc
