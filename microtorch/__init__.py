@@ -73,6 +73,7 @@ from . import (  # noqa: E402
     cuda,
     distributions,  # after nn: distributions build on nn.functional
     fft,
+    func,  # after nn: functional_call calls modules
     jit,
     linalg,
     nn,
@@ -119,6 +120,7 @@ from .backends.cuda import (  # noqa: E402
     get_float32_matmul_precision,
     set_float32_matmul_precision,
 )
+from .func import vmap  # noqa: E402
 from .version import __version__  # noqa: E402
 
 # NumPy warns when an op makes inf or NaN; PyTorch does not. Silence exactly those warnings,

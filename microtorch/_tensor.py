@@ -12,7 +12,7 @@ import numpy as np
 from . import _dtype
 from ._hooks import RemovableHandle
 from .backend import backend_of, get_backend
-from .backend.base import tracking
+from .backend.base import ARRAY_WRAPPERS, tracking
 from .backend.device import CPU, device
 
 _CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
@@ -111,6 +111,7 @@ class Tensor:
     _slot_count = None  # the SlotCount of the flat gradient buffer that owns _grad_slot
     _base = None  # views (class _View): the tensor whose storage they view, as PyTorch's _base
     _vmeta = None  # views made under no_grad or by split/unbind: (kind, output index, op name)
+    _fw_tangents = None  # forward-mode AD: {level: tangent} of a dual tensor
 
     def __new__(cls, *args, **kwargs):
         # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
@@ -162,7 +163,8 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         """True for tensors on a GPU."""
-        return type(self._data) is not np.ndarray
+        arr = self._data
+        return type(arr) is not np.ndarray and backend_of(arr).device.type == "cuda"
 
     @property
     def is_cpu(self) -> bool:
@@ -347,6 +349,8 @@ class Tensor:
     # -- conversion -----------------------------------------------------------------------
     def item(self):
         """The value of a one-element tensor as a Python number."""
+        if type(self._data) in ARRAY_WRAPPERS:
+            return self._data.item()  # (vmap's PyTorch error)
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                f"to Scalar")
@@ -366,6 +370,8 @@ class Tensor:
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if type(self._data) in ARRAY_WRAPPERS:
+            self._data.tolist()  # (vmap's PyTorch error: a batched tensor has no storage)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -404,6 +410,8 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def __bool__(self) -> bool:
+        if type(self._data) in ARRAY_WRAPPERS:
+            return bool(self._data)  # (vmap's PyTorch error)
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is "
                                f"ambiguous")
@@ -503,7 +511,12 @@ class Tensor:
     def __repr__(self) -> str:
         from ._tensor_str import tensor_repr
 
-        return tensor_repr(self)
+        tangent = None
+        if self._fw_tangents:  # a dual tensor prints its tangent (PyTorch's ``tangent=``)
+            from .autograd.forward_ad import unpack_dual
+
+            tangent = unpack_dual(self).tangent
+        return tensor_repr(self, tangent)
 
     def __format__(self, format_spec: str) -> str:
         from ._tensor_str import tensor_format

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from ..autograd import saved, views
+from ..autograd import forward_mode, saved, views
 from ..autograd.grad_mode import no_grad, recording
 from ..autograd.node import broadcast_message
 from . import shape
@@ -83,17 +83,19 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 
 
 def _check_inplace(self: Tensor, *others) -> bool:
-    """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
+    """Raise for in-place ops autograd cannot record; True when the op must be recorded (or
+    carries forward-mode tangents: it then runs out of place and is written back)."""
+    dual = bool(forward_mode.state.levels) and forward_mode.touches((self, *others), {})
     if not recording():
-        return False
+        return dual
     if self._base is not None:
-        return views.check_inplace(self, others)
+        return views.check_inplace(self, others) or dual
     recorded = self.requires_grad or builtins.any(
         isinstance(o, Tensor) and o.requires_grad for o in others)
     if self.requires_grad and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    return recorded
+    return recorded or dual
 
 
 def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
@@ -115,6 +117,11 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
         saved.before_write(self)
     self._data[...] = res
     self._vbox[0] += 1
+    if forward_mode.state.levels and (self._fw_tangents or result._fw_tangents or (
+            self._base is not None and self._base._fw_tangents)):
+        forward_mode.assign_tangents(self, result)
+        if self._base is not None:
+            forward_mode.write_through(self)
     if geom is not None:
         views.rebase(self, geom, node)
     elif node is not None:
@@ -125,7 +132,9 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
 def _frozen(self: Tensor) -> Tensor:
     """A copy of self at the same place in the graph: what the recorded op saves for backward,
     so overwriting self afterwards does not invalidate it (PyTorch saves the original too)."""
-    return Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
+    frozen = Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
+    forward_mode.copy_tangents(self, frozen)
+    return frozen
 
 
 def _inplace(op):
@@ -197,8 +206,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
-    _check_inplace(self)
-    if recording() and self.requires_grad:
+    if _check_inplace(self) and (self.requires_grad or self._fw_tangents):
         return _write(self, self * 0, fill=True)
     if saved.writes.count:
         saved.before_write(self)
@@ -213,7 +221,8 @@ def fill_(self: Tensor, value) -> Tensor:
         return zero_(self)
     if isinstance(value, Tensor):  # PyTorch's fill_ with a tensor is a copy: no overlaps
         assert_no_internal_overlap(self._data)
-    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
+    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)
+                                        or self._fw_tangents):
         return _write(self, self * 0 + value, fill=True)
     if saved.writes.count:
         saved.before_write(self)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _dtype
-from ..backend import get_backend
+from ..backend import canonical_device, get_backend, is_array_wrapper, xp_of
 from ..backend.device import device as Device
 from ._util import Tensor, sizes_arg
 from .dlpack import array_from_dlpack, from_dlpack
@@ -235,10 +235,23 @@ def _like(input: Tensor, dtype, device, fn: str) -> tuple:
             input.device if device is None else device)
 
 
+def _batched_like(input: Tensor, dt, dev, requires_grad: bool, fn: str, *fill):
+    """Under vmap, the ``*_like`` of a batched tensor is batched too (one array per sample,
+    as PyTorch's); None otherwise."""
+    arr = input._data
+    if not is_array_wrapper(arr) or canonical_device(dev) != input.device:
+        return None
+    made = getattr(xp_of(arr), fn)(arr, *fill, dtype=_dtype.as_dtype(dt).np)
+    return Tensor._make(made, requires_grad, None)
+
+
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "zeros_like")
+    batched = _batched_like(input, dt, dev, requires_grad, "zeros_like")
+    if batched is not None:
+        return batched
     return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -246,6 +259,9 @@ def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = F
               memory_format=None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``input``."""
     dt, dev = _like(input, dtype, device, "ones_like")
+    batched = _batched_like(input, dt, dev, requires_grad, "ones_like")
+    if batched is not None:
+        return batched
     return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -253,6 +269,9 @@ def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = 
                memory_format=None) -> Tensor:
     """Uninitialised, with the shape of ``input``."""
     dt, dev = _like(input, dtype, device, "empty_like")
+    batched = _batched_like(input, dt, dev, requires_grad, "empty_like")
+    if batched is not None:
+        return batched
     return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
@@ -260,6 +279,9 @@ def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
     """``fill_value`` everywhere, with the shape of ``input``."""
     dt, dev = _like(input, dtype, device, "full_like")
+    batched = _batched_like(input, dt, dev, requires_grad, "full_like", fill_value)
+    if batched is not None:
+        return batched
     return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 

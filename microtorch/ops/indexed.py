@@ -15,7 +15,15 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, named
-from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
+from ._util import (
+    Tensor,
+    check_bounds,
+    check_index_bounds,
+    scatter_add_arrays,
+    wrap_dim,
+    writable_copy,
+    xp_of,
+)
 from .counting import no_derivative
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
@@ -43,7 +51,7 @@ class Scatter(Function):
         ctx.dim, ctx.tensor_src = dim, isinstance(src, Tensor)
         ctx.torch_name = "ScatterBackward0" if ctx.tensor_src else "ScatterBackward1"
         ctx.save_for_backward(index)
-        out = arr.copy()
+        out = writable_copy(arr, idx, src._data if isinstance(src, Tensor) else None)
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx % arr.shape[dim] if arr.ndim else idx
         if ctx.tensor_src:
@@ -125,10 +133,10 @@ class IndexAdd(Function):
         xp = xp_of(arr)
         ctx.dim, ctx.alpha = dim, alpha
         ctx.save_for_backward(index)
-        out = arr.copy()
+        out = writable_copy(arr, idx, src)
         vals = src if alpha == 1 else src * alpha
         # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
-        scatter_add_arrays(xp, xp.moveaxis(out, dim, 0), idx,
+        scatter_add_arrays(xp_of(out), xp.moveaxis(out, dim, 0), idx,
                    xp.moveaxis(vals.astype(arr.dtype), dim, 0))
         return out
 
@@ -208,7 +216,7 @@ class Put(Function):
         xp = xp_of(arr)
         ctx.accumulate = accumulate
         ctx.save_for_backward(index)
-        out = arr.copy()
+        out = writable_copy(arr, index._data, source._data)
         flat = out.reshape(-1)  # a view: out is contiguous
         idx = index._data.reshape(-1) % builtins.max(arr.size, 1)
         vals = source._data.reshape(-1).astype(arr.dtype)
@@ -289,7 +297,7 @@ class IndexCopy(Function):
     def forward(ctx, x, dim, index, source):
         ctx.dim = dim
         ctx.save_for_backward(index)
-        out = x._data.copy()
+        out = writable_copy(x._data, index._data, source._data)
         xp = xp_of(out)
         if out.ndim == 0:
             out[...] = source._data
@@ -413,7 +421,7 @@ def _reduce_at(xp, ufunc: str, out, key: tuple, vals) -> None:
 def _scatter_reduced(arr, dim: int, idx, src, reduce: str, include_self: bool):
     """The array of ``scatter_reduce``."""
     xp = xp_of(arr)
-    out = arr.copy()
+    out = writable_copy(arr, idx, src)
     grids = list(xp.indices(idx.shape, sparse=True))
     grids[dim] = idx
     key = tuple(grids)

@@ -451,7 +451,7 @@ class Index(Function):
             ctx.single = True
         check_device_index(arr, key)
         try:
-            out = arr[key]
+            out = _util.index_array(arr, key)
         except IndexError as exc:
             raise IndexError(str(exc).replace("axis", "dimension")) from None
         if isinstance(out, np.generic):  # an integer per dimension: NumPy copies out a scalar,
@@ -473,7 +473,7 @@ class Index(Function):
 
 def _index_scatter(arr, key, shape):
     """Zeros of ``shape`` with ``arr`` added at ``key`` (arrays)."""
-    xp = xp_of(arr)
+    xp = _util.result_xp(arr, key)
     out = xp.zeros(shape, dtype=arr.dtype)
     if _is_basic(key):
         out[key] = arr
@@ -552,8 +552,9 @@ class IndexPut(Function):
     @staticmethod
     def forward(ctx, x, key, values):
         arr = x._data
-        out = arr.copy()
         v = values._data if isinstance(values, Tensor) else values
+        out = _util.writable_copy(arr, v, *(k for k in key if hasattr(k, "shape"))
+                                  if isinstance(key, tuple) else (key,))
         out[key] = v
         ctx.key = key
         ctx.vmeta = (values._data.shape, values._data.dtype) if isinstance(values, Tensor) \
@@ -595,10 +596,11 @@ class ScatterAdd(Function):
         ctx.dim = dim
         ctx.save_for_backward(index)
         xp = xp_of(arr)
-        out = arr.copy()
+        out = _util.writable_copy(arr, idx, s)
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx
-        _util.scatter_add_arrays(xp, out, tuple(grids), s[tuple(slice(0, n) for n in idx.shape)])
+        _util.scatter_add_arrays(xp_of(out), out, tuple(grids),
+                                 s[tuple(slice(0, n) for n in idx.shape)])
         return out
 
     @staticmethod

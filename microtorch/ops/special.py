@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
+from ..backend import special_functions
 from ._autocast import autocast_op
 from ._util import (
     Tensor,
@@ -133,10 +134,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
 def _special(name: str, arr, *leading):
     """SciPy's special function ``name(*leading, arr)`` on ``arr``'s device (cupyx.scipy on
     CUDA), in ``arr``'s dtype."""
-    if xp_of(arr) is not np:
-        import cupyx.scipy.special as sp
-    else:
-        import scipy.special as sp
+    sp = special_functions(xp_of(arr))
     return getattr(sp, name)(*leading, arr).astype(arr.dtype, copy=False)
 
 
@@ -512,9 +510,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 def _erf_array(arr):
     xp = xp_of(arr)
     if xp is not np:
-        import cupyx.scipy.special
-
-        return cupyx.scipy.special.erf(arr)
+        return special_functions(xp).erf(arr)
     try:
         from scipy.special import erf as scipy_erf
     except ImportError:  # scipy is optional: fall back to libm's erf one element at a time
