@@ -121,6 +121,7 @@ from .elementwise import (
 )
 from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
+from .indexing import getitem
 from .integer import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .matrix import *  # noqa: F403
@@ -161,7 +162,6 @@ from .shape import (
     flatten,
     flip,
     gather,
-    getitem,
     index_select,
     masked_fill,
     narrow,

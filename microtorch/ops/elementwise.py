@@ -10,7 +10,7 @@ from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, rows_by_measurement
-from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
+from ._util import Tensor, _cast, _promotion_key, is_scalar, promote_operands, reduce_grad, xp_of
 from .complex import conj_of
 
 
@@ -106,35 +106,88 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
-        xa, xb, dt = promote_operands(a, b)
         ctx.meta = _meta(a), _meta(b)
+        ctx.rounded = rounding_mode is not None
+        if ctx.rounded:  # PyTorch's div.Tensor_mode: a step function, gradient grad * 0
+            ctx.torch_name = "DivBackward2"
+            return _divide(a, b, rounding_mode)
         ctx.save_for_backward(a if ctx.meta[1] else None, b)
-        if rounding_mode is None:
-            if dt.kind in "biu":  # true division of integers gives the default float
-                fdt = _dtype.get_default_dtype().np
-                # From the original operands: a scalar must not wrap first (uint8 / -3).
-                xa = a._data.astype(fdt) if isinstance(a, Tensor) else float(a)
-                xb = b._data.astype(fdt) if isinstance(b, Tensor) else float(b)
-                return xp_of(_array_of(xa, xb)).true_divide(xa, xb).astype(fdt, copy=False)
-            return xa / xb
-        xp = xp_of(_array_of(xa, xb))
-        if dt.kind in "iu" and rounding_mode in ("floor", "trunc") and not xp.all(xb):
-            raise RuntimeError("ZeroDivisionError")  # PyTorch's words for integer x // 0
-        if rounding_mode == "floor":
-            return xp.floor_divide(xa, xb)
-        if rounding_mode == "trunc":
-            q = xa / xb
-            return xp.trunc(q).astype(dt, copy=False)
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                         f"but found '{rounding_mode}'")
+        return _divide(a, b, None)
 
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
+        if ctx.rounded:
+            (g,) = lift(grad)
+            return finish(_grad_for(g * 0, ma) if ma else None,
+                          _grad_for(g * 0, mb) if mb else None)
         g, a, b = lift(grad, *ctx.saved_tensors)
         ga = _grad_for(g / conj_of(b), ma) if ma else None
         gb = _grad_for(-g * conj_of((a / b) / b), mb) if mb else None
         return finish(ga, gb)
+
+
+def _divide(a, b, rounding_mode):
+    """The array of ``a / b`` rounded by ``rounding_mode`` (None, 'floor' or 'trunc')."""
+    xa, xb, dt = promote_operands(a, b)
+    if rounding_mode is None:
+        if dt.kind in "biu":  # true division of integers gives the default float
+            fdt = _dtype.get_default_dtype().np
+            # From the original operands: a scalar must not wrap first (uint8 / -3).
+            xa = a._data.astype(fdt) if isinstance(a, Tensor) else float(a)
+            xb = b._data.astype(fdt) if isinstance(b, Tensor) else float(b)
+            return xp_of(_array_of(xa, xb)).true_divide(xa, xb).astype(fdt, copy=False)
+        return xa / xb
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    xp = xp_of(_array_of(xa, xb))
+    _check_integer_divisor(xp, xb, dt)
+    if rounding_mode == "floor":
+        return xp.floor_divide(xa, xb)
+    return xp.trunc(xa / xb).astype(dt, copy=False)
+
+
+def _check_integer_divisor(xp, xb, dt) -> None:
+    """PyTorch's error for an integer ``//``, ``%`` or ``fmod`` by zero."""
+    if dt.kind in "iu" and not xp.all(xb):
+        raise RuntimeError("ZeroDivisionError")  # (PyTorch's words)
+
+
+def _remainder(a, b):
+    """The array of Python's ``a % b``, rounded as PyTorch's kernel rounds it."""
+    xa, xb, dt = promote_operands(a, b)
+    xp = xp_of(_array_of(xa, xb))
+    if _dtype.kind_of(dt) != "f":
+        _check_integer_divisor(xp, xb, dt)
+        return xp.remainder(xa, xb).astype(dt, copy=False)
+    mod = xp.fmod(xa, xb)
+    fix = (mod != 0) & ((xb < 0) != (mod < 0))
+    return xp.where(fix, mod + xb, mod).astype(dt, copy=False)
+
+
+class Remainder(Function):
+    """Python's modulus (the sign of the divisor), rounded as PyTorch's kernel: C's fmod, plus
+    the divisor where the signs differ. d/da = 1, d/db = -floor(a / b) (PyTorch's formula)."""
+
+    torch_operands = (0, 1)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.meta = _meta(a), _meta(b)
+        ctx.torch_name = "RemainderBackward1" if isinstance(b, Tensor) else "RemainderBackward0"
+        if ctx.meta[1]:
+            ctx.save_for_backward(a, b)
+        return _remainder(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ma, mb = ctx.meta
+        gb = None
+        if mb:
+            a, b = ctx.saved_tensors
+            gb = reduce_grad(-grad * Div.apply(a, b, "floor"), *mb)
+        return (reduce_grad(grad, *ma) if ma else None), gb
 
 
 def _array_of(xa, xb):
@@ -448,19 +501,28 @@ class Clamp(Function):
         if x._data.dtype.kind == "c":
             raise NotImplementedError("clamp is not supported for complex types")
         ctx.save_for_backward(x)
+        ctx.x_meta = x._data.shape, x._data.dtype
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             ctx.torch_name = "ClampBackward0"
         ctx.bounds = min, max
         arr = x._data
+        dt = arr.dtype
+        if not (dt.kind == "f" and all(b is None or type(b) is float for b in (min, max))):
+            # PyTorch's result type of (x, min, max): clamp(int tensor, min=1.5) is float
+            dt = _dtype.result_type([_promotion_key(b) for b in (x, min, max)
+                                     if b is not None]).np
+        if dt.kind in "iu":
+            _check_scalar_bounds(dt, min, max)
         xp = xp_of(arr)
-        lo = min._data if isinstance(min, Tensor) else min
-        hi = max._data if isinstance(max, Tensor) else max
-        out = arr
+        lo = None if min is None else _cast(min, dt)
+        hi = None if max is None else _cast(max, dt)
+        src = arr if arr.dtype == dt else arr.astype(dt)
+        out = src
         if lo is not None:
-            out = xp.maximum(out, lo if isinstance(lo, type(arr)) else arr.dtype.type(lo))
+            out = xp.maximum(out, lo if isinstance(lo, type(arr)) else dt.type(lo))
         if hi is not None:
-            out = xp.minimum(out, hi if isinstance(hi, type(arr)) else arr.dtype.type(hi))
-        return out.astype(arr.dtype, copy=False) if out is not arr else out.copy()
+            out = xp.minimum(out, hi if isinstance(hi, type(arr)) else dt.type(hi))
+        return out.astype(dt, copy=False) if out is not arr else out.copy()
 
     @staticmethod
     def backward(ctx, grad):
@@ -481,7 +543,23 @@ class Clamp(Function):
         if hi_meta is not None:
             pick = x > hi if lo is None else (x > hi) | (hi < lo)
             g_hi = reduce_grad(F.where(pick, g, 0.0), *hi_meta)
-        return finish(F.where(keep, g, 0.0), g_lo, g_hi)
+        # (a tensor bound can broadcast x to a larger shape: x's gradient is summed back)
+        return finish(reduce_grad(F.where(keep, g, 0.0), *ctx.x_meta), g_lo, g_hi)
+
+
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t"}
+
+
+def _check_scalar_bounds(dt, *bounds) -> None:
+    """PyTorch's checked conversion of clamp's number bounds to an integer dtype: an unsigned
+    dtype takes negative numbers down to -max (they wrap), others must fit."""
+    info = np.iinfo(dt)
+    low = -int(info.max) if dt.kind == "u" else int(info.min)
+    for b in bounds:
+        if isinstance(b, (int, np.integer)) and not low <= int(b) <= int(info.max):
+            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} "
+                               f"without overflow")
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
@@ -571,13 +649,26 @@ def isinf(x: Tensor) -> Tensor:
 
 
 def floor_divide(a, b) -> Tensor:
-    """Division rounded towards minus infinity."""
-    return Div.apply(a, b, rounding_mode="floor")
+    """Division rounded towards minus infinity; like PyTorch, it has no derivative (a
+    backward through it raises), unlike ``div(a, b, rounding_mode='floor')``."""
+    inputs = [t for t in (a, b) if isinstance(t, Tensor)]
+    if recording() and any(t.requires_grad for t in inputs):
+        from .counting import no_derivative
+
+        return no_derivative(_divide(a, b, "floor"), "floor_divide", "NotImplemented", *inputs,
+                             message="derivative for aten::floor_divide is not implemented")
+    return Tensor._make(_divide(a, b, "floor"))
 
 
 def remainder(a, b) -> Tensor:
-    """Python-style modulus (the sign of the divisor); gradient 1 with respect to ``a``."""
-    return a - floor_divide(a, b) * b
+    """Python-style modulus (the sign of the divisor). ``number % tensor`` has no derivative
+    in PyTorch: a backward through it raises."""
+    if not isinstance(a, Tensor) and isinstance(b, Tensor) and b.requires_grad and recording():
+        from .counting import no_derivative
+
+        return no_derivative(_remainder(a, b), "remainder", "NotImplemented", b,
+                             message="derivative for aten::remainder is not implemented")
+    return Remainder.apply(a, b)
 
 
 class ClampMinValueOnly(Function):

@@ -17,6 +17,7 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
 from .counting import no_derivative
+from .shape import zero_padded
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
            "scatter_reduce"]
@@ -43,6 +44,7 @@ class Scatter(Function):
         ctx.dim, ctx.tensor_src = dim, isinstance(src, Tensor)
         ctx.torch_name = "ScatterBackward0" if ctx.tensor_src else "ScatterBackward1"
         ctx.save_for_backward(index)
+        ctx.src_shape = src._data.shape if ctx.tensor_src else None
         out = arr.copy()
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx % arr.shape[dim] if arr.ndim else idx
@@ -57,7 +59,7 @@ class Scatter(Function):
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         gx = Scatter.apply(grad, ctx.dim, index, 0.0)
-        gs = grad.gather(ctx.dim, index) if ctx.tensor_src else None
+        gs = zero_padded(grad.gather(ctx.dim, index), ctx.src_shape) if ctx.tensor_src else None
         return gx, None, None, gs
 
 
@@ -207,6 +209,7 @@ class Put(Function):
         arr = x._data
         xp = xp_of(arr)
         ctx.accumulate = accumulate
+        ctx.source_shape = source._data.shape  # (index may have another shape, same numel)
         ctx.save_for_backward(index)
         out = arr.copy()
         flat = out.reshape(-1)  # a view: out is contiguous
@@ -223,7 +226,7 @@ class Put(Function):
         (index,) = ctx.saved_tensors
         gx = grad if ctx.accumulate else Put.apply(grad, index, grad.new_zeros(index.shape),
                                                    False)
-        return gx, None, take(grad, index), None
+        return gx, None, take(grad, index).reshape(ctx.source_shape), None
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -483,20 +486,7 @@ class ScatterReduce(Function):
             gs = src_wins * share.gather(dim, index)
         if not include_self:
             gx = gx.scatter(dim, index, 0)
-        return gx, None, None, _zero_padded(gs, ctx.src_shape), None, None
-
-
-def _zero_padded(t: Tensor, shape: tuple) -> Tensor:
-    """``t`` extended by zeros at the end of each dim to ``shape`` (the part of ``src`` beyond
-    the index's extent gets no gradient)."""
-    from .shape import cat
-
-    for k, (have, want) in enumerate(zip(t.shape, shape)):
-        if have < want:
-            pad = list(t.shape)
-            pad[k] = want - have
-            t = cat([t, t.new_zeros(pad)], k)
-    return t
+        return gx, None, None, zero_padded(gs, ctx.src_shape), None, None
 
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,

@@ -30,7 +30,7 @@ class Embedding(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from .shape import IndexScatter
+        from .indexing import IndexScatter
 
         flat = ctx.idx.reshape(-1)
         gw = IndexScatter.apply(grad.reshape(-1, ctx.shape[1]), (flat,), ctx.shape)

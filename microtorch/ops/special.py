@@ -32,7 +32,7 @@ from ._util import (
 )
 from .complex import conj_of
 from .counting import no_derivative
-from .elementwise import _meta
+from .elementwise import _check_integer_divisor, _meta
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
            "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp", "cummax",
@@ -597,7 +597,11 @@ class Fmod(Function):
         xa, xb, dt = promote_operands(a, b)
         ctx.meta = _meta(a), _meta(b)
         ctx.save_for_backward(a, b)
-        return xp_of(xa).fmod(xa, xb).astype(dt, copy=False)
+        if not isinstance(b, Tensor):
+            ctx.torch_name = "FmodBackward0"
+        xp = xp_of(xa)
+        _check_integer_divisor(xp, xb, dt)
+        return xp.fmod(xa, xb).astype(dt, copy=False)
 
     @staticmethod
     def backward(ctx, grad):

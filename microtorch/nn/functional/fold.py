@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...autograd.function import named
 from ...ops._util import Tensor
-from ...ops.shape import IndexScatter
+from ...ops.indexing import IndexScatter
 from ...ops.vision import Pad
 from ._util import _pair
 from ._window_index import window_key
