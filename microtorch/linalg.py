@@ -8,8 +8,10 @@ from . import _dtype
 from ._tensor import Tensor
 from .ops import vector_norm as _vector_norm
 from .ops.cholesky import LinAlgError, cholesky, solve_triangular
+from .ops.svd import svdvals
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "cholesky", "solve_triangular", "LinAlgError"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "svdvals", "cholesky", "solve_triangular",
+           "LinAlgError"]
 
 
 def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,
@@ -28,9 +30,10 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,
 
 def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                 dtype=None) -> Tensor:
-    """The Frobenius norm (``ord="fro"``), or the max/min absolute column (``ord=+-1``) or
-    row (``ord=+-inf``) sum, over the two dimensions ``dim``. Norms that need singular values
-    (``"nuc"``, ``+-2``) are not supported."""
+    """The Frobenius norm (``ord="fro"``), the nuclear norm (``"nuc"``: the sum of the
+    singular values), the largest/smallest singular value (``ord=+-2``), or the max/min
+    absolute column (``ord=+-1``) or row (``ord=+-inf``) sum, over the two dimensions
+    ``dim``."""
     if dtype is not None:
         x = x.to(_dtype.as_dtype(dtype))
     if x.ndim < 2:
@@ -42,9 +45,13 @@ def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                            f"{dim[1]})")
     if ord == "fro":
         return _vector_norm(x, 2, (rows, cols), keepdim)
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  f"which microtorch does not compute")
+    if ord in ("nuc", 2, -2):  # from the singular values, as PyTorch composes them
+        s = svdvals(x.movedim((rows, cols), (-2, -1)))
+        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        if keepdim:
+            for d in sorted((rows, cols)):
+                out = out.unsqueeze(d)
+        return out
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     summed, kept = (rows, cols) if ord in (1, -1) else (cols, rows)
@@ -67,3 +74,4 @@ def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must "
                            f"be 1D or 2D. Got {x.ndim}D.")
     return vector_norm(x, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+

@@ -60,6 +60,28 @@ from ._writes import (
 )
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
+from .comparison import (
+    allclose,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    eq,
+    equal,
+    ge,
+    gt,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    ne,
+)
 from .complex import *  # noqa: F403
 from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
@@ -94,28 +116,8 @@ from .elementwise import (
     Tan,
     Tanh,
     Trunc,
-    allclose,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
     clamp,
-    eq,
-    equal,
     floor_divide,
-    ge,
-    gt,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    lt,
-    ne,
     remainder,
     where,
 )

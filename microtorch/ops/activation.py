@@ -140,15 +140,16 @@ class Elu(_Pointwise):
 
     @staticmethod
     def compute(xp, x, alpha, scale, input_scale, grad_input_scale):
+        # x <= 0 picks the exponential branch, so NaN takes the linear one and stays NaN
         neg = xp.expm1(_neg_part(xp, x) * input_scale) * (alpha * scale)
-        return xp.where(x > 0, x * scale, neg)
+        return xp.where(x <= 0, neg, x * scale)
 
     @staticmethod
     def derivative(g, x, F, alpha, scale, input_scale, grad_input_scale):
         # PyTorch's CELU backward uses 1 / float(alpha) (``grad_input_scale``).
         s = grad_input_scale
         neg = g * F.exp(_neg_part(F, x) * s) * (alpha * scale * s)
-        return F.where(x > 0, g * scale, neg)
+        return F.where(x <= 0, neg, g * scale)
 
 
 class Softplus(_Pointwise):
@@ -164,7 +165,8 @@ class Softplus(_Pointwise):
         y = x * beta
         # At y == threshold the sigmoid's value with a zero derivative: PyTorch's double
         # backward masks y < threshold.
-        return F.where(y > threshold, g, g * _sigmoid(F, F.where(y < threshold, y, threshold)))
+        # (y >= threshold, not its negation, picks the constant: NaN stays NaN, as PyTorch's)
+        return F.where(y > threshold, g, g * _sigmoid(F, F.where(y >= threshold, threshold, y)))
 
 
 class Hardtanh(_Pointwise):
@@ -176,6 +178,8 @@ class Hardtanh(_Pointwise):
 
     @staticmethod
     def derivative(g, x, F, lo, hi):
+        # At NaN PyTorch's vectorised kernel gives 0 and its scalar tail g (by position in
+        # the array): 0 here, as most elements of a large tensor get.
         return F.where((x > lo) & (x < hi), g, 0.0)
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..autograd.function import Function, broadcast_message, finish, lift, namespace
+from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, rows_by_measurement
 from ._util import Tensor, _cast, _promotion_key, is_scalar, promote_operands, reduce_grad, xp_of
@@ -282,8 +282,9 @@ class _Select(Function):
         F = namespace(g)
         tie = a == b
         half = g / 2
-        ga = _grad_for(F.where(tie, half, F.where(cls.wins(a, b), g, 0.0)), ma) if ma else None
-        gb = _grad_for(F.where(tie, half, F.where(cls.wins(b, a), g, 0.0)), mb) if mb else None
+        # only the strict loser gets 0 (PyTorch's masked_fill): with a NaN both sides pass g
+        ga = _grad_for(F.where(tie, half, F.where(cls.wins(b, a), 0.0, g)), ma) if ma else None
+        gb = _grad_for(F.where(tie, half, F.where(cls.wins(a, b), 0.0, g)), mb) if mb else None
         return finish(ga, gb)
 
 
@@ -415,9 +416,12 @@ Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
 Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False,
                 torch_name="PowBackward0")  # (PyTorch's square is pow(x, 2))
 # |z| is not analytic: its gradient is grad * sgn(z) = grad * z / |z| (NumPy's complex sign)
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), lambda g, x, o, F: g * F.sign(x), floating=False,
-             holomorphic=False)
-_Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
+Abs = _unary("Abs", lambda xp, x: xp.abs(x),
+             lambda g, x, o, F: g * (F.sign(x) if isinstance(x, Tensor) else _sign(F, x)),
+             floating=False, holomorphic=False)  # (sgn: 0 at NaN, as PyTorch's)
+# PyTorch passes the gradient where not (out <= 0): also where out is NaN. out = max(x, 0) is
+# never negative, so that is out != 0 (as cheap as out > 0).
+_Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o != 0),
                "output", False)
 
 # Whether a large ReLU (forward, backward) shares its elements between threads, chosen per
@@ -461,7 +465,7 @@ class Relu(_Relu):
         gf, of, rf = g.reshape(-1), o.reshape(-1), res.reshape(-1)
 
         def chunk(lo: int, hi: int) -> None:
-            np.multiply(gf[lo:hi], of[lo:hi] > 0, out=rf[lo:hi])
+            np.multiply(gf[lo:hi], of[lo:hi] != 0, out=rf[lo:hi])  # (NaN: see _Relu)
 
         rows_by_measurement(_RELU["backward"], (g.size, g.dtype.str), chunk, gf.size, gf.size,
                             _RELU_MIN_WORK)
@@ -480,10 +484,20 @@ Sigmoid = _unary("Sigmoid", _sigmoid, lambda g, x, o, F: g * (1 - o) * o, "outpu
 
 
 def _zero_derivative(g, x, o, F):
-    return g * 0
+    return F.zeros_like(g)  # (PyTorch's zeros_like(grad): not grad * 0, NaN for inf/NaN)
 
 
-Sign = _unary("Sign", lambda xp, x: xp.sign(x), _zero_derivative, "none", False)
+def _sign(xp, x):
+    """-1, 0 or 1; 0 for NaN (PyTorch's (0 < x) - (x < 0), where NumPy gives NaN); a bool
+    tensor is its own sign."""
+    if x.dtype.kind == "b":
+        return x.copy()
+    if x.dtype.kind in "fV":
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    return xp.sign(x)
+
+
+Sign = _unary("Sign", _sign, _zero_derivative, "none", False)
 Floor = _unary("Floor", lambda xp, x: xp.floor(x), _zero_derivative, "none", False)
 Ceil = _unary("Ceil", lambda xp, x: xp.ceil(x), _zero_derivative, "none", False)
 Trunc = _unary("Trunc", lambda xp, x: xp.trunc(x), _zero_derivative, "none", False)
@@ -567,87 +581,6 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
     return Clamp.apply(input, min, max)
 
 
-# -- comparisons and logic (no gradient) --------------------------------------------------------
-_ORDERINGS = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
-
-
-def _no_grad_binary(ufunc_name, integral_only=False):
-    """A non-differentiable elementwise op of two operands: a comparison or bitwise logic."""
-
-    def op(a, b) -> Tensor:
-        xa, xb, dt = promote_operands(a, b)
-        if ufunc_name in _ORDERINGS and dt.kind == "c":  # complex numbers have no order
-            raise NotImplementedError(f"\"{_ORDERINGS[ufunc_name]}_cpu\" not implemented for "
-                                      f"'{_dtype.title(_dtype.from_numpy_dtype(dt))}'")
-        if integral_only and _dtype.kind_of(dt) in "fc":
-            raise NotImplementedError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
-        try:
-            out = getattr(xp_of(_array_of(xa, xb)), ufunc_name)(xa, xb)
-        except ValueError as exc:  # NumPy's words for shapes that do not broadcast
-            if "broadcast" not in str(exc):
-                raise
-            raise RuntimeError(broadcast_message((a, b))) from None
-        return Tensor._make(out, False, None)
-
-    op.__name__ = ufunc_name
-    op.__doc__ = f"Elementwise ``{ufunc_name}``."
-    return op
-
-
-eq = _no_grad_binary("equal")
-ne = _no_grad_binary("not_equal")
-lt = _no_grad_binary("less")
-le = _no_grad_binary("less_equal")
-gt = _no_grad_binary("greater")
-ge = _no_grad_binary("greater_equal")
-bitwise_and = _no_grad_binary("bitwise_and", integral_only=True)
-bitwise_or = _no_grad_binary("bitwise_or", integral_only=True)
-bitwise_xor = _no_grad_binary("bitwise_xor", integral_only=True)
-
-
-def bitwise_not(x: Tensor) -> Tensor:
-    """Logical not of a bool tensor, bitwise not of an integer tensor."""
-    if _dtype.kind_of(x._data.dtype) in "fc":
-        raise NotImplementedError("\"bitwise_not_cpu\" not implemented for 'Float'")
-    return Tensor._make(xp_of(x._data).invert(x._data), False, None)
-
-
-def logical_not(x: Tensor) -> Tensor:
-    """Elementwise not, as a bool tensor."""
-    return Tensor._make(xp_of(x._data).logical_not(x._data), False, None)
-
-
-def _logical(name: str):
-    def op(input: Tensor, other) -> Tensor:
-        xa = input._data
-        xb = other._data if isinstance(other, Tensor) else other
-        return Tensor._make(getattr(xp_of(xa), name)(xa, xb), False, None)
-
-    op.__name__ = name
-    op.__doc__ = f"Elementwise {name[len('logical_'):]} of the operands' truth values, as bool."
-    return op
-
-
-logical_and = _logical("logical_and")
-logical_or = _logical("logical_or")
-logical_xor = _logical("logical_xor")
-
-
-def isfinite(x: Tensor) -> Tensor:
-    """True where the value is neither inf nor NaN."""
-    return Tensor._make(xp_of(x._data).isfinite(x._data), False, None)
-
-
-def isnan(x: Tensor) -> Tensor:
-    """True where the value is NaN."""
-    return Tensor._make(xp_of(x._data).isnan(x._data), False, None)
-
-
-def isinf(x: Tensor) -> Tensor:
-    """True where the value is +-inf."""
-    return Tensor._make(xp_of(x._data).isinf(x._data), False, None)
-
-
 def floor_divide(a, b) -> Tensor:
     """Division rounded towards minus infinity; like PyTorch, it has no derivative (a
     backward through it raises), unlike ``div(a, b, rounding_mode='floor')``."""
@@ -686,61 +619,3 @@ class ClampMinValueOnly(Function):
     def backward(ctx, grad):
         (g,) = lift(grad)
         return finish(g, None)
-
-
-# -- closeness ------------------------------------------------------------------------------------
-def _same_dtype_operands(a: Tensor, b, name: str):
-    if not isinstance(b, Tensor):
-        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
-                        f"{type(b).__name__}")
-    if a._data.dtype != b._data.dtype:
-        from ._util import scalar_name
-
-        raise RuntimeError(f"{scalar_name(a)} did not match {scalar_name(b)}")
-    return a._data, b._data
-
-
-def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-            equal_nan: bool = False) -> Tensor:
-    """True where |input - other| <= atol + rtol * |other| (or the two are equal, infinities
-    included; NaNs count as equal with ``equal_nan``); both of one dtype."""
-    a, b = _same_dtype_operands(input, other, "isclose")
-    if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
-    if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
-    xp = xp_of(a)
-    try:
-        equal = a == b
-        if a.dtype.kind == "b":
-            return Tensor._make(xp.asarray(equal))
-        if a.dtype.kind != "f":  # integers: the tolerance in the default float dtype
-            a = a.astype("float32")
-            b = b.astype("float32")
-        with np.errstate(invalid="ignore"):  # inf - inf: settled by ``equal`` below
-            close = equal | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
-        close &= xp.isfinite(a) & xp.isfinite(b) | equal
-        if equal_nan:
-            close |= xp.isnan(a) & xp.isnan(b)
-    except ValueError:
-        from ..autograd.function import broadcast_message
-
-        raise RuntimeError(broadcast_message((input, other))) from None
-    return Tensor._make(xp.asarray(close))
-
-
-def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-             equal_nan: bool = False) -> bool:
-    """True when every element of ``isclose(input, other, ...)`` is."""
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
-
-
-def equal(input: Tensor, other: Tensor) -> bool:
-    """True when both have the same shape and the same values (any dtypes; NaN != NaN)."""
-    if tuple(input._data.shape) != tuple(other._data.shape):
-        return False
-    a, b = input._data, other._data
-    if type(a) is not type(b):
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                           f"two devices, {input.device} and {other.device}!")
-    return bool((a == b).all())

@@ -20,7 +20,7 @@ from ...autograd.function import named
 from ...ops import matmul
 from ...ops import vision as V
 from ...ops._autocast import autocast_op
-from ...ops._util import Tensor, const
+from ...ops._util import Tensor, const, scalar_name
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
@@ -51,6 +51,13 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
 
 # -- interpolation -------------------------------------------------------------------------------
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+# the kernel PyTorch names when it refuses an integer dtype in a mode
+_INTEGER_KERNELS = {"nearest": "compute_indices_weights_nearest",
+                    "nearest-exact": "compute_indices_weights_nearest",
+                    "linear": "compute_indices_weights_linear",
+                    "trilinear": "compute_indices_weights_linear",
+                    "bilinear": "upsample_bilinear2d_channels_last",
+                    "bicubic": "compute_indices_weights_cubic", "area": "adaptive_avg_pool{}d"}
 
 
 def _nearest_index(size: int, out: int, scale: float | None, exact: bool) -> np.ndarray:
@@ -117,6 +124,15 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise NotImplementedError("interpolate(antialias=True) is not supported")
     if scales is None:
         scales = [None] * dim
+    if input._data.dtype.kind in "biu" and dim in (1, 2, 3):
+        # PyTorch's CPU kernels take uint8 in the nearest modes and (fixed-point) in bilinear
+        # and bicubic, no other integer dtype in any mode
+        if input._data.dtype == np.uint8 and (mode, dim) in (("bilinear", 2), ("bicubic", 2)):
+            return Tensor._make(V.uint8_resample(input._data, out_size, align_corners, scales,
+                                                 mode == "bicubic"))
+        if input._data.dtype != np.uint8 or mode not in ("nearest", "nearest-exact"):
+            raise NotImplementedError(f'"{_INTEGER_KERNELS.get(mode, mode).format(dim)}" not '
+                                      f"implemented for '{scalar_name(input)}'")
     if mode in ("nearest", "nearest-exact") and dim in (1, 2, 3):
         out = input
         for i in range(dim):
