@@ -405,6 +405,7 @@ METHODS = dict(
     __le__=_operator(le), __gt__=_operator(gt), __ge__=_operator(ge),
     __and__=bitwise_and, __or__=bitwise_or, __xor__=bitwise_xor, __invert__=bitwise_not,
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
+    __rxor__=_reflected(bitwise_xor),
     __getitem__=getitem, __setitem__=setitem,
 )
 
@@ -435,7 +436,7 @@ def _array_operand(name: str, op, direct=None):
         result = np.asarray(numpy_op(self.numpy(), other))
         if result.dtype == np.bool_:
             result = result.astype(np.uint8)
-        return creation.from_numpy(np.ascontiguousarray(result))
+        return creation.from_numpy(np.ascontiguousarray(result).reshape(result.shape))
 
     method.__name__ = name
     method.__doc__ = op.__doc__

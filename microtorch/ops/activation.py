@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ._autocast import autocast_op
 from ._util import Tensor, _float_array, wrap_dim, xp_of
 
-__all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "Elu", "Softplus", "Hardtanh",
-           "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid"]
+__all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "Elu", "Softplus",
+           "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid"]
 
 
 # -- softmax family -----------------------------------------------------------------------------
 def _log_softmax_array(xa, dim: int):
     xp = xp_of(xa)
+    if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
+        return xa.copy()
     shifted = xa - xa.max(axis=dim, keepdims=True)
     return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
 
@@ -34,10 +37,12 @@ class Softmax(Function):
     def forward(ctx, x, dim):
         xa = _float_array(x)
         xp = xp_of(xa)
-        e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
-        e /= e.sum(axis=dim, keepdims=True)
         ctx.dim = dim
         ctx.save_output()
+        if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
+            return xa.copy()
+        e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
+        e /= e.sum(axis=dim, keepdims=True)
         return e
 
     @staticmethod
@@ -65,15 +70,24 @@ class LogSoftmax(Function):
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """Softmax along ``dim``."""
     if dtype is not None:
-        input = input.to(dtype)
+        input = input.to(_dtype.as_dtype(dtype))
+    floating_only(input, "softmax_lastdim_kernel_impl")
     return Softmax.apply(input, wrap_dim(dim, input._data.ndim))
+
+
+def floating_only(input: Tensor, kernel: str) -> None:
+    """PyTorch's NotImplementedError of a kernel with floating-point types only."""
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_dtype.title(input.dtype)}'")
 
 
 @autocast_op("log_softmax")
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """Log-softmax along ``dim`` (computed stably in one node)."""
     if dtype is not None:
-        input = input.to(dtype)
+        input = input.to(_dtype.as_dtype(dtype))
+    floating_only(input, "log_softmax_lastdim_kernel_impl")
     return LogSoftmax.apply(input, wrap_dim(dim, input._data.ndim))
 
 

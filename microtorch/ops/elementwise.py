@@ -143,9 +143,16 @@ def _divide(a, b, rounding_mode):
                            f"but found '{rounding_mode}'")
     xp = xp_of(_array_of(xa, xb))
     _check_integer_divisor(xp, xb, dt)
+    _not_bool(dt, f"div_{rounding_mode}_cpu")
     if rounding_mode == "floor":
         return xp.floor_divide(xa, xb)
     return xp.trunc(xa / xb).astype(dt, copy=False)
+
+
+def _not_bool(dt, kernel: str) -> None:
+    """PyTorch's error for a kernel without bool support, given bool operands."""
+    if dt.kind == "b":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def _check_integer_divisor(xp, xb, dt) -> None:
@@ -160,6 +167,7 @@ def _remainder(a, b):
     xp = xp_of(_array_of(xa, xb))
     if _dtype.kind_of(dt) != "f":
         _check_integer_divisor(xp, xb, dt)
+        _not_bool(dt, "remainder_cpu")
         return xp.remainder(xa, xb).astype(dt, copy=False)
     mod = xp.fmod(xa, xb)
     fix = (mod != 0) & ((xb < 0) != (mod < 0))
@@ -215,6 +223,18 @@ def _power(xp, xa, xb, scalar_exponent):
     return xp.power(xa, xb)
 
 
+def _integer_power(xp, xa, xb, dt):
+    """Integer ``xa ** xb`` with a tensor exponent, as PyTorch's kernel: a negative exponent
+    gives 1 for a base of 1, +-1 for -1 (by parity), else 0 (NumPy refuses)."""
+    neg = xb < 0
+    out = xp.power(xa, xp.where(neg, 0, xb)).astype(dt, copy=False)
+    if xp is np and not neg.any():  # (the common case; a GPU skips the test: no sync)
+        return out
+    minus_one = xp.where(xb % 2 == 0, 1, -1).astype(dt) if dt.kind == "i" else 0
+    small = xp.where(xa == 1, 1, xp.where(xa == -1, minus_one, 0) if dt.kind == "i" else 0)
+    return xp.where(neg, small, out).astype(dt, copy=False)
+
+
 class Pow(Function):
     lifted = True
 
@@ -226,9 +246,11 @@ class Pow(Function):
         ctx.save_output()
         if isinstance(b, Tensor):  # PyTorch's pow.Tensor_Tensor / pow.Scalar
             ctx.torch_name = "PowBackward1" if isinstance(a, Tensor) else "PowBackward2"
-        if dt.kind in "biu" and (b < 0 if is_scalar(b) else bool((b._data < 0).any())):
+        if dt.kind in "biu" and is_scalar(b) and b < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         xp = xp_of(_array_of(xa, xb))
+        if dt.kind in "iu" and isinstance(b, Tensor) and b._data.dtype.kind == "i":
+            return _integer_power(xp, xa, xb, dt)
         out = _power(xp, xa, xb, b if is_scalar(b) else None)
         return out.astype(dt, copy=False) if dt.kind == "b" else out  # NumPy gives int8
 
@@ -385,6 +407,15 @@ def _unary(name, compute, derivative, needs="input", floating=True, torch_name=N
     return cls
 
 
+def _no_bool(kernel: str, fn):
+    """``fn(xp, x)``, refusing a bool ``x`` with PyTorch's error for ``kernel``."""
+    def compute(xp, x):
+        _not_bool(x.dtype, kernel)
+        return fn(xp, x)
+
+    return compute
+
+
 # name, forward, derivative (g: upstream gradient, x: input, o: output, F: function namespace)
 def _negate(xp, x):
     if x.dtype.kind == "b":
@@ -413,10 +444,11 @@ Tan = _unary("Tan", lambda xp, x: xp.tan(x), lambda g, x, o, F: g * (o * o + 1),
 Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), lambda g, x, o, F: g * (1 - o * o), "output")
 Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
                     lambda g, x, o, F: g * -(o * o), "output")
-Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False,
-                torch_name="PowBackward0")  # (PyTorch's square is pow(x, 2))
+# (PyTorch's square is pow(x, 2): a bool tensor squares to int64)
+Square = _unary("Square", lambda xp, x: x * x if x.dtype.kind != "b" else x.astype(np.int64),
+                lambda g, x, o, F: g * 2 * x, floating=False, torch_name="PowBackward0")
 # |z| is not analytic: its gradient is grad * sgn(z) = grad * z / |z| (NumPy's complex sign)
-Abs = _unary("Abs", lambda xp, x: xp.abs(x),
+Abs = _unary("Abs", _no_bool("abs_cpu", lambda xp, x: xp.abs(x)),
              lambda g, x, o, F: g * (F.sign(x) if isinstance(x, Tensor) else _sign(F, x)),
              floating=False, holomorphic=False)  # (sgn: 0 at NaN, as PyTorch's)
 # PyTorch passes the gradient where not (out <= 0): also where out is NaN. out = max(x, 0) is
@@ -498,10 +530,14 @@ def _sign(xp, x):
 
 
 Sign = _unary("Sign", _sign, _zero_derivative, "none", False)
-Floor = _unary("Floor", lambda xp, x: xp.floor(x), _zero_derivative, "none", False)
-Ceil = _unary("Ceil", lambda xp, x: xp.ceil(x), _zero_derivative, "none", False)
-Trunc = _unary("Trunc", lambda xp, x: xp.trunc(x), _zero_derivative, "none", False)
-Round = _unary("Round", lambda xp, x: xp.round(x), _zero_derivative, "none", False)
+Floor = _unary("Floor", _no_bool("floor_vml_cpu", lambda xp, x: xp.floor(x)), _zero_derivative,
+               "none", False)
+Ceil = _unary("Ceil", _no_bool("ceil_vml_cpu", lambda xp, x: xp.ceil(x)), _zero_derivative,
+              "none", False)
+Trunc = _unary("Trunc", _no_bool("trunc_vml_cpu", lambda xp, x: xp.trunc(x)), _zero_derivative,
+               "none", False)
+Round = _unary("Round", _no_bool("round_vml_cpu", lambda xp, x: xp.round(x)), _zero_derivative,
+               "none", False)
 
 
 class Clamp(Function):

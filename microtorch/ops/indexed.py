@@ -83,6 +83,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             src = src.reshape(1)
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        src = src.reshape(-1) if isinstance(src, Tensor) else src
+        return scatter(input.reshape(1), 0, index.reshape(-1), src, reduce=reduce).reshape(())
     _check_scatter_shapes(input, d, index, src)
     if reduce is not None:
         return _scatter_folded(input, d, index, src, reduce)
@@ -164,6 +167,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         check_index_bounds(idx, n, d)  # (no negative indices)
     else:  # PyTorch's 1-d kernel checks with an IndexError
         check_bounds(idx, 0, n, IndexError, lambda bad: "index out of range in self")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        return IndexAdd.apply(input.reshape(1), 0, index.reshape(-1), source.reshape(-1),
+                              alpha).reshape(())
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 

@@ -150,16 +150,38 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     """Variance (Bessel-corrected unless ``unbiased=False`` / ``correction=0``)."""
     if isinstance(dim, bool):  # var(x, False): the legacy positional ``unbiased``
         dim, unbiased = None, dim
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     return Var.apply(input, dims_arg(dim, input._data.ndim), _correction(unbiased, correction),
                      keepdim)
+
+
+class _StdOfVar(Function):
+    """sqrt(variance) with PyTorch's std_backward: grad / (2 std), and 0 where std is 0 (a
+    constant input), where a plain sqrt would give inf * 0 = NaN."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, v):
+        ctx.save_output()
+        arr = v._data
+        return xp_of(arr).sqrt(arr)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, out = lift(grad, ctx.saved_output)
+        F = namespace(g)
+        return finish(F.where(out == 0, 0.0, g / (out * 2)))
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Standard deviation: the square root of ``var``."""
     if input._data.dtype in _dtype.REDUCED_FLOATS:  # the root of the float32 variance, rounded
-        wide = var(input.float(), dim, unbiased, keepdim, correction=correction).sqrt()
+        wide = _StdOfVar.apply(var(input.float(), dim, unbiased, keepdim,
+                                   correction=correction))
         return named(wide.to(input.dtype), "StdBackward0")
-    return named(var(input, dim, unbiased, keepdim, correction=correction).sqrt(),
+    return named(_StdOfVar.apply(var(input, dim, unbiased, keepdim, correction=correction)),
                  "StdBackward0", input)
 
 
@@ -338,8 +360,11 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 
 @autocast_op("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) along ``dim``, computed stably."""
+    """log(sum(exp(x))) along ``dim``, computed stably (integers and bools in the default
+    float dtype, as PyTorch)."""
     dims = dims_arg(dim, input._data.ndim)
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        input = input.to(_dtype.get_default_dtype())
     peak = amax(input, dims, keepdim=True).detach()
     peak = peak.where(peak.isfinite(), 0.0)
     out = (input - peak).exp().sum(dims, keepdim=True).log() + peak
@@ -458,9 +483,9 @@ class Cumsum(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         arr = x._data
-        if arr.dtype.kind in "bui":
-            return arr.cumsum(axis=dim, dtype="int64")
-        return _widened(arr.__class__.cumsum, arr, axis=dim)
+        if arr.dtype.kind in "bui":  # (NumPy makes a 0-d input 1-d: reshaped back)
+            return arr.cumsum(axis=dim, dtype="int64").reshape(arr.shape)
+        return _widened(arr.__class__.cumsum, arr, axis=dim).reshape(arr.shape)
 
     @staticmethod
     def backward(ctx, grad):

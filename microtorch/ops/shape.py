@@ -262,7 +262,12 @@ class Flip(Function):
 def flip(input: Tensor, dims) -> Tensor:
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    return Flip.apply(input, tuple(wrap_dim(d, input._data.ndim) for d in dims))
+    nd = input._data.ndim
+    wrapped = tuple(wrap_dim(d, nd) for d in dims)
+    for k, d in enumerate(wrapped):
+        if d in wrapped[:k]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return Flip.apply(input, wrapped if nd else ())  # (a 0-d tensor: dim 0 / -1 flip nothing)
 
 
 class Cat(Function):
@@ -435,14 +440,31 @@ def zero_padded(t: Tensor, shape: tuple) -> Tensor:
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
+    if input._data.ndim == 0:  # one element: PyTorch counts a 0-d tensor as one of size 1
+        _scalar_index(index, "gather", "input")
+        return Gather.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     _util.check_index_arg(input, d, index, "gather")
     return Gather.apply(input, d, index)
+
+
+def _scalar_index(index: Tensor, fn: str, name: str) -> None:
+    """The checks of an index into a 0-d tensor: integers, at most 1-d, every entry 0."""
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
+    if index._data.ndim > 1:
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as {name} "
+                           f"tensor")
+    _util.check_index_bounds(index._data, 1, 0)
 
 
 @autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
+    if input._data.ndim == 0:
+        _scalar_index(index, "scatter_add", "self")
+        return ScatterAdd.apply(input.reshape(1), 0, index.reshape(-1),
+                                src.reshape(-1)).reshape(())
     _util.check_index_arg(input, d, index, "scatter_add")
     return ScatterAdd.apply(input, d, index, src)
 
@@ -451,6 +473,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, input._data.ndim)
     _util.check_index_arg(input, d, index, "index_select")
+    if input._data.ndim == 0:
+        if index._data.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                               f"{index._data.size} value(s)")
+        _util.check_bounds(index._data, 0, 1, IndexError, lambda bad: "index out of range in "
+                                                                       "self")
+        return named(input.reshape(1)[index.reshape(-1)].reshape(()), "IndexSelectBackward0",
+                     input)
     return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0", input)
 
 

@@ -101,6 +101,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """The ``k``-th smallest value along ``dim`` and its index (the first among ties, where
     PyTorch's quickselect may return another of the tied indices)."""
+    if input._data.dtype == np.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d, size, idx = _select_sorted(input, dim, False)
     if not 1 <= k <= builtins.max(size, 1):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
@@ -117,6 +119,8 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     """The lower median ((n-1)//2-th smallest): of all elements, or along ``dim`` with its
     index (the first among ties). A NaN in a slice makes that slice's median NaN (at the
     first NaN's index), as PyTorch's; ``nanmedian`` is the NaN-ignoring one."""
+    if input._data.dtype == np.bool_:
+        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
     if dim is None:
         flat = input.reshape(-1)
         if flat._data.size == 0:
@@ -126,6 +130,8 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
             return named(flat[nan.nonzero()[0, 0]], "MedianBackward0", input)
         k = (flat._data.size - 1) // 2 + 1
         value = kthvalue(flat.detach(), k, 0).values
+        if not flat.is_floating_point():  # (no gradient: and the dtype stays an integer one)
+            return value
         # PyTorch spreads the gradient evenly over every element equal to the median; the
         # added term is exactly zero in value, so the result is the median bit for bit.
         ties = (flat.detach() == value).to(flat.dtype)

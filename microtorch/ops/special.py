@@ -31,7 +31,7 @@ from ._util import (
 )
 from .complex import conj_of
 from .counting import no_derivative
-from .elementwise import _check_integer_divisor, _meta
+from .elementwise import _check_integer_divisor, _meta, _not_bool
 from .reduce import _differentiable_dtype
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
@@ -388,6 +388,10 @@ def _running_extreme(input: Tensor, dim: int, largest: bool):
     arr = input._data
     xp = xp_of(arr)
     if arr.ndim == 0:
+        if dim not in (0, -1):
+            name = "cummax" if largest else "cummin"
+            raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got "
+                             f"{dim}")
         return input.clone(), Tensor._make(xp.zeros((), np.int64))
     d = wrap_dim(dim, arr.ndim)
     if arr.dtype == np.bool_:
@@ -504,7 +508,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     a, v = input._data, values._data
     xp = xp_of(a)
     out = xp.where(a == 0, v, (a > 0).astype(a.dtype)).astype(a.dtype, copy=False)
-    return no_derivative(xp.ascontiguousarray(out), "heaviside", "NotImplemented", input,
+    return no_derivative(out.copy(), "heaviside", "NotImplemented", input,  # (0-d stays 0-d)
                          values, message="derivative for aten::heaviside is not implemented")
 
 
@@ -608,6 +612,7 @@ class Fmod(Function):
             ctx.torch_name = "FmodBackward0"
         xp = xp_of(xa)
         _check_integer_divisor(xp, xb, dt)
+        _not_bool(dt, "fmod_cpu")
         return xp.fmod(xa, xb).astype(dt, copy=False)
 
     @staticmethod

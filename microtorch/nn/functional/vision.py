@@ -41,11 +41,17 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError("Padding length must be divisible by 2 and at most twice the number "
                            "of dimensions of the input")
-    if any(int(p) < 0 for p in pad):
-        raise NotImplementedError("negative padding (cropping) is not supported")
     pairs = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if any(lo < 0 or hi < 0 for lo, hi in pairs):  # negative padding crops that side first
+        crop = []
+        for (lo, hi), n in zip(pairs, input.shape):
+            if n + lo + hi < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")  # (PyTorch's)
+            crop.append(slice(max(-lo, 0), n - max(-hi, 0)))
+        input = input[tuple(crop)]
+        pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
     return V.Pad.apply(input, tuple(pairs), 0.0 if value is None else value)
 
 
@@ -236,8 +242,14 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
         d = input.ndim - 1 - i
         left, right = int(pad[2 * i]), int(pad[2 * i + 1])
         n = input.shape[d]
-        if left < 0 or right < 0:
-            raise NotImplementedError("negative padding (cropping) is not supported")
+        size = n + left + right  # (negative padding crops: PyTorch's errors below 0)
+        if mode != "circular" and (size < 0 or (size == 0 and npad == 1)):
+            if npad == 1:
+                raise RuntimeError(f"input (W: {n}) is too small. Calculated output W: {size}")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {size}: "
+                               f"{list(input.shape[:d]) + [size] + list(input.shape[d + 1:])}")
+        if mode == "circular" and size < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
         if mode == "reflect" and (left >= n or right >= n):
             raise RuntimeError(f"Argument #4: Padding size should be less than the "
                                f"corresponding input dimension, but got: padding ({left}, "
