@@ -469,6 +469,8 @@ class Relu(_Relu):
     @classmethod
     def forward(cls, ctx, x):
         arr = x._data
+        if arr.dtype.kind == "b":
+            raise RuntimeError("Boolean inputs not supported for relu")
         if type(arr) is not np.ndarray or arr.size < 2 * _RELU_MIN_WORK or \
                 arr.dtype.kind != "f" or not arr.flags.c_contiguous:
             return super().forward(ctx, x)

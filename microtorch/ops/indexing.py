@@ -97,8 +97,8 @@ def _entry(k):
         return "bool", bool(k)
     if isinstance(k, (int, np.integer)):
         return "int", int(k)
-    if isinstance(k, (Tensor, np.ndarray)):
-        arr = k._data if isinstance(k, Tensor) else k
+    if isinstance(k, Tensor) or (hasattr(k, "dtype") and hasattr(k, "shape")):
+        arr = k._data if isinstance(k, Tensor) else k  # (or a NumPy/CuPy index array)
         if arr.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if arr.dtype == np.uint8:

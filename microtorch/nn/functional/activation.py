@@ -41,8 +41,6 @@ def _inplace_result(input: Tensor, out: Tensor, torch_name: str) -> Tensor:
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0)."""
-    if input._data.dtype == np.bool_:
-        raise RuntimeError("Boolean inputs not supported for relu")
     return input.relu_() if inplace else Relu.apply(input)
 
 

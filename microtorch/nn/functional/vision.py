@@ -254,8 +254,15 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
             raise RuntimeError(f"Argument #4: Padding size should be less than the "
                                f"corresponding input dimension, but got: padding ({left}, "
                                f"{right}) at dimension {d} of input {list(input.shape)}")
-        if mode == "circular" and (left > n or right > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
+        kept = n - max(-left, 0) - max(-right, 0)  # (what cropping leaves to wrap around)
+        if mode == "circular" and (left > kept or right > kept):
+            if kept == n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            # PyTorch copies the padding out of its own result: overlapping copies, refused
+            # (or, when its check misses them, values that depend on the copy order)
+            raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                               "the written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
         if mode == "replicate" and n == 0 and (left or right):
             raise RuntimeError(f"Expected input's non-batch dimensions to have positive "
                                f"length, but input has a shape of {list(input.shape)}")
@@ -265,8 +272,9 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
             j = np.where(j > n - 1, 2 * (n - 1) - j, j)
         elif mode == "replicate":
             j = np.clip(j, 0, n - 1)
-        else:
-            j = j % n
+        else:  # circular: crop first, then wrap around what is left (PyTorch's order)
+            lo = max(-left, 0)
+            j = lo + (np.arange(size) - max(left, 0)) % max(n - lo - max(-right, 0), 1)
         out = out.index_select(d, Tensor._make(input._backend.asarray(j), False, None))
     if out is input:
         return out
