@@ -91,7 +91,7 @@ def test_batch_norm_module_on_an_empty_batch_keeps_its_statistics(device):
     assert outs[0] == outs[1]
 
 
-# -- F.pad with negative padding (cropping), every mode ---------------------------------------------
+# -- F.pad with negative padding (cropping), every mode --------------------------------------
 PAD_CASES = [((2, 3, 7), (-1, 2)), ((2, 3, 7), (2, -3)), ((2, 3, 7), (-2, -3)),
              ((2, 3, 5, 6), (-1, -1, 1, -2)), ((2, 3, 5, 6), (1, -2, -1, 0)),
              ((1, 2, 4, 5, 6), (-1, 2, 0, -2, 1, -1)), ((1, 2, 4, 5, 6), (0, 0, -2, -2, 0, 0))]
@@ -112,11 +112,11 @@ def test_pad_cropping_past_the_input_raises_as_pytorch(device):
     for mode, shape, pads in [("constant", (1, 2, 5), (-3, -3)), ("reflect", (1, 2, 5), (-2, -3)),
                               ("replicate", (1, 2, 4, 5), (0, 0, -3, -2)),
                               ("circular", (1, 2, 5), (-3, -3))]:
-        both_raise(lambda m: m.nn.functional.pad(m.ones(shape), pads, mode=mode), device,
-                   RuntimeError)
+        both_raise(lambda m, shape=shape, pads=pads, mode=mode: m.nn.functional.pad(
+            m.ones(shape), pads, mode=mode), device, RuntimeError)
 
 
-# -- pooling: 1-tuples, integer inputs, return_indices ------------------------------------------------
+# -- pooling: 1-tuples, integer inputs, return_indices -----------------------------------------
 ONE_TUPLES = {
     "avg_pool2d_padding": lambda m, x: m.nn.functional.avg_pool2d(x, 3, 1, padding=(1,)),
     "avg_pool2d_kernel_stride": lambda m, x: m.nn.functional.avg_pool2d(x, (3,), (2,)),
@@ -170,7 +170,7 @@ def test_max_pool_indices_gradient_and_refusals(device):
                device, NotImplementedError, "max_pool2d")
 
 
-# -- random integers in float dtypes ----------------------------------------------------------------
+# -- random integers in float dtypes ---------------------------------------------------------
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int16"])
 def test_randint_with_float_dtypes(dtype):
     """randint(..., dtype=float32) and randint_like(float tensor, 10): PyTorch's draws after
@@ -247,7 +247,7 @@ def test_reflected_bitwise_operators(device):
         assert_same(*pair(fn, device))
 
 
-# -- exception classes ------------------------------------------------------------------------------
+# -- exception classes ----------------------------------------------------------------------
 ERRORS = [
     (lambda m: m.ones(2, 3).flip((0, 0)), RuntimeError, "dim 0 appears multiple times"),
     (lambda m: m.div(m.ones(2), m.ones(2), rounding_mode="typo"), RuntimeError,

@@ -106,7 +106,7 @@ def test_integer_and_bool_inputs_pytorch_refuses(name, device):
             fn(m, m.tensor(INTS))
 
 
-# -- ties --------------------------------------------------------------------------------------------
+# -- ties ------------------------------------------------------------------------------------
 def _tied(shape, seed, dtype="float32", nan=False):
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 4, shape).astype(dtype)
@@ -182,8 +182,9 @@ def test_tie_replay_matches_pytorch_on_random_rows():
             row[rng.integers(0, n, 2)] = np.nan
         k = int(rng.integers(1, n + 1))
         largest, srt, desc = bool(trial % 2), bool(trial % 5), bool(trial % 3)
-        for fn in (lambda m, t: m.sort(t, descending=desc).indices,
-                   lambda m, t: m.topk(t, k, largest=largest, sorted=srt).indices,
-                   lambda m, t: m.kthvalue(t, k).indices):
+        for fn in (lambda m, t, d=desc: m.sort(t, descending=d).indices,
+                   lambda m, t, k=k, lg=largest, s=srt: m.topk(t, k, largest=lg,
+                                                            sorted=s).indices,
+                   lambda m, t, k=k: m.kthvalue(t, k).indices):
             got = [fn(m, m.tensor(row)).tolist() for m in (microtorch, torch)]
             assert got[0] == got[1], (trial, n, k)

@@ -93,7 +93,7 @@ def test_remainder_values_match_pytorchs_rounding(device):
     ints = lambda m: m.tensor([-3, 3, 7, -7]) % m.tensor([2, -2, 3, 3])  # noqa: E731
     assert_same(*pair(ints, device))
     for m in (_OnDevice(device), torch):
-        for op in (m.remainder, m.fmod, lambda a, b: m.div(a, b, rounding_mode="floor")):
+        for op in (m.remainder, m.fmod, lambda a, b, m=m: m.div(a, b, rounding_mode="floor")):
             with pytest.raises(RuntimeError, match="ZeroDivisionError"):
                 op(m.tensor([3, 4]), m.tensor([1, 0]))
 
@@ -124,7 +124,7 @@ def test_division_grad_fn_names(device):
     assert names(_OnDevice(device)) == names(torch)
 
 
-# -- clamp / clamp_min / clamp_max with tensor bounds that broadcast ---------------------------------
+# -- clamp / clamp_min / clamp_max with tensor bounds that broadcast --------------------------
 CLAMPS = {
     "clamp_min_bound": lambda m, x, lo, hi: m.clamp(x, min=lo),
     "clamp_max_bound": lambda m, x, lo, hi: m.clamp(x, max=hi),
@@ -378,7 +378,7 @@ def test_interpolate_uint8_matches_pytorchs_fixed_point_kernel(mode, align_corne
         x = rng.integers(0, 256, (2, 3, h, w)).astype(np.uint8)
         for kw in ({"size": (oh, ow)}, {"scale_factor": (oh / h, ow / w)},
                    {"scale_factor": 1.7}):
-            ours, theirs = pair(lambda m: m.nn.functional.interpolate(
+            ours, theirs = pair(lambda m, x=x, kw=kw: m.nn.functional.interpolate(
                 m.tensor(x), mode=mode, align_corners=align_corners, **kw), device)
             assert_same(ours, theirs)
 
@@ -440,9 +440,11 @@ def test_integer_results_do_not_require_grad_and_integer_dtype_reductions_raise(
         x = m.tensor([1.5, 2.0], requires_grad=True)
         assert not x.to(m.int64).requires_grad
         assert not x.round().long().requires_grad
-        for fn in (lambda: x.sum(dtype=m.int64), lambda: x.prod(dtype=m.int64),
-                   lambda: x.cumsum(0, dtype=m.int64), lambda: x.cumprod(0, dtype=m.int32),
-                   lambda: x.nansum(dtype=m.int64), lambda: x.sum(0, dtype=m.bool)):
+        for fn in (lambda x=x, m=m: x.sum(dtype=m.int64), lambda x=x, m=m: x.prod(dtype=m.int64),
+                   lambda x=x, m=m: x.cumsum(0, dtype=m.int64),
+                   lambda x=x, m=m: x.cumprod(0, dtype=m.int32),
+                   lambda x=x, m=m: x.nansum(dtype=m.int64),
+                   lambda x=x, m=m: x.sum(0, dtype=m.bool)):
             with pytest.raises(RuntimeError, match="Autograd not support dtype"):
                 fn()
         with pytest.raises(RuntimeError, match="Optional dtype must be either a floating"):
@@ -553,7 +555,7 @@ def test_optimizer_step_bumps_parameter_versions(name, storage, device):
         x.requires_grad_()
         stale = (p * x).sum()  # saves p for its backward (d/dx)
 
-        def closure():
+        def closure(opt=opt, p=p):
             opt.zero_grad()
             loss = (p * p).sum()
             loss.backward()
