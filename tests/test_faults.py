@@ -244,6 +244,7 @@ CASES = {
     "dropout-p-too-big": lambda t, F: F.dropout(t.ones(2), p=1.5),
     "dropout-p-nan": lambda t, F: F.dropout(t.ones(2), p=float("nan")),
     "pad-odd-length": lambda t, F: F.pad(t.ones(2, 2), (1,)),
+    "pad-negative-too-big": lambda t, F: F.pad(t.ones(2, 2), (-3, 0)),
     "batch-norm-features-mismatch": lambda t, F: t.nn.BatchNorm1d(3)(t.ones(2, 4)),
     "layer-norm-shape-mismatch": lambda t, F: F.layer_norm(t.ones(2, 3), (4,)),
     "linear-negative-features": lambda t, F: t.nn.Linear(-1, 2),
@@ -426,7 +427,6 @@ def _scheduler_first(t):
 LENIENT = {
     "tensor-dtype-name": lambda t, F: t.tensor([1.0], dtype="float32"),
     "to-dtype-name": lambda t, F: t.ones(2).to(dtype="float32"),
-    "pad-negative-too-big": lambda t, F: F.pad(t.ones(2, 2), (-3, 0)),  # (issue 22: crops)
 }
 
 
