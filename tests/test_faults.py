@@ -431,8 +431,8 @@ LENIENT = {
 
 
 # Known differences not fixed here: conv2d's argument checks, nn.init on integer tensors
-# (NotImplementedError in PyTorch), label_smoothing's error class (nn files reworked on other branches),
-# kron with a list (an AttributeError: ops/matrix.py is reworked on another branch), and
+# (NotImplementedError in PyTorch), label_smoothing's error class (nn files reworked on other
+# branches), kron with a list (an AttributeError: ops/matrix.py is reworked on another branch), and
 # NumPy's RuntimeWarnings at IEEE special values of the
 # elementwise ops (a division by zero, log(0)): PyTorch is silent; an np.errstate around every
 # op would cost about 3 us per op.
