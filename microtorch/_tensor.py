@@ -367,7 +367,7 @@ class Tensor:
                 return self._backend.to_numpy(self._data)
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and _grad_enabled():  # (no_grad: allowed)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if type(self._data) in ARRAY_WRAPPERS:
@@ -375,7 +375,7 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if self.requires_grad:  # PyTorch's __array__ is numpy(), which refuses these
+        if self.requires_grad and _grad_enabled():  # PyTorch's __array__ is numpy()
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         arr = self._backend.to_numpy(self._data)
@@ -680,6 +680,14 @@ def _wrap_dim(dim: int, ndim: int) -> int:
         raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
                          f"but got {dim})")
     return dim + ndim if dim < 0 else dim
+
+
+def _grad_enabled() -> bool:
+    """Grad mode of the calling thread (numpy() refuses a tensor that requires grad only
+    while it is on, as PyTorch's)."""
+    from .autograd.grad_mode import is_grad_enabled
+
+    return is_grad_enabled()
 
 
 from . import ops as _ops  # noqa: E402  (ops import Tensor)

@@ -270,7 +270,9 @@ class Node:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
-        if not (needs_grad and recording()):
+        if not (needs_grad and recording()) or out.dtype.kind not in "fcV":
+            # (integer and bool results never require grad, as in PyTorch: x.to(int64),
+            # x.round().long(); "V": bfloat16)
             return Tensor._make(out, False, None)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph

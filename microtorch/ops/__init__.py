@@ -63,6 +63,28 @@ from ._writes import (
 )
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
+from .comparison import (
+    allclose,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    eq,
+    equal,
+    ge,
+    gt,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    ne,
+)
 from .complex import *  # noqa: F403
 from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
@@ -97,33 +119,14 @@ from .elementwise import (
     Tan,
     Tanh,
     Trunc,
-    allclose,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
     clamp,
-    eq,
-    equal,
     floor_divide,
-    ge,
-    gt,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    lt,
-    ne,
     remainder,
     where,
 )
 from .gamma import *  # noqa: F403
 from .indexed import *  # noqa: F403
+from .indexing import getitem
 from .integer import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .linalg_toplevel import *  # noqa: F403
@@ -165,7 +168,6 @@ from .shape import (
     flatten,
     flip,
     gather,
-    getitem,
     index_select,
     masked_fill,
     narrow,
@@ -408,6 +410,7 @@ METHODS = dict(
     __le__=_operator(le), __gt__=_operator(gt), __ge__=_operator(ge),
     __and__=bitwise_and, __or__=bitwise_or, __xor__=bitwise_xor, __invert__=bitwise_not,
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
+    __rxor__=_reflected(bitwise_xor),
     __getitem__=getitem, __setitem__=setitem,
 )
 
@@ -438,7 +441,7 @@ def _array_operand(name: str, op, direct=None):
         result = np.asarray(numpy_op(self.numpy(), other))
         if result.dtype == np.bool_:
             result = result.astype(np.uint8)
-        return creation.from_numpy(np.ascontiguousarray(result))
+        return creation.from_numpy(np.ascontiguousarray(result).reshape(result.shape))
 
     method.__name__ = name
     method.__doc__ = op.__doc__

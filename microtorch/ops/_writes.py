@@ -13,7 +13,7 @@ from .. import _dtype
 from ..autograd import forward_mode, saved, views
 from ..autograd.grad_mode import no_grad, recording
 from ..autograd.node import broadcast_message
-from . import shape
+from . import indexing
 from ._util import (
     Tensor,
     assert_no_internal_overlap,
@@ -22,7 +22,8 @@ from ._util import (
     promote_operands,
     xp_of,
 )
-from .shape import _is_basic, expand, masked_fill
+from .indexing import is_basic as _is_basic
+from .shape import expand, masked_fill
 
 
 def warn_expanded(op: str, example: str) -> None:
@@ -269,28 +270,31 @@ def _inplace_view(op):
 
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
-    arr_key = shape._index_key(key)
-    shape.check_device_index(self._data, arr_key)
+    arr_key = indexing.index_key(key, self._data.ndim)
+    indexing.check_device_index(self._data, arr_key)
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")
+    if not _is_basic(arr_key):
+        indexing.check_masks(self._data.shape, arr_key)
     check_setitem_value(self, arr_key, value)
     if has_internal_overlap(self._data):
-        if shape._is_basic(arr_key):
+        if _is_basic(arr_key):
             # PyTorch writes into the indexed region (a view): allowed when that region has
             # no overlapping elements (``expanded[0] = v``), refused otherwise.
-            region = shape.getitem(self, key)
+            region = indexing.getitem(self, key)
             assert_no_internal_overlap(region._data)
             region.copy_(value) if isinstance(value, Tensor) else region.fill_(value)
             return
         warn_expanded("index_put_", "tensor[indices] = tensor")
     try:
         if _check_inplace(self, value):
-            _write(self, shape.IndexPut.apply(self, arr_key, value))
+            _write(self, indexing.IndexPut.apply(self, arr_key, value))
             return
         if saved.writes.count:
             saved.before_write(self)
-        self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+        dest, k = indexing.target(self._data, arr_key)
+        dest[k] = value._data if isinstance(value, Tensor) else value
     except ValueError as exc:  # NumPy checks the shapes before it writes anything
         raise RuntimeError(str(exc).replace("value array", "value tensor")) from None
     self._vbox[0] += 1

@@ -53,8 +53,9 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
                            f"{len(dims)}")
-    nd = builtins.max(input._data.ndim, 1)
-    return Roll.apply(input, shifts, tuple(wrap_dim(d, nd) for d in dims))
+    if input._data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    return Roll.apply(input, shifts, tuple(wrap_dim(d, input._data.ndim) for d in dims))
 
 
 def movedim(input: Tensor, source, destination) -> Tensor:
@@ -383,7 +384,11 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     as ``np.take_along_axis``; pairs with ``argsort``/``argmax(keepdim=True)``."""
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
+    if input._data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, input.dim())
+    # PyTorch 2.13 wraps every index into [0, size) along dim (negative ones included)
+    indices = indices.remainder(input.shape[d]) if input.shape[d] else indices
     in_shape, idx_shape = list(input.shape), list(indices.shape)
     in_shape[d] = idx_shape[d] = 1
     common = list(broadcast_shapes(in_shape, idx_shape))

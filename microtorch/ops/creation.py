@@ -306,6 +306,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
                        for v in values)
         dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
     dt = _dtype.as_dtype(dtype).np
+    if dt.kind == "b":
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     floating = _dtype.kind_of(dt) == "f"
     if not floating:
         # PyTorch accumulates integer ranges in int64: start and step are truncated first
@@ -364,6 +366,8 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _creation_dtype(dtype)
+    if dt.kind == "b":
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     backend = get_backend(device)
     backend.check_dtype(dt)
     xp = backend.xp
@@ -476,7 +480,18 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     backend = get_backend(device)
     source = backend if generator is None else generator
-    arr = source.integers(int(low), int(high), _shape((size,), "randint"), dt.np)
+    shape = _shape((size,), "randint")
+    if _dtype.kind_of(dt.np) in "iu":
+        arr = source.integers(int(low), int(high), shape, dt.np)
+    else:  # a float (or bool) dtype: PyTorch's random_(low, high) draws the same integers
+        if dt.np.kind != "b":
+            digits = {"float16": 11, "bfloat16": 8, "float32": 24}.get(dt.np.name, 53)
+            if not -(2 ** digits) <= high - 1 <= 2 ** digits:
+                warnings.warn(f"to - 1 is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                              f"precision limitations {dt} can support discrete uniform "
+                              f"distribution only within this range.", UserWarning,
+                              stacklevel=2)
+        arr = source.integers(int(low), int(high), shape, np.int64).astype(dt.np)
     return _finish(backend.asarray(arr), requires_grad)
 
 

@@ -82,8 +82,13 @@ def _parse_einsum(equation: str, operands) -> tuple[list[str], str, dict]:
                                f"operand {len(spelled)}"
                                + ("" if "..." in lhs else " and no ellipsis was given"))
         for c, n in zip(s, shape):
-            if c in ell:
-                sizes[c] = builtins.max(sizes.get(c, 1), n)
+            if c in ell:  # broadcast: a size 1 takes the other's (also 0: an empty batch)
+                prev = sizes.get(c, 1)
+                if prev != 1 and n not in (1, prev):
+                    raise RuntimeError(f"einsum(): operands do not broadcast with remapped "
+                                       f"shapes (original->remapped): subscript {c} has "
+                                       f"sizes {prev} and {n}")
+                sizes[c] = n if prev == 1 else prev
             elif sizes.setdefault(c, n) != n:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
                                    f"(original->remapped): subscript {c} has sizes "
@@ -396,7 +401,12 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     first dims, or two lists), as one matrix product of the rearranged operands."""
     da, db = _tensordot_dims(a, b, dims)
     for i, j in zip(da, db):
-        if a._data.shape[i] != b._data.shape[j]:
+        # a size-1 dim broadcasts against the other, which is summed right away (PyTorch's)
+        if a._data.shape[i] != b._data.shape[j] and b._data.shape[j] == 1:
+            a = a.sum(i, keepdim=True)
+        elif a._data.shape[i] != b._data.shape[j] and a._data.shape[i] == 1:
+            b = b.sum(j, keepdim=True)
+        elif a._data.shape[i] != b._data.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a._data.shape[i]} in dim {i} and second has size "
                                f"{b._data.shape[j]} in dim {j}")

@@ -7,8 +7,9 @@ from collections import namedtuple
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
+from ..autograd.grad_mode import recording
 from ._autocast import autocast_op
-from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
+from ._util import Tensor, dims_arg, reduce_grad, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -54,6 +55,7 @@ class Sum(Function):
     def forward(ctx, x, dims, keepdim, dtype):
         arr = x._data
         ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
+        ctx.in_dtype = arr.dtype if dtype is not None and dtype != arr.dtype else None
         if dims is not None:
             ctx.torch_name = "SumBackward1"  # (PyTorch's sum.dim_IntList)
         if dtype is None and arr.dtype.kind in "bui":
@@ -64,15 +66,27 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return _restore(grad, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+        g = _restore(grad, ctx.shape, ctx.dims, ctx.keepdim)
+        if ctx.in_dtype is not None:  # sum(dtype=...): the gradient in the input's dtype
+            g = reduce_grad(g, ctx.shape, ctx.in_dtype)
+        return g, None, None, None
 
 
 @autocast_op("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over all elements or over ``dim``."""
     dims = dims_arg(dim, input._data.ndim)
-    dt = None if dtype is None else _dtype.as_dtype(dtype).np
+    dt = None if dtype is None else _differentiable_dtype(input, dtype).np
     return Sum.apply(input, dims, keepdim, dt)
+
+
+def _differentiable_dtype(input: Tensor, dtype):
+    """The ``dtype=`` of a reduction as a microtorch dtype; PyTorch's error when ``input``
+    needs a gradient and that dtype cannot carry one (an integer or bool)."""
+    dt = _dtype.as_dtype(dtype)
+    if dt.np.kind not in "fcV" and input.requires_grad and recording():
+        raise RuntimeError(f"Autograd not support dtype: {_dtype.title(dt)}")
+    return dt
 
 
 class Mean(Function):
@@ -97,7 +111,12 @@ class Mean(Function):
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over all elements or over ``dim``."""
     if dtype is not None:
-        input = input.to(_dtype.as_dtype(dtype))
+        dt = _dtype.as_dtype(dtype)
+        if _dtype.kind_of(dt.np) not in "fc":
+            raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be "
+                               f"either a floating point or complex dtype. Got: "
+                               f"{_dtype.title(dt)}")
+        input = input.to(dt)
     return Mean.apply(input, dims_arg(dim, input._data.ndim), keepdim)
 
 
@@ -131,16 +150,38 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     """Variance (Bessel-corrected unless ``unbiased=False`` / ``correction=0``)."""
     if isinstance(dim, bool):  # var(x, False): the legacy positional ``unbiased``
         dim, unbiased = None, dim
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     return Var.apply(input, dims_arg(dim, input._data.ndim), _correction(unbiased, correction),
                      keepdim)
+
+
+class _StdOfVar(Function):
+    """sqrt(variance) with PyTorch's std_backward: grad / (2 std), and 0 where std is 0 (a
+    constant input), where a plain sqrt would give inf * 0 = NaN."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, v):
+        ctx.save_output()
+        arr = v._data
+        return xp_of(arr).sqrt(arr)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, out = lift(grad, ctx.saved_output)
+        F = namespace(g)
+        return finish(F.where(out == 0, 0.0, g / (out * 2)))
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Standard deviation: the square root of ``var``."""
     if input._data.dtype in _dtype.REDUCED_FLOATS:  # the root of the float32 variance, rounded
-        wide = var(input.float(), dim, unbiased, keepdim, correction=correction).sqrt()
+        wide = _StdOfVar.apply(var(input.float(), dim, unbiased, keepdim,
+                                   correction=correction))
         return named(wide.to(input.dtype), "StdBackward0")
-    return named(var(input, dim, unbiased, keepdim, correction=correction).sqrt(),
+    return named(_StdOfVar.apply(var(input, dim, unbiased, keepdim, correction=correction)),
                  "StdBackward0", input)
 
 
@@ -161,7 +202,10 @@ class _ExtremeAll(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        mask = x == ctx.saved_output
+        out = ctx.saved_output
+        mask = x == out
+        if x.is_floating_point():  # a NaN result: the NaNs share it (evenly_distribute_backward)
+            mask = mask | (x.isnan() & out.isnan())
         return mask * (grad / mask.sum()), None
 
 
@@ -309,15 +353,18 @@ class Prod(Function):
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product of all elements or along ``dim``."""
     if dtype is not None:
-        input = input.to(_dtype.as_dtype(dtype))
+        input = input.to(_differentiable_dtype(input, dtype))
     d = None if dim is None else wrap_dim(dim, input._data.ndim)
     return Prod.apply(input, d, keepdim)
 
 
 @autocast_op("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) along ``dim``, computed stably."""
+    """log(sum(exp(x))) along ``dim``, computed stably (integers and bools in the default
+    float dtype, as PyTorch)."""
     dims = dims_arg(dim, input._data.ndim)
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        input = input.to(_dtype.get_default_dtype())
     peak = amax(input, dims, keepdim=True).detach()
     peak = peak.where(peak.isfinite(), 0.0)
     out = (input - peak).exp().sum(dims, keepdim=True).log() + peak
@@ -404,8 +451,30 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor
 
 
 @autocast_op("norm")
-def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
-    """``torch.norm``: the Frobenius / 2-norm by default, else a vector p-norm."""
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
+         dtype=None) -> Tensor:
+    """``torch.norm``: the Frobenius / 2-norm by default, the nuclear norm for ``p='nuc'``
+    (over ``dim``, two dims, or a matrix), else a vector p-norm; computed in ``dtype``."""
+    if out is not None:
+        raise TypeError("norm(): out= is not supported by microtorch")
+    if dtype is not None:
+        input = input.to(_differentiable_dtype(input, dtype))
+    if p == "nuc":
+        from .linalg_decompositions import svdvals
+
+        if dim is None:
+            if input._data.ndim != 2:
+                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                                   f"{' '.join(map(str, range(input._data.ndim)))}")
+            dim = (-2, -1)
+        elif isinstance(dim, int) or len(dim) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(map(str, (dim,) if isinstance(dim, int) else dim))}")
+        rows, cols = (wrap_dim(d, input._data.ndim) for d in dim)
+        out = svdvals(input.movedim((rows, cols), (-2, -1))).sum(-1)
+        for d in sorted((rows, cols)) if keepdim else ():
+            out = out.unsqueeze(d)
+        return out
     return vector_norm(input, 2 if p in ("fro", None) else p, dim, keepdim)
 
 
@@ -414,9 +483,9 @@ class Cumsum(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         arr = x._data
-        if arr.dtype.kind in "bui":
-            return arr.cumsum(axis=dim, dtype="int64")
-        return _widened(arr.__class__.cumsum, arr, axis=dim)
+        if arr.dtype.kind in "bui":  # (NumPy makes a 0-d input 1-d: reshaped back)
+            return arr.cumsum(axis=dim, dtype="int64").reshape(arr.shape)
+        return _widened(arr.__class__.cumsum, arr, axis=dim).reshape(arr.shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -427,7 +496,7 @@ class Cumsum(Function):
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sum along ``dim``."""
     if dtype is not None:
-        input = input.to(_dtype.as_dtype(dtype))
+        input = input.to(_differentiable_dtype(input, dtype))
     return Cumsum.apply(input, wrap_dim(dim, input._data.ndim))
 
 
@@ -468,12 +537,16 @@ def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """``(var, mean)`` over ``dim`` in one call, as PyTorch's ``var_mean``."""
+    if isinstance(dim, bool):  # var_mean(x, True): the legacy positional ``unbiased``
+        dim, unbiased = None, dim
     return (var(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """``(std, mean)`` over ``dim`` in one call, as PyTorch's ``std_mean``."""
+    if isinstance(dim, bool):  # std_mean(x, True): the legacy positional ``unbiased``
+        dim, unbiased = None, dim
     return (std(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import named
+from . import _stl
 from ._util import Tensor, wrap_dim, xp_of
 from .counting import no_derivative
 
@@ -51,14 +52,56 @@ def _sort_indices(arr, dim: int, descending: bool):
     return (n - 1 - idx).astype(np.int64)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
-    """(values, indices) sorted along ``dim``, NaN as the largest value.
+def _equal_neighbours(arr, idx, d: int):
+    """For the stable sort ``idx`` of ``arr`` along ``d``: whether each sorted element equals
+    the next (NaNs equal each other), moved to the last dim: shape (..., n - 1)."""
+    xp = xp_of(arr)
+    s = xp.moveaxis(xp.take_along_axis(arr, idx, d), d, -1)
+    same = s[..., 1:] == s[..., :-1]
+    if arr.dtype.kind in "fV":
+        same |= (s[..., 1:] != s[..., 1:]) & (s[..., :-1] != s[..., :-1])
+    return same
 
-    Always stable: PyTorch's order with ``stable=True``; with ``stable=False`` PyTorch's CPU
-    sort may order equal values differently along dims longer than 16.
-    """
+
+def _replay(arr, d: int, idx, rows, order) -> None:
+    """Overwrite, in the index array ``idx`` (the sort-like result along ``d``), the rows
+    where ``rows`` (a bool array over the other dims) holds with ``order(keys)``: the
+    indices PyTorch's CPU algorithm leaves there (``_stl``), from the row's comparison keys.
+    Rows are read to the host only where equal values meet (a sync on a GPU, then)."""
+    from ..backend import backend_of
+
+    backend = backend_of(arr)
+    picked = backend.to_numpy(rows) if type(rows) is not np.ndarray else rows
+    if not picked.any():
+        return
+    host = np.moveaxis(backend.to_numpy(arr), d, -1)
+    out = np.moveaxis(backend.to_numpy(idx), d, -1).copy()
+    for pos in [()] if picked.ndim == 0 else map(tuple, np.argwhere(picked)):
+        out[pos] = order(_stl.keys(host[pos].tolist()))
+    idx[...] = backend.asarray(np.moveaxis(out, -1, d))
+
+
+def _std_sort_order(descending: bool):
+    def order(keys: list) -> list:
+        items = [(key, i) for i, key in enumerate(keys)]
+        _stl.sort(items, 0, len(items), (lambda x, y: x[0] > y[0]) if descending else
+                  (lambda x, y: x[0] < y[0]))
+        return [i for _, i in items]
+
+    return order
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    """(values, indices) sorted along ``dim``, NaN as the largest value. ``stable=True``
+    keeps equal values in their order; ``stable=False`` (the default) orders them as
+    PyTorch's CPU ``std::sort`` does (its insertion sort keeps them in order up to 16
+    elements; longer rows with equal values replay its introsort)."""
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
-    idx = _tensor_like(_sort_indices(input._data, d, descending), input)
+    arr = _sort_indices(input._data, d, descending)
+    if not stable and input._data.ndim and input._data.shape[d] > 16:
+        _replay(input._data, d, arr, _equal_neighbours(input._data, arr, d).any(-1),
+                _std_sort_order(descending))
+    idx = _tensor_like(arr, input)
     if input._data.ndim == 0:
         values = input.clone()
     else:
@@ -84,28 +127,71 @@ def _select_sorted(input: Tensor, dim: int, descending: bool):
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
-    """The ``k`` largest (or smallest) values along ``dim`` and their indices.
-
-    Among equal values the lower index comes first (PyTorch's CPU partial sort may pick
-    another of the tied indices; the values agree).
-    """
+    """The ``k`` largest (or smallest) values along ``dim`` and their indices, with PyTorch's
+    CPU order among equal values (and, for ``sorted=False``, its order of the k): its
+    ``std::partial_sort`` (k * 64 <= size) or ``std::nth_element`` then ``std::sort``,
+    replayed on the rows where it matters."""
     d, size, idx = _select_sorted(input, dim, largest)
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     if input._data.ndim == 0:
         return topk_result(named(input.clone(), "TopkBackward0"), idx)
+    if k and size > 1:
+        arr = idx._data
+        partial = k * 64 <= size
+        if sorted or partial:  # the rows with equal values among (or next to) the k
+            rows = _equal_neighbours(input._data, arr, d)[..., :k].any(-1)
+        else:  # unsorted: the order nth_element leaves, on every row
+            rows = xp_of(arr).ones(arr.shape[:d] + arr.shape[d + 1:], dtype=bool)
+        _replay(input._data, d, arr, rows, _topk_order(k, largest, sorted, partial))
     idx = idx.narrow(d, 0, k).contiguous() if k < size else idx
     return topk_result(named(input.gather(d, idx), "TopkBackward0", input), idx)
 
 
+def _topk_order(k: int, largest: bool, sorted_: bool, partial: bool):
+    def order(keys: list) -> list:
+        items = [(key, i) for i, key in enumerate(keys)]
+        n = len(items)
+        less = (lambda x, y: x[0] > y[0]) if largest else (lambda x, y: x[0] < y[0])
+        if partial:
+            _stl.partial_sort(items, 0, k, n, less)
+        else:
+            _stl.nth_element(items, 0, k - 1, n, less)
+            if sorted_:
+                _stl.sort(items, 0, k - 1, less)
+        return [i for _, i in items[:k]] + [i for _, i in items[k:]]
+
+    return order
+
+
+def _kth_order(k: int):
+    def order(keys: list) -> list:
+        items = [(key, i) for i, key in enumerate(keys)]
+        _stl.quick_select(items, k - 1, lambda x, y: x[0] > y[0])
+        return [i for _, i in items]
+
+    return order
+
+
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
-    """The ``k``-th smallest value along ``dim`` and its index (the first among ties, where
-    PyTorch's quickselect may return another of the tied indices)."""
+    """The ``k``-th smallest value along ``dim`` and its index; among equal values the one
+    PyTorch's CPU quickselect picks (replayed on the rows where the k-th value repeats)."""
+    return _kthvalue(input, k, dim, keepdim, True)
+
+
+def _kthvalue(input: Tensor, k: int, dim: int, keepdim: bool, replayed: bool):
+    """kthvalue; ``replayed=False``: the first of equal values (median's own order)."""
+    if input._data.dtype == np.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d, size, idx = _select_sorted(input, dim, False)
     if not 1 <= k <= builtins.max(size, 1):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     if input._data.ndim == 0:
         return kthvalue_result(named(input.clone(), "KthvalueBackward0"), idx)
+    if size > 1 and replayed:
+        same = _equal_neighbours(input._data, idx._data, d)
+        rows = same[..., builtins.max(k - 2, 0):k].any(-1)
+        _replay(input._data, d, idx._data, rows, _kth_order(k))
     idx = idx.narrow(d, k - 1, 1).contiguous()
     values = input.gather(d, idx)
     if not keepdim:
@@ -117,6 +203,8 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     """The lower median ((n-1)//2-th smallest): of all elements, or along ``dim`` with its
     index (the first among ties). A NaN in a slice makes that slice's median NaN (at the
     first NaN's index), as PyTorch's; ``nanmedian`` is the NaN-ignoring one."""
+    if input._data.dtype == np.bool_:
+        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
     if dim is None:
         flat = input.reshape(-1)
         if flat._data.size == 0:
@@ -126,6 +214,8 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
             return named(flat[nan.nonzero()[0, 0]], "MedianBackward0", input)
         k = (flat._data.size - 1) // 2 + 1
         value = kthvalue(flat.detach(), k, 0).values
+        if not flat.is_floating_point():  # (no gradient: and the dtype stays an integer one)
+            return value
         # PyTorch spreads the gradient evenly over every element equal to the median; the
         # added term is exactly zero in value, so the result is the median bit for bit.
         ties = (flat.detach() == value).to(flat.dtype)
@@ -133,7 +223,7 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
         return named(value + spread, "MedianBackward0", input)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     size = input.shape[d] if input._data.ndim else 1
-    values, indices = kthvalue(input, (size - 1) // 2 + 1, d, keepdim=True)
+    values, indices = _kthvalue(input, (size - 1) // 2 + 1, d, True, False)
     if input.is_floating_point():
         nan = input != input
         has_nan = nan.any(d, keepdim=True)

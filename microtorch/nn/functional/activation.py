@@ -14,12 +14,14 @@ import warnings
 
 import numpy as np
 
+from ... import _dtype
 from ...autograd.function import named
 from ...autograd.node import ShownNode, edge_of
 from ...ops import _inplace, where
 from ...ops import activation as A
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, wrap_dim
+from ...ops.activation import floating_only
 from ...ops.elementwise import Relu, Sigmoid, Tanh
 from ...ops.special import erf
 
@@ -49,6 +51,7 @@ def relu_(input: Tensor) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x."""
+    floating_only(input, "leaky_relu_cpu")
     out = where(input > 0, input, input * negative_slope)
     return _inplace_result(input, out, "LeakyReluBackward1") if inplace else \
         named(out, "LeakyReluBackward0", input)
@@ -56,6 +59,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x) (exact, via erf) or its tanh approximation (``approximate='tanh'``)."""
+    floating_only(input, "GeluKernelImpl")
     if approximate == "none":
         return named(input * 0.5 * (1.0 + erf(input * (1.0 / math.sqrt(2.0)))),
                      "GeluBackward0", input)
@@ -67,6 +71,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
+    floating_only(input, "silu_cpu")
     out = input * Sigmoid.apply(input)
     return _inplace_result(input, out, "SiluBackward0") if inplace else \
         named(out, "SiluBackward0", input)
@@ -135,6 +140,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: a * sigmoid(b), with a, b the two halves of ``input`` along ``dim``."""
+    floating_only(input, "glu_cpu")
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = wrap_dim(dim, input.ndim)
@@ -167,6 +173,7 @@ def _maybe_inplace(op, input: Tensor, inplace: bool, *args, names=(None, None)) 
 def _elu(x: Tensor, alpha: float, scale: float, input_scale: float,
          grad_input_scale: float | None = None) -> Tensor:
     gs = input_scale if grad_input_scale is None else grad_input_scale
+    floating_only(x, "elu_cpu")
     return A.Elu.apply(x, alpha, scale, input_scale, gs)
 
 
@@ -210,10 +217,15 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 @autocast_op("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta; the identity where beta x > threshold (as PyTorch)."""
+    floating_only(input, "softplus_cpu")
     return A.Softplus.apply(input, float(beta), float(threshold))
 
 
 def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
+    if x._data.dtype.kind in "iu":  # integers stay integers, the limits truncated to them
+        if x._data.dtype.kind == "u" and (lo < 0 or hi < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        return x.clamp(int(lo), int(hi))
     return A.Hardtanh.apply(x, lo, hi)
 
 
@@ -222,6 +234,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     """clamp(x, min_val, max_val); zero gradient at and beyond the bounds (PyTorch's)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     return _maybe_inplace(_hardtanh, input, inplace, float(min_val), float(max_val))
 
 
@@ -236,6 +250,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _hardsigmoid(x: Tensor) -> Tensor:
+    floating_only(x, "hardsigmoid_cpu")
     return A.Hardsigmoid.apply(x)
 
 
@@ -245,6 +260,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _hardswish(x: Tensor) -> Tensor:
+    floating_only(x, "hardswish_cpu")
     return A.Hardswish.apply(x)
 
 
@@ -254,6 +270,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _mish(x: Tensor) -> Tensor:
+    floating_only(x, "mish_cpu")
     return A.Mish.apply(x)
 
 
@@ -265,6 +282,9 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 @autocast_op("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, the weight broadcast over the channel dim (dim 1)."""
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{_dtype.title(input.dtype)} and {_dtype.title(weight.dtype)}")
     n = weight.numel()
     if n != 1:
         if input.ndim == 0:
@@ -297,10 +317,15 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|)) (never overflows)."""
+    floating_only(input, "log_sigmoid_cpu")
     return A.LogSigmoid.apply(input)
 
 
 def _threshold(x: Tensor, th: float, value: float) -> Tensor:
+    if x._data.dtype == np.bool_:
+        raise NotImplementedError('"threshold_cpu" not implemented for \'Bool\'')
+    if x._data.dtype.kind in "iu":  # (the value in the input's dtype, as PyTorch's kernel)
+        value = int(value)
     return where(x <= th, value, x)
 
 

@@ -82,9 +82,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     dims = (0,) + tuple(range(2, input.ndim))
     view = (1, c) + (1,) * (input.ndim - 2)
-    if training:
-        n = input.numel() // c
-        if n <= 1:
+    n = math.prod(input.shape[:1] + input.shape[2:])
+    if training and n == 0:  # an empty batch: an empty result, the running stats untouched
+        out = input.clone()
+    elif training:
+        if n == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {list(input.shape)}")
         mean = input.mean(dims, keepdim=True)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _dtype
 from ...autograd.function import named
 from ...ops import matmul
 from ...ops import pooling as P
 from ...ops._autocast import autocast_op
-from ...ops._util import Tensor, const, xp_of
+from ...ops._util import Tensor, const, scalar_name, xp_of
 from ...ops.vision import Pad
 from . import _window_index as W
 from ._util import _as_3d, _as_4d, _pair, _single
@@ -49,19 +50,27 @@ def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode)
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
-    """Maximum over sliding windows (stride defaults to the kernel size)."""
-    if return_indices:
-        raise NotImplementedError("max_pool2d(return_indices=True) is not supported")
+    """Maximum over sliding windows (stride defaults to the kernel size); with
+    ``return_indices`` also each maximum's flat (h * W + w) position in its image."""
     x, unbatched = _as_4d(input, "max_pool2d")
     kernel, stride, _, pads, dil, out_hw = _pool_geometry(x, kernel_size, stride, padding,
                                                           dilation, ceil_mode)
-    out = P.MaxPool2d.apply(x, kernel, stride, pads, dil, out_hw)
-    return out.squeeze(0) if unbatched else out
+    offsets = [] if return_indices else None
+    out = P.MaxPool2d.apply(x, kernel, stride, pads, dil, out_hw, offsets)
+    out = out.squeeze(0) if unbatched else out
+    if not return_indices:
+        return out
+    flat = P.max_pool_flat_indices(offsets[0], x.shape, kernel, stride, pads, dil)
+    indices = Tensor._make(flat)
+    return out, (indices.squeeze(0) if unbatched else indices)
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Average over sliding windows (stride defaults to the kernel size)."""
+    if input._data.dtype.kind in "biu":
+        return _integer_average(avg_pool2d, "avg_pool2d", input, kernel_size, stride, padding,
+                                ceil_mode, count_include_pad, divisor_override)
     x, unbatched = _as_4d(input, "avg_pool2d")
     kernel, stride, pad, pads, _, out_hw = _pool_geometry(x, kernel_size, stride, padding, 1,
                                                           ceil_mode)
@@ -71,14 +80,39 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     return out.squeeze(0) if unbatched else out
 
 
+def _integer_average(pool, kernel: str, input: Tensor, kernel_size, stride, padding,
+                     ceil_mode, count_include_pad, divisor_override) -> Tensor:
+    """Average pooling of an int64 tensor as PyTorch's kernel: the window sum divided by the
+    divisor in integer arithmetic (rounded toward zero); other integer dtypes are refused.
+    The sums and divisors come from the float64 pool (exact for integers below 2**53)."""
+    if input._data.dtype != np.int64:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(input)}\'')
+    x = input.to(_dtype.float64)
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad)
+    sums = pool(x, *args, divisor_override=1)._data
+    if divisor_override:
+        divisor = int(divisor_override)
+    else:  # the divisor of each window: its sum of ones over its average of ones
+        ones = x.new_ones(x.shape)
+        divisor = xp_of(sums).rint(pool(ones, *args, divisor_override=1)._data
+                                   / pool(ones, *args)._data).astype(np.int64)
+    s = xp_of(sums).rint(sums).astype(np.int64)
+    return Tensor._make(xp_of(s).sign(s) * (xp_of(s).abs(s) // divisor))
+
+
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     """Maximum over sliding windows of the last dim (stride defaults to the kernel size)."""
     x, unbatched = _as_3d(input, "max_pool1d")
+    if x._data.dtype.kind in "biu" and not return_indices:  # (PyTorch's 1-D kernel: floats)
+        raise NotImplementedError(f'"max_pool1d_impl" not implemented for '
+                                  f"'{scalar_name(x)}'")
     k = _single(kernel_size, "kernel_size")
     s = k if stride is None or stride == [] or stride == () else _single(stride, "stride")
     out = max_pool2d(x.unsqueeze(2), (1, k), (1, s), (0, _single(padding, "padding")),
                      (1, _single(dilation, "dilation")), ceil_mode, return_indices)
+    if return_indices:  # (the flat index in a height-1 image is the position along W)
+        return tuple(t.squeeze(2).squeeze(0) if unbatched else t.squeeze(2) for t in out)
     return out.squeeze(2).squeeze(0) if unbatched else out.squeeze(2)
 
 
@@ -138,6 +172,9 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Average over sliding 3-D windows (stride defaults to the kernel size), with PyTorch's
     divisors (``count_include_pad``, ``divisor_override``)."""
+    if input._data.dtype.kind in "biu":
+        return _integer_average(avg_pool3d, "avg_pool3d_out_frame", input, kernel_size, stride,
+                                padding, ceil_mode, count_include_pad, divisor_override)
     x, unbatched = _as_5d(input, "avg_pool3d")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
@@ -201,6 +238,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         raise ValueError("Input dimension should be at least 3")
     oh, ow = _adaptive_sizes("adaptive_avg_pool2d", input, output_size, 2)
     _check_adaptive_input("adaptive_avg_pool2d", input, 2)
+    if input._data.dtype.kind in "biu":
+        raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
+                                  f"'{scalar_name(input)}'")
     h, w = input.shape[-2:]
     sh, ch = _window_sum_matrix(input, h, oh)
     sw, cw = _window_sum_matrix(input, w, ow)
@@ -214,6 +254,9 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """Average over adaptive windows of the last dim of (N, C, L) or (C, L) input."""
     (ol,) = _adaptive_sizes("adaptive_avg_pool1d", input, output_size, 1)
     _check_adaptive_input("adaptive_avg_pool1d", input, 1)
+    if input._data.dtype.kind in "biu":
+        raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
+                                  f"'{scalar_name(input)}'")
     s, counts = _window_sum_matrix(input, input.shape[-1], ol)
     # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
     return named(matmul(input, s.t()) / const(input, counts), "SqueezeBackward1")
@@ -245,6 +288,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
         raise ValueError("Input dimension should be at least 4")
     od, oh, ow = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3)
     _check_adaptive_input("adaptive_avg_pool3d", input, 3)
+    if input._data.dtype.kind in "biu":
+        raise NotImplementedError(f'"adaptive_avg_pool3d_cpu" not implemented for '
+                                  f"'{scalar_name(input)}'")
     d, h, w = input.shape[-3:]
     sd, cd = _window_sum_matrix(input, d, od)
     sh, ch = _window_sum_matrix(input, h, oh)
