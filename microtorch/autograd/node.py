@@ -205,7 +205,9 @@ class Node:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
-        if not (needs_grad and recording()):
+        # An integer or bool result is never differentiable (PyTorch: x.long() does not
+        # require grad, and no gradient flows back through it)
+        if not (needs_grad and recording()) or getattr(out, "dtype", _F).kind in "biu":
             return Tensor._make(out, False, None)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
@@ -220,6 +222,9 @@ class Node:
             ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
             ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
         return result
+
+
+_F = np.dtype(np.float32)  # (the dtype of an output without one: a Python float)
 
 
 def _forward(cls, ctx, first, args: tuple, kwargs: dict):
