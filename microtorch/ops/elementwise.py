@@ -10,7 +10,7 @@ from .. import _dtype
 from ..autograd.function import Function, broadcast_message, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, rows_by_measurement
-from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
+from ._util import Tensor, is_scalar, promote_operands, reduce_grad, wrapped_int, xp_of
 from .complex import conj_of
 
 
@@ -37,7 +37,7 @@ class Add(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa + xb if alpha == 1 else xa + alpha * xb
+        return xa + xb if alpha == 1 else xa + wrapped_int(alpha, xb.dtype) * xb
 
     @staticmethod
     def backward(ctx, grad):
@@ -67,7 +67,7 @@ class Sub(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa - xb if alpha == 1 else xa - alpha * xb
+        return xa - xb if alpha == 1 else xa - wrapped_int(alpha, xb.dtype) * xb
 
     @staticmethod
     def backward(ctx, grad):
@@ -452,7 +452,15 @@ class Clamp(Function):
             ctx.torch_name = "ClampBackward0"
         ctx.bounds = min, max
         arr = x._data
+        ctx.x_dtype = arr.dtype
         xp = xp_of(arr)
+        # PyTorch promotes over the input and both bounds (clamp(int_tensor, min=1.5) is float)
+        bounds = [b for b in (min, max) if b is not None]
+        dt = _dtype.result_type([x.dtype if x._data.ndim else ("0d", x.dtype)] + [
+            (b.dtype if b._data.ndim else ("0d", b.dtype)) if isinstance(b, Tensor) else b
+            for b in bounds])
+        if dt.np != arr.dtype:
+            arr = arr.astype(dt.np)
         lo = min._data if isinstance(min, Tensor) else min
         hi = max._data if isinstance(max, Tensor) else max
         out = arr
@@ -481,7 +489,8 @@ class Clamp(Function):
         if hi_meta is not None:
             pick = x > hi if lo is None else (x > hi) | (hi < lo)
             g_hi = reduce_grad(F.where(pick, g, 0.0), *hi_meta)
-        return finish(F.where(keep, g, 0.0), g_lo, g_hi)
+        g_x = F.where(keep, g, 0.0)  # in x's dtype when the bounds promoted the result
+        return finish(reduce_grad(g_x, tuple(g_x.shape), ctx.x_dtype), g_lo, g_hi)
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:

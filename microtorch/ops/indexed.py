@@ -15,7 +15,15 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, named
-from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
+from ._util import (
+    Tensor,
+    check_bounds,
+    check_index_bounds,
+    scatter_add_arrays,
+    wrap_dim,
+    wrapped_int,
+    xp_of,
+)
 from .counting import no_derivative
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
@@ -126,7 +134,7 @@ class IndexAdd(Function):
         ctx.dim, ctx.alpha = dim, alpha
         ctx.save_for_backward(index)
         out = arr.copy()
-        vals = src if alpha == 1 else src * alpha
+        vals = src if alpha == 1 else src * wrapped_int(alpha, src.dtype)
         # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
         scatter_add_arrays(xp, xp.moveaxis(out, dim, 0), idx,
                    xp.moveaxis(vals.astype(arr.dtype), dim, 0))
