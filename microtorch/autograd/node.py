@@ -270,9 +270,9 @@ class Node:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
-        if not (needs_grad and recording()) or out.dtype.kind not in "fcV":
-            # (integer and bool results never require grad, as in PyTorch: x.to(int64),
-            # x.round().long(); "V": bfloat16)
+        # An integer or bool result is never differentiable (PyTorch: x.long() does not
+        # require grad, and no gradient flows back through it; "V": bfloat16)
+        if not (needs_grad and recording()) or getattr(out, "dtype", _F).kind not in "fcV":
             return Tensor._make(out, False, None)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
@@ -292,6 +292,9 @@ class Node:
                     ctx._out_data = packed[0]
                     ctx._packed = True
         return result
+
+
+_F = np.dtype(np.float32)  # (the dtype of an output without one: a Python float)
 
 
 def _forward(cls, ctx, first, args: tuple, kwargs: dict):

@@ -475,6 +475,17 @@ METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
                polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
 
 
+def _checked(method, check):
+    """``method`` after ``check(self, *args, **kwargs)`` (which raises on bad input)."""
+
+    def checked(self, *args, **kwargs):
+        check(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    checked.__name__, checked.__doc__ = method.__name__, method.__doc__
+    return checked
+
+
 def install_tensor_methods(cls) -> None:
     """Attach every op as a Tensor method, with in-place ``name_`` forms and operators."""
     methods = dict(METHODS)
@@ -491,6 +502,7 @@ def install_tensor_methods(cls) -> None:
                  "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
                  "remainder", "negative", "gcd", "lcm"):
         methods[name + "_"] = _inplace(methods[name])
+    methods["float_power_"] = _checked(methods["float_power_"], special.check_float_power_base)
     methods["masked_fill_"] = masked_fill_
     methods["fill_diagonal_"] = indexed.fill_diagonal_
     for name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims"):

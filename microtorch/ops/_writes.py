@@ -20,6 +20,7 @@ from ._util import (
     has_internal_overlap,
     is_scalar,
     promote_operands,
+    wrapped_int,
     xp_of,
 )
 from .indexing import is_basic as _is_basic
@@ -173,7 +174,7 @@ def _ufunc_inplace(name, op):
                 raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
                                    f"broadcast shape {list(wide)}")
         if alpha != 1:
-            xb = xb * alpha
+            xb = xb * wrapped_int(alpha, xb.dtype)
         if saved.writes.count:
             saved.before_write(self)
         getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _dtype
 from ..backend import canonical_device, get_backend, is_array_wrapper, xp_of
 from ..backend.device import device as Device
-from ._util import Tensor, sizes_arg
+from ._util import Tensor, sizes_arg, wrapped_int
 from .dlpack import array_from_dlpack, from_dlpack
 from .pinned import check_pinnable, pinned_leaf
 
@@ -223,7 +223,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     dt = _creation_dtype(dtype)
     backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.full(shape, fill_value, dtype=dt)
+        arr = backend.xp.full(shape, wrapped_int(fill_value, dt), dtype=dt)
     return _finish(arr, requires_grad)
 
 

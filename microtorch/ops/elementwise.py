@@ -10,7 +10,16 @@ from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows
-from ._util import Tensor, _cast, _promotion_key, is_scalar, promote_operands, reduce_grad, xp_of
+from ._util import (
+    Tensor,
+    _cast,
+    _promotion_key,
+    is_scalar,
+    promote_operands,
+    reduce_grad,
+    wrapped_int,
+    xp_of,
+)
 from .complex import conj_of
 
 
@@ -37,7 +46,7 @@ class Add(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa + xb if alpha == 1 else xa + alpha * xb
+        return xa + xb if alpha == 1 else xa + wrapped_int(alpha, xb.dtype) * xb
 
     @staticmethod
     def backward(ctx, grad):
@@ -67,7 +76,7 @@ class Sub(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa - xb if alpha == 1 else xa - alpha * xb
+        return xa - xb if alpha == 1 else xa - wrapped_int(alpha, xb.dtype) * xb
 
     @staticmethod
     def backward(ctx, grad):

@@ -21,6 +21,7 @@ from ._util import (
     check_index_bounds,
     scatter_add_arrays,
     wrap_dim,
+    wrapped_int,
     writable_copy,
     xp_of,
 )
@@ -139,7 +140,7 @@ class IndexAdd(Function):
         ctx.dim, ctx.alpha = dim, alpha
         ctx.save_for_backward(index)
         out = writable_copy(arr, idx, src)
-        vals = src if alpha == 1 else src * alpha
+        vals = src if alpha == 1 else src * wrapped_int(alpha, src.dtype)
         # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
         scatter_add_arrays(xp_of(out), xp.moveaxis(out, dim, 0), idx,
                    xp.moveaxis(vals.astype(arr.dtype), dim, 0))

@@ -9,6 +9,7 @@ Tensor ops.
 from __future__ import annotations
 
 import builtins
+import collections
 
 import numpy as np
 
@@ -198,7 +199,14 @@ def einsum(equation: str, *operands) -> Tensor:
     for s, op in zip(subs, operands):  # ellipsis dims of size 1 broadcast: expand them
         target = tuple(sizes[c] for c in s)
         ops.append(op.expand(target) if target != op._data.shape else op)
-    return Einsum.apply(",".join(subs) + "->" + out, *ops)
+    result = Einsum.apply(",".join(subs) + "->" + out, *ops)
+    counts = collections.Counter(c for s in subs for c in set(s))
+    if ops[0]._data.dtype.kind in "bui" and any(counts[c] == 1 and c not in out
+                                                 for s in subs for c in s):
+        # PyTorch sums a subscript that only one operand has (and the output lacks) out of
+        # that operand first, with sum(), which promotes integers and bool to int64
+        result = result.to(_dtype.int64)
+    return result
 
 
 def _ignored(input: Tensor) -> Tensor:
@@ -209,7 +217,11 @@ def _ignored(input: Tensor) -> Tensor:
 
 
 def _beta_alpha(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:
-    """beta * input + alpha * prod, skipping unit factors; beta == 0 ignores ``input``."""
+    """beta * input + alpha * prod, skipping unit factors; beta == 0 ignores ``input``. For
+    integer products PyTorch's kernels convert float factors to the integer type (toward
+    zero: beta=0.2 is 0)."""
+    if prod._data.dtype.kind in "iu":
+        beta, alpha = int(beta), int(alpha)
     prod = prod if alpha == 1 else prod * alpha
     return prod + (_ignored(input) if beta == 0 else input if beta == 1 else input * beta)
 
@@ -396,7 +408,7 @@ def _tensordot_dims(a: Tensor, b: Tensor, dims) -> tuple[list, list]:
     return ([wrap_dim(d, a._data.ndim) for d in da], [wrap_dim(d, b._data.ndim) for d in db])
 
 
-def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """The sum of products over the paired dims (``dims``: a count of a's last and b's
     first dims, or two lists), as one matrix product of the rearranged operands."""
     da, db = _tensordot_dims(a, b, dims)

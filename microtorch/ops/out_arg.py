@@ -24,7 +24,7 @@ OUT_FUNCTIONS = (
     "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
-    "matmul", "mm", "bmm", "dot", "mv", "outer", "addmm", "baddbmm",
+    "matmul", "mm", "bmm", "dot", "mv", "outer", "addmm", "baddbmm", "tensordot",
     "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "norm", "cumsum",
     "cumprod", "all", "any", "max", "min", "std", "var", "sort", "topk", "kthvalue",
     "cat", "concat", "concatenate", "stack", "gather", "index_select", "masked_select",

@@ -339,6 +339,8 @@ class Prod(Function):
         # With zeros, divide-by-x fails: use the product of all *other* elements, from
         # exclusive cumulative products on both sides.
         xp = xp_of(arr)
+        if dim is not None and arr.ndim == 0:  # (a 0-d input's dim 0 is the whole of it)
+            dim = None
         flat = arr.reshape(-1) if dim is None else xp.moveaxis(arr, dim, -1)
         ones = xp.ones(flat.shape[:-1] + (1,), dtype=arr.dtype)
         left = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], -1), -1)
@@ -349,13 +351,23 @@ class Prod(Function):
         return g * conj_of(Tensor._make(others)), None, None
 
 
+def in_requested(out: Tensor, dtype) -> Tensor:
+    """An integer product or sum (computed in int64, as PyTorch promotes integers) in the
+    ``dtype=`` the caller asked for: PyTorch accumulates in that dtype, and wrapping modulo
+    2^bits commutes with + and *, so casting the int64 result gives its values."""
+    if dtype is None:
+        return out
+    dtype = _dtype.as_dtype(dtype)
+    return out if out.dtype == dtype else out.to(dtype)
+
+
 @autocast_op("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product of all elements or along ``dim``."""
     if dtype is not None:
         input = input.to(_differentiable_dtype(input, dtype))
     d = None if dim is None else wrap_dim(dim, input._data.ndim)
-    return Prod.apply(input, d, keepdim)
+    return in_requested(Prod.apply(input, d, keepdim), dtype)
 
 
 @autocast_op("logsumexp")
@@ -497,7 +509,7 @@ def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sum along ``dim``."""
     if dtype is not None:
         input = input.to(_differentiable_dtype(input, dtype))
-    return Cumsum.apply(input, wrap_dim(dim, input._data.ndim))
+    return in_requested(Cumsum.apply(input, wrap_dim(dim, input._data.ndim)), dtype)
 
 
 class SumToSize(Function):
@@ -505,8 +517,11 @@ class SumToSize(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.shape = x._data.shape
-        return sum_to_shape(x._data, shape)
+        arr = x._data
+        ctx.shape = arr.shape
+        if arr.dtype.kind in "bui":  # a sum: integers and bool promote to int64, as in sum()
+            arr = arr.astype("int64")
+        return sum_to_shape(arr, shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -518,21 +533,28 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     from ._util import sizes_arg
 
     shape = sizes_arg(size, "sum_to_size")
-    if tuple(input._data.shape) == shape:
+    if tuple(input._data.shape) == shape and shape:  # (to (): always a sum, as PyTorch's)
         return input
     return SumToSize.apply(input, shape)
+
+
+def _logical_result(arr, result) -> Tensor:
+    # bool, except for uint8 input: PyTorch's all/any keep uint8 (its pre-bool convention)
+    result = xp_of(arr).asarray(result)
+    return Tensor._make(result.astype(arr.dtype) if arr.dtype == "uint8" else result, False,
+                        None)
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where every element (along ``dim``) is nonzero."""
     arr = input._data
-    return Tensor._make(xp_of(arr).asarray(arr.all(axis=dim, keepdims=keepdim)), False, None)
+    return _logical_result(arr, arr.all(axis=dim, keepdims=keepdim))
 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where some element (along ``dim``) is nonzero."""
     arr = input._data
-    return Tensor._make(xp_of(arr).asarray(arr.any(axis=dim, keepdims=keepdim)), False, None)
+    return _logical_result(arr, arr.any(axis=dim, keepdims=keepdim))
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):

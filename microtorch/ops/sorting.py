@@ -281,7 +281,11 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
         moved = arr.reshape(-1, 1)
     else:
         d = wrap_dim(dim, builtins.max(arr.ndim, 1))
-        moved = xp.moveaxis(arr, d, 0).reshape(arr.shape[d], -1)
+        if any(n == 0 for k, n in enumerate(arr.shape) if k != d):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        rest = arr.size // arr.shape[d] if arr.shape[d] else 0  # (-1 is ambiguous when empty)
+        moved = xp.moveaxis(arr, d, 0).reshape(arr.shape[d], rest)
     n = moved.shape[0]
     starts = xp.ones(n, dtype=bool)
     if n > 1:
@@ -334,6 +338,8 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     how = "right" if right else "left"
     if seq.ndim <= 1:
         out = xp.searchsorted(seq.reshape(-1), values, side=how)
+    elif values.size == 0:  # (no rows to search; reshape(-1, 0) would be ambiguous)
+        out = xp.zeros(values.shape, dtype=np.int64)
     else:
         rows, vals = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
         out = xp.stack([xp.searchsorted(r, v, side=how) for r, v in zip(rows, vals)])

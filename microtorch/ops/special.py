@@ -33,7 +33,7 @@ from ._util import (
 from .complex import conj_of
 from .counting import no_derivative
 from .elementwise import _check_integer_divisor, _meta, _not_bool
-from .reduce import _differentiable_dtype
+from .reduce import _differentiable_dtype, in_requested
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
            "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp", "cummax",
@@ -235,7 +235,8 @@ def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative product along ``dim``."""
     if dtype is not None:
         input = input.to(_differentiable_dtype(input, dtype))
-    return Cumprod.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1)))
+    return in_requested(Cumprod.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1))),
+                        dtype)
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
@@ -633,6 +634,18 @@ def float_power(input, exponent) -> Tensor:
     power = exponent.to(target) if isinstance(exponent, Tensor) else exponent
     return named(base ** power, "PowBackward0" if not isinstance(power, Tensor) else
                  "PowBackward1", *[t for t in (base, power) if isinstance(t, Tensor)])
+
+
+def check_float_power_base(input: Tensor, exponent) -> None:
+    """``float_power_`` computes in double precision and writes back only into a base of that
+    dtype (float64, or complex128 for complex operands): PyTorch's error otherwise."""
+    complex_ = input.is_complex() or isinstance(exponent, complex) or (
+        isinstance(exponent, Tensor) and exponent.is_complex())
+    target = _dtype.complex128 if complex_ else _dtype.float64
+    if input.dtype != target:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_dtype.title(input.dtype)}"
+                           f" but the operation's result requires dtype "
+                           f"{_dtype.title(target)}")
 
 
 def sgn(input: Tensor) -> Tensor:

@@ -156,7 +156,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    x = input.reshape(n, num_groups, -1)
+    # (the group size spelt out: with n = 0 a -1 would be ambiguous)
+    x = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))
     mean = x.mean(-1, keepdim=True)
     centred = x - mean
     var = (centred * centred).mean(-1, keepdim=True)

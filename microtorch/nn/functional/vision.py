@@ -21,7 +21,7 @@ from ...ops import matmul
 from ...ops import vision as V
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const, scalar_name
-from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
            "channel_shuffle", "affine_grid", "grid_sample"]
@@ -148,8 +148,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                                        None))
         exact = "Exact" if mode == "nearest-exact" else ""
         return named(out, f"UpsampleNearest{exact}{dim}DBackward0")
-    if mode == "area" and dim in (1, 2):
-        return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(input, out_size)
+    if mode == "area" and dim in (1, 2, 3):
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1]
+        return pool(input, out_size)
     if (mode, dim) in (("linear", 1), ("bilinear", 2)):
         out = input
         for i in range(dim):
