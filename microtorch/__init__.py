@@ -64,6 +64,7 @@ short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 from . import (  # noqa: E402
+    _inplace_functions,
     accelerator,
     amp,
     autograd,
@@ -147,6 +148,7 @@ def is_complex(input: Tensor) -> bool:
 
 _numpy_names.install(globals(), _ops_all)  # torch.sum(x, axis=0, keepdims=True)
 _out_arg.install(globals())  # torch.add(a, b, out=r) and the like (Tensor methods take no out=)
+_inplace_names = _inplace_functions.install(globals())  # torch.exp_(x), torch.dropout_(x, ...)
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",
@@ -167,7 +169,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
            "set_autocast_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype",
            "is_autocast_cpu_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
-           "set_autocast_gpu_dtype", *_ops_all]
+           "set_autocast_gpu_dtype", *_ops_all, *_inplace_names]
 del _dtype
 
 

@@ -15,7 +15,8 @@ from ._util import Tensor, sizes_arg
 from .pinned import check_pinnable, pinned_leaf
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
-           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
+           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
+           "eye",
            "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
            "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
            "CharTensor", "ByteTensor", "BoolTensor"]
@@ -345,6 +346,63 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
             i = xp.arange(steps, dtype=xp.float64)
             values = xp.where(i < steps // 2, lo + step * i, hi - step * (steps - 1 - i))
             arr = values.astype(dt)
+    return _finish(arr, requires_grad)
+
+
+def _range_endpoint(value, name: str):
+    """A logspace/linspace endpoint: a number, or a 0-d tensor read as one (PyTorch's tensor
+    overload)."""
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"logspace only supports 0-dimensional start and end tensors, "
+                               f"but got {name} with {value._data.ndim} dimension(s).")
+        return value.item()
+    return value
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` values ``base ** e`` for exponents evenly spaced from ``start`` to ``end``,
+    computed as PyTorch's CPU kernel: endpoints in the dtype, the step and the exponents
+    (``start + step * i`` for the first half, ``end - step * (steps - 1 - i)`` for the rest)
+    in double precision, ``pow`` in double, then rounded (integers: truncated) to the dtype."""
+    start, end = _range_endpoint(start, "start"), _range_endpoint(end, "end")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _creation_dtype(dtype)
+    if dt.kind == "b":
+        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    backend = get_backend(device)
+    backend.check_dtype(dt)
+    xp = backend.xp
+    base = float(base)
+    with backend.context():
+        if steps <= 1:
+            value = base ** complex(start) if dt.kind == "c" else base ** float(start)
+            arr = xp.full((steps,), value).astype(dt)
+        elif dt.kind == "c":  # all in the complex dtype, as PyTorch's complex kernel
+            lo, hi = dt.type(start), dt.type(end)
+            step = (hi - lo) / dt.type(steps - 1)
+            i = xp.arange(steps).astype(dt)
+            exps = xp.where(xp.arange(steps) < steps // 2, lo + step * i,
+                            hi - step * (dt.type(steps - 1) - i))
+            arr = xp.power(dt.type(base), exps).astype(dt)
+        else:
+            lo, hi = dt.type(start), dt.type(end)
+            # The difference as C++ computes it: integers (promoted to int) exactly, 16-bit
+            # floats in float32, float32/float64 in their own precision.
+            if dt.kind in "iu":
+                diff = float(int(hi) - int(lo))
+            elif dt.itemsize < 4:
+                diff = float(np.float32(hi) - np.float32(lo))
+            else:
+                diff = float(hi - lo)
+            step = diff / (steps - 1)
+            i = xp.arange(steps, dtype=xp.float64)
+            exps = xp.where(i < steps // 2, float(lo) + step * i,
+                            float(hi) - step * (steps - 1 - i))
+            values = xp.power(base, exps)
+            arr = (xp.trunc(values) if dt.kind in "iu" else values).astype(dt)
     return _finish(arr, requires_grad)
 
 

@@ -31,9 +31,14 @@ OUT_FUNCTIONS = (
     "neg", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "abs", "sign", "floor", "ceil",
     "round", "trunc", "reciprocal", "square", "exp2", "zeros", "ones", "empty", "rand", "randn",
+    "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
+    "logaddexp", "logaddexp2", "fmax", "fmin", "isposinf", "isneginf", "isin", "aminmax",
+    "mode", "nanmedian", "cross", "column_stack", "logspace", "bitwise_left_shift",
+    "bitwise_right_shift", "linspace", "arange",
 )
 # Creation functions take their dtype and device from ``out`` unless given.
-CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn", "logspace", "linspace",
+                      "arange"})
 
 
 def _any_requires_grad(values) -> bool:
