@@ -106,7 +106,11 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if source._data.dtype != input._data.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got{_dtype.title(input.dtype)} and {_dtype.title(source.dtype)}")
-    shape = broadcast_shape(input, mask)
+    for other in (mask, source):
+        if other.device != input.device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {input.device} and {other.device}!")
+    shape = broadcast_shape(mask, input)  # (PyTorch's error names the mask first)
     xp = xp_of(input._data)
     m = xp.broadcast_to(mask._data, shape)
     flat = m.reshape(-1)
@@ -128,6 +132,11 @@ _masked_scatter_inplace = _inplace(masked_scatter)
 
 def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """In-place masked_scatter: ``mask`` must broadcast to self's shape."""
-    if mask._data.dtype.kind == "b" and mask._data.shape != self._data.shape:
-        mask.expand(self.shape)  # PyTorch's expand error for a mask larger than self
+    if mask._data.ndim > self._data.ndim:  # PyTorch expands the mask to self's shape
+        kind = "CUDA" if mask.is_cuda else "CPU"
+        raise RuntimeError(f"expand({kind}{_dtype.title(mask.dtype)}Type"
+                           f"{{{list(mask._data.shape)}}}, size={list(self._data.shape)}): the "
+                           f"number of sizes provided ({self._data.ndim}) must be greater or "
+                           f"equal to the number of dimensions in the tensor "
+                           f"({mask._data.ndim})")
     return _masked_scatter_inplace(self, mask, source)

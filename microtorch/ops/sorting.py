@@ -183,18 +183,23 @@ def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
     """The lower median of the non-NaN values: of all elements (NaN when all are NaN), or
     along ``dim`` with its index (ties: the one PyTorch's (value, index) order ranks there)."""
     _no_complex(input, "median", False)
-    if not input.is_floating_point():  # nothing to ignore
-        out = median(input, dim, keepdim)
-        return out if dim is None else nanmedian_result(*out)
     if dim is None:
         flat = input.reshape(-1)
-        keep = flat == flat
-        count = int(keep.sum())
-        if count == 0:
-            return named(input.new_full((), float("nan")), "NanmedianBackward0")
-        value = kthvalue(flat.detach(), (count - 1) // 2 + 1, 0).values  # (NaN sorts last)
-        ties = flat.detach() == value  # the gradient, spread as median's (where, not a
-        # product: NaN elements must add nothing)
+        n = flat._data.size
+        if n == 0:  # NaN, converted to the dtype as C++ converts it (integers: garbage)
+            nan = xp_of(flat._data).asarray(float("nan")).astype(flat._data.dtype)
+            return named(Tensor._make(nan), "NanmedianBackward0")
+        nan = flat != flat
+        count = n - int(nan.sum())
+        if count == 0:  # all NaN: the result is NaN, its gradient spread over every element
+            value, ties = flat.detach()[0], nan
+        else:
+            value = kthvalue(flat.detach(), (count - 1) // 2 + 1, 0).values  # (NaN last)
+            ties = flat.detach() == value
+        if not input.is_floating_point():
+            return value
+        # the gradient spread evenly over the elements equal to the result, as median's (a
+        # where, not a product: NaN elements must add nothing; the term is 0 in value)
         spread = (flat - flat.detach()).where(ties, 0.0).sum() / ties.sum()
         return named(value + spread, "NanmedianBackward0", input)
     arr = input._data
