@@ -86,16 +86,19 @@ class CtcLoss(Function):
         empty = xp.where(tl == 0, 0.0, np.inf).astype(lp.dtype)
         nll = xp.where(il == 0, empty, nll).astype(lp.dtype, copy=False)
         ctx.saved = (lp, ext, skip, lp_ext, alpha, nll, input_lengths, target_lengths)
+        ctx.save_for_backward(log_probs)  # (PyTorch saves it: in-place changes are caught)
         ctx.blank, ctx.zero_infinity = blank, zero_infinity
         return nll
 
     @staticmethod
     def backward(ctx, grad):
         g = grad._data if isinstance(grad, Tensor) else grad
+        (log_probs,) = ctx.saved_tensors
         out = _ctc_gradient(g, *ctx.saved, ctx.zero_infinity)
         if recording() and isinstance(grad, Tensor):  # PyTorch has no double backward
-            return no_derivative(out, "_ctc_loss_backward", "CtcLossBackwardBackward0",
-                                 grad), None, None, None, None, None
+            return no_derivative(out, "", "CtcLossBackwardBackward0", grad, log_probs,
+                                 message="derivative for aten::_ctc_loss_backward is not "
+                                 "implemented"), None, None, None, None, None
         return out, None, None, None, None, None
 
 

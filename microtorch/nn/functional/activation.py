@@ -320,7 +320,8 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
 # -- shrinkage and randomized leaky ReLU ---------------------------------------------------------
 def _floating_only(input: Tensor, kernel: str) -> None:
     if not input.is_floating_point():
-        raise NotImplementedError(f"\"{kernel}_{input.device.type}\" not implemented for "
+        suffix = "" if kernel.endswith("_check") else f"_{input.device.type}"
+        raise NotImplementedError(f"\"{kernel}{suffix}\" not implemented for "
                                   f"'{_dtype_title(input)}'")
 
 
@@ -338,7 +339,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x shrunk towards 0 by lambd (0 inside [-lambd, lambd]); ``lambd`` must be >= 0."""
-    _floating_only(input, "softshrink")
+    _floating_only(input, "softshrink_check")
     from ..._typeinfo import finfo
 
     limit = finfo(input.dtype).max

@@ -332,10 +332,15 @@ def _unpool_output_size(input: Tensor, kernel, stride, padding, output_size) -> 
     return tuple(int(v) for v in requested)
 
 
-def _max_unpool(input: Tensor, indices: Tensor, out_size: tuple) -> Tensor:
+_UNPOOL_DIMS = {2: "two elements (height, width)", 3: "three elements (depth, height, width)"}
+
+
+def _max_unpool(input: Tensor, indices: Tensor, out_size: tuple, n: int) -> Tensor:
     """Zeros of ``out_size`` per (sample, channel) plane with ``input``'s values written at
     the flat positions ``indices`` (the last write wins); the gradient gathers them back."""
-    n = len(out_size)
+    if len(out_size) != n:
+        raise RuntimeError(f"There should be exactly {_UNPOOL_DIMS[n]} in output_size, but got "
+                           f"{len(out_size)} elements.")
     nd = input.ndim
     if nd not in (n + 1, n + 2):
         raise RuntimeError(f"Input to max_unpooling{n}d should be a {n + 1}d or {n + 2}d Tensor, "
@@ -361,12 +366,17 @@ def _max_unpool(input: Tensor, indices: Tensor, out_size: tuple) -> Tensor:
     flat_in = input.reshape(planes, -1)
     flat_idx = indices.reshape(planes, -1)
     sizes = "x".join(str(s) for s in out_size)
-    from ...ops._util import check_bounds
+    idx = flat_idx._data
+    ok = (idx >= 0) & (idx < volume)
 
-    def message(bad):
+    def last_bad() -> str:  # (PyTorch's loop keeps the last invalid index it met)
+        flat = ok.reshape(-1)
+        where = flat.size - 1 - int(input._backend.xp.argmin(flat[::-1]))
+        bad = int(idx.reshape(-1)[where])
         return f"Found an invalid max index: {bad} (output volumes are of size {sizes})"
 
-    check_bounds(flat_idx._data, 0, volume, RuntimeError, message)
+    input._backend.check(ok, RuntimeError, f"Found an invalid max index (output volumes are "
+                         f"of size {sizes})", last_bad)
     out = flat_in.new_zeros((planes, volume)).scatter(1, flat_idx, flat_in)
     return named(out.reshape(lead + tuple(out_size)), f"MaxUnpool{n}DBackward0", input)
 
@@ -384,7 +394,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
     kernel = _tuple(kernel_size, 1)
     stride = kernel if stride is None else _tuple(stride, 1)
     size = _unpool_output_size(input, kernel, stride, _tuple(padding, 1), output_size)
-    out = _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + (1,))
+    out = _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + (1,), 2)
     return out.squeeze(-1)
 
 
@@ -394,7 +404,7 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
     kernel = _tuple(kernel_size, 2)
     stride = kernel if stride is None else _tuple(stride, 2)
     size = _unpool_output_size(input, kernel, stride, _tuple(padding, 2), output_size)
-    return _max_unpool(input, indices, size)
+    return _max_unpool(input, indices, size, 2)
 
 
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
@@ -403,4 +413,7 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, paddi
     kernel = _tuple(kernel_size, 3)
     stride = kernel if stride is None else _tuple(stride, 3)
     size = _unpool_output_size(input, kernel, stride, _tuple(padding, 3), output_size)
-    return _max_unpool(input, indices, size)
+    if len(stride) == 3 and min(stride) <= 0:
+        raise RuntimeError(f"strides should be greater than zero, but got stride: "
+                           f"{list(stride)}")
+    return _max_unpool(input, indices, size, 3)

@@ -1,4 +1,4 @@
-"""Normalization layers: ``LayerNorm``, ``BatchNorm1d/2d``, ``GroupNorm``,
+"""Normalization layers: ``LayerNorm``, ``BatchNorm1d/2d/3d``, ``GroupNorm``,
 ``InstanceNorm1d/2d/3d`` and ``LocalResponseNorm``."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["RMSNorm", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d",
+__all__ = ["RMSNorm", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm",
+           "InstanceNorm1d",
            "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
 
 
@@ -169,6 +170,12 @@ class BatchNorm2d(_BatchNorm):
     """Batch norm over (N, C, H, W) inputs."""
 
     _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) inputs."""
+
+    _expected_dims = (5,)
 
 
 class GroupNorm(Module):
