@@ -18,6 +18,16 @@ from .backend.device import CPU, device
 _CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
 
 
+class _NoInferenceYet:
+    """Stands for ``autograd.grad_mode.inference_active`` while the autograd package imports
+    (it makes tensors before this module's last lines bind the real one): no block open."""
+
+    count = 0
+
+
+inference_active = _NoInferenceYet
+
+
 class _GradEpoch:
     """Counts reassignments of leaves' gradients (``p.grad = ...``, backward giving a leaf a new
     ``.grad`` object, zero_grad(set_to_none=True), ``.data`` swaps).
@@ -110,6 +120,7 @@ class Tensor:
     _slot_count = None  # the SlotCount of the flat gradient buffer that owns _grad_slot
     _base = None  # views (class _View): the tensor whose storage they view, as PyTorch's _base
     _vmeta = None  # views made under no_grad or by split/unbind: (kind, output index, op name)
+    _inference = False  # made in inference mode (or a view of such a tensor)
 
     def __new__(cls, *args, **kwargs):
         # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
@@ -129,6 +140,8 @@ class Tensor:
         t._vbox = [0]
         if tracking.on:
             backend_of(arr).memory.register(arr)
+        if inference_active.count and in_inference_mode():
+            t._inference = True
         return t
 
     # -- metadata ---------------------------------------------------------------------------
@@ -207,7 +220,13 @@ class Tensor:
     @property
     def _version(self) -> int:
         """The in-place version counter (shared with views), as PyTorch's ``_version``."""
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vbox[0]
+
+    def is_inference(self) -> bool:
+        """True for an inference tensor: made in ``inference_mode``, or a view of one."""
+        return self._inference
 
     def _is_view(self) -> bool:
         """True for the output of a view op (``_base`` is then the tensor it views)."""
@@ -270,6 +289,9 @@ class Tensor:
                                "require differentiation use var_no_grad = var.detach().")
         if requires_grad and _dtype.kind_of(self._data.dtype) not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not in_inference_mode():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self.requires_grad = requires_grad
         grad_epoch.bump()  # this may be a gradient tensor whose flags zero_grad must reset
         return self
@@ -310,6 +332,8 @@ class Tensor:
         """A tensor sharing this one's data (and version counter), cut from the graph."""
         out = Tensor._make(self._data, False, None)
         out._vbox = self._vbox
+        if self._inference:
+            out._inference = True
         return out
 
     def detach_(self) -> Tensor:
@@ -636,6 +660,9 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim + ndim if dim < 0 else dim
 
 
+from .autograd.grad_mode import in_inference_mode, inference_active  # noqa: E402, F811
+
+# isort: split
 from . import ops as _ops  # noqa: E402  (ops import Tensor)
 
 _ops.install_tensor_methods(Tensor)

@@ -263,6 +263,8 @@ def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
             t.grad_fn = node
             t.requires_grad = True
     ctx._saved = tuple(ctx._to_save)
+    if inference_active.seen:
+        refuse_inference_saved(ctx._saved)
     ctx._versions = tuple(None if t is None else t._vbox[0] for t in ctx._saved)
     output_ids = {id(t) for t in outs}
     ctx._saved_outputs = frozenset(i for i, t in enumerate(ctx._saved) if id(t) in output_ids)
@@ -428,5 +430,5 @@ from .. import _dtype  # noqa: E402
 from .._tensor import Tensor  # noqa: E402
 from . import views  # noqa: E402
 from .engine import OutputGrads  # noqa: E402
-from .grad_mode import anomaly  # noqa: E402
-from .node import _FREED, _next_sequence_number  # noqa: E402
+from .grad_mode import anomaly, inference_active  # noqa: E402
+from .node import _FREED, _next_sequence_number, refuse_inference_saved  # noqa: E402

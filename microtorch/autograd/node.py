@@ -27,7 +27,7 @@ import traceback
 
 import numpy as np
 
-from .grad_mode import anomaly, recording
+from .grad_mode import INFERENCE_SAVED, anomaly, inference_active, recording
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -207,6 +207,8 @@ class Node:
             raise RuntimeError(broadcast_message(args)) from None
         if not (needs_grad and recording()):
             return Tensor._make(out, False, None)
+        if inference_active.seen:
+            refuse_inference_saved(ctx._saved)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
         if anomaly.enabled:
@@ -220,6 +222,14 @@ class Node:
             ctx._out_data = result._data  # (the array: _make turned a NumPy scalar into one)
             ctx._out_vbox = result._vbox  # shared counter, no reference to the tensor: no cycle
         return result
+
+
+def refuse_inference_saved(saved) -> None:
+    """PyTorch's error for a recorded op that saved an inference tensor for backward."""
+    if saved:
+        for v in saved:
+            if isinstance(v, Tensor) and v._inference:
+                raise RuntimeError(INFERENCE_SAVED)
 
 
 def _forward(cls, ctx, first, args: tuple, kwargs: dict):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd import views
-from ..autograd.grad_mode import no_grad, recording
+from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
 from . import shape
 from ._util import (
@@ -84,6 +84,8 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 
 def _check_inplace(self: Tensor, *others) -> bool:
     """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
+    if self._inference and not in_inference_mode():
+        raise RuntimeError(INFERENCE_INPLACE)
     if not recording():
         return False
     if self._base is not None:

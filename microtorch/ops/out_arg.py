@@ -14,7 +14,7 @@ import functools
 import warnings
 
 from .. import _dtype
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, is_grad_enabled
 from ._util import Tensor
 
 # The namespace functions that take ``out=`` in PyTorch (those with a tuple result take a tuple).
@@ -55,6 +55,8 @@ def write_out(name: str, result: Tensor, out: Tensor, warn_resize: bool = True) 
     creation functions resize without PyTorch's deprecation warning (``warn_resize``)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._inference and not in_inference_mode():
+        raise RuntimeError(INFERENCE_INPLACE)
     if out.device != result.device:
         raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
                            f"{out.device} instead")
