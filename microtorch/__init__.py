@@ -27,6 +27,15 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A004
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    memory_format,
+    preserve_format,
+    strided,
+)
 from ._tensor import Size, Tensor
 from ._type_promotion import can_cast, promote_types, result_type
 from ._typeinfo import finfo, iinfo
@@ -164,6 +173,8 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
            "save", "load", "utils", "linalg", "distributions", "amp", "e", "inf", "nan", "pi",
+           "memory_format", "layout", "contiguous_format", "channels_last", "channels_last_3d",
+           "preserve_format", "strided",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",

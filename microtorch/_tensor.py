@@ -205,9 +205,21 @@ class Tensor:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
-    def is_contiguous(self) -> bool:
-        """True when the data is laid out row-major without gaps."""
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=None) -> bool:
+        """True when the data is laid out without gaps in ``memory_format``'s order (row-major
+        by default; NHWC for ``channels_last``, NDHWC for ``channels_last_3d``)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        from . import _memory_format as mf
+
+        return mf.is_contiguous(self._data, mf.check(memory_format, "is_contiguous"))
+
+    @property
+    def layout(self):
+        """The layout: ``microtorch.strided`` (microtorch has no sparse tensors)."""
+        from ._memory_format import strided
+
+        return strided
 
     def is_floating_point(self) -> bool:
         """True for float16/bfloat16/float32/float64 tensors."""
@@ -417,12 +429,13 @@ class Tensor:
                             "index")
         return int(self.item())
 
-    def to(self, *args, **kwargs) -> Tensor:
-        """A tensor on another device and/or of another dtype (self if nothing changes)."""
+    def to(self, *args, memory_format=None, **kwargs) -> Tensor:
+        """A tensor on another device and/or of another dtype and/or laid out in another
+        ``memory_format`` (self when nothing changes)."""
         from .ops.creation import _parse_to
 
         dev, dt, copy = _parse_to(self, *args, **kwargs)
-        return _ops.to(self, dev, dt, copy)
+        return _ops.to(self, dev, dt, copy, memory_format)
 
     def cpu(self) -> Tensor:
         """This tensor on the CPU."""

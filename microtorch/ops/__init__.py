@@ -65,6 +65,7 @@ from .arrange import *  # noqa: F403
 from .arrange import unfold
 from .comparison import *  # noqa: F403
 from .complex import *  # noqa: F403
+from .copies import clone, contiguous, to
 from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
@@ -159,10 +160,8 @@ from .shape import (
     broadcast_to,
     cat,
     chunk,
-    clone,
     concat,
     concatenate,
-    contiguous,
     expand,
     flatten,
     flip,
@@ -180,7 +179,6 @@ from .shape import (
     squeeze,
     stack,
     t,
-    to,
     transpose,
     unbind,
     unflatten,

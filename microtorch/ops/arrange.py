@@ -486,7 +486,7 @@ def column_stack(tensors) -> Tensor:
 
 def ravel(input: Tensor) -> Tensor:
     """The elements as a 1-D contiguous tensor (a view when ``input`` is contiguous)."""
-    from .shape import contiguous
+    from .copies import contiguous
 
     return contiguous(input).view(-1)
 

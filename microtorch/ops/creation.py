@@ -223,32 +223,58 @@ def _like(input: Tensor, dtype, device, fn: str) -> tuple:
             input.device if device is None else device)
 
 
+def _laid_out_like(input: Tensor, out: Tensor, memory_format) -> Tensor:
+    """``out`` (made C-ordered) re-laid as ``memory_format`` says for a tensor like ``input``
+    (``preserve_format`` by default: PyTorch's rule, see ``_memory_format.like``)."""
+    from .. import _memory_format as mf
+
+    fmt = mf.preserve_format if memory_format is None else mf.check(memory_format, "empty_like")
+    arr = out._data
+    if fmt is mf.contiguous_format or (fmt is mf.preserve_format and
+                                       input._data.flags.c_contiguous):
+        return out  # (the common case: nothing to re-lay)
+    if out.device == input.device:
+        laid = mf.like(input._data, fmt, arr.dtype)
+    else:  # (another device: the format the input's strides suggest)
+        fmt = mf.suggest(input._data) if fmt is mf.preserve_format else fmt
+        laid = mf.empty(out._backend.xp, arr.shape, arr.dtype, fmt)
+    laid[...] = arr
+    out._data = laid
+    return out
+
+
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    """Zeros with the shape (and by default dtype and device) of ``input``."""
+    """Zeros with the shape (and by default dtype, device and layout) of ``input``."""
     dt, dev = _like(input, dtype, device, "zeros_like")
-    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(input, zeros(input.shape, dtype=dt, device=dev,
+                                       requires_grad=requires_grad), memory_format)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
-    """Ones with the shape (and by default dtype and device) of ``input``."""
+    """Ones with the shape (and by default dtype, device and layout) of ``input``."""
     dt, dev = _like(input, dtype, device, "ones_like")
-    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(input, ones(input.shape, dtype=dt, device=dev,
+                                      requires_grad=requires_grad), memory_format)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    """Uninitialised, with the shape of ``input``."""
+    """Uninitialised, with the shape (and by default dtype, device and layout) of
+    ``input``."""
     dt, dev = _like(input, dtype, device, "empty_like")
-    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(input, empty(input.shape, dtype=dt, device=dev,
+                                       requires_grad=requires_grad), memory_format)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
-    """``fill_value`` everywhere, with the shape of ``input``."""
+    """``fill_value`` everywhere, with the shape (and by default dtype, device and layout)
+    of ``input``."""
     dt, dev = _like(input, dtype, device, "full_like")
-    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _laid_out_like(input, full(input.shape, fill_value, dtype=dt, device=dev,
+                                      requires_grad=requires_grad), memory_format)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None,
@@ -596,7 +622,8 @@ def legacy_type_dtype(spec) -> _dtype.dtype:
 
 
 def _parse_to(tensor_: Tensor, *args, **kwargs):
-    """(device, dtype, copy) from ``to``'s many call forms."""
+    """(device, dtype, copy) from ``to``'s many call forms (``memory_format`` is a keyword
+    its callers take)."""
     device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)

@@ -441,8 +441,9 @@ class Module:
                         module._buffers[name] = Tensor._make(new, buf.requires_grad, None)
         return self
 
-    def to(self, *args, **kwargs) -> Module:
-        """Move to a device and/or cast floating-point parameters and buffers, in place."""
+    def to(self, *args, memory_format=None, **kwargs) -> Module:
+        """Move to a device and/or cast floating-point parameters and buffers, in place;
+        ``memory_format`` re-lays the 4-D and 5-D ones (channels_last for convolutions)."""
         device, dtype, _ = _parse_to(None, *args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
@@ -450,6 +451,8 @@ class Module:
 
         def convert(t: Tensor):
             target = dtype if dtype is not None and t.is_floating_point() else None
+            if memory_format is not None and t.ndim in (4, 5):
+                return t.detach().to(device, target, memory_format=memory_format)._data
             return t.detach().to(device, target)._data
 
         return self._apply(convert)
