@@ -438,7 +438,10 @@ class Module:
                 if buf is not None:
                     new = convert(buf)
                     if new is not buf._data:
-                        module._buffers[name] = Tensor._make(new, buf.requires_grad, None)
+                        moved = Tensor._make(new, buf.requires_grad, None)
+                        if getattr(buf, "_lazy", False):  # (an uninitialized buffer stays so)
+                            moved.__class__ = type(buf)
+                        module._buffers[name] = moved
         return self
 
     def to(self, *args, memory_format=None, **kwargs) -> Module:
@@ -511,7 +514,9 @@ class Module:
         for hook in list(self._state_dict_pre_hooks.values()):
             hook(self, prefix, keep_vars)
         for name, value in self._local_state().items():
-            destination[prefix + name] = value if keep_vars else value.detach()
+            # (an uninitialized parameter of a lazy module is kept as it is, as PyTorch's)
+            keep = keep_vars or getattr(value, "_lazy", False)
+            destination[prefix + name] = value if keep else value.detach()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
