@@ -18,6 +18,16 @@ from .backend.device import CPU, device
 _CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
 
 
+class _NoInferenceYet:
+    """Stands for ``autograd.grad_mode.inference_active`` while the autograd package imports
+    (it makes tensors before this module's last lines bind the real one): no block open."""
+
+    count = 0
+
+
+inference_active = _NoInferenceYet
+
+
 class _GradEpoch:
     """Counts reassignments of leaves' gradients (``p.grad = ...``, backward giving a leaf a new
     ``.grad`` object, zero_grad(set_to_none=True), ``.data`` swaps).
@@ -112,6 +122,7 @@ class Tensor:
     _base = None  # views (class _View): the tensor whose storage they view, as PyTorch's _base
     _vmeta = None  # views made under no_grad or by split/unbind: (kind, output index, op name)
     _fw_tangents = None  # forward-mode AD: {level: tangent} of a dual tensor
+    _inference = False  # made in inference mode (or a view of such a tensor)
 
     def __new__(cls, *args, **kwargs):
         # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
@@ -131,6 +142,8 @@ class Tensor:
         t._vbox = [0]
         if tracking.on:
             backend_of(arr).memory.register(arr)
+        if inference_active.count and in_inference_mode():
+            t._inference = True
         return t
 
     # -- metadata ---------------------------------------------------------------------------
@@ -200,9 +213,21 @@ class Tensor:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
-    def is_contiguous(self) -> bool:
-        """True when the data is laid out row-major without gaps."""
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=None) -> bool:
+        """True when the data is laid out without gaps in ``memory_format``'s order (row-major
+        by default; NHWC for ``channels_last``, NDHWC for ``channels_last_3d``)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        from . import _memory_format as mf
+
+        return mf.is_contiguous(self._data, mf.check(memory_format, "is_contiguous"))
+
+    @property
+    def layout(self):
+        """The layout: ``microtorch.strided`` (microtorch has no sparse tensors)."""
+        from ._memory_format import strided
+
+        return strided
 
     def is_floating_point(self) -> bool:
         """True for float16/bfloat16/float32/float64 tensors."""
@@ -215,7 +240,13 @@ class Tensor:
     @property
     def _version(self) -> int:
         """The in-place version counter (shared with views), as PyTorch's ``_version``."""
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vbox[0]
+
+    def is_inference(self) -> bool:
+        """True for an inference tensor: made in ``inference_mode``, or a view of one."""
+        return self._inference
 
     def _is_view(self) -> bool:
         """True for the output of a view op (``_base`` is then the tensor it views)."""
@@ -278,6 +309,9 @@ class Tensor:
                                "require differentiation use var_no_grad = var.detach().")
         if requires_grad and _dtype.kind_of(self._data.dtype) not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not in_inference_mode():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self.requires_grad = requires_grad
         grad_epoch.bump()  # this may be a gradient tensor whose flags zero_grad must reset
         return self
@@ -324,6 +358,8 @@ class Tensor:
         """A tensor sharing this one's data (and version counter), cut from the graph."""
         out = Tensor._make(self._data, False, None)
         out._vbox = self._vbox
+        if self._inference:
+            out._inference = True
         return out
 
     def detach_(self) -> Tensor:
@@ -423,12 +459,13 @@ class Tensor:
                             "index")
         return int(self.item())
 
-    def to(self, *args, **kwargs) -> Tensor:
-        """A tensor on another device and/or of another dtype (self if nothing changes)."""
+    def to(self, *args, memory_format=None, **kwargs) -> Tensor:
+        """A tensor on another device and/or of another dtype and/or laid out in another
+        ``memory_format`` (self when nothing changes)."""
         from .ops.creation import _parse_to
 
         dev, dt, copy = _parse_to(self, *args, **kwargs)
-        return _ops.to(self, dev, dt, copy)
+        return _ops.to(self, dev, dt, copy, memory_format)
 
     def cpu(self) -> Tensor:
         """This tensor on the CPU."""
@@ -690,6 +727,10 @@ def _grad_enabled() -> bool:
     return is_grad_enabled()
 
 
-from . import ops as _ops  # noqa: E402  (ops import Tensor)
+from . import ops as _ops  # noqa: E402  (ops import Tensor, then autograd)
+
+# isort: split
+# (after ops: importing autograd first would import ops from inside autograd's own import)
+from .autograd.grad_mode import in_inference_mode, inference_active  # noqa: E402, F811
 
 _ops.install_tensor_methods(Tensor)

@@ -98,7 +98,10 @@ def _needs_closure(cls) -> bool:
 def _train(model, device, opt_name, storage, x, y) -> list[float]:
     options = OPTIMIZER_OPTIONS.get(opt_name, {"lr": 0.01})
     cls = getattr(optim, opt_name)
-    opt = cls(model.parameters(), **options, **storage)
+    params = list(model.parameters())
+    if opt_name == "Muon":  # (2-D parameters only, as PyTorch's; the rest stay as they are)
+        params = [p for p in params if p.ndim == 2]
+    opt = cls(params, **options, **storage)
     x, y = x.to(device), y.to(device)
     losses = []
     for step in range(3):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd import forward_mode, saved, views
-from ..autograd.grad_mode import no_grad, recording
+from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
 from . import indexing
 from ._util import (
@@ -87,6 +87,8 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 def _check_inplace(self: Tensor, *others) -> bool:
     """Raise for in-place ops autograd cannot record; True when the op must be recorded (or
     carries forward-mode tangents: it then runs out of place and is written back)."""
+    if self._inference and not in_inference_mode():
+        raise RuntimeError(INFERENCE_INPLACE)
     dual = bool(forward_mode.state.levels) and forward_mode.touches((self, *others), {})
     if not recording():
         return dual

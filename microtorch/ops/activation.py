@@ -18,7 +18,8 @@ from ._autocast import autocast_op
 from ._util import Tensor, _float_array, wrap_dim, xp_of
 
 __all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "Elu", "Softplus",
-           "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid"]
+           "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Hardshrink",
+           "Softshrink", "RreluWithNoise"]
 
 
 # -- softmax family -----------------------------------------------------------------------------
@@ -244,3 +245,48 @@ class LogSigmoid(_Pointwise):
     @staticmethod
     def derivative(g, x, F):
         return g * _sigmoid(F, -x)
+
+
+def _shrink_derivative(g, x, F, lambd):
+    """Both shrinks pass the gradient outside [-lambd, lambd] (NaN included), as PyTorch."""
+    return F.where((x >= -lambd) & (x <= lambd), 0.0, g)
+
+
+class Hardshrink(_Pointwise):
+    """x where |x| > lambd, else 0 (NaN stays NaN)."""
+
+    @staticmethod
+    def compute(xp, x, lambd):
+        return xp.where((x >= -lambd) & (x <= lambd), 0.0, x)
+
+    derivative = staticmethod(_shrink_derivative)
+
+
+class Softshrink(_Pointwise):
+    """x - lambd above lambd, x + lambd below -lambd, else 0 (as ``x * 0``: NaN stays NaN)."""
+
+    @staticmethod
+    def compute(xp, x, lambd):
+        return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, x * 0.0))
+
+    derivative = staticmethod(_shrink_derivative)
+
+
+class RreluWithNoise(Function):
+    """Randomized leaky ReLU in training: ``x * noise``, the noise 1 where x > 0 and a slope
+    drawn from U(lower, upper) elsewhere; backward multiplies by the noise as PyTorch keeps it
+    (``kept``: in x's dtype), as PyTorch's ``rrelu_with_noise`` with ``training=True``."""
+
+    lifted = True
+    torch_name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx, x, noise, kept):
+        ctx.noise = kept
+        return (x._data * noise).astype(x._data.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (g,) = lift(grad)
+        noise = Tensor._make(ctx.noise) if isinstance(g, Tensor) else ctx.noise
+        return finish(g * noise, None, None)

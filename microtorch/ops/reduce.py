@@ -290,6 +290,32 @@ def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return _ExtremeDims.apply(input, dims, keepdim, "min")
 
 
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
+    """(min, max) over all elements or along ``dim``, as PyTorch's ``aminmax`` named tuple;
+    NaN propagates, and ties share the gradient evenly (as amin/amax)."""
+    arr = input._data
+    if arr.dtype.kind == "c":
+        raise NotImplementedError(f"\"aminmax_{input.device.type}\" not implemented for "
+                                  f"'{_dtype.title(input.dtype)}'")
+    if dim is None:
+        if arr.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        dims = tuple(range(arr.ndim))
+    else:
+        dims = (wrap_dim(dim, arr.ndim),) if arr.ndim else ()
+        if dims and arr.shape[dims[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero "
+                             f"size.")
+    low = _ExtremeDims.apply(input, dims, keepdim, "min")
+    high = _ExtremeDims.apply(input, dims, keepdim, "max")
+    return aminmax_result(named(low, "AminmaxBackward0", input),
+                          named(high, "AminmaxBackward0", input))
+
+
 def _arg(op, input: Tensor, dim, keepdim) -> Tensor:
     arr = input._data
     xp = xp_of(arr)

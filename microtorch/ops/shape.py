@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from .. import _dtype
+from .. import _memory_format as _mf
 from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
-from ..backend import get_backend
 from . import _util
 from ._autocast import autocast_op
 from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
@@ -244,7 +243,9 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
     out = expanded.reshape(tuple(r * s for r, s in zip(sizes, shape)))
     if out._base is not None:  # still a view (only size-1 dims repeated): PyTorch copies
-        out = Clone.apply(out)
+        from .copies import Clone
+
+        out = Clone.apply(out, _mf.contiguous_format)
     return named(out, "RepeatBackward0", input)
 
 
@@ -496,55 +497,3 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
         value = np.asarray(value).astype(input._data.dtype).item()
     return named(input.where(~mask, value),
                  "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0")
-
-
-# -- copies and moves ------------------------------------------------------------------------
-class Clone(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x._data.copy()
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-def clone(input: Tensor, *, memory_format=None) -> Tensor:
-    """A copy that stays in the graph."""
-    return Clone.apply(input)
-
-
-def contiguous(input: Tensor) -> Tensor:
-    """Self when already contiguous, else a contiguous copy."""
-    return input if input._data.flags.c_contiguous else Clone.apply(input)
-
-
-class ToCopy(Function):
-    @staticmethod
-    def forward(ctx, x, backend, np_dtype):
-        arr = x._data
-        ctx.src_backend, ctx.src_dtype = x._backend, arr.dtype
-        if backend is not ctx.src_backend:
-            if backend.device.type == "cpu":
-                arr = ctx.src_backend.to_numpy(arr)
-            else:
-                arr = backend.asarray(arr)
-        if arr.dtype.kind == "c" and np_dtype.kind != "c":
-            arr = arr.real  # (to() warned, as PyTorch does; a backward takes the real part)
-        return arr.astype(np_dtype, copy=backend is ctx.src_backend)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return ToCopy.apply(grad, ctx.src_backend, ctx.src_dtype), None, None
-
-
-def to(input: Tensor, device, dtype, copy: bool = False) -> Tensor:
-    """``input`` on ``device`` with ``dtype`` (itself when nothing changes and no copy asked)."""
-    backend = input._backend if device is None else get_backend(device)
-    np_dtype = input._data.dtype if dtype is None else dtype.np
-    if backend is input._backend and np_dtype == input._data.dtype and not copy:
-        return input
-    if input._data.dtype.kind == "c" and np_dtype.kind != "c":
-        warnings.warn("Casting complex values to real discards the imaginary part",
-                      UserWarning, stacklevel=3)
-    return ToCopy.apply(input, backend, np_dtype)

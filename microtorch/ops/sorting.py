@@ -1,6 +1,6 @@
 """Sorting and sorted order: ``sort``, ``argsort``, ``topk``, ``kthvalue`` (PyTorch's
 named-tuple results), ``unique``, ``unique_consecutive``, ``searchsorted``, ``bucketize``,
-``quantile``/``nanquantile``.
+``quantile``/``nanquantile``, ``nanmedian``, ``mode``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -21,7 +21,7 @@ from ._util import Tensor, wrap_dim, xp_of
 from .counting import no_derivative
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "unique", "unique_consecutive",
-           "searchsorted", "bucketize", "quantile", "nanquantile"]
+           "searchsorted", "bucketize", "quantile", "nanquantile", "nanmedian", "mode"]
 
 
 # PyTorch's torch.return_types.* are named tuples with these fields.
@@ -29,6 +29,8 @@ sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
 kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
 median_result = namedtuple("median", ["values", "indices"])
+nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
+mode_result = namedtuple("mode", ["values", "indices"])
 
 
 def _tensor_like(arr, ref: Tensor) -> Tensor:
@@ -234,6 +236,118 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     if not keepdim and input._data.ndim:
         values, indices = values.squeeze(d), indices.squeeze(d)
     return median_result(named(values, "MedianBackward1", input), indices)
+
+
+def _no_complex(input: Tensor, kernel: str, bool_ok: bool) -> None:
+    kind = input._data.dtype.kind
+    if kind == "c" or (kind == "b" and not bool_ok):
+        raise NotImplementedError(f"\"{kernel}_{input.device.type}\" not implemented for "
+                                  f"'{_dtype.title(input.dtype)}'")
+
+
+def _all_nan_position(n: int) -> int:
+    """Where libstdc++'s ``nth_element(first, first, last)`` leaves the element it picks when
+    no two elements compare (a slice of NaNs, PyTorch's nanmedian): its partition steps
+    (median-of-three pivot swapped to the front, then swaps from both ends inward) replayed
+    on positions."""
+    order = list(range(n))
+    first, last = 0, n
+    while last - first > 3:
+        mid = first + (last - first) // 2
+        order[first], order[mid] = order[mid], order[first]
+        lo, hi = first + 1, last
+        while True:
+            hi -= 1
+            if not lo < hi:
+                break
+            order[lo], order[hi] = order[hi], order[lo]
+            lo += 1
+        if lo <= 0:
+            first = lo
+        else:
+            last = lo
+    return order[0] if n else 0
+
+
+def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
+    """The lower median of the non-NaN values: of all elements (NaN when all are NaN), or
+    along ``dim`` with its index (ties: the one PyTorch's (value, index) order ranks there)."""
+    _no_complex(input, "median", False)
+    if dim is None:
+        flat = input.reshape(-1)
+        n = flat._data.size
+        if n == 0:  # NaN, converted to the dtype as C++ converts it (integers: garbage)
+            nan = xp_of(flat._data).asarray(float("nan")).astype(flat._data.dtype)
+            return named(Tensor._make(nan), "NanmedianBackward0")
+        nan = flat != flat
+        count = n - int(nan.sum())
+        if count == 0:  # all NaN: the result is NaN, its gradient spread over every element
+            value, ties = flat.detach()[0], nan
+        else:
+            value = kthvalue(flat.detach(), (count - 1) // 2 + 1, 0).values  # (NaN last)
+            ties = flat.detach() == value
+        if not input.is_floating_point():
+            return value
+        # the gradient spread evenly over the elements equal to the result, as median's (a
+        # where, not a product: NaN elements must add nothing; the term is 0 in value)
+        spread = (flat - flat.detach()).where(ties, 0.0).sum() / ties.sum()
+        return named(value + spread, "NanmedianBackward0", input)
+    arr = input._data
+    d = wrap_dim(dim, builtins.max(arr.ndim, 1))
+    if arr.ndim and arr.shape[d] == 0:
+        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    if arr.ndim == 0:
+        return nanmedian_result(named(input.clone(), "NanmedianBackward1", input),
+                                Tensor._make(xp_of(arr).zeros((), np.int64)))
+    xp = xp_of(arr)
+    order = _sort_indices(arr, d, False)  # stable, NaN last: PyTorch's (value, index) order
+    count = (~xp.isnan(arr)).sum(axis=d, keepdims=True)
+    rank = xp.maximum(count - 1, 0) // 2
+    picked = xp.take_along_axis(order, rank, d)
+    n = arr.shape[d]
+    picked = xp.where(count == 0, _all_nan_position(n), picked).astype(np.int64)
+    indices = Tensor._make(picked)
+    values = input.gather(d, indices)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return nanmedian_result(named(values, "NanmedianBackward1", input), indices)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and
+    the index of its last occurrence, as PyTorch's CPU kernel finds them (a sort by value,
+    then the first longest run; for slices of up to 16 elements its sort keeps equal values
+    in index order, longer ones may give another occurrence's index). NaNs never equal each
+    other, so each counts once."""
+    _no_complex(input, "mode", True)
+    arr = input._data
+    xp = xp_of(arr)
+    d = wrap_dim(dim, builtins.max(arr.ndim, 1))
+    if arr.ndim == 0:
+        return mode_result(named(input.clone(), "ModeBackward0", input),
+                           Tensor._make(xp.zeros((), np.int64)))
+    if arr.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    rows = xp.moveaxis(arr, d, -1)
+    lead, n = rows.shape[:-1], rows.shape[-1]
+    rows = rows.reshape(-1, n)
+    m = rows.shape[0]
+    stable = {"kind": "stable"} if xp is np else {}
+    order = xp.argsort(rows, axis=1, **stable)
+    ranked = xp.take_along_axis(rows, order, 1)
+    starts = xp.ones((m, n), dtype=bool)
+    starts[:, 1:] = ranked[:, 1:] != ranked[:, :-1]  # (NaN != NaN: each NaN its own run)
+    ends = xp.ones((m, n), dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    run = xp.cumsum(starts, axis=1) - 1 + xp.arange(m)[:, None] * n  # a run id per element
+    length = xp.bincount(run.reshape(-1), minlength=m * n)[run]
+    best = xp.argmax(xp.where(ends, length, 0), axis=1)[:, None]  # the first longest run
+    picked = xp.take_along_axis(order, best, 1).astype(np.int64).reshape(lead + (1,))
+    indices = Tensor._make(xp.moveaxis(picked, -1, d))
+    values = input.gather(d, indices)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return mode_result(named(values, "ModeBackward0", input), indices)
 
 
 # -- unique values -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from .adam import Adam, AdamW
 from .adam_family import Adamax, NAdam, RAdam, SparseAdam
 from .adaptive import Adadelta, Rprop
 from .averaged import ASGD
+from .muon import Muon
 from .optimizer import Optimizer, StaleGradWarning
 from .quasi_newton import LBFGS
 from .rmsprop import RMSprop
@@ -13,4 +14,4 @@ from .sgd import SGD
 
 __all__ = ["Optimizer", "StaleGradWarning", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
            "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam", "LBFGS",
-           "lr_scheduler"]
+           "Muon", "lr_scheduler"]

@@ -28,7 +28,8 @@ from ...ops.special import erf
 __all__ = ["softmax", "log_softmax", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
            "tanh", "softmin", "glu", "elu", "elu_", "selu", "selu_", "celu", "celu_", "softplus",
            "hardtanh", "hardtanh_", "relu6", "hardsigmoid", "hardswish", "mish", "prelu",
-           "softsign", "tanhshrink", "logsigmoid", "threshold", "threshold_", "gumbel_softmax"]
+           "softsign", "tanhshrink", "logsigmoid", "threshold", "threshold_", "gumbel_softmax",
+           "hardshrink", "softshrink", "rrelu", "rrelu_"]
 
 
 # -- activations ---------------------------------------------------------------------------------
@@ -339,3 +340,92 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`."""
     return _maybe_inplace(_threshold, input, True, threshold, value,
                           names=(None, "ThresholdBackward1"))
+
+
+# -- shrinkage and randomized leaky ReLU ---------------------------------------------------------
+def _floating_only(input: Tensor, kernel: str) -> None:
+    if not input.is_floating_point():
+        suffix = "" if kernel.endswith("_check") else f"_{input.device.type}"
+        raise NotImplementedError(f"\"{kernel}{suffix}\" not implemented for "
+                                  f"'{_dtype_title(input)}'")
+
+
+def _dtype_title(t: Tensor) -> str:
+    from ...ops._util import scalar_name
+
+    return scalar_name(t)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0; the gradient passes outside [-lambd, lambd]."""
+    _floating_only(input, "hardshrink")
+    return A.Hardshrink.apply(input, float(lambd))
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x shrunk towards 0 by lambd (0 inside [-lambd, lambd]); ``lambd`` must be >= 0."""
+    _floating_only(input, "softshrink_check")
+    from ..._typeinfo import finfo
+
+    limit = finfo(input.dtype).max
+    if not 0 <= lambd <= limit:
+        raise RuntimeError(f"lambda must be in range [0, {limit:g}] for input dtype "
+                           f"{_dtype_title(input)}, but found {lambd:g}")
+    return A.Softshrink.apply(input, float(lambd))
+
+
+def _rrelu_noise(input: Tensor, lower: float, upper: float):
+    """(forward noise, backward noise): 1 where x > 0 (and NaN), else a slope drawn from
+    U(lower, upper). On the CPU drawn as PyTorch's kernel draws it: element by element in
+    order, one ``uniform_real_distribution<double>(lower, upper)`` per element <= 0 from the
+    shared generator, the bounds first rounded to the op's math type (float for float32 and
+    16-bit inputs), the slope rounded to it too; PyTorch keeps the noise for backward in the
+    input's dtype. On CUDA the slopes come from the device's generator."""
+    arr = input._data
+    backend = input._backend
+    xp = backend.xp
+    wide = np.float64 if arr.dtype == np.float64 else np.float32
+    lo, hi = float(wide(lower)), float(wide(upper))
+    neg = arr <= 0
+    if xp is np:
+        flat = np.ascontiguousarray(neg).reshape(-1)
+        u = backend.unit_doubles(int(flat.sum()))
+        noise = np.ones(arr.size, dtype=wide)
+        noise[flat] = (u * (hi - lo) + lo).astype(wide)
+        noise = noise.reshape(arr.shape)
+    else:
+        noise = xp.where(neg, backend.uniform(arr.shape, wide, lo, hi), 1).astype(wide)
+    return noise, noise.astype(arr.dtype)
+
+
+def _rrelu(x: Tensor, lower: float, upper: float, training: bool) -> Tensor:
+    if not training:
+        slope = (float(lower) + float(upper)) / 2
+        return where(x > 0, x, x * slope)
+    if x._data.dtype == np.float16 and x._backend.device.type == "cpu":
+        raise NotImplementedError("\"rrelu_with_noise_out_cpu\" not implemented for 'Half'")
+    return A.RreluWithNoise.apply(x, *_rrelu_noise(x, lower, upper))
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: in training a slope drawn from U(lower, upper) per element <= 0
+    (PyTorch's CPU stream, so the same seed gives the same slopes), else the fixed slope
+    (lower + upper) / 2."""
+    if not input.is_floating_point():
+        kernel = "rrelu_with_noise_out" if training else "leaky_relu"
+        raise NotImplementedError(f"\"{kernel}_{input.device.type}\" not implemented for "
+                                  f"'{_dtype_title(input)}'")
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    return _maybe_inplace(_rrelu, input, inplace, lower, upper, training,
+                          names=("RreluWithNoiseBackward0", "RreluWithNoiseBackward1"))
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False, generator=None) -> Tensor:
+    """In-place :func:`rrelu`."""
+    if generator is not None:
+        raise NotImplementedError("rrelu_(): a generator argument is not supported; it draws "
+                                  "from the default generator")
+    return rrelu(input, lower, upper, training, inplace=True)

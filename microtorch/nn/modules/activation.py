@@ -12,7 +12,8 @@ from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "ELU",
            "SELU", "CELU", "Softplus", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Mish",
-           "PReLU", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold"]
+           "PReLU", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold", "Softmin", "Hardshrink",
+           "Softshrink", "RReLU"]
 
 
 class ReLU(Module):
@@ -327,3 +328,67 @@ class Threshold(Module):
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace)}"
+
+
+class Softmin(Module):
+    """Softmax of -input along ``dim``."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply softmin."""
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply hardshrink."""
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Module):
+    """x shrunk towards 0 by lambd."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply softshrink."""
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return str(self.lambd)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: random slopes in U(lower, upper) while training, their mean in
+    evaluation."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Apply rrelu (sampling in training mode)."""
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
