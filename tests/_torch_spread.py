@@ -4,8 +4,8 @@ A float32 result that goes through many steps (a training run, an example script
 differently with the thread count and the SIMD width, in PyTorch as in microtorch, and training
 amplifies those ulps: PyTorch itself prints ``after RMSprop 15.368`` at 1 thread and 15.354 at 2
 on the same machine. A constant tuned on one CPU fails on the next; so such a comparison runs
-PyTorch's side several ways on the machine at hand (:func:`torch_configs`) and allows, per
-value,
+PyTorch's side several ways on the machine at hand (:func:`torch_configs`: thread counts,
+SIMD levels) and allows, per value,
 
     |microtorch - PyTorch as configured| <= max(SPREAD_MULTIPLE * spread, floor)
 
@@ -39,23 +39,37 @@ FLOAT32_EPS = 2.0 ** -23
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
+# What PyTorch runs on a CPU of each SIMD level: its own kernels (ATEN_CPU_CAPABILITY), MKL's
+# GEMMs (MKL_ENABLE_INSTRUCTIONS: MKL picks its kernels by CPUID, not by ATen's setting, and its
+# AVX2 and AVX-512 sgemm round differently) and oneDNN's convolutions (ONEDNN_MAX_CPU_ISA).
+SIMD_LEVELS = {
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+             "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "default": {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+                "ONEDNN_MAX_CPU_ISA": "SSE41"},
+}
+
+
 def torch_configs(torch) -> dict[str, dict[str, str]]:
     """The ways PyTorch's side runs, as changes to this process's environment. The first is
-    the configuration under test (unchanged: 1 thread unless set, see conftest); then another
-    thread count (2, or 1 when more are set) and every SIMD level below the native one
-    (``ATEN_CPU_CAPABILITY``: avx2 and default under avx512, default under avx2)."""
-    threads = os.environ.get("OMP_NUM_THREADS", "1")
-    other = "2" if threads == "1" else "1"
-    # Waiting threads sleep: the runs share the cores, and spinning OpenMP threads would slow
-    # them all down; the wait policy does not change how the work is split.
-    configs = {"as configured": {},
-               f"{other} threads": {**dict.fromkeys(THREAD_VARIABLES, other),
-                                    "OMP_WAIT_POLICY": "PASSIVE"}}
+    the configuration under test (unchanged: 1 thread unless set, see conftest); then 1 and 2
+    threads for OpenMP, MKL and OpenBLAS alike, where that differs from it (MKL splits a long
+    GEMM reduction between its threads: ``OMP_NUM_THREADS=2`` alone leaves MKL at conftest's
+    1), and every SIMD level below the native one (:data:`SIMD_LEVELS`: avx2 and default under
+    avx512, default under avx2)."""
+    configs: dict[str, dict[str, str]] = {"as configured": {}}
+    for threads in ("1", "2"):
+        if any(os.environ.get(v) != threads for v in THREAD_VARIABLES):
+            # Waiting threads sleep: the runs share the cores, and spinning OpenMP threads
+            # would slow them all down; the wait policy does not change how work is split.
+            name = f"{threads} thread" + "s" * (threads != "1")
+            configs[name] = {**dict.fromkeys(THREAD_VARIABLES, threads),
+                             "OMP_WAIT_POLICY": "PASSIVE"}
     native = torch.backends.cpu.get_cpu_capability().lower()  # honours ATEN_CPU_CAPABILITY
     lower = {"avx512": ["avx2", "default"], "avx2": ["default"], "default": []}.get(
         native, ["default"])  # another architecture: its generic kernels
-    for capability in lower:
-        configs[f"ATEN_CPU_CAPABILITY={capability}"] = {"ATEN_CPU_CAPABILITY": capability}
+    for level in lower:
+        configs[f"{level} SIMD"] = SIMD_LEVELS[level]
     return configs
 
 
