@@ -482,6 +482,14 @@ def _bench_out(args: argparse.Namespace) -> str:
 def _cmd_bench(args: argparse.Namespace) -> int:
     out = _bench_out(args)
     check_output_path(out, "--out", directory=True)
+    # A bad --device fails before anything is announced.
+    if args.model:
+        if args.device == "cuda" and not mt.cuda.is_available():
+            raise CLIError("--device cuda: CUDA is not available (needs CuPy and a GPU)")
+    elif not args.distributed:
+        from .bench.measure import available_devices
+
+        available_devices(args.device)
     if not args.out:
         print(f"bench: no --out given: the results will be saved in {out}/", file=sys.stderr,
               flush=True)
@@ -499,7 +507,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         cfg = bench.BenchConfig.quick()
     else:
         cfg = bench.BenchConfig.full()
-    devices = bench.study.available_devices(args.device)  # a bad --device fails here
+    devices = bench.study.available_devices(args.device)
     torch = None if args.no_torch else bench.load_torch()
     if torch is not None and args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)

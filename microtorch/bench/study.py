@@ -76,6 +76,9 @@ __all__ = ["BenchConfig", "run_benchmarks", "bench_zero_grad", "bench_train_step
 
 # ------------------------------------------------------------------------------ configs
 
+# What --quick promises (its help): at most this share of the full run's time.
+QUICK_SHARE = 0.5
+
 @dataclass
 class BenchConfig:
     """Sizes and repetition counts of one benchmark run."""
@@ -114,14 +117,16 @@ class BenchConfig:
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        """The reference cases with fewer repetitions, and 20 rather than 100 parameters of
-        (1024, 1024) so that five contenders' gradients fit in 1 GB (``QUICK_SHARE`` of the
-        full run's time or less, ``tests/test_bench.py`` checks on calibrated costs)."""
+        """The reference cases with half the repetitions or fewer, one round of worker
+        processes instead of two, and 20 rather than 100 parameters of (1024, 1024), so that
+        five contenders' gradients fit in 1 GB. Every section but memory (the same two sampled
+        steps per setting) does at most half the full run's work: at most ``QUICK_SHARE`` of
+        its time (``tests/test_bench.py`` checks that on calibrated unit costs)."""
         return cls("quick",
                    [(10, (64,)), (100, (64,)), (1000, (64,)), (100, (128, 128)),
                     (20, (1024, 1024))],
                    zero_grad_repeats=25, big_case_repeats=5, step_repeats=20,
-                   chain_repeats=10)
+                   chain_repeats=10, isolated_rounds=1)
 
     @classmethod
     def tiny(cls) -> BenchConfig:
