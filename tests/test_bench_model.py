@@ -349,6 +349,25 @@ def test_a_busy_machine_withholds_every_speed_verdict(tmp_path: Path) -> None:
     assert "not judged (busy)" in markdown
 
 
+def test_a_study_on_a_busy_machine_says_so_first_and_times_the_minimum(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Load above the cores at the start: said before the study and at the top of the
+    report, no speed verdict, and no time spent chasing a precision no verdict would use."""
+    import os
+
+    from microtorch.bench import model_study
+
+    load = [float(os.cpu_count() + 1)] * 3
+    monkeypatch.setattr(model_study, "load_average", lambda: load)
+    study = study_model(str(write(tmp_path, "net.py", TINY_MODEL)), accum_steps=(1,),
+                        min_steps=2, max_steps=30, show_progress=False)
+    assert {r["steps"] for r in study.results["timing"]} == {2}
+    assert not study.results["recommendation"]["speed_judged"]
+    assert "so speed was not judged" in study.recommendation[0]
+    assert "the minimum of steps only: the machine was busy" in " ".join(study.recommendation)
+    assert study.to_markdown().splitlines()[4].startswith("> The machine was busy")
+
+
 def test_a_defect_leaves_nothing_to_recommend() -> None:
     advice = _advice(synthetic_results(defects=["K=1: something differs"]))
     assert advice["setting"] is None and advice["headline"].startswith("DEFECT")

@@ -172,10 +172,13 @@ def _evidence(results: dict[str, Any], busy: float | None) -> list[str]:
         rows = _by_key(results["timing"], k)
         worst = max(relative_half_width(_times(r)) for r in rows.values())
         steps = next(iter(rows.values()))["steps"]
-        reached = (f"target ±{results['precision']:.1%} reached" if
-                   worst <= results["precision"] else
-                   f"stopped at the maximum of {results['max_steps']} steps before ±"
-                   f"{results['precision']:.1%}")
+        if worst <= results["precision"]:
+            reached = f"target ±{results['precision']:.1%} reached"
+        elif steps < results["max_steps"]:
+            reached = "the minimum of steps only: the machine was busy"
+        else:
+            reached = (f"stopped at the maximum of {results['max_steps']} steps before "
+                       f"±{results['precision']:.1%}")
         text = (f"K={k}: {steps} timed steps per setting, each median whole step known to "
                 f"±{worst:.1%} ({reached})")
         if busy is None:

@@ -33,7 +33,7 @@ import importlib.util
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -440,12 +440,16 @@ def study_model(spec: str | ModelSpec | Any, device: str = "cpu",
     plan.check()
     if device != "cpu" and not mt.cuda.is_available():
         raise ModelStudyError(f"--device {device}: CUDA is not available (needs CuPy and a GPU)")
+    device = str(mt.empty(0, device=device).device)  # "cuda" -> "cuda:0", as tensors name it
     cores = machine_info()["cores"]
     with no_timing_choice() as flags_at_start:
         load_start = load_average()
+        busy = machine_busy([load_start], cores)
+        # A busy machine gets no speed verdict whatever the precision: the minimum of steps.
+        timing_plan = replace(plan, max_steps=plan.min_steps) if busy else plan
         started = time.perf_counter()
         calibration = _calibrate(spec, device, plan)
-        estimate = estimate_study(calibration, len(_settings()), plan)
+        estimate = estimate_study(calibration, len(_settings()), timing_plan)
         timing: list[dict[str, Any]] = []
         defects: list[str] = []
         memory: list[dict[str, Any]] = []
@@ -453,14 +457,15 @@ def study_model(spec: str | ModelSpec | Any, device: str = "cpu",
         with Progress(len(plan.accum_steps) + len(mem_plan), "bench --model", show_progress,
                       expected_s=estimate["seconds"]) as progress:
             progress.note(estimate["text"])
-            if machine_busy([load_start], cores):
-                progress.note(f"the load average is {load_start[0]:.1f} on {cores} cores: the "
-                              "machine is busy, so speed verdicts will be withheld")
+            if busy:
+                progress.note(f"the load average is {busy:.1f} on {cores} cores: the machine "
+                              "is busy, so speed verdicts will be withheld and each setting "
+                              f"is timed for the minimum of {plan.min_steps} steps only")
             # Timings first: the first memory statistic switches on buffer counting for the
             # rest of the process, which the timed steps must not pay for.
             for k in plan.accum_steps:
                 progress.section(f"time K={k}: every setting, taking turns step by step")
-                rows, found = _time_window(spec, device, k, plan, progress)
+                rows, found = _time_window(spec, device, k, timing_plan, progress)
                 timing += rows
                 defects += found
                 progress.update()
