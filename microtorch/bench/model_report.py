@@ -54,6 +54,15 @@ def _ci(stats: dict[str, Any]) -> str:
     return f"{format_us(lo)}–{format_us(hi)}"
 
 
+def _share(x: float) -> str:
+    """A share of a step: 12.3%, 0.04%, or under 0.01%."""
+    if x >= 0.1:
+        return f"{x:.0%}"
+    if x >= 1e-4:
+        return f"{x:.2%}"
+    return "under 0.01%"
+
+
 def _signed_bytes(n: int) -> str:
     return f"{'+' if n >= 0 else '-'}{_bytes(abs(n))}"
 
@@ -188,7 +197,7 @@ def _evidence(results: dict[str, Any], busy: float | None) -> list[str]:
     timing = _by_key(results["timing"], k0)
     base = timing[BASELINE]
     zero = (f"zero_grad at K={k0}: {format_us(_median(base, 'zero_grad'))} with the default, "
-            f"{_median(base, 'zero_grad') / _median(base):.2%} of its step")
+            f"{_share(_median(base, 'zero_grad') / _median(base))} of its step")
     if busy is None:
         quicker = [r for key, r in timing.items() if key != BASELINE and
                    compare(_times(r, "zero_grad"), _times(base, "zero_grad")) == FASTER]
@@ -218,8 +227,8 @@ def _evidence(results: dict[str, Any], busy: float | None) -> list[str]:
     if big != k0:
         base_big = _by_key(results["timing"], big)[BASELINE]
         lines.append(f"At K={big} zero_grad is "
-                     f"{_median(base_big, 'zero_grad') / _median(base_big):.2%} of a default "
-                     "step: the setting matters less as K grows.")
+                     f"{_share(_median(base_big, 'zero_grad') / _median(base_big))} of a "
+                     "default step: the setting matters less as K grows.")
     return lines
 
 
