@@ -174,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "recommends one setting (the recommendation is printed first)")
     size.add_argument("--quick", action="store_true",
                       help="the same cases with fewer repetitions and a 20 x (1024, 1024) "
-                           "large case (1 GB of gradients): at most half the full run's time "
+                           "large case (every contender's gradients within 1 GB): at most half "
+                           "the full run's time "
                            "(each run prints its own estimate, calibrated on this machine, "
                            "before it starts)")
     size.add_argument("--tiny", action="store_true",

@@ -110,11 +110,16 @@ def estimate_study(calibration: dict[str, Any], settings: int, plan: Any) -> dic
 
     seconds, most = total(steps), total(plan.max_steps)
     steps_text = ", ".join(f"K={k} {step_s[k] * 1e3:.3g} ms" for k in plan.accum_steps)
+    if plan.min_steps == plan.max_steps:
+        why = f"{steps} timed steps per setting"
+    else:
+        why = (f"its spread of ±{calibration['spread']:.1%} asks for about {steps} timed steps "
+               f"per setting to know each median to ±{plan.precision:.1%}")
     text = (f"expected about {format_seconds(seconds)} on this machine now (calibrated: a "
-            f"default step takes {steps_text}; its spread of ±{calibration['spread']:.1%} asks "
-            f"for about {steps} timed steps per setting to know each median to "
-            f"±{plan.precision:.1%}); at most {format_seconds(most)} "
-            f"({plan.max_steps} steps per setting) if the timings stay noisier")
+            f"default step takes {steps_text}; {why})")
+    if most > seconds:
+        text += (f"; at most {format_seconds(most)} ({plan.max_steps} steps per setting) if the "
+                 "timings stay noisier")
     return {"seconds": seconds, "max_seconds": most, "steps": steps, "text": text,
             "calibration": {"step_seconds": {str(k): v for k, v in step_s.items()},
                             "spread": calibration["spread"]}}

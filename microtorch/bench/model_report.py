@@ -289,7 +289,10 @@ def _timing_md(results: dict[str, Any], judged: bool) -> list[str]:
 
 def _memory_md(results: dict[str, Any]) -> list[str]:
     lines = ["## Memory (bytes over what was allocated before the model existed)", "",
-             "Gradient storage: the gradients held between steps, the flat buffer included "
+             "Held between steps: everything allocated after the last `zero_grad` "
+             "(parameters, optimizer state, gradient storage, and the step's batch, which is "
+             "the same in every setting). Gradient storage: the gradients held between steps, "
+             "the flat buffer included "
              "(with `flat_grads=True` the gradients are views of one buffer that stays "
              "allocated whatever set_to_none says).", ""]
     lines += _table(["K", "setting", "held between steps", "of it gradient storage",
