@@ -320,8 +320,8 @@ def test_a_clearly_faster_setting_is_recommended_with_its_trade_off() -> None:
 def test_a_small_measurable_gain_does_not_change_the_advice() -> None:
     advice = _advice(synthetic_results({(False, "foreach"): 9.7}, noise=0.002))
     assert advice["setting"] == {"set_to_none": True, "storage": "default"}
-    assert re.search(r"Measurably faster: set_to_none=False, foreach \(-[23]\.\d%\)\. No "
-                     r"measurable difference: set_to_none=True, foreach; ", _all_text(advice))
+    assert re.search(r"measurably faster: set_to_none=False, foreach \(-[23]\.\d%\); no "
+                     r"measurable difference: set_to_none=True, foreach / ", _all_text(advice))
 
 
 def test_the_wording_compares_only_what_was_measured() -> None:

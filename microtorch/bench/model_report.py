@@ -143,7 +143,7 @@ def _headline(results: dict[str, Any], chosen: tuple[bool, str] | None, busy: fl
 
 
 def _verdict_groups(rows: dict[tuple[bool, str], dict[str, Any]], phase: str) -> str:
-    """"Measurably faster: A (-6.1%). No measurable difference: B; C." against the default."""
+    """"measurably faster: A (-6.1%); no measurable difference: B / C" against the default."""
     base = rows[BASELINE]
     groups: dict[str, list[str]] = {FASTER: [], SLOWER: [], SAME: []}
     for key, row in rows.items():
@@ -155,8 +155,7 @@ def _verdict_groups(rows: dict[tuple[bool, str], dict[str, Any]], phase: str) ->
             text += f" ({change(_times(row, phase), _times(base, phase)):+.1%})"
         groups[verdict].append(text)
     heads = {FASTER: "measurably faster", SLOWER: "measurably slower", SAME: SAME}
-    return ". ".join(f"{heads[v].capitalize()}: {'; '.join(names)}"
-                     for v, names in groups.items() if names)
+    return "; ".join(f"{heads[v]}: {' / '.join(names)}" for v, names in groups.items() if names)
 
 
 def _evidence(results: dict[str, Any], busy: float | None) -> list[str]:
