@@ -407,6 +407,25 @@ def test_a_failing_worker_is_an_error_with_its_stderr() -> None:
                     "import sys; sys.stderr.write('worker broke'); sys.exit(3)"], 1)
 
 
+def test_a_worker_may_run_long_while_it_reports_but_not_stay_silent() -> None:
+    """The worker timeout counts silence, not the whole run: on a busy machine a worker that
+    keeps reporting its settings runs as long as it needs (a full run once lost 49 minutes
+    of measurements to a fixed 600 s limit), and a hung one is still stopped."""
+    import subprocess
+    import sys
+
+    from microtorch.bench.isolated import PROGRESS_MARK, run_worker
+
+    chatty = ("import sys, time\nfor i in range(8):\n"
+              f"    print(f'{PROGRESS_MARK}setting {{i}}', file=sys.stderr, flush=True)\n"
+              "    time.sleep(1)\nprint('{\"phases\": {}}')")
+    heard = []
+    out = run_worker([sys.executable, "-c", chatty], 1, timeout=5.0, on_progress=heard.append)
+    assert out["phases"] == {} and heard == [f"setting {i}" for i in range(8)]
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_worker([sys.executable, "-c", "import time; time.sleep(60)"], 1, timeout=2.0)
+
+
 def _train_step_worker(lib_name: str, dev: str, tmp_path: Path) -> dict:
     """The training-step worker body, in this process, on the tiny configuration."""
     from dataclasses import asdict

@@ -88,11 +88,18 @@ def run_worker(command: Sequence[str], threads: int | None, timeout: float = 600
                on_progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run one worker process (of ``framework``, see ``worker_env``) and parse the JSON object
     on its last line of output. The worker's progress lines (``report_progress``) reach
-    ``on_progress`` while it runs; the rest of its stderr goes into the error of a failure."""
+    ``on_progress`` while it runs; the rest of its stderr goes into the error of a failure.
+
+    ``timeout``: the seconds a worker may stay silent (no output line) before it counts as
+    hung and is stopped (``subprocess.TimeoutExpired``). A worker that keeps reporting runs as
+    long as it needs: on a busy machine a whole worker can take far longer than that.
+    """
     errors: list[str] = []
+    heard = [time.monotonic()]
 
     def pump(stream: Any) -> None:
         for line in stream:
+            heard[0] = time.monotonic()
             if line.startswith(PROGRESS_MARK):
                 if on_progress is not None:
                     on_progress(line[len(PROGRESS_MARK):].rstrip("\n"))
@@ -106,11 +113,15 @@ def run_worker(command: Sequence[str], threads: int | None, timeout: float = 600
         reader = threading.Thread(target=pump, args=(proc.stderr,), daemon=True)
         reader.start()
         try:
-            code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise
+            while True:
+                try:
+                    code = proc.wait(min(1.0, timeout))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() - heard[0] > timeout:
+                        proc.kill()
+                        proc.wait()
+                        raise subprocess.TimeoutExpired(list(command), timeout) from None
         finally:
             reader.join()
             proc.stderr.close()
