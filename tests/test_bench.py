@@ -54,7 +54,7 @@ def _check_outputs(out: Path, with_torch: bool) -> dict:
     for heading in ("## Machine", "## Headline", "## Targets", "### zero_grad on cpu",
                     "### Training step on cpu", "### Memory on cpu", "### Per-op overhead"):
         assert heading in report
-    assert "Timing-based kernel choice (microtorch.backends.cudnn.benchmark) was off" in report
+    assert "Timing-based kernel choice (microtorch.backends.cpu.benchmark) was off" in report
     assert render_markdown(results) == report  # the report re-renders from the JSON
     assert "own worker processes" in report.split("### Training step on cpu")[1]
     for name in ("zero_grad_cpu.png", "memory_cpu.png"):

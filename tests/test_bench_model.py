@@ -213,31 +213,31 @@ def test_precision_and_steps_are_checked() -> None:
 def test_the_study_runs_with_timing_based_choice_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """Switched on before the study (a habit carried over from PyTorch scripts): the study
     switches it off while it runs, says so, and gives the user's value back afterwards."""
-    monkeypatch.setattr(mt.backends.cudnn, "benchmark", True)
+    monkeypatch.setattr(mt.backends.cpu, "benchmark", True)
     seen = []
 
     def model() -> mt.nn.Module:
-        seen.append(mt.backends.cudnn.benchmark)
+        seen.append(mt.backends.cpu.benchmark)
         return mt.nn.Sequential(mt.nn.Flatten(), mt.nn.Linear(4, 3))
 
     spec = {"model": model, "batch": lambda: (mt.randn(2, 4), mt.randint(0, 3, (2,)))}
     study = study_model(spec, accum_steps=(1,), **FAST)
     assert seen and not any(seen)
-    assert mt.backends.cudnn.benchmark is True  # restored
+    assert mt.backends.cpu.benchmark is True  # restored
     flags = study.results["timing_choice"]
-    assert flags["switched_off"] == ["microtorch.backends.cudnn.benchmark"]
+    assert flags["switched_off"] == ["microtorch.backends.cpu.benchmark"]
     assert any("the study switched it off" in line for line in study.recommendation)
 
 
 def test_a_model_that_switches_timing_choice_on_is_refused(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
-    monkeypatch.setattr(mt.backends.cudnn, "benchmark", False)
+    monkeypatch.setattr(mt.backends.cpu, "benchmark", False)
     source = TINY_MODEL.replace("def model():", "def model():\n        "
-                                "torch.backends.cudnn.benchmark = True")
-    with pytest.raises(ModelStudyError, match="cudnn.benchmark was switched on"):
+                                "torch.backends.cpu.benchmark = True")
+    with pytest.raises(ModelStudyError, match="cpu.benchmark was switched on"):
         study_model(str(write(tmp_path, "sneaky.py", source)), accum_steps=(1,), **FAST)
-    assert mt.backends.cudnn.benchmark is False
+    assert mt.backends.cpu.benchmark is False
 
 
 # ---------------------------------------------------------------- the recommendation rule
@@ -280,7 +280,7 @@ def synthetic_results(step_ms: dict[tuple[bool, str], float] | None = None, nois
             "accum_steps": [1, 4], "precision": 0.02, "min_steps": 10, "max_steps": 50,
             "machine": machine, "load_average_start": [load] * 3,
             "load_average_end": [load] * 3,
-            "timing_choice": {"flags": ["microtorch.backends.cudnn.benchmark"],
+            "timing_choice": {"flags": ["microtorch.backends.cpu.benchmark"],
                               "switched_off": []},
             "seconds": 1.0, "timing": timing, "memory": memory, "defects": defects or []}
 

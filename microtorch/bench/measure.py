@@ -159,10 +159,11 @@ def machine_busy(loads: Iterable[list[float] | None], cores: int | None) -> floa
 # ------------------------------------------------------------------ timing-based choice
 
 # Flags under which microtorch may pick between formulations of an op by timing them (PyTorch's
-# ``cudnn.benchmark`` idea). The formulations round differently, so with one of them on, the
+# ``cudnn.benchmark`` idea, here ``backends.cpu.benchmark``). The formulations round
+# differently, so with one of them on, the
 # settings of a study could train differently for reasons of timing alone: every benchmark
 # runs with them off.
-TIMING_CHOICE_FLAGS = ("backends.cudnn.benchmark",)
+TIMING_CHOICE_FLAGS = ("backends.cpu.benchmark",)
 
 
 def _flag_owner(flag: str) -> tuple[Any, str]:
