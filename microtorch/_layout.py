@@ -21,6 +21,8 @@ class layout:  # noqa: N801 - mirrors torch.layout
     def __repr__(self) -> str:
         return f"microtorch.{self.name}"
 
+    __str__ = __repr__
+
     def __reduce__(self):
         return self.name  # pickled by reference, as torch pickles ``torch.sparse_coo``
 
@@ -38,6 +40,19 @@ ALL = (strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)
 # The classes of the objects a sparse tensor keeps in ``_data`` (filled in by
 # ``microtorch.ops.sparse_layout`` when it is imported).
 SPARSE_DATA: set = set()
+
+
+# PyTorch's answers to dense-only Tensor methods on sparse tensors: [the function], registered
+# by ``microtorch.ops.sparse_tensor`` (the layers above are not imported from here).
+DENSE_ONLY: list = [None]
+
+
+def dense_only(t, what: str, *args):
+    """PyTorch's answer when a dense-only Tensor method (``numpy``, ``nbytes``, ``stride``,
+    ``is_contiguous`` ...) is called on a sparse tensor; None for a dense one."""
+    if type(t._data) in SPARSE_DATA:
+        return DENSE_ONLY[0](t, what, *args)
+    return None
 
 
 class SparseAccessError(NotImplementedError, AttributeError):

@@ -15,7 +15,7 @@ import re
 from .. import _dtype
 from ..autograd.function import Function, named
 from ..autograd.grad_mode import no_grad, recording
-from . import elementwise, linalg, reduce, shape
+from . import copies, elementwise, linalg, reduce, shape
 from ._util import Tensor, _promotion_key, is_scalar
 from .sparse_coo import (
     DenseSparseAdd,
@@ -183,14 +183,25 @@ def _permute(cls, x, dims, name=None):
     raise unsupported(cls, (x,))
 
 
-def _to(cls, x, backend, np_dtype):
-    if is_sparse_data(x._data):
+def _to(cls, x, backend, np_dtype, memory_format=None):
+    if is_sparse_data(x._data):  # (a memory format: to() drops it for sparse tensors)
         return SparseToCopy.apply(x, backend, np_dtype)
     raise unsupported(cls, (x,))
 
 
-def _clone(cls, x):
+def _clone(cls, x, memory_format=None):
+    from .. import _memory_format as mf
+
+    if memory_format not in (None, mf.preserve_format):
+        raise unsupported_format(memory_format)
     return SparseClone.apply(x)
+
+
+def unsupported_format(memory_format) -> RuntimeError:
+    """PyTorch's error for a dense memory format asked of a sparse tensor."""
+    name = {"contiguous_format": "Contiguous", "channels_last": "ChannelsLast",
+            "channels_last_3d": "ChannelsLast3d"}.get(memory_format._name, memory_format._name)
+    return RuntimeError(f"unsupported memory format option {name}")
 
 
 def _sum(cls, x, dims, keepdim, dtype):
@@ -256,7 +267,7 @@ class SparseTotal(Function):
 _KERNELS = {
     elementwise.Add: _add, elementwise.Sub: _add, elementwise.Mul: _mul,
     elementwise.Div: _div, elementwise.Neg: _neg, linalg.MatMul: _matmul,
-    shape.Permute: _permute, shape.ToCopy: _to, shape.Clone: _clone, reduce.Sum: _sum,
+    shape.Permute: _permute, copies.ToCopy: _to, copies.Clone: _clone, reduce.Sum: _sum,
 }
 
 

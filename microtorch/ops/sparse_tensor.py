@@ -342,7 +342,8 @@ METHODS = dict(
     sparse_mask=sparse_mask)
 
 PROPERTIES = {
-    "layout": property(lambda self: layout_of(self._data), doc="The memory layout."),
+    "layout": property(lambda self: layout_of(self._data),
+                       doc="The layout: ``microtorch.strided`` or a sparse one."),
     "is_sparse": property(lambda self: type(self._data) is CooData,
                           doc="True for sparse COO tensors."),
     "is_sparse_csr": property(lambda self: type(self._data) is CsrData,
@@ -350,16 +351,14 @@ PROPERTIES = {
 }
 
 
-def sparse_stride(self: Tensor, dim=None):
-    """``stride()`` of a sparse tensor (zeros for COO, PyTorch's error for CSR)."""
-    return _stride(self, dim)
-
-
-def dense_only(self: Tensor, what: str):
+def dense_only(self: Tensor, what: str, *args):
     """PyTorch's errors for dense-only Tensor methods (``numpy``, ``nbytes``, ...) called on
-    a sparse tensor (``is_contiguous`` of a COO tensor answers False)."""
+    a sparse tensor (``is_contiguous`` of a COO tensor answers False, ``stride`` of one
+    zeros)."""
     if not is_sparse_data(self._data):
         return None
+    if what == "stride":
+        return _stride(self, *args)
     if what == "numpy":
         raise TypeError(f"can't convert {_layout_name(self)} layout tensor to numpy. Use "
                         f"Tensor.to_dense() first.")
@@ -373,3 +372,6 @@ def dense_only(self: Tensor, what: str):
             raise RuntimeError("Sparse CSR tensors do not have is_contiguous")
         return False
     raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+
+_layout.DENSE_ONLY[0] = dense_only

@@ -1,15 +1,16 @@
-"""``microtorch.linalg``: norms, Cholesky factors and triangular solves, as in ``torch.linalg``."""
+"""The norms of ``torch.linalg``: ``vector_norm``, ``matrix_norm`` (every order: Frobenius,
+nuclear and +-2 through the singular values, +-1 and +-inf from row and column sums) and
+``norm``."""
 
 from __future__ import annotations
 
 import math
 
-from . import _dtype
-from ._tensor import Tensor
-from .ops import vector_norm as _vector_norm
-from .ops.cholesky import LinAlgError, cholesky, solve_triangular
+from .. import _dtype
+from ._util import Tensor
+from .reduce import vector_norm as _vector_norm
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "cholesky", "solve_triangular", "LinAlgError"]
+__all__ = ["vector_norm", "matrix_norm", "norm"]
 
 
 def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,
@@ -28,11 +29,14 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,
 
 def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
                 dtype=None) -> Tensor:
-    """The Frobenius norm (``ord="fro"``), or the max/min absolute column (``ord=+-1``) or
-    row (``ord=+-inf``) sum, over the two dimensions ``dim``. Norms that need singular values
-    (``"nuc"``, ``+-2``) are not supported."""
+    """The matrix norm over the two dimensions ``dim``: Frobenius (``"fro"``), nuclear
+    (``"nuc"``, the sum of the singular values), +-2 (the largest/smallest singular value),
+    +-1 (max/min absolute column sum), +-inf (max/min absolute row sum)."""
     if dtype is not None:
         x = x.to(_dtype.as_dtype(dtype))
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_dtype.title(x.dtype)}")
     if x.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
@@ -40,17 +44,36 @@ def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     if rows == cols:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
                            f"{dim[1]})")
+    if isinstance(ord, str):
+        if ord not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    elif ord not in (1, -1, 2, -2, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord == "fro":
         return _vector_norm(x, 2, (rows, cols), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, "
-                                  f"which microtorch does not compute")
-    if ord not in (1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    summed, kept = (rows, cols) if ord in (1, -1) else (cols, rows)
-    sums = x.abs().sum(summed, keepdim=True)  # column sums (ord 1) or row sums (ord inf)
-    out = sums.amax(kept, keepdim=True) if ord > 0 else sums.amin(kept, keepdim=True)
-    return out if keepdim else out.squeeze(max(rows, cols)).squeeze(min(rows, cols))
+        from .arrange import movedim
+        from .linalg_decompositions import svdvals
+
+        s = svdvals(movedim(x, (rows, cols), (-2, -1)))
+        out = s.sum(-1) if ord == "nuc" else _max_min(s, -1, ord > 0, False)
+        if keepdim:
+            for d in sorted((rows, cols)):
+                out = out.unsqueeze(d)
+        return out
+    # PyTorch's order of reductions: the 1-norm of the columns (rows for inf), then the
+    # max/min over the other dimension
+    first, second = (rows, cols) if ord in (1, -1) else (cols, rows)
+    if not keepdim and first < second:
+        second -= 1
+    return _max_min(_vector_norm(x, 1, (first,), keepdim), second, ord > 0, keepdim)
+
+
+def _max_min(x: Tensor, dim: int, largest: bool, keepdim: bool) -> Tensor:
+    """amax (0 over an empty dimension, as PyTorch's matrix norms give) or amin."""
+    if largest and x.shape[dim] == 0:
+        return x.sum(dim, keepdim=keepdim)
+    return x.amax(dim, keepdim=keepdim) if largest else x.amin(dim, keepdim=keepdim)
 
 
 def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -67,3 +90,4 @@ def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must "
                            f"be 1D or 2D. Got {x.ndim}D.")
     return vector_norm(x, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
