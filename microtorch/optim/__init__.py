@@ -21,5 +21,5 @@ __all__ = ["Optimizer", "StaleGradWarning", "SGD", "Adam", "AdamW", "RMSprop", "
 # PyTorch's one module per optimizer, for the ones that share a module here
 _module_aliases.alias_modules(__name__, {
     "adamw": adam, "adamax": adam_family, "nadam": adam_family, "radam": adam_family,
-    "sparse_adam": adam_family, "adadelta": adaptive, "rprop": adaptive, "asgd": averaged,
+    "adadelta": adaptive, "rprop": adaptive, "asgd": averaged,
     "lbfgs": quasi_newton})
