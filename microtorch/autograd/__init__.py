@@ -22,7 +22,7 @@ from .grad_mode import (
 )
 
 __all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "forward_ad",
-           "backward",
+           "backward", "profiler", "DeviceType",
            "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "inference_mode",
@@ -145,5 +145,7 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     return out
 
 
-from . import forward_ad, functional, graph  # noqa: E402  (they use grad, defined above)
+# (they use grad, defined above)
+from . import forward_ad, functional, graph, profiler, profiler_util  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
+from .profiler_util import DeviceType  # noqa: E402
