@@ -24,14 +24,19 @@ import time
 import numpy as np
 
 from ..backend import initialized_backends
+from ..backend.base import tracking
 
 _perf_ns = time.perf_counter_ns
 
 
 class _State:
-    """How many profiler sessions are collecting, over all threads: the hot path's only read."""
+    """How many profiler sessions are collecting, over all threads: the hot path's only read
+    (a slot: the fastest attribute read Python has)."""
 
-    active = 0
+    __slots__ = ("active",)
+
+    def __init__(self) -> None:
+        self.active = 0
 
 
 state = _State()
@@ -135,9 +140,8 @@ class Session:
         if current_session() is not None:
             raise RuntimeError("Profiler is already enabled on this thread")
         if self.profile_memory:
-            from .._memory import start_tracking
-
-            start_tracking()  # exact byte counts of every buffer from here on
+            if not tracking.on:
+                tracking.start()  # exact byte counts of every buffer from here on
             self._outside = _memory_now()
         self.thread = thread_number()
         self.native_thread = threading.get_native_id()

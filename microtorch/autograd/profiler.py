@@ -28,6 +28,13 @@ def _cuda_available() -> bool:
     return cuda_available()
 
 
+def _synchronize_cuda() -> None:
+    """Wait for the current GPU (``cuda.synchronize()``; PyTorch's error without CUDA)."""
+    from ..backend import get_backend
+
+    get_backend("cuda").synchronize()
+
+
 class profile:
     """Record the ops of this thread while the context is open, and summarise them.
 
@@ -121,9 +128,7 @@ class profile:
         if not self.enabled:
             return False
         if self.use_device == "cuda":
-            from .. import cuda
-
-            cuda.synchronize()
+            _synchronize_cuda()
         if self._tracer is not None:
             self._tracer.stop()
             self._tracer = None
@@ -325,9 +330,7 @@ class emit_nvtx(emit_itt):
     _tool = "NVTX"
 
     def _synchronize(self) -> None:
-        from .. import cuda
-
-        cuda.synchronize()
+        _synchronize_cuda()
 
 
 class KinetoStepTracker:
