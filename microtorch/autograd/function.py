@@ -293,6 +293,8 @@ def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
             t.grad_fn = node
             t.requires_grad = True
     to_save = tuple(ctx._to_save)
+    if inference_active.seen:
+        refuse_inference_saved(to_save)
     output_ids = {id(t) for t in outs}
     ctx._saved_outputs = frozenset(i for i, t in enumerate(to_save) if id(t) in output_ids)
     # Packed by saved-tensor hooks now that the outputs have their node, as PyTorch does.
@@ -477,7 +479,7 @@ from ._profiler_record import op as _profiler_op  # noqa: E402
 from ._profiler_record import state as _profiling  # noqa: E402
 from .engine import OutputGrads  # noqa: E402
 from .forward_mode import state as _fw_state  # noqa: E402
-from .grad_mode import anomaly  # noqa: E402
-from .node import _FREED, _next_sequence_number  # noqa: E402
+from .grad_mode import anomaly, inference_active  # noqa: E402
+from .node import _FREED, _next_sequence_number, refuse_inference_saved  # noqa: E402
 from .saved import hooks as saved_hooks  # noqa: E402
 from .saved import unpack_values  # noqa: E402

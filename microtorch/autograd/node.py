@@ -27,7 +27,7 @@ import traceback
 
 import numpy as np
 
-from .grad_mode import anomaly, recording
+from .grad_mode import INFERENCE_SAVED, anomaly, inference_active, recording
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -275,8 +275,12 @@ class Node:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
-        if not (needs_grad and recording()):
+        # An integer or bool result is never differentiable (PyTorch: x.long() does not
+        # require grad, and no gradient flows back through it; "V": bfloat16)
+        if not (needs_grad and recording()) or getattr(out, "dtype", _F).kind not in "fcV":
             return Tensor._make(out, False, None)
+        if inference_active.seen:
+            refuse_inference_saved(ctx._saved)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
         if anomaly.enabled:
@@ -295,6 +299,17 @@ class Node:
                     ctx._out_data = packed[0]
                     ctx._packed = True
         return result
+
+
+_F = np.dtype(np.float32)  # (the dtype of an output without one: a Python float)
+
+
+def refuse_inference_saved(saved) -> None:
+    """PyTorch's error for a recorded op that saved an inference tensor for backward."""
+    if saved:
+        for v in saved:
+            if isinstance(v, Tensor) and v._inference:
+                raise RuntimeError(INFERENCE_SAVED)
 
 
 def _forward(cls, ctx, first, args: tuple, kwargs: dict):

@@ -14,16 +14,41 @@ __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "r
            "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
            "broadcast_shape", "tensors_arg", "check_index_arg",
-           "narrow_start", "split_size_arg", "writable_copy", "index_array", "result_xp"]
+           "narrow_start", "split_size_arg", "writable_copy", "index_array", "result_xp",
+           "wrapped_int"]
 
 wrap_dim = _wrap_dim
 
 
 def has_internal_overlap(arr) -> bool:
     """True when several elements of ``arr`` share one memory location (an expanded
-    dimension: stride 0, size > 1), the case PyTorch's in-place ops refuse."""
+    dimension: stride 0, size > 1), the case PyTorch's in-place ops refuse. An empty array
+    has no elements to share (NumPy gives it zero strides)."""
     strides = arr.strides
-    return 0 in strides and any(s == 0 and n > 1 for s, n in zip(strides, arr.shape))
+    return (0 in strides and arr.size > 0
+            and any(s == 0 and n > 1 for s, n in zip(strides, arr.shape)))
+
+
+_C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t"}
+
+
+def wrapped_int(value, np_dtype):
+    """``value`` as a scalar of ``np_dtype`` when it is a Python int and the dtype an integer
+    one, converted as PyTorch converts a number argument: an unsigned type also takes
+    negatives down to -max and wraps them (-3 as uint8 is 253), anything else out of range
+    raises PyTorch's overflow error (NumPy 2 refuses every out-of-range Python int). Any
+    other value is returned unchanged."""
+    np_dtype = np.dtype(np_dtype)
+    if type(value) is not int or np_dtype.kind not in "ui":
+        return value
+    info = np.iinfo(np_dtype)
+    low = -int(info.max) if np_dtype.kind == "u" else int(info.min)
+    if not low <= value <= int(info.max):
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPES[np_dtype.name]} "
+                           "without overflow")
+    return np_dtype.type(value % (1 << (8 * np_dtype.itemsize))) if value < 0 and \
+        np_dtype.kind == "u" else np_dtype.type(value)
 
 
 def assert_no_internal_overlap(arr) -> None:

@@ -11,18 +11,20 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd import forward_mode, saved, views
-from ..autograd.grad_mode import no_grad, recording
+from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
-from . import shape
+from . import indexing
 from ._util import (
     Tensor,
     assert_no_internal_overlap,
     has_internal_overlap,
     is_scalar,
     promote_operands,
+    wrapped_int,
     xp_of,
 )
-from .shape import _is_basic, expand, masked_fill
+from .indexing import is_basic as _is_basic
+from .shape import expand, masked_fill
 
 
 def warn_expanded(op: str, example: str) -> None:
@@ -85,6 +87,8 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 def _check_inplace(self: Tensor, *others) -> bool:
     """Raise for in-place ops autograd cannot record; True when the op must be recorded (or
     carries forward-mode tangents: it then runs out of place and is written back)."""
+    if self._inference and not in_inference_mode():
+        raise RuntimeError(INFERENCE_INPLACE)
     dual = bool(forward_mode.state.levels) and forward_mode.touches((self, *others), {})
     if not recording():
         return dual
@@ -172,7 +176,7 @@ def _ufunc_inplace(name, op):
                 raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
                                    f"broadcast shape {list(wide)}")
         if alpha != 1:
-            xb = xb * alpha
+            xb = xb * wrapped_int(alpha, xb.dtype)
         if saved.writes.count:
             saved.before_write(self)
         getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
@@ -269,28 +273,31 @@ def _inplace_view(op):
 
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
-    arr_key = shape._index_key(key)
-    shape.check_device_index(self._data, arr_key)
+    arr_key = indexing.index_key(key, self._data.ndim)
+    indexing.check_device_index(self._data, arr_key)
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")
+    if not _is_basic(arr_key):
+        indexing.check_masks(self._data.shape, arr_key)
     check_setitem_value(self, arr_key, value)
     if has_internal_overlap(self._data):
-        if shape._is_basic(arr_key):
+        if _is_basic(arr_key):
             # PyTorch writes into the indexed region (a view): allowed when that region has
             # no overlapping elements (``expanded[0] = v``), refused otherwise.
-            region = shape.getitem(self, key)
+            region = indexing.getitem(self, key)
             assert_no_internal_overlap(region._data)
             region.copy_(value) if isinstance(value, Tensor) else region.fill_(value)
             return
         warn_expanded("index_put_", "tensor[indices] = tensor")
     try:
         if _check_inplace(self, value):
-            _write(self, shape.IndexPut.apply(self, arr_key, value))
+            _write(self, indexing.IndexPut.apply(self, arr_key, value))
             return
         if saved.writes.count:
             saved.before_write(self)
-        self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+        dest, k = indexing.target(self._data, arr_key)
+        dest[k] = value._data if isinstance(value, Tensor) else value
     except ValueError as exc:  # NumPy checks the shapes before it writes anything
         raise RuntimeError(str(exc).replace("value array", "value tensor")) from None
     self._vbox[0] += 1

@@ -21,10 +21,12 @@ from ._util import (
     check_index_bounds,
     scatter_add_arrays,
     wrap_dim,
+    wrapped_int,
     writable_copy,
     xp_of,
 )
 from .counting import no_derivative
+from .shape import zero_padded
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
            "scatter_reduce"]
@@ -51,6 +53,7 @@ class Scatter(Function):
         ctx.dim, ctx.tensor_src = dim, isinstance(src, Tensor)
         ctx.torch_name = "ScatterBackward0" if ctx.tensor_src else "ScatterBackward1"
         ctx.save_for_backward(index)
+        ctx.src_shape = src._data.shape if ctx.tensor_src else None
         out = writable_copy(arr, idx, src._data if isinstance(src, Tensor) else None)
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx % arr.shape[dim] if arr.ndim else idx
@@ -65,7 +68,7 @@ class Scatter(Function):
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         gx = Scatter.apply(grad, ctx.dim, index, 0.0)
-        gs = grad.gather(ctx.dim, index) if ctx.tensor_src else None
+        gs = zero_padded(grad.gather(ctx.dim, index), ctx.src_shape) if ctx.tensor_src else None
         return gx, None, None, gs
 
 
@@ -89,6 +92,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             src = src.reshape(1)
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        src = src.reshape(-1) if isinstance(src, Tensor) else src
+        return scatter(input.reshape(1), 0, index.reshape(-1), src, reduce=reduce).reshape(())
     _check_scatter_shapes(input, d, index, src)
     if reduce is not None:
         return _scatter_folded(input, d, index, src, reduce)
@@ -134,7 +140,7 @@ class IndexAdd(Function):
         ctx.dim, ctx.alpha = dim, alpha
         ctx.save_for_backward(index)
         out = writable_copy(arr, idx, src)
-        vals = src if alpha == 1 else src * alpha
+        vals = src if alpha == 1 else src * wrapped_int(alpha, src.dtype)
         # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
         scatter_add_arrays(xp_of(out), xp.moveaxis(out, dim, 0), idx,
                    xp.moveaxis(vals.astype(arr.dtype), dim, 0))
@@ -170,6 +176,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         check_index_bounds(idx, n, d)  # (no negative indices)
     else:  # PyTorch's 1-d kernel checks with an IndexError
         check_bounds(idx, 0, n, IndexError, lambda bad: "index out of range in self")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        return IndexAdd.apply(input.reshape(1), 0, index.reshape(-1), source.reshape(-1),
+                              alpha).reshape(())
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 
@@ -215,6 +224,7 @@ class Put(Function):
         arr = x._data
         xp = xp_of(arr)
         ctx.accumulate = accumulate
+        ctx.source_shape = source._data.shape  # (index may have another shape, same numel)
         ctx.save_for_backward(index)
         out = writable_copy(arr, index._data, source._data)
         flat = out.reshape(-1)  # a view: out is contiguous
@@ -231,7 +241,7 @@ class Put(Function):
         (index,) = ctx.saved_tensors
         gx = grad if ctx.accumulate else Put.apply(grad, index, grad.new_zeros(index.shape),
                                                    False)
-        return gx, None, take(grad, index), None
+        return gx, None, take(grad, index).reshape(ctx.source_shape), None
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -491,20 +501,7 @@ class ScatterReduce(Function):
             gs = src_wins * share.gather(dim, index)
         if not include_self:
             gx = gx.scatter(dim, index, 0)
-        return gx, None, None, _zero_padded(gs, ctx.src_shape), None, None
-
-
-def _zero_padded(t: Tensor, shape: tuple) -> Tensor:
-    """``t`` extended by zeros at the end of each dim to ``shape`` (the part of ``src`` beyond
-    the index's extent gets no gradient)."""
-    from .shape import cat
-
-    for k, (have, want) in enumerate(zip(t.shape, shape)):
-        if have < want:
-            pad = list(t.shape)
-            pad[k] = want - have
-            t = cat([t, t.new_zeros(pad)], k)
-    return t
+        return gx, None, None, zero_padded(gs, ctx.src_shape), None, None
 
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,

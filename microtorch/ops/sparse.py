@@ -31,7 +31,7 @@ class Embedding(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        from .shape import IndexScatter
+        from .indexing import IndexScatter
 
         (indices,) = ctx.saved_tensors
         flat = indices._data.reshape(-1)
