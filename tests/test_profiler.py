@@ -92,6 +92,25 @@ def test_counts_of_shared_ops_and_backward_steps_equal_pytorchs(device):
         step + "NllLossBackward0", step + "torch::autograd::AccumulateGrad"})
 
 
+def test_optimizer_steps_are_pytorchs_ranges():
+    def run(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(4, 2)
+        opts = [lib.optim.SGD(model.parameters(), lr=0.1), lib.optim.Adam(model.parameters())]
+        with lib.profiler.profile() as prof:
+            for opt in opts:
+                for _ in range(2):
+                    opt.zero_grad()
+                    model(lib.ones(3, 4)).sum().backward()
+                    opt.step()
+        return collections.Counter(e.name for e in prof.events()
+                                   if e.name.startswith("Optimizer."))
+
+    assert run(mt) == run(torch) == {"Optimizer.step#SGD.step": 2, "Optimizer.step#Adam.step": 2,
+                                     "Optimizer.zero_grad#SGD.zero_grad": 2,
+                                     "Optimizer.zero_grad#Adam.zero_grad": 2}
+
+
 @pytest.mark.filterwarnings("ignore:overflow encountered")  # (the loop's values grow)
 def test_tutorial_loop_counts_div_and_mul_as_pytorch(device):
     def run(lib, dev):
