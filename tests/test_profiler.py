@@ -92,6 +92,31 @@ def test_counts_of_shared_ops_and_backward_steps_equal_pytorchs(device):
         step + "NllLossBackward0", step + "torch::autograd::AccumulateGrad"})
 
 
+def test_inplace_ops_are_one_event_each_as_in_pytorch():
+    def run(lib):
+        x, g = lib.ones(3, 4), lib.ones(3, 4, requires_grad=True) * 1
+        src = lib.zeros(4, dtype=lib.float64)
+        with lib.profiler.profile(record_shapes=True) as prof:
+            x.add_(1)
+            x.add_(x, alpha=2)
+            x.sub_(1)
+            x.mul_(2)
+            x.div_(3)
+            x.exp_()
+            x.clamp_(0, 1)
+            x.relu_()
+            x.zero_()
+            x.fill_(2)
+            x.fill_(0)
+            x.copy_(src)
+            x.sigmoid_()
+            g.mul_(2)
+            g.add_(1)
+        return [(e.name, e.input_shapes) for e in prof.events() if e.cpu_parent is None]
+
+    assert run(mt) == run(torch)
+
+
 def test_optimizer_steps_are_pytorchs_ranges():
     def run(lib):
         lib.manual_seed(0)

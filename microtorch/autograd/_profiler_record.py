@@ -50,6 +50,7 @@ class _ThreadState(threading.local):
 
     session: Session | None = None
     pending: RawEvent | None = None
+    reentry = None  # the in-place method being re-entered (``inplace``)
     number = 0
 
 
@@ -132,6 +133,7 @@ class Session:
         self.start_unix_ns = 0
         self.collecting = False
         self.counted = False  # counted in state.active (not while paused)
+        self.muted = 0  # inside an in-place op: the ops it computes through are not events
         self._outside = (0, 0)  # memory at the end of the last top-level event
 
     # -- the window -------------------------------------------------------------------------
@@ -327,7 +329,7 @@ def op(cls, ctx, args: tuple, kwargs: dict):
         pending.ctx = ctx
         return PROCEED
     session = tls.session
-    if session is None or not session.collecting:
+    if session is None or not session.collecting or session.muted:
         return PROCEED
     ev = session.begin(cls)
     if session.record_shapes:
@@ -348,6 +350,35 @@ def op(cls, ctx, args: tuple, kwargs: dict):
             ev.sequence_nr = node._seq
         ev.ctx = None
     return result
+
+
+def inplace(name: str, method, args: tuple, kwargs: dict):
+    """Run the in-place op ``method(*args, **kwargs)`` as the one event ``name`` (PyTorch's
+    ``aten::add_``, one kernel there): the ops microtorch computes it through are not events.
+    Called from ``method`` while a profiler collects; ``method`` is entered again and that
+    call gets ``PROCEED``."""
+    tls = _tls
+    if tls.reentry is method:
+        tls.reentry = None
+        return PROCEED
+    session = tls.session
+    if session is None or not session.collecting or session.muted:
+        return PROCEED
+    ev = session.begin(name)
+    if session.record_shapes:
+        session.note_inputs(ev, (*args, *kwargs.values()))
+    if session.use_cuda:
+        session.time_on_device(ev, args[:1])
+    ev.start = _perf_ns()
+    tls.reentry = method
+    session.muted += 1
+    try:
+        return method(*args, **kwargs)
+    finally:
+        tls.reentry = None
+        session.muted -= 1
+        session.close_on_device(ev)
+        session.end(ev)
 
 
 def backward_step(name: str, node, grad, run, *args):
