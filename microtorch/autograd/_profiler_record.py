@@ -1,13 +1,14 @@
 """The profiler's recording: the flag the hook points read, and a session's raw events.
 
-Three hook points see every op and every backward step, and each reads one attribute while no
+The hook points see every op and every backward step, and each reads one attribute while no
 profiler runs (``state.active``, the number of sessions collecting in any thread):
 
 - ``Node.apply`` (microtorch's ops) and ``Function.apply`` (user Functions) call ``op``, which
   runs the op inside an event (the op's ``apply`` is re-entered once, see ``op``);
+- the in-place forms (``ops/_writes.py``) call ``inplace``: one event, the ops inside muted;
 - the engine calls ``backward_step`` around each node's backward and each accumulation into a
   leaf (PyTorch's ``autograd::engine::evaluate_function: <node>`` and ``<node>`` events);
-- ``record_function`` ranges (``autograd.profiler``) open and close events of their own.
+- ``record_function`` ranges (``autograd.profiler``; optimizers' steps) open events of their own.
 
 As in PyTorch the profiler belongs to the thread that started it: ops of other threads are not
 recorded. Events nest by an explicit stack per session (the parent is known when an event
