@@ -1,5 +1,5 @@
-"""Graph node of constant padding and the index and weight tables of interpolation (NumPy
-arrays built from the shapes alone).
+"""Graph nodes of constant padding and of affine sampling grids, and the index and weight
+tables of interpolation (NumPy arrays built from the shapes alone).
 
 This module must not import ``microtorch.nn`` (one direction of dependency).
 """
@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function
-from ._util import xp_of
+from ..autograd.grad_mode import recording
+from ..backend import cpu_capability
+from ._util import Tensor, const, xp_of
+from .linalg import matmul
 
-__all__ = ["Pad", "source_scale", "nearest_indices", "linear_matrix", "cubic_matrix"]
+__all__ = ["Pad", "AffineGridGenerator", "source_scale", "nearest_indices", "linear_matrix",
+           "cubic_matrix"]
 
 
 # -- padding ------------------------------------------------------------------------------------
@@ -29,6 +34,93 @@ class Pad(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad[ctx.crop], None, None
+
+
+# -- affine grids (PyTorch's AffineGridGenerator.cpp) ------------------------------------------
+def _plain(a, b, c):
+    return a * b + c
+
+
+def _linspace_from_neg_one(steps: int, align: bool, dtype: np.dtype) -> np.ndarray:
+    """One axis of the base grid as PyTorch builds it: ``linspace(-1, 1, steps)`` in the
+    dtype, by its CPU kernel (the first half -1 + step * i, the second 1 - step * (steps - 1 -
+    i), fused multiply-adds in the AVX2/AVX512 builds), then ``* (steps - 1) / steps``
+    unless ``align`` (two roundings, as written); 0 for a single step."""
+    ft = dtype.type
+    if steps <= 1:
+        return np.zeros(1, dtype)
+    ma = cpu_capability.fma if cpu_capability.build() != "DEFAULT" else _plain
+    step = ft(2) / ft(steps - 1)
+    i = np.arange(steps, dtype=dtype)
+    r = np.where(i < steps // 2, ma(step, i, -1.0), ma(-step, (steps - 1) - i, 1.0))
+    if not align:
+        r = r * ft(steps - 1) / ft(steps)
+    return r.astype(dtype)
+
+
+def _base_grid(spatial, align: bool, dtype: np.dtype) -> np.ndarray:
+    """(prod spatial, nd + 1) rows (x, y[, z], 1), x running along the last spatial dim."""
+    axes = [_linspace_from_neg_one(n, align, dtype) for n in reversed(spatial)]
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]
+    return np.stack([*mesh, np.ones(tuple(spatial), dtype)], -1).reshape(-1, len(spatial) + 1)
+
+
+def _small_bmm(k: int, rows: int, cols: int) -> bool:
+    """PyTorch's CPU bmm runs a plain loop (a sum from 0 in index order, no FMA) below 400
+    multiply-adds per batch item, and MKL above."""
+    return k * rows * cols < 400
+
+
+class AffineGridGenerator(Function):
+    """``affine_grid_generator``: the base grid (P, K) times each theta^T, (N, P, J) -> the
+    (N, *spatial, J) sampling grid; its backward base^T grad (N, K, J), transposed."""
+
+    torch_name = "AffineGridGeneratorBackward0"
+
+    @staticmethod
+    def forward(ctx, theta, size, align):
+        ta = theta._data
+        xp = xp_of(ta)
+        work = np.dtype(np.float32) if ta.dtype in _dtype.REDUCED_FLOATS else ta.dtype
+        spatial = [int(v) for v in size[2:]]
+        base = _base_grid(spatial, align, work)
+        ctx.base, ctx.dtype = base, ta.dtype
+        b = xp.asarray(base)
+        t = ta.astype(work, copy=False)
+        p, k = base.shape
+        terms = [b[None, :, i, None] * t[:, None, :, i] for i in range(k)]  # (N, P, J) each
+        if _small_bmm(k, p, k - 1):  # acc = 0, then += each product
+            out = terms[0] + 0.0
+            for term in terms[1:]:
+                out = out + term
+        elif xp is np and cpu_capability.mkl_avx512():  # MKL's AVX-512 kernel: FMA chain
+            out = terms[0]
+            for i in range(1, k):
+                out = cpu_capability.fma(b[None, :, i, None], t[:, None, :, i], out)
+        else:  # MKL's other kernels: the products summed in order (measured)
+            out = terms[0]
+            for term in terms[1:]:
+                out = out + term
+        return out.astype(ta.dtype, copy=False).reshape(ta.shape[0], *spatial, k - 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        base = ctx.base
+        p, k = base.shape
+        n = grad.shape[0]
+        if recording():  # create_graph: the product as a differentiable node of grad
+            g = grad.reshape(n, p, k - 1)
+            return matmul(const(grad, base.T), g).transpose(1, 2), None, None
+        ga = grad._data
+        xp = xp_of(ga)
+        g = ga.reshape(n, p, k - 1).astype(base.dtype, copy=False)
+        b = xp.asarray(base)
+        if _small_bmm(p, k, k - 1):  # sums over the P points from 0, in order
+            terms = b[None, :, None, :] * g[:, :, :, None]  # (N, P, J, K)
+            out = xp.cumsum(terms, axis=1)[:, -1] + 0.0
+        else:  # (MKL's order of this long sum is its own: OpenBLAS's here)
+            out = xp.matmul(g.transpose(0, 2, 1), b)
+        return Tensor._make(out.astype(ctx.dtype, copy=False), False, None), None, None
 
 
 # -- interpolation tables -------------------------------------------------------------------------
