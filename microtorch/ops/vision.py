@@ -65,10 +65,65 @@ def _base_grid(spatial, align: bool, dtype: np.dtype) -> np.ndarray:
     return np.stack([*mesh, np.ones(tuple(spatial), dtype)], -1).reshape(-1, len(spatial) + 1)
 
 
-def _small_bmm(k: int, rows: int, cols: int) -> bool:
-    """PyTorch's CPU bmm runs a plain loop (a sum from 0 in index order, no FMA) below 400
-    multiply-adds per batch item, and MKL above."""
-    return k * rows * cols < 400
+def _family(xp, k: int, rows: int, cols: int) -> str:
+    """How PyTorch's CPU bmm sums a (rows, k) x (k, cols) product: below 400 multiply-adds a
+    plain loop ("plain": 0, then + each rounded product, no FMA); above, MKL's kernel family
+    (``cpu_capability.mkl``). On CUDA: plain (cuBLAS is another computation anyway)."""
+    if xp is not np or k * rows * cols < 400:
+        return "plain"
+    return cpu_capability.mkl()
+
+
+def _blocks(length: int, kc: int) -> np.ndarray:
+    """How MKL cuts a sum of ``length`` terms (measured with cancellation probes): blocks of
+    ``kc`` (384 in its AVX-512 kernel, 96 in its AVX2 one) while more than 2 kc terms remain,
+    then the rest as one block, or as two halves (the first rounded up) when over kc. As
+    (blocks, longest block) term indices, ``length`` marking padding."""
+    bounds, start = [], 0
+    while length - start > 2 * kc:
+        bounds.append((start, start + kc))
+        start += kc
+    rest = length - start
+    half = start + -(-rest // 2)
+    bounds += [(start, half), (half, length)] if rest > kc else [(start, length)]
+    index = np.full((len(bounds), max(hi - lo for lo, hi in bounds)), length)
+    for b, (lo, hi) in enumerate(bounds):
+        index[b, :hi - lo] = np.arange(lo, hi)
+    return index
+
+
+def _dot(xp, x, y, family: str):
+    """The sum over the first axis of x * y (the rest broadcast) in ``family``'s order:
+    "plain" and MKL's "SSE" kernels add the rounded products in order; its "AVX512" kernel
+    runs one FMA chain from 0 per block and adds the block sums in order; its "AVX2" kernel
+    runs two chains per block (even and odd terms), adds them, FMAs an odd block's last term
+    onto that, and adds the block sums in order. Blocks run side by side, padded with zero
+    terms (which change no sum)."""
+    if family in ("plain", "SSE"):
+        return xp.cumsum(x * y, axis=0)[-1] + 0.0  # cumsum adds in order; + 0.0: 0 + first
+    fma = cpu_capability.fma
+    length = x.shape[0]
+    index = _blocks(length, 384 if family == "AVX512" else 96)
+    kc = index.shape[1]
+    xb = np.concatenate([x, np.zeros_like(x[:1])])[index]  # (blocks, kc, ...)
+    yb = np.concatenate([y, np.zeros_like(y[:1])])[index]
+    zeros = np.zeros(np.broadcast_shapes(xb[:, 0].shape, yb[:, 0].shape), x.dtype)
+    if family == "AVX512":
+        acc = cpu_capability.fma_chain(xb.swapaxes(0, 1), yb.swapaxes(0, 1), zeros)
+    else:  # AVX2
+        count = (index < length).sum(1)
+        odd = (count % 2 == 1).reshape((-1,) + (1,) * (zeros.ndim - 1))
+        last = np.maximum(count - 1, 0)
+        rows = np.arange(len(index))
+        xl, yl = np.where(odd, xb[rows, last], 0), np.where(odd, yb[rows, last], 0)
+        pairs = count // 2 * 2  # terms in the two chains; past them: zero terms
+        live = (np.arange(kc) < pairs[:, None]).reshape(index.shape + odd.shape[1:])
+        xs = np.where(live, xb, 0).swapaxes(0, 1)  # (kc, blocks, ...), the odd tails zeroed
+        ys = yb.swapaxes(0, 1)
+        even = cpu_capability.fma_chain(xs[0::2], ys[0::2], zeros)
+        odd_sum = cpu_capability.fma_chain(xs[1::2], ys[1::2], zeros)
+        acc = fma(xl, yl, even + odd_sum)
+    return np.cumsum(acc, axis=0)[-1]
 
 
 class AffineGridGenerator(Function):
@@ -85,22 +140,11 @@ class AffineGridGenerator(Function):
         spatial = [int(v) for v in size[2:]]
         base = _base_grid(spatial, align, work)
         ctx.base, ctx.dtype = base, ta.dtype
-        b = xp.asarray(base)
-        t = ta.astype(work, copy=False)
         p, k = base.shape
-        terms = [b[None, :, i, None] * t[:, None, :, i] for i in range(k)]  # (N, P, J) each
-        if _small_bmm(k, p, k - 1):  # acc = 0, then += each product
-            out = terms[0] + 0.0
-            for term in terms[1:]:
-                out = out + term
-        elif xp is np and cpu_capability.mkl_avx512():  # MKL's AVX-512 kernel: FMA chain
-            out = terms[0]
-            for i in range(1, k):
-                out = cpu_capability.fma(b[None, :, i, None], t[:, None, :, i], out)
-        else:  # MKL's other kernels: the products summed in order (measured)
-            out = terms[0]
-            for term in terms[1:]:
-                out = out + term
+        t = ta.astype(work, copy=False)
+        b = xp.asarray(base)  # grid[n, p, j] = sum over i of base[p, i] * theta[n, j, i]
+        out = _dot(xp, b.T[:, None, :, None], t.transpose(2, 0, 1)[:, :, None, :],
+                   _family(xp, k, p, k - 1))
         return out.astype(ta.dtype, copy=False).reshape(ta.shape[0], *spatial, k - 1)
 
     @staticmethod
@@ -114,12 +158,9 @@ class AffineGridGenerator(Function):
         ga = grad._data
         xp = xp_of(ga)
         g = ga.reshape(n, p, k - 1).astype(base.dtype, copy=False)
-        b = xp.asarray(base)
-        if _small_bmm(p, k, k - 1):  # sums over the P points from 0, in order
-            terms = b[None, :, None, :] * g[:, :, :, None]  # (N, P, J, K)
-            out = xp.cumsum(terms, axis=1)[:, -1] + 0.0
-        else:  # (MKL's order of this long sum is its own: OpenBLAS's here)
-            out = xp.matmul(g.transpose(0, 2, 1), b)
+        b = xp.asarray(base)  # grad_theta[n, j, i] = sum over p of base[p, i] * g[n, p, j]
+        out = _dot(xp, b[:, None, None, :], g.transpose(1, 0, 2)[..., None],
+                   _family(xp, p, k, k - 1))
         return Tensor._make(out.astype(ctx.dtype, copy=False), False, None), None, None
 
 
