@@ -116,7 +116,10 @@ def fma(a, b, c):
     dt = np.result_type(*(v for v in (a, b, c) if isinstance(v, np.ndarray)))
     a, b, c = (np.asarray(v, dt) for v in (a, b, c))
     if dt != np.float32:
-        return _fma64(a, b, c)
+        # The emulation's splitting overflows (NaN) for infinite or huge operands; where the
+        # fused result is not finite, a * b + c is it (the same infinity or NaN).
+        out = _fma64(a, b, c)
+        return np.where(np.isfinite(out), out, a * b + c)
     p = np.multiply(a, b, dtype=np.float64)  # exact (24 + 24 bits)
     c64 = c.astype(np.float64)
     return _round32(np.asarray(p + c64), p, c64)

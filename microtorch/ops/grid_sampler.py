@@ -55,10 +55,12 @@ def _check(input: Tensor, grid: Tensor, mode: str) -> None:
 
 
 def _compute(fn, dtype, *arrays):
-    """Run a kernel in ``dtype``'s precision: float16 and bfloat16 through float32."""
-    if dtype not in _dtype.REDUCED_FLOATS:
-        return fn(*arrays)
-    out = fn(*(a.astype(np.float32) for a in arrays))
+    """Run a kernel in ``dtype``'s precision: float16 and bfloat16 through float32. (NumPy's
+    warnings about NaN and infinite coordinates are silenced: those propagate as PyTorch's.)"""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if dtype not in _dtype.REDUCED_FLOATS:
+            return fn(*arrays)
+        out = fn(*(a.astype(np.float32) for a in arrays))
     return tuple(None if o is None else o.astype(dtype) for o in out) \
         if isinstance(out, tuple) else out.astype(dtype)
 

@@ -52,7 +52,8 @@ def _index(xp, coords, sizes, inside):
     0 where ``inside`` is False (those lanes read or add nothing)."""
     flat = None
     for c, size in zip(coords[::-1], sizes[::-1]):  # slowest dimension first
-        c = xp.where(inside, c, 0).astype(np.int64)
+        # (a NaN coordinate counted inside, where PyTorch reads undefined memory: pixel 0)
+        c = xp.where(inside & xp.isfinite(c), c, 0).astype(np.int64)
         flat = c if flat is None else flat * size + c
     return flat
 
@@ -84,8 +85,8 @@ def _scatter(xp, shape, dtype, flat, values, order):
     element after another, so each sum is PyTorch's)."""
     n, c = shape[:2]
     grad = xp.zeros((n, c, int(np.prod(shape[2:]))), dtype)
-    flat = flat.reshape(n, -1)
-    values = values.reshape(n, c, -1)
+    flat = flat.reshape(n, order.size)
+    values = values.reshape(n, c, order.size)
     if xp is np:
         flat, values = flat[:, order], values[:, :, order]
     key = (xp.arange(n)[:, None, None], xp.arange(c)[None, :, None], flat[:, None, :])
@@ -276,8 +277,9 @@ def _setup_2d(inp, grid, padding, align):
     xp = xp_of(inp)
     n, c, h, w = inp.shape
     planes = xp.ascontiguousarray(inp).reshape(n, c, h * w)
-    gx = grid[..., 0].reshape(n, -1)
-    gy = grid[..., 1].reshape(n, -1)
+    points = grid.shape[1] * grid.shape[2]
+    gx = grid[..., 0].reshape(n, points)
+    gy = grid[..., 1].reshape(n, points)
     ax_w = _Axis(xp, w, padding, align, inp.dtype)
     ax_h = _Axis(xp, h, padding, align, inp.dtype)
     return xp, planes, gx, gy, ax_w, ax_h
@@ -315,7 +317,7 @@ def backward_2d(grad, inp, grid, mode: str, padding: str, align: bool, input_gra
     n, c, h, w = inp.shape
     ma = _mul_add(xp)
     dt = inp.dtype
-    gout = xp.ascontiguousarray(grad).reshape(n, c, -1)
+    gout = xp.ascontiguousarray(grad).reshape(n, c, gx.shape[1])
     lanes = cpu_capability.vector_lanes(dt, cpu_capability.build())
     rows = _rows(grid)
     gin = None
@@ -399,7 +401,7 @@ class _ScalarAxis:
 
     def reflect(self, x, with_grad: bool = False):
         """Reflect into [low, high] (``reflect_coordinates``: fmod for the remainder, the
-        parity of floor(|x - low| / span) for the direction)."""
+        parity of int(floor(|x - low| / span)) for the direction)."""
         xp, dt = self.xp, self.dt
         twice_low, twice_high = (0, 2 * (self.size - 1)) if self.align else \
             (-1, 2 * self.size - 1)
@@ -410,7 +412,9 @@ class _ScalarAxis:
         v = x - low
         a = xp.abs(v)
         extra = xp.fmod(a, span)
-        even = xp.fmod(xp.floor(a / span), 2) == 0
+        flips = xp.floor(a / span)
+        # static_cast<int>(flips): beyond int's range (and NaN) x86 gives INT_MIN, even
+        even = (xp.fmod(flips, 2) == 0) | ~(flips < 2.0 ** 31)
         r = xp.where(even, extra + low, (span - extra) + low)
         if not with_grad:
             return r
@@ -448,7 +452,8 @@ def _setup_3d(inp, grid, padding, align, with_grad):
     n, c, d, h, w = inp.shape
     planes = xp.ascontiguousarray(inp).reshape(n, c, d * h * w)
     axes = [_ScalarAxis(xp, size, padding, align, inp.dtype) for size in (w, h, d)]
-    coords = [grid[..., k].reshape(n, -1) for k in range(3)]
+    points = grid.shape[1] * grid.shape[2] * grid.shape[3]
+    coords = [grid[..., k].reshape(n, points) for k in range(3)]
     if with_grad:
         pairs = [ax.source_with_grad(g) for ax, g in zip(axes, coords)]
         return xp, planes, [p[0] for p in pairs], [p[1] for p in pairs]
@@ -503,8 +508,8 @@ def backward_3d(grad, inp, grid, mode: str, padding: str, align: bool, input_gra
     sizes = inp.shape[:1:-1]  # (W, H, D)
     dt = inp.dtype
     zero = dt.type(0)
-    gout = xp.ascontiguousarray(grad).reshape(n, c, -1)
-    points = gout.shape[2]
+    points = coords[0].shape[1]
+    gout = xp.ascontiguousarray(grad).reshape(n, c, points)
     if mode == "nearest":
         gin = None
         if input_grad:

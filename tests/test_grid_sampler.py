@@ -1,0 +1,339 @@
+"""``grid_sample`` and ``affine_grid`` against PyTorch, bit for bit.
+
+What is bit-exact by design (float32 and float64, on x86-64, where the replayed kernels were
+measured): ``grid_sample``'s output and its input and grid gradients in every mode, padding
+and ``align_corners`` (PyTorch's CPU kernels replayed operation by operation:
+``ops/grid_sampler_kernel.py``), and ``affine_grid``'s grid and theta gradient (PyTorch's
+linspace and bmm, with MKL's summation orders: ``ops/vision.py``). Both depend on the CPU code
+path PyTorch takes (``backend/cpu_capability.py``): the subprocess test runs both libraries
+under each ``ATEN_CPU_CAPABILITY`` and ``MKL_CBWR`` path this machine has and expects the same
+bits in each, except for the one sum order not replayed (MKL's SSE kernels, float64, K = 4
+long sums: 3-D affine gradients under ``MKL_CBWR=COMPATIBLE``), which must stay within
+PyTorch's own spread across those paths.
+
+Within tolerance, and why: on CUDA (PyTorch's CUDA kernels are another computation), in
+float16/bfloat16 (PyTorch rounds after every operation, we once), and second derivatives
+(``create_graph``: we differentiate the sampling composed of ops, PyTorch its own formula).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import microtorch as mt
+import microtorch.nn.functional as F
+from microtorch.backend import cpu_capability
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+pytestmark = pytest.mark.torch
+
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+CASES = [("bilinear", 2), ("nearest", 2), ("bicubic", 2), ("bilinear", 3), ("nearest", 3)]
+PADDINGS = ["zeros", "border", "reflection"]
+
+
+def _assert_same(ours, theirs, what: str) -> None:
+    """Bitwise equal (NaN where PyTorch has NaN) on x86; elsewhere the kernels' FMA and
+    vector layout were not measured, so float rounding is allowed."""
+    ours = np.asarray(ours)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, what
+    if X86:
+        np.testing.assert_array_equal(ours, theirs, err_msg=what)
+    else:
+        tol = 1e-5 if theirs.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(ours, theirs, rtol=tol,
+                                   atol=tol * max(1.0, float(np.abs(theirs).max())))
+
+
+def _sample_both(x, grid, mode, padding, align, dtype, view=None, upstream=None):
+    """Output, input gradient and grid gradient of both libraries for the same arrays
+    (``view`` makes the grid a non-contiguous view of the given array)."""
+    results = []
+    for lib in (mt, torch):
+        a = lib.tensor(x.astype(dtype), requires_grad=True)
+        g = lib.tensor(grid.astype(dtype), requires_grad=True)
+        out = lib.nn.functional.grid_sample(a, view(g) if view else g, mode, padding, align)
+        w = upstream if upstream is not None else np.random.default_rng(0).standard_normal(
+            tuple(out.shape))
+        (out * lib.tensor(np.asarray(w, dtype))).sum().backward()
+        results.append([out.detach().numpy(), a.grad.numpy(), g.grad.numpy()])
+    return results
+
+
+def _grid(rng, shape, spread=3.0):
+    """Random normalized coordinates beyond [-1, 1] (reflections over several spans), with
+    the edges, the centre and pixel centres / edges of a few sizes exactly."""
+    g = rng.uniform(-spread, spread, shape)
+    flat = g.reshape(-1)
+    exact = [-1.0, 1.0, 0.0, -0.5, 0.5, 0.25, -1 / 3, 1 / 7, -1.2, 2.0]
+    flat[:len(exact)] = exact
+    return g
+
+
+def test_capability_agrees_with_pytorch():
+    """microtorch replays the kernel build PyTorch runs here."""
+    if not X86:
+        pytest.skip("the CPU capability rule is PyTorch's x86 one")
+    assert cpu_capability.aten() == torch.backends.cpu.get_cpu_capability()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode,nd", CASES)
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_bit_for_bit(dtype, mode, nd, padding, align):
+    rng = np.random.default_rng([nd, len(mode), len(padding), align, len(dtype)])
+    # odd sizes: output points that do not fill the last vector, repeated input pixels
+    x = rng.standard_normal((2, 3, 5, 7) if nd == 2 else (2, 2, 3, 4, 5))
+    grid = _grid(rng, (2, 9, 11, 2) if nd == 2 else (2, 3, 4, 5, 3))
+    ours, theirs = _sample_both(x, grid, mode, padding, align, dtype)
+    for u, v, what in zip(ours, theirs, ("output", "input gradient", "grid gradient")):
+        _assert_same(u, v, what)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("layout", ["channels_first", "sliced", "transposed"])
+def test_grid_views(mode, layout):
+    """PyTorch walks a grid whose (H, W) plane is contiguous as one line of points and any
+    other row by row: the input gradient's sums follow that order."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 5, 6))
+    shape, view = {"channels_first": ((2, 2, 7, 9), lambda g: g.permute(0, 2, 3, 1)),
+                   "sliced": ((2, 7, 9, 3), lambda g: g[..., :2]),
+                   "transposed": ((2, 9, 7, 2), lambda g: g.transpose(1, 2))}[layout]
+    grid = rng.uniform(-1.3, 1.3, shape)
+    ours, theirs = _sample_both(x, grid, mode, "zeros", False, "float32", view)
+    for u, v, what in zip(ours, theirs, ("output", "input gradient", "grid gradient")):
+        _assert_same(u, v, what)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode,nd", CASES)
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_special_coordinates(dtype, mode, nd, padding):
+    """NaN, infinities and coordinates far outside: PyTorch's values (NaN or 0 in the 2-D
+    kernel, 0 in the 3-D one, clamped by padding) and gradients. Only where PyTorch's result
+    is defined: a NaN coordinate with border or reflection padding, or an infinite one with
+    reflection, makes PyTorch index memory at an undefined offset (it may crash), so those
+    are left out."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 2, 4, 5) if nd == 2 else (2, 2, 3, 4, 5))
+    grid = rng.uniform(-1.2, 1.2, (2, 4, 5, nd) if nd == 2 else (2, 2, 3, 4, 3))
+    flat = grid.reshape(-1, nd)
+    specials = {"zeros": [np.nan, np.inf, -np.inf], "border": [np.inf, -np.inf],
+                "reflection": []}[padding] + [1e10, -1e10, 3e9, -1.0, 1.0]
+    for i, v in enumerate(specials):
+        flat[2 * i, i % nd] = v
+    for align in (False, True):
+        ours, theirs = _sample_both(x, grid, mode, padding, align, dtype)
+        for u, v, what in zip(ours, theirs, ("output", "input gradient", "grid gradient")):
+            _assert_same(u, v, what)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1), (2, 2, 1, 5), (2, 2, 4, 1), (1, 1, 1, 1, 3)])
+def test_single_pixel_dimensions(shape):
+    """Size-1 dimensions: align_corners maps everything onto the pixel, reflection has an
+    empty span."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape)
+    nd = len(shape) - 2
+    grid = rng.uniform(-2, 2, (shape[0], 3, 4, 2) if nd == 2 else (shape[0], 2, 3, 4, 3))
+    for mode, n in CASES:
+        if n != nd:
+            continue
+        for padding in PADDINGS:
+            for align in (False, True):
+                ours, theirs = _sample_both(x, grid, mode, padding, align, "float32")
+                for u, v in zip(ours, theirs):
+                    _assert_same(u, v, f"{mode} {padding} {align}")
+
+
+@pytest.mark.parametrize("x_shape,g_shape", [((0, 2, 3, 4), (0, 2, 2, 2)),
+                                             ((2, 0, 3, 4), (2, 2, 2, 2)),
+                                             ((2, 2, 3, 4), (2, 0, 3, 2)),
+                                             ((0, 2, 2, 3, 4), (0, 1, 2, 2, 3))])
+def test_empty(x_shape, g_shape):
+    ours, theirs = _sample_both(np.ones(x_shape), np.zeros(g_shape), "bilinear", "zeros",
+                                False, "float32")
+    for u, v in zip(ours, theirs):
+        _assert_same(u, v, "empty")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode,nd", [("bilinear", 2), ("nearest", 2), ("bicubic", 2),
+                                     ("bilinear", 3), ("nearest", 3)])
+def test_devices(device, dtype, mode, nd):
+    """Every device: the CPU is PyTorch's kernel bit for bit; CUDA runs the same code with
+    plain multiply-adds and unordered scatters, so float rounding (sums of products that
+    cancel: scaled by the largest value)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 5, 6) if nd == 2 else (2, 3, 4, 5, 6))
+    grid = rng.uniform(-1.4, 1.4, (2, 4, 7, 2) if nd == 2 else (2, 3, 4, 5, 3))
+    outs = []
+    for lib, dev in ((mt, device), (torch, "cpu")):
+        a = lib.tensor(x.astype(dtype), device=dev, requires_grad=True)
+        g = lib.tensor(grid.astype(dtype), device=dev, requires_grad=True)
+        out = lib.nn.functional.grid_sample(a, g, mode, "reflection", True)
+        w = np.random.default_rng(0).standard_normal(tuple(out.shape)).astype(dtype)
+        (out * lib.tensor(w, device=dev)).sum().backward()
+        outs.append([t.detach().cpu().numpy() for t in (out, a.grad, g.grad)])
+    for u, v in zip(*outs):
+        if device == "cpu":
+            _assert_same(u, v, mode)
+        else:
+            tol = 2e-5 if dtype == "float32" else 1e-10
+            np.testing.assert_allclose(u, v, rtol=tol, atol=tol * max(1.0, np.abs(v).max()))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("mode,nd", [("bilinear", 2), ("bicubic", 2), ("nearest", 2),
+                                     ("bilinear", 3)])
+def test_reduced_precision(dtype, mode, nd):
+    """float16/bfloat16 by design: PyTorch's float32 kernel on the same (upcast) values,
+    rounded once to the dtype, bit for bit. PyTorch's own reduced-precision kernel rounds
+    after each operation instead; its output is within 16 ulps of the dtype of ours (about
+    16 operations per bicubic point). Its gradients are not compared: a coordinate rounded
+    differently can land on the other side of a pixel edge or bound, where the gradient
+    jumps (seen: 0 against 2.3 for one grid point)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 2, 5, 6) if nd == 2 else (1, 2, 3, 4, 5))
+    grid = rng.uniform(-1.2, 1.2, (2, 3, 4, 2) if nd == 2 else (1, 2, 3, 4, 3))
+    w = np.random.default_rng(1).standard_normal(tuple(grid.shape[:1]) + (2,) + grid.shape[1:-1])
+    outs = []
+    for lib, work in ((mt, dtype), (torch, "float32")):
+        d, wd = getattr(lib, dtype), getattr(lib, work)
+        a = lib.tensor(x, dtype=d).to(wd).requires_grad_()
+        g = lib.tensor(grid, dtype=d).to(wd).requires_grad_()
+        out = lib.nn.functional.grid_sample(a, g, mode, "zeros", False)
+        assert out.dtype == wd
+        (out * lib.tensor(w, dtype=d).to(wd)).sum().backward()
+        outs.append([t.detach().to(d).float().numpy() for t in (out, a.grad, g.grad)])
+    for u, v, what in zip(*outs, ("output", "input gradient", "grid gradient")):
+        _assert_same(u, v, what)
+    native = TF.grid_sample(torch.tensor(x, dtype=getattr(torch, dtype)),
+                            torch.tensor(grid, dtype=getattr(torch, dtype)), mode, "zeros",
+                            False).float().numpy()
+    eps = float(torch.finfo(getattr(torch, dtype)).eps)
+    np.testing.assert_allclose(outs[0][0], native, rtol=0,
+                               atol=16 * eps * max(1.0, np.abs(native).max()))
+
+
+@pytest.mark.parametrize("mode,nd", [("bilinear", 2), ("bicubic", 2), ("bilinear", 3)])
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_second_derivatives(mode, nd, padding):
+    """create_graph: the gradients are differentiable again (the sampling composed of ops,
+    differentiated); first and second derivatives agree with PyTorch's within float64
+    rounding of sums that cancel."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((2, 2, 4, 5) if nd == 2 else (1, 2, 3, 4, 5))
+    grid = rng.uniform(-1.2, 1.2, (2, 3, 3, 2) if nd == 2 else (1, 2, 2, 3, 3))
+    outs = []
+    for lib in (mt, torch):
+        a = lib.tensor(x, requires_grad=True)
+        g = lib.tensor(grid, requires_grad=True)
+        out = lib.nn.functional.grid_sample(a, g, mode, padding, False)
+        w = lib.tensor(np.random.default_rng(1).standard_normal(tuple(out.shape)))
+        ga, gg = lib.autograd.grad((out * w).sum(), [a, g], create_graph=True)
+        second = lib.autograd.grad((ga ** 2).sum() + (gg ** 3).sum(), [a, g])
+        outs.append([t.detach().numpy() for t in (ga, gg, *second)])
+    for u, v in zip(*outs):
+        np.testing.assert_allclose(u, v, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(v).max()))
+
+
+def test_errors():
+    cases = [
+        lambda lib: (lib.ones(1, 1, 3, 3), lib.zeros(1, 2, 2, 2, 2), "bilinear"),
+        lambda lib: (lib.ones(1, 1, 3, 3), lib.zeros(1, 2, 2, 3), "bilinear"),
+        lambda lib: (lib.ones(1, 1, 3, 3), lib.zeros(2, 2, 2, 2), "bilinear"),
+        lambda lib: (lib.ones(1, 1, 0, 3), lib.zeros(1, 2, 2, 2), "bilinear"),
+        lambda lib: (lib.ones(1, 1, 3), lib.zeros(1, 2, 1), "bilinear"),
+        lambda lib: (lib.ones(1, 1, 2, 2, 2), lib.zeros(1, 1, 1, 1, 3), "bicubic"),
+        lambda lib: (lib.ones(1, 1, 3, 3, dtype=lib.float64), lib.zeros(1, 2, 2, 2), "nearest"),
+        lambda lib: (lib.ones(1, 1, 3, 3, 3, dtype=lib.int64), lib.zeros(1, 1, 1, 1, 3),
+                     "bilinear"),
+        lambda lib: (lib.ones(1, 1, 3, 3, dtype=lib.int64), lib.zeros(1, 1, 1, 2), "bilinear"),
+    ]
+    for case in cases:
+        with pytest.raises((RuntimeError, NotImplementedError)) as theirs:
+            TF.grid_sample(*case(torch)[:2], case(torch)[2], align_corners=False)
+        with pytest.raises(theirs.type) as ours:
+            F.grid_sample(*case(mt)[:2], case(mt)[2], align_corners=False)
+        assert str(ours.value) == str(theirs.value)
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+        F.grid_sample(mt.ones(1, 1, 2, 2), mt.zeros(1, 1, 1, 2))
+    with pytest.raises(ValueError, match="expected mode to be 'bilinear', 'nearest' or "
+                                         "'bicubic', but got: 'cubic'"):
+        F.grid_sample(mt.ones(1, 1, 2, 2), mt.zeros(1, 1, 1, 2), "cubic", align_corners=False)
+    with pytest.raises(ValueError, match="expected padding_mode to be 'zeros', 'border', or "
+                                         "'reflection', but got: 'wrap'"):
+        F.grid_sample(mt.ones(1, 1, 2, 2), mt.zeros(1, 1, 1, 2), padding_mode="wrap",
+                      align_corners=False)
+
+
+# -- affine_grid ---------------------------------------------------------------------------
+SIZES = [(3, 1, 3, 4), (3, 2, 7, 9), (3, 1, 28, 28), (2, 1, 40, 33), (2, 1, 1, 7),
+         (2, 1, 60, 2), (2, 1, 3, 4, 5), (2, 1, 6, 7, 8), (2, 1, 1, 4, 4), (1, 1, 20, 30, 4)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_bit_for_bit(dtype, size, align):
+    """Below and above the 400 multiply-adds where PyTorch's bmm leaves its plain loop for
+    MKL, 2-D and 3-D, unit sizes."""
+    rng = np.random.default_rng(list(size))
+    theta = rng.standard_normal((size[0], 2, 3) if len(size) == 4 else (size[0], 3, 4))
+    outs = []
+    for lib in (mt, torch):
+        t = lib.tensor(theta.astype(dtype), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unit sizes with align_corners warn (both)
+            grid = lib.nn.functional.affine_grid(t, size, align)
+        w = np.random.default_rng(5).standard_normal(tuple(grid.shape)).astype(dtype)
+        (grid * lib.tensor(w)).sum().backward()
+        outs.append([grid.detach().numpy(), t.grad.numpy()])
+    for u, v, what in zip(*outs, ("grid", "theta gradient")):
+        _assert_same(u, v, what)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("size", [(2, 3, 4, 5), (2, 1, 3, 4, 2), (2, 3, 1, 5)])
+@pytest.mark.parametrize("align", [False, True])
+def test_affine_grid_devices(device, dtype, size, align):
+    theta = np.random.default_rng(9).standard_normal((2, 2, 3) if len(size) == 4 else
+                                                     (2, 3, 4))
+    outs = []
+    for lib, dev in ((mt, device), (torch, "cpu")):
+        t = lib.tensor(theta.astype(dtype), device=dev, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            grid = lib.nn.functional.affine_grid(t, size, align)
+        (grid * 1.5).sum().backward()
+        outs.append([grid.detach().cpu().numpy(), t.grad.cpu().numpy()])
+    for u, v in zip(*outs):
+        if device == "cpu":
+            _assert_same(u, v, "affine_grid")
+        else:  # CUDA: sums in cuBLAS's order
+            np.testing.assert_allclose(u, v, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_affine_grid_errors():
+    for call in [lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 3, 3), (2, 3, 4, 5), False),
+                 lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 2, 3), (2, 3, 0, 5), False),
+                 lambda lib: lib.nn.functional.affine_grid(lib.ones(2, 2, 3, dtype=lib.int64),
+                                                           (2, 3, 4, 5), False)]:
+        with pytest.raises(ValueError) as theirs:
+            call(torch)
+        with pytest.raises(ValueError) as ours:
+            call(mt)
+        assert str(ours.value).replace("microtorch", "torch") == str(theirs.value)
