@@ -27,6 +27,15 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A004
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    memory_format,
+    preserve_format,
+    strided,
+)
 from ._tensor import Size, Tensor
 from ._type_promotion import can_cast, promote_types, result_type
 from ._typeinfo import finfo, iinfo
@@ -65,6 +74,7 @@ short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
 from . import (  # noqa: E402
+    _inplace_functions,
     accelerator,
     amp,
     autograd,
@@ -73,6 +83,7 @@ from . import (  # noqa: E402
     cuda,
     distributions,  # after nn: distributions build on nn.functional
     fft,
+    func,  # after nn: functional_call calls modules
     jit,
     linalg,
     nn,
@@ -119,6 +130,7 @@ from .backends.cuda import (  # noqa: E402
     get_float32_matmul_precision,
     set_float32_matmul_precision,
 )
+from .func import vmap  # noqa: E402
 from .version import __version__  # noqa: E402
 
 # NumPy warns when an op makes inf or NaN; PyTorch does not. Silence exactly those warnings,
@@ -151,6 +163,7 @@ def is_complex(input: Tensor) -> bool:
 _numpy_names.install(globals(), _ops_all)  # torch.sum(x, axis=0, keepdims=True)
 _out_arg.install(globals())  # torch.add(a, b, out=r) and the like (Tensor methods take no out=)
 _deprecated_overloads.install(globals(), method=False)  # torch.add(x, 2, y), as PyTorch 2.13
+_inplace_names = _inplace_functions.install(globals())  # torch.exp_(x), torch.dropout_(x, ...)
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",
@@ -166,20 +179,26 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
            "save", "load", "utils", "linalg", "fft", "distributions", "amp", "e", "inf", "nan",
-           "pi",
+           "pi", "memory_format", "layout", "contiguous_format", "channels_last",
+           "channels_last_3d", "preserve_format", "strided",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
            "set_autocast_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype",
            "is_autocast_cpu_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
-           "set_autocast_gpu_dtype", *_ops_all]
+           "set_autocast_gpu_dtype", *_ops_all, *_inplace_names]
 del _dtype
 
 
+# Subpackages imported on first use: distributed builds on nn and optim (and needs mpi4py or
+# CuPy to run); bench (``microtorch.bench.study_model``) pulls in the benchmark code, which
+# ``import microtorch`` should not pay for.
+_LAZY_SUBPACKAGES = ("distributed", "bench")
+
+
 def __getattr__(name: str):
-    # distributed builds on nn and optim (and needs mpi4py or CuPy to run): import on first use.
-    if name == "distributed":
+    if name in _LAZY_SUBPACKAGES:
         import importlib
 
-        return importlib.import_module(".distributed", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

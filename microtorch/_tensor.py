@@ -11,11 +11,22 @@ import numpy as np
 
 from . import _dtype
 from ._hooks import RemovableHandle
+from ._size import Size
 from .backend import backend_of, get_backend
-from .backend.base import tracking
+from .backend.base import ARRAY_WRAPPERS, tracking
 from .backend.device import CPU, device
 
 _CPU_BACKEND = get_backend(CPU)  # reached on every CPU op, so looked up once
+
+
+class _NoInferenceYet:
+    """Stands for ``autograd.grad_mode.inference_active`` while the autograd package imports
+    (it makes tensors before this module's last lines bind the real one): no block open."""
+
+    count = 0
+
+
+inference_active = _NoInferenceYet
 
 
 class _GradEpoch:
@@ -96,7 +107,6 @@ def clear_grad(t: Tensor) -> None:
             and not old.requires_grad):
         count.cleared()
 
-# PyTorch's legacy tensor type names (``Tensor.type()``), by dtype name.
 class Tensor:
     """A multi-dimensional array on a device that can record operations for autograd."""
 
@@ -111,6 +121,8 @@ class Tensor:
     _slot_count = None  # the SlotCount of the flat gradient buffer that owns _grad_slot
     _base = None  # views (class _View): the tensor whose storage they view, as PyTorch's _base
     _vmeta = None  # views made under no_grad or by split/unbind: (kind, output index, op name)
+    _fw_tangents = None  # forward-mode AD: {level: tangent} of a dual tensor
+    _inference = False  # made in inference mode (or a view of such a tensor)
 
     def __new__(cls, *args, **kwargs):
         # torch.Tensor(data) / torch.Tensor(2, 3): a float tensor of the default dtype.
@@ -130,6 +142,8 @@ class Tensor:
         t._vbox = [0]
         if tracking.on:
             backend_of(arr).memory.register(arr)
+        if inference_active.count and in_inference_mode():
+            t._inference = True
         return t
 
     # -- metadata ---------------------------------------------------------------------------
@@ -162,7 +176,8 @@ class Tensor:
     @property
     def is_cuda(self) -> bool:
         """True for tensors on a GPU."""
-        return type(self._data) is not np.ndarray
+        arr = self._data
+        return type(arr) is not np.ndarray and backend_of(arr).device.type == "cuda"
 
     @property
     def is_cpu(self) -> bool:
@@ -198,9 +213,21 @@ class Tensor:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
-    def is_contiguous(self) -> bool:
-        """True when the data is laid out row-major without gaps."""
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=None) -> bool:
+        """True when the data is laid out without gaps in ``memory_format``'s order (row-major
+        by default; NHWC for ``channels_last``, NDHWC for ``channels_last_3d``)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        from . import _memory_format as mf
+
+        return mf.is_contiguous(self._data, mf.check(memory_format, "is_contiguous"))
+
+    @property
+    def layout(self):
+        """The layout: ``microtorch.strided`` (microtorch has no sparse tensors)."""
+        from ._memory_format import strided
+
+        return strided
 
     def is_floating_point(self) -> bool:
         """True for float16/bfloat16/float32/float64 tensors."""
@@ -213,7 +240,13 @@ class Tensor:
     @property
     def _version(self) -> int:
         """The in-place version counter (shared with views), as PyTorch's ``_version``."""
+        if self._inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vbox[0]
+
+    def is_inference(self) -> bool:
+        """True for an inference tensor: made in ``inference_mode``, or a view of one."""
+        return self._inference
 
     def _is_view(self) -> bool:
         """True for the output of a view op (``_base`` is then the tensor it views)."""
@@ -276,6 +309,9 @@ class Tensor:
                                "require differentiation use var_no_grad = var.detach().")
         if requires_grad and _dtype.kind_of(self._data.dtype) not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not in_inference_mode():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self.requires_grad = requires_grad
         grad_epoch.bump()  # this may be a gradient tensor whose flags zero_grad must reset
         return self
@@ -322,6 +358,8 @@ class Tensor:
         """A tensor sharing this one's data (and version counter), cut from the graph."""
         out = Tensor._make(self._data, False, None)
         out._vbox = self._vbox
+        if self._inference:
+            out._inference = True
         return out
 
     def detach_(self) -> Tensor:
@@ -347,6 +385,8 @@ class Tensor:
     # -- conversion -----------------------------------------------------------------------
     def item(self):
         """The value of a one-element tensor as a Python number."""
+        if type(self._data) in ARRAY_WRAPPERS:
+            return self._data.item()  # (vmap's PyTorch error)
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                f"to Scalar")
@@ -363,13 +403,15 @@ class Tensor:
                 return self._backend.to_numpy(self._data)
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             f"Tensor.cpu() to copy the tensor to host memory first.")
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and _grad_enabled():  # (no_grad: allowed)
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if type(self._data) in ARRAY_WRAPPERS:
+            self._data.tolist()  # (vmap's PyTorch error: a batched tensor has no storage)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if self.requires_grad:  # PyTorch's __array__ is numpy(), which refuses these
+        if self.requires_grad and _grad_enabled():  # PyTorch's __array__ is numpy()
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         arr = self._backend.to_numpy(self._data)
@@ -404,6 +446,8 @@ class Tensor:
         return self._data.reshape(()).item()
 
     def __bool__(self) -> bool:
+        if type(self._data) in ARRAY_WRAPPERS:
+            return bool(self._data)  # (vmap's PyTorch error)
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is "
                                f"ambiguous")
@@ -415,12 +459,13 @@ class Tensor:
                             "index")
         return int(self.item())
 
-    def to(self, *args, **kwargs) -> Tensor:
-        """A tensor on another device and/or of another dtype (self if nothing changes)."""
+    def to(self, *args, memory_format=None, **kwargs) -> Tensor:
+        """A tensor on another device and/or of another dtype and/or laid out in another
+        ``memory_format`` (self when nothing changes)."""
         from .ops.creation import _parse_to
 
         dev, dt, copy = _parse_to(self, *args, **kwargs)
-        return _ops.to(self, dev, dt, copy)
+        return _ops.to(self, dev, dt, copy, memory_format)
 
     def cpu(self) -> Tensor:
         """This tensor on the CPU."""
@@ -503,7 +548,12 @@ class Tensor:
     def __repr__(self) -> str:
         from ._tensor_str import tensor_repr
 
-        return tensor_repr(self)
+        tangent = None
+        if self._fw_tangents:  # a dual tensor prints its tangent (PyTorch's ``tangent=``)
+            from .autograd.forward_ad import unpack_dual
+
+            tangent = unpack_dual(self).tangent
+        return tensor_repr(self, tangent)
 
     def __format__(self, format_spec: str) -> str:
         from ._tensor_str import tensor_format
@@ -574,51 +624,6 @@ for _kind in ("xpu", "mps", "meta", "ipu", "xla", "mtia", "maia", "vulkan", "mkl
 del _kind
 
 
-class Size(tuple):
-    """The shape of a tensor: a tuple that prints like PyTorch's ``torch.Size``; slices,
-    ``+`` and ``*`` give Sizes again, and only integers are accepted."""
-
-    __module__ = "microtorch"
-
-    def __new__(cls, sizes=()):
-        values = []
-        for i, v in enumerate(sizes):
-            if isinstance(v, bool) or not hasattr(v, "__index__"):
-                raise TypeError(f"Size() takes an iterable of 'int' (item {i} is "
-                                f"'{type(v).__name__}')")
-            values.append(v.__index__())
-        return tuple.__new__(cls, values)
-
-    def __repr__(self) -> str:
-        return f"microtorch.Size({list(self)})"
-
-    def __getitem__(self, key):
-        out = tuple.__getitem__(self, key)
-        return tuple.__new__(Size, out) if isinstance(key, slice) else out
-
-    def __add__(self, other):
-        if not isinstance(other, tuple):
-            return NotImplemented
-        return tuple.__new__(Size, tuple.__add__(self, other))
-
-    def __radd__(self, other):
-        if not isinstance(other, tuple):
-            return NotImplemented
-        return tuple.__new__(Size, tuple.__add__(other, self))
-
-    def __mul__(self, n):
-        return tuple.__new__(Size, tuple.__mul__(self, n))
-
-    __rmul__ = __mul__
-
-    def numel(self) -> int:
-        """The product of the sizes."""
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-
 def bump_grad_version(t: Tensor) -> None:
     """Record an in-place write that carries a gradient forward rather than replacing it.
 
@@ -669,6 +674,18 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim + ndim if dim < 0 else dim
 
 
-from . import ops as _ops  # noqa: E402  (ops import Tensor)
+def _grad_enabled() -> bool:
+    """Grad mode of the calling thread (numpy() refuses a tensor that requires grad only
+    while it is on, as PyTorch's)."""
+    from .autograd.grad_mode import is_grad_enabled
+
+    return is_grad_enabled()
+
+
+from . import ops as _ops  # noqa: E402  (ops import Tensor, then autograd)
+
+# isort: split
+# (after ops: importing autograd first would import ops from inside autograd's own import)
+from .autograd.grad_mode import in_inference_mode, inference_active  # noqa: E402, F811
 
 _ops.install_tensor_methods(Tensor)

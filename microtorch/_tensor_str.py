@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from . import _dtype
+from .backend import is_array_wrapper
 from .backend.device import default_device_spec
 
 
@@ -203,8 +204,12 @@ def _default_device_type() -> str:
     return "cpu" if spec is None else spec.type
 
 
-def tensor_repr(t) -> str:
-    """``tensor([...], dtype=..., device=..., requires_grad=True)`` as PyTorch prints it."""
+def tensor_repr(t, tangent=None) -> str:
+    """``tensor([...], dtype=..., device=..., requires_grad=True)`` as PyTorch prints it
+    (vmap's batched tensors as ``BatchedTensor(lvl=..., bdim=0, value=...)``, dual tensors
+    with their ``tangent=``)."""
+    if is_array_wrapper(t._data):
+        return _batched_repr(t)
     cls = type(t).__name__
     prefix = "tensor(" if cls in ("Tensor", "Parameter", "_View") else f"{cls}("
     indent = len(prefix)
@@ -228,7 +233,24 @@ def tensor_repr(t) -> str:
         suffixes.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
     return _add_suffixes(prefix + tensor_str(t, indent), suffixes, indent)
+
+
+def _batched_repr(t) -> str:
+    """PyTorch's print of a tensor inside vmap: its level, the batch dimension and the
+    tensor of every sample."""
+    import textwrap
+
+    arr = t._data
+    from ._functorch.batched_array import live_levels
+
+    live = live_levels()
+    depth = next((i + 1 for i, lv in enumerate(live) if lv is arr.level), arr.level.id)
+    inner = type(t)._make(arr.phys, t.requires_grad, t.grad_fn)
+    value = textwrap.indent(repr(inner), " " * 4)
+    return f"BatchedTensor(lvl={depth}, bdim=0, value=\n{value}\n)"
 
 
 def tensor_format(t, format_spec: str) -> str:

@@ -381,5 +381,7 @@ def test_grad_takes_pytorch_deprecated_only_inputs():
     with pytest.warns(FutureWarning) as m_warn:
         mt.autograd.grad((x ** 3).sum(), x, only_inputs=False)
     assert str(m_warn[0].message) == str(t_warn[0].message)
-    with pytest.raises(NotImplementedError, match="vmap"):
-        mt.autograd.grad((x ** 3).sum(), x, mt.ones(2, 1), is_grads_batched=True)
+    # is_grads_batched: one batched backward (vmap), as PyTorch's
+    (gb,) = mt.autograd.grad(x ** 3, x, mt.eye(2), is_grads_batched=True)
+    (tgb,) = torch.autograd.grad(xt ** 3, xt, torch.eye(2), is_grads_batched=True)
+    np.testing.assert_allclose(gb.numpy(), tgb.numpy())

@@ -244,6 +244,7 @@ CASES = {
     "dropout-p-too-big": lambda t, F: F.dropout(t.ones(2), p=1.5),
     "dropout-p-nan": lambda t, F: F.dropout(t.ones(2), p=float("nan")),
     "pad-odd-length": lambda t, F: F.pad(t.ones(2, 2), (1,)),
+    "pad-negative-too-big": lambda t, F: F.pad(t.ones(2, 2), (-3, 0)),
     "batch-norm-features-mismatch": lambda t, F: t.nn.BatchNorm1d(3)(t.ones(2, 4)),
     "layer-norm-shape-mismatch": lambda t, F: F.layer_norm(t.ones(2, 3), (4,)),
     "linear-negative-features": lambda t, F: t.nn.Linear(-1, 2),
@@ -474,9 +475,8 @@ LENIENT = {
 
 
 # Known differences not fixed here: conv2d's argument checks, nn.init on integer tensors
-# (NotImplementedError in PyTorch), negative padding (cropping: not supported, it raises
-# NotImplementedError), label_smoothing's error class (nn files reworked on other branches),
-# kron with a list (an AttributeError: ops/matrix.py is reworked on another branch), and
+# (NotImplementedError in PyTorch), label_smoothing's error class (nn files reworked on other
+# branches), kron with a list (an AttributeError: ops/matrix.py is reworked on another branch), and
 # NumPy's RuntimeWarnings at IEEE special values of the
 # elementwise ops (a division by zero, log(0)): PyTorch is silent; an np.errstate around every
 # op would cost about 3 us per op.
@@ -486,7 +486,6 @@ KNOWN_GAPS = {
     "float-div-by-zero-warns": lambda t, F: t.ones(2) / t.zeros(2),
     "log-of-zero-warns": lambda t, F: t.zeros(2).log(),
     "init-normal-int": lambda t, F: t.nn.init.normal_(t.ones(2, dtype=t.int64)),
-    "pad-negative-too-big": lambda t, F: F.pad(t.ones(2, 2), (-3, 0)),
     "cross-entropy-label-smoothing-bad": (
         lambda t, F: F.cross_entropy(t.ones(2, 3), t.tensor([0, 1]), label_smoothing=1.5)),
     "kron-non-tensor": lambda t, F: t.kron(t.ones(2), [1, 2]),

@@ -18,11 +18,7 @@ float16/bfloat16 (PyTorch rounds after every operation, we once), and second der
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import subprocess
-import sys
 import warnings
 
 import numpy as np

@@ -52,6 +52,25 @@ def test_norm(kwargs):
     check("norm", **kwargs)
 
 
+@pytest.mark.parametrize("ord", ["nuc", 2, -2])
+@pytest.mark.parametrize("dim", [(-2, -1), (2, 1), (0, 2)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_matrix_norm_of_singular_values(ord, dim, keepdim):
+    """Issue 22: the nuclear and spectral norms (they raised): the singular values' sums and
+    extremes, the gradient U diag(g) V^H, on full-rank matrices (distinct singular values,
+    where the gradient is unique)."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4, 5))
+    x, tx = mt.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, tout = (m.linalg.matrix_norm(t, ord, dim, keepdim) for m, t in ((mt, x), (torch, tx)))
+    assert out.shape == tuple(tout.shape)
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-12)
+    w = rng.standard_normal(tuple(tout.shape))
+    (out * mt.tensor(w)).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_norm_errors():
     x = mt.tensor(A)
     with pytest.raises(RuntimeError, match="must be 1D or 2D"):

@@ -21,7 +21,8 @@ from .grad_mode import (
     set_grad_enabled,
 )
 
-__all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "backward",
+__all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "forward_ad",
+           "backward",
            "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "inference_mode",
@@ -91,15 +92,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
          is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
     ``only_inputs`` is PyTorch's deprecated, ignored flag (WGAN-GP code still passes it);
-    ``is_grads_batched`` needs vmap, which microtorch does not have."""
+    ``is_grads_batched``: the first dimension of every grad_output is a batch, and the
+    gradients of all its entries come out stacked from one batched backward pass (vmap)."""
     if not only_inputs:
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", FutureWarning, stacklevel=2)
     if is_grads_batched:
-        raise NotImplementedError("autograd.grad(is_grads_batched=True) needs vmap, which "
-                                  "microtorch does not implement: loop over the batch of "
-                                  "grad_outputs instead")
+        gos = _as_list(grad_outputs)
+        if len(gos) != len(_as_list(outputs)) or any(g is None for g in gos):
+            raise RuntimeError("grad requires one batched gradient per output when "
+                               "is_grads_batched=True")
+        if retain_graph is None:
+            retain_graph = create_graph
+        return functional.VMAP[0](lambda *g: grad(
+            outputs, inputs, list(g), retain_graph=True, create_graph=create_graph,
+            allow_unused=allow_unused, materialize_grads=materialize_grads))(*gos)
     allow_unused = bool(allow_unused)
     outs = _as_list(outputs)
     ins = _as_list(inputs)
@@ -137,5 +145,10 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     return out
 
 
-from . import functional, graph  # noqa: E402  (both use grad, defined above)
+# torch.autograd.anomaly_mode (detect_anomaly, set_detect_anomaly) lives in grad_mode here
+from .. import _module_aliases  # noqa: E402
+from . import forward_ad, functional, graph  # noqa: E402  (they use grad, defined above)
+from . import grad_mode as _grad_mode  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
+
+_module_aliases.alias_modules(__name__, {"anomaly_mode": _grad_mode})

@@ -223,7 +223,8 @@ def _run_queued_callbacks() -> None:
 def _check_anomaly(node: Node, grads: tuple) -> None:
     for i, g in enumerate(grads):
         arr = g._data if isinstance(g, Tensor) else g
-        if arr is not None and not bool(backend_of(arr).xp.isfinite(arr).all()):
+        # NaN only, as PyTorch: an infinite gradient (sqrt's at 0) is a legitimate value
+        if arr is not None and bool(backend_of(arr).xp.isnan(arr).any()):
             where = "".join(node._stack or ["(forward trace unavailable)\n"])
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                f"output.\nForward call that created the node:\n{where}")
@@ -307,6 +308,12 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
                     if replaced is not None:
                         grad = replaced
                     del replaced
+            if type(grad) is not OutputGrads and (is_leaf or targets is not None
+                                                   and id(node) in targets) \
+                    and type(grad._data) in ARRAY_WRAPPERS:
+                # vmap's batched gradient of a tensor from outside an exited vmap: summed
+                # over that vmap's samples (PyTorch computes this sum on the physical arrays)
+                grad = settled(grad)
             if targets is not None and id(node) in targets:
                 captured[targets[id(node)]] = grad
             if is_leaf:
@@ -499,4 +506,5 @@ def _add(a, b):
 
 from .._hooks import RemovableHandle  # noqa: E402
 from .._tensor import Tensor, bump_grad_version, grad_epoch  # noqa: E402
-from ..backend import backend_of  # noqa: E402
+from ..backend import backend_of, settled  # noqa: E402
+from ..backend.base import ARRAY_WRAPPERS  # noqa: E402

@@ -54,6 +54,8 @@ class FunctionCtx:
     _to_save: tuple = ()
     _dirty: tuple = ()
     _non_differentiable: tuple = ()
+    _saved_for_forward: tuple = ()
+    _in_jvp = False  # while the user's jvp runs: saved_tensors are those saved for forward
 
     def save_for_backward(self, *tensors) -> None:
         """Keep ``tensors`` (or None) for backward, where ``saved_tensors`` returns them; they
@@ -69,6 +71,8 @@ class FunctionCtx:
     def saved_tensors(self) -> tuple:
         """The tensors given to ``save_for_backward``; raises if they were freed by a backward
         without ``retain_graph``, or modified in place since they were saved."""
+        if self._in_jvp:
+            return self._saved_for_forward
         saved = self._saved
         if saved is None:
             raise RuntimeError(_FREED)
@@ -80,6 +84,15 @@ class FunctionCtx:
             if value is not None and value._vbox[0] != version:
                 raise modified_error(value, version, self if i in self._saved_outputs else None)
         return saved
+
+    def save_for_forward(self, *tensors) -> None:
+        """Keep ``tensors`` (or None) for ``jvp``, where ``saved_tensors`` returns them."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_forward expects all arguments to be tensors; you "
+                                f"should save non-tensors as attributes on ctx (argument {i} "
+                                f"is of type {type(t).__name__})")
+        self._saved_for_forward = tensors
 
     def mark_dirty(self, *tensors) -> None:
         """Declare input tensors that forward modified in place (and returns)."""
@@ -182,12 +195,23 @@ class Function(Node):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        """Forward-mode AD: not available in microtorch."""
-        raise NotImplementedError("microtorch has no forward-mode AD: Function.jvp is not used")
+        """Forward-mode AD: one tangent per output, given one per argument of forward
+        (tensors saved with ``ctx.save_for_forward`` are ``ctx.saved_tensors`` here)."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        """Run forward on ``args`` and, when an input requires grad, record the node."""
+        """Run forward on ``args`` and, when an input requires grad, record the node; with
+        forward-mode tangents on the inputs, ``jvp`` gives the outputs' tangents."""
+        if _fw_state.levels and forward_mode.touches(args, kwargs):
+            return forward_mode.apply_user_function(cls, args, kwargs,
+                                                    lambda: cls._run(args, kwargs))
+        return cls._run(args, kwargs)[1]
+
+    @classmethod
+    def _run(cls, args: tuple, kwargs: dict) -> tuple:
+        """(ctx, outputs) of one application."""
         ctx = object.__new__(cls._backward_cls)
         if cls._uses_setup_context:  # every argument positional, defaults filled in
             bound = cls._forward_signature.bind(*args, **kwargs)
@@ -206,7 +230,7 @@ class Function(Node):
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args, **kwargs)
-        return _wrap_outputs(ctx, args, out, record, edges)
+        return ctx, _wrap_outputs(ctx, args, out, record, edges)
 
 
 _NODE_APPLY = Node.__dict__["apply"]
@@ -265,6 +289,8 @@ def _wrap_outputs(ctx, args: tuple, out, record: bool, edges: tuple):
             t.grad_fn = node
             t.requires_grad = True
     to_save = tuple(ctx._to_save)
+    if inference_active.seen:
+        refuse_inference_saved(to_save)
     output_ids = {id(t) for t in outs}
     ctx._saved_outputs = frozenset(i for i, t in enumerate(to_save) if id(t) in output_ids)
     # Packed by saved-tensor hooks now that the outputs have their node, as PyTorch does.
@@ -442,9 +468,10 @@ import traceback  # noqa: E402
 
 from .. import _dtype  # noqa: E402
 from .._tensor import Tensor  # noqa: E402
-from . import views  # noqa: E402
+from . import forward_mode, views  # noqa: E402
 from .engine import OutputGrads  # noqa: E402
-from .grad_mode import anomaly  # noqa: E402
-from .node import _FREED, _next_sequence_number  # noqa: E402
+from .forward_mode import state as _fw_state  # noqa: E402
+from .grad_mode import anomaly, inference_active  # noqa: E402
+from .node import _FREED, _next_sequence_number, refuse_inference_saved  # noqa: E402
 from .saved import hooks as saved_hooks  # noqa: E402
 from .saved import unpack_values  # noqa: E402

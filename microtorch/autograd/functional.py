@@ -1,15 +1,19 @@
-"""``autograd.functional``: Jacobians, Hessians and their products with vectors, computed with
-reverse-mode autograd (PyTorch's ``torch.autograd.functional``).
+"""``autograd.functional``: Jacobians, Hessians and their products with vectors (PyTorch's
+``torch.autograd.functional``).
 
-``jvp`` and ``hvp`` use the double-backward trick, as PyTorch does. ``vectorize=True`` is
-accepted and gives the same values (there is no vmap: the rows are computed one backward at a
-time either way); ``strategy="forward-mode"`` likewise, with ``vectorize=True`` as PyTorch
-requires, is computed in reverse mode.
+``vjp``, ``vhp`` and row-by-row ``jacobian``/``hessian`` run reverse-mode autograd.
+``jvp`` and ``hvp`` run forward mode (``autograd.forward_ad``; ``hvp`` forward over reverse);
+with ``strict=True`` they use the double-backward trick as PyTorch does, whose strict checks
+are phrased for it. ``vectorize=True`` computes a Jacobian with one batched pass (``vmap`` of
+the vjp, or with ``strategy="forward-mode"`` of the jvp), as PyTorch does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+# ``vmap``, installed by ``microtorch._functorch.vmap`` (which builds on this package).
+VMAP: list = [None]
 
 _STRATEGIES = ("forward-mode", "reverse-mode")
 
@@ -168,9 +172,33 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False,
             _unpack(_finish(result, create_graph), inputs_tuple))
 
 
+def _forward_jvp(func: Callable, inputs: tuple, v: tuple | None, fn: str) -> tuple:
+    """(whether the outputs were a tuple, the outputs, their tangents) by forward mode."""
+    with forward_ad.dual_level():
+        duals = tuple(x if t is None else forward_ad.make_dual(x, t)
+                      for x, t in zip(inputs, v or (None,) * len(inputs)))
+        if v is None:  # a single one-element input: its tangent is 1
+            duals = (forward_ad.make_dual(inputs[0], ops.ones_like(inputs[0])),)
+        outputs_tuple, outputs = _tensors(func(*duals), "outputs of the user-provided function",
+                                          fn)
+        unpacked = [forward_ad.unpack_dual(o) for o in outputs]
+    primals = tuple(p for p, _ in unpacked)
+    tangents = tuple(ops.zeros_like(p) if t is None else t for p, t in unpacked)
+    return outputs_tuple, primals, tangents
+
+
 def jvp(func: Callable, inputs, v=None, create_graph: bool = False,
         strict: bool = False) -> tuple:
-    """(func(inputs), J v): the Jacobian-vector product, by the double-backward trick."""
+    """(func(inputs), J v): the Jacobian-vector product, by forward-mode AD (by the
+    double-backward trick with ``strict=True``, as PyTorch computes it)."""
+    if not strict:
+        with enable_grad():
+            inputs_tuple, inputs = _tensors(inputs, "inputs", "jvp")
+            inputs = _prepare(inputs, create_graph, need_graph=create_graph)
+            v = _vector(v, inputs, inputs_tuple, create_graph, "jvp", _V_NONE_INPUT)
+            outputs_tuple, outputs, tangents = _forward_jvp(func, inputs, v, "jvp")
+        return (_unpack(_finish(outputs, create_graph), outputs_tuple),
+                _unpack(_finish(tangents, create_graph), outputs_tuple))
     with enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jvp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
@@ -188,13 +216,19 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False,
             _unpack(_finish(result, create_graph), outputs_tuple))
 
 
-def _check_strategy(strategy: str, vectorize: bool, strict: bool) -> None:
+def _check_strategy(strategy: str, vectorize: bool, strict: bool,
+                    create_graph: bool = False) -> None:
     if strategy not in _STRATEGIES:
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". '
                              'Hint: If your function has more outputs than inputs, '
                              '"forward-mode" tends to be more performant. Otherwise, prefer to '
                              'use "reverse-mode".')
     if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` '
+                                      'and `strategy="forward-mode"` are not supported together '
+                                      '(yet). Please either set `create_graph=False` or '
+                                      '`strategy="reverse-mode"`.')
         if strict:
             raise RuntimeError('torch.autograd.functional.jacobian: `strict=True` and '
                                '`strategy="forward-mode"` are not supported together (yet). '
@@ -208,8 +242,11 @@ def _check_strategy(strategy: str, vectorize: bool, strict: bool) -> None:
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode") -> Tensor | tuple:
     """The Jacobian of ``func`` at ``inputs``: for output i and input j a tensor of shape
-    ``outputs[i].shape + inputs[j].shape`` (tuples nested as the arguments were)."""
-    _check_strategy(strategy, vectorize, strict)
+    ``outputs[i].shape + inputs[j].shape`` (tuples nested as the arguments were).
+    ``vectorize``: one batched backward (or, ``strategy="forward-mode"``, forward) pass."""
+    _check_strategy(strategy, vectorize, strict, create_graph)
+    if strategy == "forward-mode":
+        return _jacobian_forward(func, inputs)
     with enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, need_graph=True)
@@ -220,9 +257,62 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
             raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                                "`vectorized=True` are not supported together. Please either "
                                "set `strict=False` or `vectorize=False`.")
-        result = tuple(_jacobian_of(i, out, inputs, create_graph, strict)
-                       for i, out in enumerate(outputs))
+        if vectorize:
+            result = _jacobian_vectorized(outputs, inputs, create_graph)
+        else:
+            result = tuple(_jacobian_of(i, out, inputs, create_graph, strict)
+                           for i, out in enumerate(outputs))
     return _unpack(_finish(result, create_graph), outputs_tuple, inputs_tuple)
+
+
+def _basis(tensors: tuple) -> tuple:
+    """Rows of the identity over the concatenated ``tensors``: one ``(N, *t.shape)`` per
+    tensor (N: their total number of elements)."""
+    numels = [t.numel() for t in tensors]
+    total, start, out = sum(numels), 0, []
+    for t, n in zip(tensors, numels):
+        block = t.new_zeros((total, n))
+        block.diagonal(-start).fill_(1)
+        out.append(block.view((total, *t.shape)))
+        start += n
+    return tuple(out)
+
+
+def _jacobian_vectorized(outputs: tuple, inputs: tuple, create_graph: bool) -> tuple:
+    """Every row of the Jacobian in one batched backward pass (``vmap`` of the vjp)."""
+    numels = [o.numel() for o in outputs]
+    flat = tuple(o.reshape(-1) for o in outputs)
+    basis = tuple(b.reshape(b.shape[0], -1) for b in _basis(outputs))
+    kept = [(o, g) for o, g in zip(flat, basis) if o.requires_grad]
+    if kept:
+        rows = grad([o for o, _ in kept], inputs, [g for _, g in kept], retain_graph=True,
+                    create_graph=create_graph, allow_unused=True, is_grads_batched=True)
+    else:
+        rows = (None,) * len(inputs)
+    rows = tuple(ops.zeros_like(x).expand((sum(numels), *x.shape)) if r is None else r
+                 for r, x in zip(rows, inputs))
+    per_input = [[j.view(tuple(o.shape) + tuple(x.shape)) for j, o in
+                  zip(r.split(numels, 0), outputs)] for r, x in zip(rows, inputs)]
+    return tuple(zip(*per_input))
+
+
+def _jacobian_forward(func: Callable, inputs) -> Tensor | tuple:
+    """The Jacobian by forward mode: ``vmap`` of the jvp over the columns of the identity."""
+    inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
+    numels = [x.numel() for x in inputs]
+    info: list = []
+
+    def push(*tangents):
+        outputs_tuple, primals, jv = _forward_jvp(func, inputs, tangents, "jacobian")
+        info[:] = [outputs_tuple, primals]
+        return jv
+
+    columns = VMAP[0](push)(*_basis(inputs))
+    outputs_tuple, outputs = info
+    result = tuple(tuple(j.permute(*range(1, j.dim()), 0).reshape(tuple(o.shape) + tuple(x.shape))
+                         for j, x in zip(col.split(numels, 0), inputs))
+                   for col, o in zip(columns, outputs))
+    return _unpack(result, outputs_tuple, inputs_tuple)
 
 
 def _jacobian_of(i: int, out: Tensor, inputs: tuple, create_graph: bool, strict: bool) -> tuple:
@@ -270,16 +360,18 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     """The Hessian of the scalar ``func`` at ``inputs`` (for inputs i, j a tensor of shape
     ``inputs[i].shape + inputs[j].shape``): the Jacobian of its gradient."""
     inputs_tuple, inputs = _tensors(inputs, "inputs", "hessian")
-    _check_strategy(outer_jacobian_strategy, vectorize, strict)
+    _check_strategy(outer_jacobian_strategy, vectorize, strict, create_graph)
     scalar = _single_output(func, "hessian", strict)
 
     def gradient(*args):
+        if outer_jacobian_strategy == "forward-mode":  # forward over reverse
+            args = tuple(a.requires_grad_(True) if a.grad_fn is None else a for a in args)
         first = jacobian(lambda *a: scalar(*a).squeeze(), args, create_graph=True)
         _strict_requires_grad(first, "jacobian", strict)
         return first
 
     result = jacobian(gradient, inputs, create_graph=create_graph, strict=strict,
-                      vectorize=vectorize)
+                      vectorize=vectorize, strategy=outer_jacobian_strategy)
     return _unpack(result, inputs_tuple, inputs_tuple)
 
 
@@ -309,8 +401,27 @@ def vhp(func: Callable, inputs, v=None, create_graph: bool = False,
 
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False,
         strict: bool = False) -> tuple:
-    """(func(inputs), H v): the Hessian-vector product of the scalar ``func``, by the
-    double-backward trick (equal to ``vhp`` for a twice continuously differentiable func)."""
+    """(func(inputs), H v): the Hessian-vector product of the scalar ``func``, by forward
+    mode over the gradient (by the double-backward trick with ``strict=True``, as PyTorch);
+    equal to ``vhp`` for a twice continuously differentiable func."""
+    if not strict:
+        with enable_grad():
+            inputs_tuple, inputs = _tensors(inputs, "inputs", "hvp")
+            inputs = _prepare(inputs, create_graph, need_graph=True)
+            v = _vector(v, inputs, inputs_tuple, create_graph, "hvp", _V_NONE_INPUT)
+            scalar = _single_output(func, "hvp", strict)
+            holder: list = []
+
+            def gradient(*args):
+                out = scalar(*args)
+                holder.append(out)
+                return _zeros_for_none(_grad((out,), args, create_graph=True), args, False,
+                                       True, "back")
+
+            _, grads, hv = _forward_jvp(
+                lambda *a: gradient(*(x.view_as(x) for x in a)), inputs, v, "hvp")
+        out = forward_ad.unpack_dual(holder[0]).primal if holder else None
+        return _finish(out, create_graph), _unpack(_finish(hv, create_graph), inputs_tuple)
     with enable_grad():
         inputs_tuple, inputs, v, out, first = _gradient_at(func, inputs, v, create_graph,
                                                            strict, "hvp")
@@ -327,5 +438,5 @@ __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 # ops is still being imported when this module is: its functions are read when called.
 from .. import ops  # noqa: E402
 from .._tensor import Tensor  # noqa: E402
-from . import grad  # noqa: E402
+from . import forward_ad, grad  # noqa: E402
 from .grad_mode import enable_grad  # noqa: E402

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import threading
 
 # The truth for grad mode and inference mode: context variables, so each thread has its own
 # (a new thread starts in an empty context: grad mode on) and asyncio tasks get a copy of their
@@ -38,8 +39,35 @@ class _AnomalyMode:
     check_nan = True
 
 
+class _InferenceActive:
+    """How many ``inference_mode(True)`` blocks are open in the process (all threads): while
+    none is, tensor creation skips the per-thread read of inference mode. ``seen``: one was
+    entered once, so inference tensors may exist (recorded ops then check what they save)."""
+
+    count = 0
+    seen = False
+    _lock = threading.Lock()
+
+    @classmethod
+    def add(cls, n: int) -> None:
+        with cls._lock:
+            cls.count += n
+            cls.seen = True
+
+
 state = _ThreadState()
 anomaly = _AnomalyMode()
+inference_active = _InferenceActive
+in_inference_mode = _INFERENCE.get  # () -> bool: this thread's inference mode
+
+# PyTorch's words for what inference tensors may not do outside inference mode.
+INFERENCE_INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed."
+                     "You can make a clone to get a normal tensor before doing inplace update."
+                     "See https://github.com/pytorch/rfcs/pull/17 for more details.")
+INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors "
+                   "created in inference mode in computation tracked by autograd. To work "
+                   "around this, you can make a clone to get a normal tensor and use it in "
+                   "autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.")
 
 
 def is_grad_enabled() -> bool:
@@ -123,8 +151,10 @@ class inference_mode(_ModeContext):  # noqa: N801 - torch's name
     """Grad mode off and ``is_inference_mode_enabled()`` true for a block (or a decorated
     function); ``inference_mode(False)`` turns grad mode back on, as in PyTorch.
 
-    PyTorch additionally marks the tensors made inside as "inference tensors" that autograd
-    later refuses; microtorch does not track them: they behave as tensors made under no_grad.
+    Tensors made inside are inference tensors (``Tensor.is_inference()``), as are views of
+    them: outside the mode autograd refuses to save them for backward, in-place writes to
+    them raise, they have no version counter and cannot be made to require grad. Views of
+    normal tensors made inside stay normal tensors.
     """
 
     def __init__(self, mode: bool = True) -> None:
@@ -134,10 +164,14 @@ class inference_mode(_ModeContext):  # noqa: N801 - torch's name
         self._prev = _GRAD_ENABLED.get(), _INFERENCE.get()
         _set_recording(not self.mode)
         _INFERENCE.set(self.mode)
+        if self.mode:
+            _InferenceActive.add(1)
 
     def __exit__(self, *exc) -> None:
         _set_recording(self._prev[0])
         _INFERENCE.set(self._prev[1])
+        if self.mode:
+            _InferenceActive.add(-1)
 
     def clone(self):
         return self.__class__(self.mode)

@@ -27,7 +27,7 @@ import traceback
 
 import numpy as np
 
-from .grad_mode import anomaly, recording
+from .grad_mode import INFERENCE_SAVED, anomaly, inference_active, recording
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -51,6 +51,7 @@ class Node:
     torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
     _out_data = None
     _out_vbox = None  # the output's version counter: in-place changes to it are detected
+    _out_tangents = None  # the output's forward-mode tangents (forward_mode.apply)
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -114,10 +115,15 @@ class Node:
 
     @property
     def saved_output(self):
-        """The op's output as a Tensor whose grad_fn is this node."""
+        """The op's output as a Tensor whose grad_fn is this node (with the output's
+        forward-mode tangents, for a backward formula differentiated in forward mode)."""
         if self._packed and type(self._out_data) is SavedSlot:
-            return self._out_data.unpack(self)
-        return Tensor._make(self.saved_output_array, True, self)
+            out = self._out_data.unpack(self)
+        else:
+            out = Tensor._make(self.saved_output_array, True, self)
+        if self._out_tangents is not None:
+            out._fw_tangents = self._out_tangents
+        return out
 
     @property
     def saved_output_array(self):
@@ -214,6 +220,8 @@ class Node:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward on ``args`` and record the node when a gradient is needed."""
+        if _fw_state.levels and forward_mode.touches(args, kwargs):  # forward-mode AD
+            return forward_mode.apply(cls, args, kwargs)
         ctx = object.__new__(cls)
         first = None
         if not recording():  # no_grad: nothing to record, so no edges to collect
@@ -224,7 +232,7 @@ class Node:
                     elif type(a._data) is not type(first._data) or (
                             type(a._data) is not np.ndarray
                             and a._data.device != first._data.device):
-                        raise _device_error(cls, first, a)
+                        _check_devices(cls, first, a)
             return Tensor._make(_forward(cls, ctx, first, args, kwargs), False, None)
         needs_grad = False
         # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
@@ -237,7 +245,7 @@ class Node:
                     first = a
                 elif type(a._data) is not type(first._data) or (
                         type(a._data) is not np.ndarray and a._data.device != first._data.device):
-                    raise _device_error(cls, first, a)
+                    _check_devices(cls, first, a)
                 node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
                 if node is not None:
                     needs_grad = True
@@ -262,8 +270,12 @@ class Node:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
-        if not (needs_grad and recording()):
+        # An integer or bool result is never differentiable (PyTorch: x.long() does not
+        # require grad, and no gradient flows back through it; "V": bfloat16)
+        if not (needs_grad and recording()) or getattr(out, "dtype", _F).kind not in "fcV":
             return Tensor._make(out, False, None)
+        if inference_active.seen:
+            refuse_inference_saved(ctx._saved)
         ctx._next = tuple(edges) if n_edges == len(edges) else tuple(edges[:n_edges])
         ctx._seq = _next_sequence_number()  # creation order: a topological order of the graph
         if anomaly.enabled:
@@ -284,6 +296,17 @@ class Node:
         return result
 
 
+_F = np.dtype(np.float32)  # (the dtype of an output without one: a Python float)
+
+
+def refuse_inference_saved(saved) -> None:
+    """PyTorch's error for a recorded op that saved an inference tensor for backward."""
+    if saved:
+        for v in saved:
+            if isinstance(v, Tensor) and v._inference:
+                raise RuntimeError(INFERENCE_SAVED)
+
+
 def _forward(cls, ctx, first, args: tuple, kwargs: dict):
     """``cls.forward(ctx, *args, **kwargs)`` on the device of ``first`` (the first tensor
     argument), with NumPy's broadcasting errors in PyTorch's words."""
@@ -300,9 +323,12 @@ def _forward(cls, ctx, first, args: tuple, kwargs: dict):
         raise RuntimeError(broadcast_message(args)) from None
 
 
-def _device_error(cls, first: Tensor, other: Tensor) -> RuntimeError:
-    return RuntimeError("Expected all tensors to be on the same device, but found at least two "
-                        f"devices, {first.device} and {other.device}! (in {cls.__name__})")
+def _check_devices(cls, first: Tensor, other: Tensor) -> None:
+    """PyTorch's error for tensors of two devices (reached when their arrays differ in type:
+    NumPy and CuPy, or an array and an array wrapper of the same device, vmap's)."""
+    if first.device != other.device:
+        raise RuntimeError("Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {first.device} and {other.device}! (in {cls.__name__})")
 
 
 def modified_error(value: Tensor, expected: int, node: Node | None = None) -> RuntimeError:
@@ -489,5 +515,7 @@ from .._hooks import RemovableHandle  # noqa: E402
 from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402
+from . import forward_mode  # noqa: E402
+from .forward_mode import state as _fw_state  # noqa: E402
 from .saved import SavedSlot, pack_values, unpack_values  # noqa: E402
 from .saved import hooks as _saved_hooks  # noqa: E402

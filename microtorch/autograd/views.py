@@ -198,6 +198,8 @@ def as_view(out: Tensor, base: Tensor) -> Tensor:
             # through to its base, and the in-place ops refuse the overlapping writes.
             arr.flags.writeable = True
         out._vbox = base._vbox
+        if base._inference or out._inference:  # a view is an inference tensor when its base
+            out._inference = base._inference  # is one (made inside the mode or not)
         root = base._base
         if root is None:
             out._base = root = base

@@ -10,10 +10,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from .base import ARRAY_WRAPPERS as _WRAPPERS
+from .base import DEVICE_NAMESPACE as _DEVICE_NS
 from .base import Backend
 from .device import CPU, default_device_spec, device, set_default_device
 
-__all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "cuda_available",
+__all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "special_functions",
+           "register_array_wrapper", "is_array_wrapper", "settled", "cuda_available",
            "cuda_device_count", "canonical_device", "set_default_device", "get_default_device"]
 
 
@@ -108,18 +111,62 @@ def get_backend(spec=None) -> Backend:
     return backend
 
 
+def register_array_wrapper(cls: type, root, namespace, settle) -> None:
+    """Make ``backend_of``/``xp_of`` accept instances of ``cls``: ``root(x)`` is the NumPy or
+    CuPy array under ``x`` (its device), ``namespace(x)`` the module its ops compute with,
+    ``settle(t)`` a gradient tensor on such an array as it leaves autograd (``settled``)."""
+    _WRAPPERS[cls] = (root, namespace, settle)
+
+
+def settled(tensor):
+    """A gradient tensor as it is accumulated or returned, when its array is a registered
+    wrapper: ``settle`` may fold it (vmap's batched gradients of exited vmaps are summed over
+    their samples)."""
+    wrapper = _WRAPPERS.get(type(tensor._data))
+    return tensor if wrapper is None or wrapper[2] is None else wrapper[2](tensor)
+
+
+def is_array_wrapper(x) -> bool:
+    """True for an instance of a registered array wrapper (vmap's BatchedArray)."""
+    return type(x) in _WRAPPERS
+
+
 def backend_of(arr) -> Backend:
     """The backend owning an array (NumPy → CPU, CuPy → its GPU)."""
     if type(arr) is np.ndarray or type(arr).__module__ == "numpy":
         return _backends.get(CPU) or get_backend(CPU)
+    wrapper = _WRAPPERS.get(type(arr)) if _WRAPPERS else None
+    if wrapper is not None:
+        return backend_of(wrapper[0](arr))
     return get_backend(device("cuda", arr.device.id))
 
 
 def xp_of(arr):
-    """The array module (numpy or cupy) of an array."""
+    """The array module (numpy or cupy) of an array (a wrapper's own namespace for
+    registered array wrappers)."""
     if type(arr) is np.ndarray:
         return np
+    wrapper = _WRAPPERS.get(type(arr)) if _WRAPPERS else None
+    if wrapper is not None:
+        return wrapper[1](arr)
+    if _DEVICE_NS[1]:
+        return _DEVICE_NS[0](backend_of(arr).xp)
     return backend_of(arr).xp
+
+
+def special_functions(xp):
+    """SciPy's special functions for array module ``xp``: ``scipy.special`` for NumPy,
+    ``cupyx.scipy.special`` for CuPy, a wrapper namespace's own ``special``."""
+    if xp is np:
+        import scipy.special
+
+        return scipy.special
+    special = getattr(xp, "special", None)
+    if special is not None:
+        return special
+    import cupyx.scipy.special
+
+    return cupyx.scipy.special
 
 
 def initialized_backends() -> list[Backend]:

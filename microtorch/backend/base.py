@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from contextlib import AbstractContextManager, nullcontext
@@ -18,6 +19,14 @@ class _Tracking:
 
 
 tracking = _Tracking()
+
+# Array-like wrappers over NumPy/CuPy arrays (vmap's BatchedArray): class -> (the array under
+# it, its array module). Registered by the layers above, so the backend imports none of them.
+ARRAY_WRAPPERS: dict = {}
+# While a wrapper is in use (vmap running), device arrays compute through this namespace
+# instead of CuPy's: a CuPy function cannot take a wrapper among its arguments (NumPy's
+# functions hand them to the wrapper themselves). [namespace or None, users]
+DEVICE_NAMESPACE: list = [None, 0]
 
 
 def root_buffer(arr):
@@ -94,11 +103,43 @@ class MemoryStats:
         self.peak = self.allocated
 
 
+# Every random draw of a backend goes through this hook when one is set: vmap's randomness
+# modes ('error', 'same', 'different') decide there whether a draw inside vmap raises, is
+# shared by the samples, or gets one value per sample. ``hook(backend, name, method, args,
+# kwargs)`` must call ``method(backend, *args, **kwargs)`` for the draw itself.
+random_hook: list = [None]
+RANDOM_METHODS = ("uniform", "normal", "integers", "randperm", "bernoulli", "bernoulli_tensor",
+                  "exponential", "geometric", "cauchy", "log_normal", "random_bits", "poisson")
+
+
+def _hooked(name: str, method):
+    @functools.wraps(method)
+    def draw(self, *args, **kwargs):
+        hook = random_hook[0]
+        if hook is None:
+            return method(self, *args, **kwargs)
+        return hook(self, name, method, args, kwargs)
+
+    draw.hooked = True
+    return draw
+
+
+def _hook_random_methods(cls) -> None:
+    for name in RANDOM_METHODS:
+        method = cls.__dict__.get(name)
+        if method is not None and not getattr(method, "hooked", False):
+            setattr(cls, name, _hooked(name, method))
+
+
 class Backend:
     """Array creation, zero-filling, random numbers, synchronisation and memory stats."""
 
     device: device
     xp = None  # the array module: numpy or cupy
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        _hook_random_methods(cls)
 
     def __init__(self, dev: device) -> None:
         self.device = dev
@@ -131,6 +172,8 @@ class Backend:
         ``error(message)`` at its next synchronisation, as CUDA's device-side asserts do:
         validating data then costs no host wait.
         """
+        if type(ok) in ARRAY_WRAPPERS:  # vmap's batched arrays: every sample checked
+            ok, exact = ARRAY_WRAPPERS[type(ok)][0](ok), None
         if ok.size and not ok.all():
             raise error(exact() if exact is not None else message)
 
@@ -237,3 +280,6 @@ class Backend:
         """One Poisson sample per rate (an array), in the rates' dtype."""
         with self.context():
             return self.xp.random.poisson(rates).astype(rates.dtype)
+
+
+_hook_random_methods(Backend)

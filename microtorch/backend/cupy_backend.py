@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from .base import Backend
+from .base import ARRAY_WRAPPERS, Backend
 from .device import device
 from .sync import sync_point
 
@@ -63,6 +63,8 @@ class CupyBackend(Backend):
         return self._device
 
     def asarray(self, data, dtype=None):
+        if type(data) in ARRAY_WRAPPERS:  # vmap's batched arrays stay what they are
+            return data if dtype is None or data.dtype == dtype else data.astype(dtype)
         self.check_dtype(dtype if dtype is not None else getattr(data, "dtype", None))
         with self._device:
             return self.xp.asarray(data, dtype=dtype)
@@ -89,6 +91,8 @@ class CupyBackend(Backend):
         """Record on the device whether ``ok`` holds everywhere; a failure raises
         ``error(message)`` at the next synchronisation (``raise_failed_checks``). Queuing it
         makes no host wait (``exact``, which would read the data, is not used)."""
+        if type(ok) in ARRAY_WRAPPERS:  # vmap's batched arrays: every sample checked
+            ok = ARRAY_WRAPPERS[type(ok)][0](ok)
         key = (error, message)
         code = self._checks.get(key)
         if code is None:

@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import process_tuning
-from .base import Backend
+from .base import ARRAY_WRAPPERS, Backend
 from .device import CPU
 
 process_tuning.apply_on_import()  # malloc thresholds, BLAS spin, GC threshold (see there)
@@ -81,6 +81,8 @@ class NumpyBackend(Backend):
         return default_generator
 
     def asarray(self, data, dtype=None):
+        if type(data) in ARRAY_WRAPPERS:  # vmap's batched arrays stay what they are
+            return data if dtype is None or data.dtype == dtype else data.astype(dtype)
         if hasattr(data, "__cuda_array_interface__"):  # GPU memory: copy it to the host
             if not hasattr(data, "get"):  # not CuPy (a PyTorch CUDA tensor, say)
                 raise TypeError(f"can't make a CPU tensor from a {type(data).__name__} in GPU "

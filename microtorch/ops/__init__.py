@@ -19,6 +19,7 @@ from ..autograd.node import broadcast_message
 from . import (
     _writes,
     arrange,
+    comparison,
     counting,
     creation,
     deprecated_overloads,
@@ -37,6 +38,7 @@ from . import (
     sorting,
     special,
     spectral,
+    transcendental,
 )
 from . import complex as complex_ops
 from ._autocast import autocast_op
@@ -63,7 +65,32 @@ from ._writes import (
 )
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
+from .arrange import unfold
+from .comparison import *  # noqa: F403
+from .comparison import (
+    allclose,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    eq,
+    equal,
+    ge,
+    gt,
+    isclose,
+    isfinite,
+    isinf,
+    isnan,
+    le,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    ne,
+)
 from .complex import *  # noqa: F403
+from .copies import clone, contiguous, to
 from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import (
@@ -97,33 +124,15 @@ from .elementwise import (
     Tan,
     Tanh,
     Trunc,
-    allclose,
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
     clamp,
-    eq,
-    equal,
     floor_divide,
-    ge,
-    gt,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    lt,
-    ne,
     remainder,
     where,
 )
 from .gamma import *  # noqa: F403
+from .index_writes import index_put, masked_scatter, masked_scatter_
 from .indexed import *  # noqa: F403
+from .indexing import getitem
 from .integer import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .linalg_toplevel import *  # noqa: F403
@@ -133,6 +142,7 @@ from .reduce import (
     all,
     amax,
     amin,
+    aminmax,
     any,
     argmax,
     argmin,
@@ -157,15 +167,12 @@ from .shape import (
     broadcast_to,
     cat,
     chunk,
-    clone,
     concat,
     concatenate,
-    contiguous,
     expand,
     flatten,
     flip,
     gather,
-    getitem,
     index_select,
     masked_fill,
     narrow,
@@ -178,7 +185,6 @@ from .shape import (
     squeeze,
     stack,
     t,
-    to,
     transpose,
     unbind,
     unflatten,
@@ -189,6 +195,7 @@ from .sorting import *  # noqa: F403
 from .special import *  # noqa: F403
 from .special import erf
 from .spectral import *  # noqa: F403
+from .transcendental import *  # noqa: F403
 
 
 def add(input, other, *, alpha=1) -> Tensor:
@@ -408,6 +415,12 @@ METHODS = dict(
     __le__=_operator(le), __gt__=_operator(gt), __ge__=_operator(ge),
     __and__=bitwise_and, __or__=bitwise_or, __xor__=bitwise_xor, __invert__=bitwise_not,
     __rand__=_reflected(bitwise_and), __ror__=_reflected(bitwise_or),
+    __rxor__=_reflected(bitwise_xor), __lshift__=bitwise_left_shift,  # noqa: F405
+    __rshift__=bitwise_right_shift, __rlshift__=_reflected(bitwise_left_shift),  # noqa: F405
+    __rrshift__=_reflected(bitwise_right_shift),  # noqa: F405
+    bitwise_and=bitwise_and, bitwise_or=bitwise_or, bitwise_xor=bitwise_xor,
+    bitwise_not=bitwise_not, unfold=unfold, index_put=index_put,
+    masked_scatter=masked_scatter, aminmax=aminmax,
     __getitem__=getitem, __setitem__=setitem,
 )
 
@@ -438,7 +451,7 @@ def _array_operand(name: str, op, direct=None):
         result = np.asarray(numpy_op(self.numpy(), other))
         if result.dtype == np.bool_:
             result = result.astype(np.uint8)
-        return creation.from_numpy(np.ascontiguousarray(result))
+        return creation.from_numpy(np.ascontiguousarray(result).reshape(result.shape))
 
     method.__name__ = name
     method.__doc__ = op.__doc__
@@ -462,7 +475,10 @@ METHODS.update({name: globals()[name] for name in (
     "repeat_interleave", "diff", "inner", "msort", "addcmul", "addcdiv", "fmod", "float_power",
     "sgn", "signbit", "fix", "deg2rad", "rad2deg", "take_along_dim", "nansum", "nanmean",
     "logical_and", "logical_or", "logical_xor", "median", "quantile", "nanquantile",
-    "tensor_split", "hsplit", "vsplit", "dsplit", "gcd", "lcm")}, erf=erf)
+    "tensor_split", "hsplit", "vsplit", "dsplit", "gcd", "lcm", "fmax", "fmin", "isposinf",
+    "isneginf", "logaddexp", "logaddexp2", "mode", "nanmedian", "cross", "diag_embed",
+    "diagflat", "split_with_sizes", "ravel", "bitwise_left_shift", "bitwise_right_shift",
+    *transcendental.UNARY_NAMES, *transcendental.ALIASES)}, erf=erf)
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(pinned.METHODS)
@@ -470,6 +486,17 @@ METHODS.update(spectral.METHODS)
 METHODS.update(linalg_toplevel.METHODS)
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
                polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
+
+
+def _checked(method, check):
+    """``method`` after ``check(self, *args, **kwargs)`` (which raises on bad input)."""
+
+    def checked(self, *args, **kwargs):
+        check(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    checked.__name__, checked.__doc__ = method.__name__, method.__doc__
+    return checked
 
 
 def install_tensor_methods(cls) -> None:
@@ -486,8 +513,16 @@ def install_tensor_methods(cls) -> None:
                  "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
                  "addcmul", "addcdiv", "fmod", "float_power", "sgn", "fix", "deg2rad", "rad2deg",
                  "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
-                 "remainder", "negative", "gcd", "lcm"):
+                 "remainder", "negative", "gcd", "lcm", "log2", "log10", "tan",
+                 "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+                 "bitwise_left_shift", "bitwise_right_shift", "index_put",
+                 *transcendental.UNARY_NAMES):
         methods[name + "_"] = _inplace(methods[name])
+    methods["float_power_"] = _checked(methods["float_power_"], special.check_float_power_base)
+    for alias, name in transcendental.ALIASES.items():
+        methods[alias + "_"] = methods[name + "_"]
+    methods["masked_scatter_"] = masked_scatter_
+    methods["conj_physical_"] = _inplace(complex_ops.conj_physical)
     methods["masked_fill_"] = masked_fill_
     methods["fill_diagonal_"] = indexed.fill_diagonal_
     for name in ("t", "transpose", "squeeze", "unsqueeze", "swapaxes", "swapdims"):
@@ -498,6 +533,9 @@ def install_tensor_methods(cls) -> None:
     methods["__isub__"] = methods["sub_"]
     methods["__imul__"] = methods["mul_"]
     methods["__itruediv__"] = methods["div_"]
+    for op, name in (("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                     ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
+        methods[f"__i{op}__"] = methods[name + "_"]
     numpy_names.install(methods, list(methods))  # x.sum(axis=0, keepdims=True)
     deprecated_overloads.install(methods, method=True)  # p.add_(-lr, g)
     for name, fn in methods.items():
@@ -528,4 +566,5 @@ __all__ = [
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
     *gamma.__all__, *integer.__all__, *spectral.__all__, *linalg_toplevel.__all__,
+    *comparison.__all__, *transcendental.__all__, "aminmax", "index_put", "masked_scatter",
 ]

@@ -8,22 +8,47 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
-from ..backend import backend_of, xp_of
+from ..backend import backend_of, is_array_wrapper, xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
            "broadcast_shape", "tensors_arg", "check_index_arg",
-           "narrow_start", "split_size_arg"]
+           "narrow_start", "split_size_arg", "writable_copy", "index_array", "result_xp",
+           "wrapped_int"]
 
 wrap_dim = _wrap_dim
 
 
 def has_internal_overlap(arr) -> bool:
     """True when several elements of ``arr`` share one memory location (an expanded
-    dimension: stride 0, size > 1), the case PyTorch's in-place ops refuse."""
+    dimension: stride 0, size > 1), the case PyTorch's in-place ops refuse. An empty array
+    has no elements to share (NumPy gives it zero strides)."""
     strides = arr.strides
-    return 0 in strides and any(s == 0 and n > 1 for s, n in zip(strides, arr.shape))
+    return (0 in strides and arr.size > 0
+            and any(s == 0 and n > 1 for s, n in zip(strides, arr.shape)))
+
+
+_C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t"}
+
+
+def wrapped_int(value, np_dtype):
+    """``value`` as a scalar of ``np_dtype`` when it is a Python int and the dtype an integer
+    one, converted as PyTorch converts a number argument: an unsigned type also takes
+    negatives down to -max and wraps them (-3 as uint8 is 253), anything else out of range
+    raises PyTorch's overflow error (NumPy 2 refuses every out-of-range Python int). Any
+    other value is returned unchanged."""
+    np_dtype = np.dtype(np_dtype)
+    if type(value) is not int or np_dtype.kind not in "ui":
+        return value
+    info = np.iinfo(np_dtype)
+    low = -int(info.max) if np_dtype.kind == "u" else int(info.min)
+    if not low <= value <= int(info.max):
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPES[np_dtype.name]} "
+                           "without overflow")
+    return np_dtype.type(value % (1 << (8 * np_dtype.itemsize))) if value < 0 and \
+        np_dtype.kind == "u" else np_dtype.type(value)
 
 
 def assert_no_internal_overlap(arr) -> None:
@@ -286,6 +311,49 @@ def _float_array(x: Tensor):
     return arr
 
 
+def _wrapper_in(values):
+    for v in values:
+        if is_array_wrapper(v):
+            return v
+        if isinstance(v, tuple):
+            inner = _wrapper_in(v)
+            if inner is not None:
+                return inner
+    return None
+
+
+def index_array(arr, key):
+    """``arr[key]``, also for an unbatched ``arr`` and vmap's batched indices (NumPy's own
+    indexing cannot take those)."""
+    if not is_array_wrapper(arr):
+        batched = _wrapper_in(key if isinstance(key, tuple) else (key,))
+        if batched is not None:
+            return xp_of(batched).getitem(arr, key)
+    return arr[key]
+
+
+def result_xp(*values):
+    """The array module to make a result of ``values`` with: under vmap the batched one when
+    any of them (or of the index tuples among them) is batched."""
+    batched = _wrapper_in(values)
+    if batched is not None:
+        return xp_of(batched)
+    return xp_of(next(v for v in values if hasattr(v, "shape")))
+
+
+def writable_copy(arr, *others):
+    """A copy of ``arr`` that values computed from ``others`` can be written into: under vmap
+    a batched one when any of them is batched (a copy of an unbatched array could not take
+    one value per sample)."""
+    if not is_array_wrapper(arr):
+        batched = _wrapper_in(others)
+        if batched is not None:
+            out = xp_of(batched).empty(arr.shape, arr.dtype)
+            out[...] = arr
+            return out
+    return arr.copy()
+
+
 def const(like: Tensor, arr) -> Tensor:
     """A constant tensor on ``like``'s device with its dtype."""
     return Tensor._make(like._backend.asarray(np.asarray(arr, dtype=like._data.dtype)), False,
@@ -304,6 +372,8 @@ def scatter_add_arrays(xp, target, key, values) -> None:
             np.add.at(target.reshape(-1), flat, values.reshape(-1))
             return
         np.add.at(target, key, values)
+    elif hasattr(xp, "scatter_add"):  # vmap's batched arrays: their own namespace
+        xp.scatter_add(target, key, values)
     else:
         import cupyx
 

@@ -10,19 +10,21 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from ..autograd import saved, views
-from ..autograd.grad_mode import no_grad, recording
+from ..autograd import forward_mode, saved, views
+from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
-from . import shape
+from . import indexing
 from ._util import (
     Tensor,
     assert_no_internal_overlap,
     has_internal_overlap,
     is_scalar,
     promote_operands,
+    wrapped_int,
     xp_of,
 )
-from .shape import _is_basic, expand, masked_fill
+from .indexing import is_basic as _is_basic
+from .shape import expand, masked_fill
 
 
 def warn_expanded(op: str, example: str) -> None:
@@ -83,17 +85,21 @@ def _check_cast(result: np.dtype, target: np.dtype) -> None:
 
 
 def _check_inplace(self: Tensor, *others) -> bool:
-    """Raise for in-place ops autograd cannot record; True when the op must be recorded."""
+    """Raise for in-place ops autograd cannot record; True when the op must be recorded (or
+    carries forward-mode tangents: it then runs out of place and is written back)."""
+    if self._inference and not in_inference_mode():
+        raise RuntimeError(INFERENCE_INPLACE)
+    dual = bool(forward_mode.state.levels) and forward_mode.touches((self, *others), {})
     if not recording():
-        return False
+        return dual
     if self._base is not None:
-        return views.check_inplace(self, others)
+        return views.check_inplace(self, others) or dual
     recorded = self.requires_grad or builtins.any(
         isinstance(o, Tensor) and o.requires_grad for o in others)
     if self.requires_grad and self.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    return recorded
+    return recorded or dual
 
 
 def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
@@ -115,6 +121,11 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
         saved.before_write(self)
     self._data[...] = res
     self._vbox[0] += 1
+    if forward_mode.state.levels and (self._fw_tangents or result._fw_tangents or (
+            self._base is not None and self._base._fw_tangents)):
+        forward_mode.assign_tangents(self, result)
+        if self._base is not None:
+            forward_mode.write_through(self)
     if geom is not None:
         views.rebase(self, geom, node)
     elif node is not None:
@@ -125,7 +136,9 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
 def _frozen(self: Tensor) -> Tensor:
     """A copy of self at the same place in the graph: what the recorded op saves for backward,
     so overwriting self afterwards does not invalidate it (PyTorch saves the original too)."""
-    return Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
+    frozen = Tensor._make(self._data.copy(), self.requires_grad, self.grad_fn)
+    forward_mode.copy_tangents(self, frozen)
+    return frozen
 
 
 def _inplace(op):
@@ -163,7 +176,7 @@ def _ufunc_inplace(name, op):
                 raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
                                    f"broadcast shape {list(wide)}")
         if alpha != 1:
-            xb = xb * alpha
+            xb = xb * wrapped_int(alpha, xb.dtype)
         if saved.writes.count:
             saved.before_write(self)
         getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
@@ -197,8 +210,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
-    _check_inplace(self)
-    if recording() and self.requires_grad:
+    if _check_inplace(self) and (self.requires_grad or self._fw_tangents):
         return _write(self, self * 0, fill=True)
     if saved.writes.count:
         saved.before_write(self)
@@ -213,7 +225,8 @@ def fill_(self: Tensor, value) -> Tensor:
         return zero_(self)
     if isinstance(value, Tensor):  # PyTorch's fill_ with a tensor is a copy: no overlaps
         assert_no_internal_overlap(self._data)
-    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)):
+    if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)
+                                        or self._fw_tangents):
         return _write(self, self * 0 + value, fill=True)
     if saved.writes.count:
         saved.before_write(self)
@@ -260,28 +273,31 @@ def _inplace_view(op):
 
 def setitem(self: Tensor, key, value) -> None:
     """``self[key] = value`` (recorded as an IndexPut when gradients are involved)."""
-    arr_key = shape._index_key(key)
-    shape.check_device_index(self._data, arr_key)
+    arr_key = indexing.index_key(key, self._data.ndim)
+    indexing.check_device_index(self._data, arr_key)
     if isinstance(value, Tensor) and value.device != self.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {value.device}!")
+    if not _is_basic(arr_key):
+        indexing.check_masks(self._data.shape, arr_key)
     check_setitem_value(self, arr_key, value)
     if has_internal_overlap(self._data):
-        if shape._is_basic(arr_key):
+        if _is_basic(arr_key):
             # PyTorch writes into the indexed region (a view): allowed when that region has
             # no overlapping elements (``expanded[0] = v``), refused otherwise.
-            region = shape.getitem(self, key)
+            region = indexing.getitem(self, key)
             assert_no_internal_overlap(region._data)
             region.copy_(value) if isinstance(value, Tensor) else region.fill_(value)
             return
         warn_expanded("index_put_", "tensor[indices] = tensor")
     try:
         if _check_inplace(self, value):
-            _write(self, shape.IndexPut.apply(self, arr_key, value))
+            _write(self, indexing.IndexPut.apply(self, arr_key, value))
             return
         if saved.writes.count:
             saved.before_write(self)
-        self._data[arr_key] = value._data if isinstance(value, Tensor) else value
+        dest, k = indexing.target(self._data, arr_key)
+        dest[k] = value._data if isinstance(value, Tensor) else value
     except ValueError as exc:  # NumPy checks the shapes before it writes anything
         raise RuntimeError(str(exc).replace("value array", "value tensor")) from None
     self._vbox[0] += 1

@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ._autocast import autocast_op
 from ._util import Tensor, _float_array, wrap_dim, xp_of
 
-__all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "Elu", "Softplus", "Hardtanh",
-           "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid"]
+__all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "Elu", "Softplus",
+           "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Hardshrink",
+           "Softshrink", "RreluWithNoise"]
 
 
 # -- softmax family -----------------------------------------------------------------------------
 def _log_softmax_array(xa, dim: int):
     xp = xp_of(xa)
+    if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
+        return xa.copy()
     shifted = xa - xa.max(axis=dim, keepdims=True)
     return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
 
@@ -34,10 +38,12 @@ class Softmax(Function):
     def forward(ctx, x, dim):
         xa = _float_array(x)
         xp = xp_of(xa)
-        e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
-        e /= e.sum(axis=dim, keepdims=True)
         ctx.dim = dim
         ctx.save_output()
+        if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
+            return xa.copy()
+        e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
+        e /= e.sum(axis=dim, keepdims=True)
         return e
 
     @staticmethod
@@ -65,15 +71,24 @@ class LogSoftmax(Function):
 def softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """Softmax along ``dim``."""
     if dtype is not None:
-        input = input.to(dtype)
+        input = input.to(_dtype.as_dtype(dtype))
+    floating_only(input, "softmax_lastdim_kernel_impl")
     return Softmax.apply(input, wrap_dim(dim, input._data.ndim))
+
+
+def floating_only(input: Tensor, kernel: str) -> None:
+    """PyTorch's NotImplementedError of a kernel with floating-point types only."""
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_dtype.title(input.dtype)}'")
 
 
 @autocast_op("log_softmax")
 def log_softmax(input: Tensor, dim: int, dtype=None) -> Tensor:
     """Log-softmax along ``dim`` (computed stably in one node)."""
     if dtype is not None:
-        input = input.to(dtype)
+        input = input.to(_dtype.as_dtype(dtype))
+    floating_only(input, "log_softmax_lastdim_kernel_impl")
     return LogSoftmax.apply(input, wrap_dim(dim, input._data.ndim))
 
 
@@ -140,15 +155,16 @@ class Elu(_Pointwise):
 
     @staticmethod
     def compute(xp, x, alpha, scale, input_scale, grad_input_scale):
+        # x <= 0 picks the exponential branch, so NaN takes the linear one and stays NaN
         neg = xp.expm1(_neg_part(xp, x) * input_scale) * (alpha * scale)
-        return xp.where(x > 0, x * scale, neg)
+        return xp.where(x <= 0, neg, x * scale)
 
     @staticmethod
     def derivative(g, x, F, alpha, scale, input_scale, grad_input_scale):
         # PyTorch's CELU backward uses 1 / float(alpha) (``grad_input_scale``).
         s = grad_input_scale
         neg = g * F.exp(_neg_part(F, x) * s) * (alpha * scale * s)
-        return F.where(x > 0, g * scale, neg)
+        return F.where(x <= 0, neg, g * scale)
 
 
 class Softplus(_Pointwise):
@@ -164,7 +180,8 @@ class Softplus(_Pointwise):
         y = x * beta
         # At y == threshold the sigmoid's value with a zero derivative: PyTorch's double
         # backward masks y < threshold.
-        return F.where(y > threshold, g, g * _sigmoid(F, F.where(y < threshold, y, threshold)))
+        # (y >= threshold, not its negation, picks the constant: NaN stays NaN, as PyTorch's)
+        return F.where(y > threshold, g, g * _sigmoid(F, F.where(y >= threshold, threshold, y)))
 
 
 class Hardtanh(_Pointwise):
@@ -176,6 +193,8 @@ class Hardtanh(_Pointwise):
 
     @staticmethod
     def derivative(g, x, F, lo, hi):
+        # At NaN PyTorch's vectorised kernel gives 0 and its scalar tail g (by position in
+        # the array): 0 here, as most elements of a large tensor get.
         return F.where((x > lo) & (x < hi), g, 0.0)
 
 
@@ -226,3 +245,48 @@ class LogSigmoid(_Pointwise):
     @staticmethod
     def derivative(g, x, F):
         return g * _sigmoid(F, -x)
+
+
+def _shrink_derivative(g, x, F, lambd):
+    """Both shrinks pass the gradient outside [-lambd, lambd] (NaN included), as PyTorch."""
+    return F.where((x >= -lambd) & (x <= lambd), 0.0, g)
+
+
+class Hardshrink(_Pointwise):
+    """x where |x| > lambd, else 0 (NaN stays NaN)."""
+
+    @staticmethod
+    def compute(xp, x, lambd):
+        return xp.where((x >= -lambd) & (x <= lambd), 0.0, x)
+
+    derivative = staticmethod(_shrink_derivative)
+
+
+class Softshrink(_Pointwise):
+    """x - lambd above lambd, x + lambd below -lambd, else 0 (as ``x * 0``: NaN stays NaN)."""
+
+    @staticmethod
+    def compute(xp, x, lambd):
+        return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, x * 0.0))
+
+    derivative = staticmethod(_shrink_derivative)
+
+
+class RreluWithNoise(Function):
+    """Randomized leaky ReLU in training: ``x * noise``, the noise 1 where x > 0 and a slope
+    drawn from U(lower, upper) elsewhere; backward multiplies by the noise as PyTorch keeps it
+    (``kept``: in x's dtype), as PyTorch's ``rrelu_with_noise`` with ``training=True``."""
+
+    lifted = True
+    torch_name = "RreluWithNoiseBackward0"
+
+    @staticmethod
+    def forward(ctx, x, noise, kept):
+        ctx.noise = kept
+        return (x._data * noise).astype(x._data.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (g,) = lift(grad)
+        noise = Tensor._make(ctx.noise) if isinstance(g, Tensor) else ctx.noise
+        return finish(g * noise, None, None)

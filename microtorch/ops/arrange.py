@@ -1,6 +1,7 @@
 """Rearranging: ``roll``, ``movedim``, ``hstack``/``vstack``/``dstack``, ``atleast_*d``, ``rot90``,
 ``fliplr``/``flipud``, ``tile``, ``repeat_interleave``, ``diff``, ``meshgrid``,
-``cartesian_prod``, ``combinations``, ``block_diag``, ``tensor_split`` (and hsplit/vsplit/dsplit).
+``cartesian_prod``, ``combinations``, ``block_diag``, ``tensor_split`` (and hsplit/vsplit/dsplit),
+``split_with_sizes``, ``column_stack``, ``ravel``, ``Tensor.unfold`` (sliding windows, a view).
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -22,7 +23,7 @@ __all__ = ["roll", "movedim", "moveaxis", "hstack", "vstack", "dstack", "atleast
            "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "rot90", "fliplr",
            "flipud", "tile", "repeat_interleave", "diff",
            "meshgrid", "cartesian_prod", "combinations", "block_diag", "broadcast_shapes",
-           "broadcast_tensors", "take_along_dim"]
+           "broadcast_tensors", "take_along_dim", "split_with_sizes", "column_stack", "ravel"]
 
 
 class Roll(Function):
@@ -53,8 +54,9 @@ def roll(input: Tensor, shifts, dims=None) -> Tensor:
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
                            f"{len(dims)}")
-    nd = builtins.max(input._data.ndim, 1)
-    return Roll.apply(input, shifts, tuple(wrap_dim(d, nd) for d in dims))
+    if input._data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    return Roll.apply(input, shifts, tuple(wrap_dim(d, input._data.ndim) for d in dims))
 
 
 def movedim(input: Tensor, source, destination) -> Tensor:
@@ -247,6 +249,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = wrap_dim(dim, input._data.ndim)
+    if n == 0:  # PyTorch returns the input itself, prepend and append left out
+        return input
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):
@@ -383,7 +387,11 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     as ``np.take_along_axis``; pairs with ``argsort``/``argmax(keepdim=True)``."""
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
+    if input._data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, input.dim())
+    # PyTorch 2.13 wraps every index into [0, size) along dim (negative ones included)
+    indices = indices.remainder(input.shape[d]) if input.shape[d] else indices
     in_shape, idx_shape = list(input.shape), list(indices.shape)
     in_shape[d] = idx_shape[d] = 1
     common = list(broadcast_shapes(in_shape, idx_shape))
@@ -460,3 +468,99 @@ def vsplit(input: Tensor, indices_or_sections) -> tuple:
 def dsplit(input: Tensor, indices_or_sections) -> tuple:
     """tensor_split along the depth (dim 2) of an at least 3-D tensor, equal sections only."""
     return _split_along("dsplit", input, indices_or_sections, 3, 2)
+
+
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
+    """Views of ``input`` split along ``dim`` into pieces of the given sizes (which must add up
+    to that dimension's size)."""
+    sizes = [int(s) for s in split_sizes]
+    if builtins.any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                           f"entries, but got split_sizes={sizes}")
+    from .shape import split
+
+    return split(input, sizes, dim)
+
+
+def column_stack(tensors) -> Tensor:
+    """The tensors side by side as columns: 0-d and 1-d ones become (n, 1) columns first."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError("column_stack expects a non-empty TensorList")
+    cols = [t.reshape(t._data.size, 1) if t._data.ndim <= 1 else t for t in tensors]
+    return hstack(cols)
+
+
+def ravel(input: Tensor) -> Tensor:
+    """The elements as a 1-D contiguous tensor (a view when ``input`` is contiguous)."""
+    from .copies import contiguous
+
+    return contiguous(input).view(-1)
+
+
+class Unfold(Function):
+    """``Tensor.unfold(dim, size, step)``: every window of ``size`` elements along ``dim``,
+    ``step`` apart, as a new last dimension; a strided view of the input's storage."""
+
+    torch_name = "UnfoldBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, size, step):
+        from .matrix import _strided_view
+
+        arr = x._data
+        ctx.args = arr.shape, dim, size, step
+        if arr.ndim == 0:
+            return arr.reshape(1)[:size]
+        count = (arr.shape[dim] - size) // step + 1
+        shape = arr.shape[:dim] + (count,) + arr.shape[dim + 1:] + (size,)
+        strides = arr.strides[:dim] + (arr.strides[dim] * step,) + arr.strides[dim + 1:] + \
+            (arr.strides[dim],)
+        return _strided_view(arr, shape, strides)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return UnfoldGrad.apply(grad, *ctx.args), None, None, None
+
+
+class UnfoldGrad(Function):
+    """Unfold's backward: each window's gradient added back at its place (windows that
+    overlap add up); its own backward is the unfold again."""
+
+    @staticmethod
+    def forward(ctx, g, shape, dim, size, step):
+        arr = g._data
+        ctx.args = dim, size, step
+        xp = xp_of(arr)
+        if len(shape) == 0:
+            return arr.sum().reshape(()) if arr.size else xp.zeros((), arr.dtype)
+        out = xp.zeros(shape, arr.dtype)
+        count = arr.shape[dim]
+        moved = xp.moveaxis(arr, -1, dim + 1)  # (..., count, size, ...)
+        lead = (slice(None),) * dim
+        for k in range(size):  # one strided slice-add per position in the window
+            window = (slice(k, k + step * (count - 1) + 1, step),)
+            out[lead + window] += moved[lead + (slice(None), k)]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Unfold.apply(grad, *ctx.args), None, None, None, None
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """``Tensor.unfold``: a view with every ``size``-long window along ``dimension``, taken
+    ``step`` apart, as a new last dimension."""
+    from ..autograd.views import as_view
+
+    nd = input._data.ndim
+    d = wrap_dim(dimension, builtins.max(nd, 1))
+    length = input._data.shape[d] if nd else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    return as_view(Unfold.apply(input, d, int(size), int(step)), input)

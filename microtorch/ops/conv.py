@@ -326,7 +326,7 @@ class ConvInputGrad(Function):
         stride, pads, dilation, groups = ctx.geom
         dg = dw = db = None
         if _needs(ctx, 0):
-            dg = Conv2d.apply(grad, weight, None, stride, pads, dilation, groups)
+            dg = _cropped(Conv2d.apply(grad, weight, None, stride, pads, dilation, groups), g)
         if _needs(ctx, 1):
             dw = ConvWeightGrad.apply(grad, g, weight.shape[2:], stride, pads, dilation, groups)
         if _needs(ctx, 2):
@@ -363,5 +363,14 @@ class ConvWeightGrad(Function):
         if _needs(ctx, 0):
             dx = ConvInputGrad.apply(g, grad, None, x.shape[2:], stride, pads, dilation, groups)
         if _needs(ctx, 1):
-            dg = Conv2d.apply(x, grad, None, stride, pads, dilation, groups)
+            dg = _cropped(Conv2d.apply(x, grad, None, stride, pads, dilation, groups), g)
         return dx, dg, None, None, None, None, None
+
+
+def _cropped(conv, like):
+    """``conv`` cut to ``like``'s height and width. A transposed convolution's output_padding
+    (which may reach the stride when the dilation is larger) adds rows and columns that no
+    input element reaches; the convolution of its output then has extra windows at the end,
+    which are not gradients of anything (PyTorch's convolution_backward drops them too)."""
+    oh, ow = like.shape[2:]
+    return conv if tuple(conv.shape[2:]) == (oh, ow) else conv[:, :, :oh, :ow]

@@ -101,17 +101,22 @@ class NoDerivative(Function):
     it requires grad like its input, and a backward through it raises PyTorch's error."""
 
     @staticmethod
-    def forward(ctx, arr, message, torch_name, *inputs):
-        ctx.message = message
+    def forward(ctx, arr, message, torch_name, error, *inputs):
+        ctx.message, ctx.error = message, error
         ctx.torch_name = torch_name
         return arr
 
     @staticmethod
     def backward(ctx, grad):
-        raise RuntimeError(ctx.message)
+        raise ctx.error(ctx.message)
 
 
 def no_derivative(arr, op_name: str, torch_name: str, *inputs, message=None) -> Tensor:
-    """``arr`` as a tensor that requires grad when an input does (see NoDerivative)."""
+    """``arr`` as a tensor that requires grad when an input does (see NoDerivative). Without
+    ``message`` the backward raises PyTorch's NotImplementedError of an op whose derivative
+    is ``not_implemented`` in its derivatives.yaml; with one (PyTorch's words for an op
+    without a derivative formula, "derivative for aten::... is not implemented"), a
+    RuntimeError."""
+    error = RuntimeError if message else NotImplementedError
     message = message or f"the derivative for '{op_name}' is not implemented."
-    return NoDerivative.apply(arr, message, torch_name, *inputs)
+    return NoDerivative.apply(arr, message, torch_name, error, *inputs)

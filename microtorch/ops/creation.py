@@ -10,14 +10,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _dtype
-from ..backend import get_backend
+from ..backend import canonical_device, get_backend, is_array_wrapper, xp_of
 from ..backend.device import device as Device
-from ._util import Tensor, sizes_arg
+from ._util import Tensor, sizes_arg, wrapped_int
 from .dlpack import array_from_dlpack, from_dlpack
 from .pinned import check_pinnable, pinned_leaf
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
-           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "eye",
+           "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
+           "eye",
            "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
            "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
            "CharTensor", "ByteTensor", "BoolTensor"]
@@ -223,7 +224,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = Fal
     dt = _creation_dtype(dtype)
     backend.check_dtype(dt)
     with backend.context():
-        arr = backend.xp.full(shape, fill_value, dtype=dt)
+        arr = backend.xp.full(shape, wrapped_int(fill_value, dt), dtype=dt)
     return _finish(arr, requires_grad)
 
 
@@ -235,32 +236,80 @@ def _like(input: Tensor, dtype, device, fn: str) -> tuple:
             input.device if device is None else device)
 
 
+def _batched_like(input: Tensor, dt, dev, requires_grad: bool, fn: str, *fill):
+    """Under vmap, the ``*_like`` of a batched tensor is batched too (one array per sample,
+    as PyTorch's); None otherwise."""
+    arr = input._data
+    if not is_array_wrapper(arr) or canonical_device(dev) != input.device:
+        return None
+    made = getattr(xp_of(arr), fn)(arr, *fill, dtype=_dtype.as_dtype(dt).np)
+    return Tensor._make(made, requires_grad, None)
+
+
+def _laid_out_like(input: Tensor, out: Tensor, memory_format) -> Tensor:
+    """``out`` (made C-ordered) re-laid as ``memory_format`` says for a tensor like ``input``
+    (``preserve_format`` by default: PyTorch's rule, see ``_memory_format.like``)."""
+    from .. import _memory_format as mf
+
+    fmt = mf.preserve_format if memory_format is None else mf.check(memory_format, "empty_like")
+    arr = out._data
+    if fmt is mf.contiguous_format or (fmt is mf.preserve_format and
+                                       input._data.flags.c_contiguous):
+        return out  # (the common case: nothing to re-lay)
+    if out.device == input.device:
+        laid = mf.like(input._data, fmt, arr.dtype)
+    else:  # (another device: the format the input's strides suggest)
+        fmt = mf.suggest(input._data) if fmt is mf.preserve_format else fmt
+        laid = mf.empty(out._backend.xp, arr.shape, arr.dtype, fmt)
+    laid[...] = arr
+    out._data = laid
+    return out
+
+
 def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    """Zeros with the shape (and by default dtype and device) of ``input``."""
+    """Zeros with the shape (and by default dtype, device and layout) of ``input``."""
     dt, dev = _like(input, dtype, device, "zeros_like")
-    return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    batched = _batched_like(input, dt, dev, requires_grad, "zeros_like")
+    if batched is not None:
+        return batched
+    return _laid_out_like(input, zeros(input.shape, dtype=dt, device=dev,
+                                       requires_grad=requires_grad), memory_format)
 
 
 def ones_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None) -> Tensor:
-    """Ones with the shape (and by default dtype and device) of ``input``."""
+    """Ones with the shape (and by default dtype, device and layout) of ``input``."""
     dt, dev = _like(input, dtype, device, "ones_like")
-    return ones(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    batched = _batched_like(input, dt, dev, requires_grad, "ones_like")
+    if batched is not None:
+        return batched
+    return _laid_out_like(input, ones(input.shape, dtype=dt, device=dev,
+                                      requires_grad=requires_grad), memory_format)
 
 
 def empty_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
                memory_format=None) -> Tensor:
-    """Uninitialised, with the shape of ``input``."""
+    """Uninitialised, with the shape (and by default dtype, device and layout) of
+    ``input``."""
     dt, dev = _like(input, dtype, device, "empty_like")
-    return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    batched = _batched_like(input, dt, dev, requires_grad, "empty_like")
+    if batched is not None:
+        return batched
+    return _laid_out_like(input, empty(input.shape, dtype=dt, device=dev,
+                                       requires_grad=requires_grad), memory_format)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, device=None,
               requires_grad: bool = False, memory_format=None) -> Tensor:
-    """``fill_value`` everywhere, with the shape of ``input``."""
+    """``fill_value`` everywhere, with the shape (and by default dtype, device and layout)
+    of ``input``."""
     dt, dev = _like(input, dtype, device, "full_like")
-    return full(input.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    batched = _batched_like(input, dt, dev, requires_grad, "full_like", fill_value)
+    if batched is not None:
+        return batched
+    return _laid_out_like(input, full(input.shape, fill_value, dtype=dt, device=dev,
+                                      requires_grad=requires_grad), memory_format)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None,
@@ -284,6 +333,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
                        for v in values)
         dtype = _dtype.int64 if integral else _dtype.get_default_dtype()
     dt = _dtype.as_dtype(dtype).np
+    if dt.kind == "b":
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     floating = _dtype.kind_of(dt) == "f"
     if not floating:
         # PyTorch accumulates integer ranges in int64: start and step are truncated first
@@ -342,6 +393,8 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _creation_dtype(dtype)
+    if dt.kind == "b":
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     backend = get_backend(device)
     backend.check_dtype(dt)
     xp = backend.xp
@@ -358,6 +411,63 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
             i = xp.arange(steps, dtype=xp.float64)
             values = xp.where(i < steps // 2, lo + step * i, hi - step * (steps - 1 - i))
             arr = values.astype(dt)
+    return _finish(arr, requires_grad)
+
+
+def _range_endpoint(value, name: str):
+    """A logspace/linspace endpoint: a number, or a 0-d tensor read as one (PyTorch's tensor
+    overload)."""
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"logspace only supports 0-dimensional start and end tensors, "
+                               f"but got {name} with {value._data.ndim} dimension(s).")
+        return value.item()
+    return value
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` values ``base ** e`` for exponents evenly spaced from ``start`` to ``end``,
+    computed as PyTorch's CPU kernel: endpoints in the dtype, the step and the exponents
+    (``start + step * i`` for the first half, ``end - step * (steps - 1 - i)`` for the rest)
+    in double precision, ``pow`` in double, then rounded (integers: truncated) to the dtype."""
+    start, end = _range_endpoint(start, "start"), _range_endpoint(end, "end")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _creation_dtype(dtype)
+    if dt.kind == "b":
+        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
+    backend = get_backend(device)
+    backend.check_dtype(dt)
+    xp = backend.xp
+    base = float(base)
+    with backend.context():
+        if steps <= 1:
+            value = base ** complex(start) if dt.kind == "c" else base ** float(start)
+            arr = xp.full((steps,), value).astype(dt)
+        elif dt.kind == "c":  # all in the complex dtype, as PyTorch's complex kernel
+            lo, hi = dt.type(start), dt.type(end)
+            step = (hi - lo) / dt.type(steps - 1)
+            i = xp.arange(steps).astype(dt)
+            exps = xp.where(xp.arange(steps) < steps // 2, lo + step * i,
+                            hi - step * (dt.type(steps - 1) - i))
+            arr = xp.power(dt.type(base), exps).astype(dt)
+        else:
+            lo, hi = dt.type(start), dt.type(end)
+            # The difference as C++ computes it: integers (promoted to int) exactly, 16-bit
+            # floats in float32, float32/float64 in their own precision.
+            if dt.kind in "iu":
+                diff = float(int(hi) - int(lo))
+            elif dt.itemsize < 4:
+                diff = float(np.float32(hi) - np.float32(lo))
+            else:
+                diff = float(hi - lo)
+            step = diff / (steps - 1)
+            i = xp.arange(steps, dtype=xp.float64)
+            exps = xp.where(i < steps // 2, float(lo) + step * i,
+                            float(hi) - step * (steps - 1 - i))
+            values = xp.power(base, exps)
+            arr = (xp.trunc(values) if dt.kind in "iu" else values).astype(dt)
     return _finish(arr, requires_grad)
 
 
@@ -454,7 +564,18 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     dt = _dtype.int64 if dtype is None else _dtype.as_dtype(dtype)
     backend = get_backend(device)
     source = backend if generator is None else generator
-    arr = source.integers(int(low), int(high), _shape((size,), "randint"), dt.np)
+    shape = _shape((size,), "randint")
+    if _dtype.kind_of(dt.np) in "iu":
+        arr = source.integers(int(low), int(high), shape, dt.np)
+    else:  # a float (or bool) dtype: PyTorch's random_(low, high) draws the same integers
+        if dt.np.kind != "b":
+            digits = {"float16": 11, "bfloat16": 8, "float32": 24}.get(dt.np.name, 53)
+            if not -(2 ** digits) <= high - 1 <= 2 ** digits:
+                warnings.warn(f"to - 1 is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                              f"precision limitations {dt} can support discrete uniform "
+                              f"distribution only within this range.", UserWarning,
+                              stacklevel=2)
+        arr = source.integers(int(low), int(high), shape, np.int64).astype(dt.np)
     return _finish(backend.asarray(arr), requires_grad)
 
 
@@ -551,7 +672,8 @@ def legacy_type_dtype(spec) -> _dtype.dtype:
 
 
 def _parse_to(tensor_: Tensor, *args, **kwargs):
-    """(device, dtype, copy) from ``to``'s many call forms."""
+    """(device, dtype, copy) from ``to``'s many call forms (``memory_format`` is a keyword
+    its callers take)."""
     device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)

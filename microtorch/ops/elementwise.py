@@ -7,10 +7,19 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..autograd.function import Function, broadcast_message, finish, lift, namespace
+from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows
-from ._util import Tensor, is_scalar, promote_operands, reduce_grad, xp_of
+from ._util import (
+    Tensor,
+    _cast,
+    _promotion_key,
+    is_scalar,
+    promote_operands,
+    reduce_grad,
+    wrapped_int,
+    xp_of,
+)
 from .complex import conj_of
 
 
@@ -37,7 +46,7 @@ class Add(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa + xb if alpha == 1 else xa + alpha * xb
+        return xa + xb if alpha == 1 else xa + wrapped_int(alpha, xb.dtype) * xb
 
     @staticmethod
     def backward(ctx, grad):
@@ -67,7 +76,7 @@ class Sub(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa - xb if alpha == 1 else xa - alpha * xb
+        return xa - xb if alpha == 1 else xa - wrapped_int(alpha, xb.dtype) * xb
 
     @staticmethod
     def backward(ctx, grad):
@@ -106,35 +115,96 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode=None):
-        xa, xb, dt = promote_operands(a, b)
         ctx.meta = _meta(a), _meta(b)
+        ctx.rounded = rounding_mode is not None
+        if ctx.rounded:  # PyTorch's div.Tensor_mode: a step function, gradient grad * 0
+            ctx.torch_name = "DivBackward2"
+            return _divide(a, b, rounding_mode)
         ctx.save_for_backward(a if ctx.meta[1] else None, b)
-        if rounding_mode is None:
-            if dt.kind in "biu":  # true division of integers gives the default float
-                fdt = _dtype.get_default_dtype().np
-                # From the original operands: a scalar must not wrap first (uint8 / -3).
-                xa = a._data.astype(fdt) if isinstance(a, Tensor) else float(a)
-                xb = b._data.astype(fdt) if isinstance(b, Tensor) else float(b)
-                return xp_of(_array_of(xa, xb)).true_divide(xa, xb).astype(fdt, copy=False)
-            return xa / xb
-        xp = xp_of(_array_of(xa, xb))
-        if dt.kind in "iu" and rounding_mode in ("floor", "trunc") and not xp.all(xb):
-            raise RuntimeError("ZeroDivisionError")  # PyTorch's words for integer x // 0
-        if rounding_mode == "floor":
-            return xp.floor_divide(xa, xb)
-        if rounding_mode == "trunc":
-            q = xa / xb
-            return xp.trunc(q).astype(dt, copy=False)
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                         f"but found '{rounding_mode}'")
+        return _divide(a, b, None)
 
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
+        if ctx.rounded:
+            (g,) = lift(grad)
+            return finish(_grad_for(g * 0, ma) if ma else None,
+                          _grad_for(g * 0, mb) if mb else None)
         g, a, b = lift(grad, *ctx.saved_tensors)
         ga = _grad_for(g / conj_of(b), ma) if ma else None
         gb = _grad_for(-g * conj_of((a / b) / b), mb) if mb else None
         return finish(ga, gb)
+
+
+def _divide(a, b, rounding_mode):
+    """The array of ``a / b`` rounded by ``rounding_mode`` (None, 'floor' or 'trunc')."""
+    xa, xb, dt = promote_operands(a, b)
+    if rounding_mode is None:
+        if dt.kind in "biu":  # true division of integers gives the default float
+            fdt = _dtype.get_default_dtype().np
+            # From the original operands: a scalar must not wrap first (uint8 / -3).
+            xa = a._data.astype(fdt) if isinstance(a, Tensor) else float(a)
+            xb = b._data.astype(fdt) if isinstance(b, Tensor) else float(b)
+            return xp_of(_array_of(xa, xb)).true_divide(xa, xb).astype(fdt, copy=False)
+        return xa / xb
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    xp = xp_of(_array_of(xa, xb))
+    _check_integer_divisor(xp, xb, dt)
+    _not_bool(dt, f"div_{rounding_mode}_cpu")
+    if rounding_mode == "floor":
+        return xp.floor_divide(xa, xb)
+    return xp.trunc(xa / xb).astype(dt, copy=False)
+
+
+def _not_bool(dt, kernel: str) -> None:
+    """PyTorch's error for a kernel without bool support, given bool operands."""
+    if dt.kind == "b":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _check_integer_divisor(xp, xb, dt) -> None:
+    """PyTorch's error for an integer ``//``, ``%`` or ``fmod`` by zero."""
+    if dt.kind in "iu" and not xp.all(xb):
+        raise RuntimeError("ZeroDivisionError")  # (PyTorch's words)
+
+
+def _remainder(a, b):
+    """The array of Python's ``a % b``, rounded as PyTorch's kernel rounds it."""
+    xa, xb, dt = promote_operands(a, b)
+    xp = xp_of(_array_of(xa, xb))
+    if _dtype.kind_of(dt) != "f":
+        _check_integer_divisor(xp, xb, dt)
+        _not_bool(dt, "remainder_cpu")
+        return xp.remainder(xa, xb).astype(dt, copy=False)
+    mod = xp.fmod(xa, xb)
+    fix = (mod != 0) & ((xb < 0) != (mod < 0))
+    return xp.where(fix, mod + xb, mod).astype(dt, copy=False)
+
+
+class Remainder(Function):
+    """Python's modulus (the sign of the divisor), rounded as PyTorch's kernel: C's fmod, plus
+    the divisor where the signs differ. d/da = 1, d/db = -floor(a / b) (PyTorch's formula)."""
+
+    torch_operands = (0, 1)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.meta = _meta(a), _meta(b)
+        ctx.torch_name = "RemainderBackward1" if isinstance(b, Tensor) else "RemainderBackward0"
+        if ctx.meta[1]:
+            ctx.save_for_backward(a, b)
+        return _remainder(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ma, mb = ctx.meta
+        gb = None
+        if mb:
+            a, b = ctx.saved_tensors
+            gb = reduce_grad(-grad * Div.apply(a, b, "floor"), *mb)
+        return (reduce_grad(grad, *ma) if ma else None), gb
 
 
 def _array_of(xa, xb):
@@ -162,6 +232,18 @@ def _power(xp, xa, xb, scalar_exponent):
     return xp.power(xa, xb)
 
 
+def _integer_power(xp, xa, xb, dt):
+    """Integer ``xa ** xb`` with a tensor exponent, as PyTorch's kernel: a negative exponent
+    gives 1 for a base of 1, +-1 for -1 (by parity), else 0 (NumPy refuses)."""
+    neg = xb < 0
+    out = xp.power(xa, xp.where(neg, 0, xb)).astype(dt, copy=False)
+    if xp is np and not neg.any():  # (the common case; a GPU skips the test: no sync)
+        return out
+    minus_one = xp.where(xb % 2 == 0, 1, -1).astype(dt) if dt.kind == "i" else 0
+    small = xp.where(xa == 1, 1, xp.where(xa == -1, minus_one, 0) if dt.kind == "i" else 0)
+    return xp.where(neg, small, out).astype(dt, copy=False)
+
+
 class Pow(Function):
     lifted = True
 
@@ -173,9 +255,11 @@ class Pow(Function):
         ctx.save_output()
         if isinstance(b, Tensor):  # PyTorch's pow.Tensor_Tensor / pow.Scalar
             ctx.torch_name = "PowBackward1" if isinstance(a, Tensor) else "PowBackward2"
-        if dt.kind in "biu" and (b < 0 if is_scalar(b) else bool((b._data < 0).any())):
+        if dt.kind in "biu" and is_scalar(b) and b < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         xp = xp_of(_array_of(xa, xb))
+        if dt.kind in "iu" and isinstance(b, Tensor) and b._data.dtype.kind == "i":
+            return _integer_power(xp, xa, xb, dt)
         out = _power(xp, xa, xb, b if is_scalar(b) else None)
         return out.astype(dt, copy=False) if dt.kind == "b" else out  # NumPy gives int8
 
@@ -229,8 +313,9 @@ class _Select(Function):
         F = namespace(g)
         tie = a == b
         half = g / 2
-        ga = _grad_for(F.where(tie, half, F.where(cls.wins(a, b), g, 0.0)), ma) if ma else None
-        gb = _grad_for(F.where(tie, half, F.where(cls.wins(b, a), g, 0.0)), mb) if mb else None
+        # only the strict loser gets 0 (PyTorch's masked_fill): with a NaN both sides pass g
+        ga = _grad_for(F.where(tie, half, F.where(cls.wins(b, a), 0.0, g)), ma) if ma else None
+        gb = _grad_for(F.where(tie, half, F.where(cls.wins(a, b), 0.0, g)), mb) if mb else None
         return finish(ga, gb)
 
 
@@ -331,6 +416,15 @@ def _unary(name, compute, derivative, needs="input", floating=True, torch_name=N
     return cls
 
 
+def _no_bool(kernel: str, fn):
+    """``fn(xp, x)``, refusing a bool ``x`` with PyTorch's error for ``kernel``."""
+    def compute(xp, x):
+        _not_bool(x.dtype, kernel)
+        return fn(xp, x)
+
+    return compute
+
+
 # name, forward, derivative (g: upstream gradient, x: input, o: output, F: function namespace)
 def _negate(xp, x):
     if x.dtype.kind == "b":
@@ -359,21 +453,27 @@ Tan = _unary("Tan", lambda xp, x: xp.tan(x), lambda g, x, o, F: g * (o * o + 1),
 Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), lambda g, x, o, F: g * (1 - o * o), "output")
 Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
                     lambda g, x, o, F: g * -(o * o), "output")
-Square = _unary("Square", lambda xp, x: x * x, lambda g, x, o, F: g * 2 * x, floating=False,
-                torch_name="PowBackward0")  # (PyTorch's square is pow(x, 2))
+# (PyTorch's square is pow(x, 2): a bool tensor squares to int64)
+Square = _unary("Square", lambda xp, x: x * x if x.dtype.kind != "b" else x.astype(np.int64),
+                lambda g, x, o, F: g * 2 * x, floating=False, torch_name="PowBackward0")
+
+
 def _abs_derivative(g, x, o, F):
     """grad * sgn(x). |z| is not analytic: for complex z, sgn(z) = z / |z| (0 at 0), written
     with differentiable ops so that second derivatives see how it turns (``sign`` would be a
-    constant under create_graph); for real x, sign(x)."""
+    constant under create_graph); for real x, sign(x), 0 at NaN as PyTorch's sgn."""
     complex_input = x.is_complex() if hasattr(x, "is_complex") else x.dtype.kind == "c"
-    if not complex_input:
-        return g * F.sign(x)
-    magnitude = F.abs(x)
-    return g * (x / F.where(magnitude == 0, 1.0, magnitude))
+    if complex_input:
+        magnitude = F.abs(x)
+        return g * (x / F.where(magnitude == 0, 1.0, magnitude))
+    return g * (F.sign(x) if isinstance(x, Tensor) else _sign(F, x))
 
 
-Abs = _unary("Abs", lambda xp, x: xp.abs(x), _abs_derivative, floating=False, holomorphic=False)
-_Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o > 0),
+Abs = _unary("Abs", _no_bool("abs_cpu", lambda xp, x: xp.abs(x)), _abs_derivative,
+             floating=False, holomorphic=False)
+# PyTorch passes the gradient where not (out <= 0): also where out is NaN. out = max(x, 0) is
+# never negative, so that is out != 0 (as cheap as out > 0).
+_Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o != 0),
                "output", False)
 
 # Whether a large ReLU (forward, backward) shares its elements between threads: whenever each
@@ -389,6 +489,8 @@ class Relu(_Relu):
     @classmethod
     def forward(cls, ctx, x):
         arr = x._data
+        if arr.dtype.kind == "b":
+            raise RuntimeError("Boolean inputs not supported for relu")
         if type(arr) is not np.ndarray or arr.size < 2 * _RELU_MIN_WORK or \
                 arr.dtype.kind != "f" or not arr.flags.c_contiguous:
             return super().forward(ctx, x)
@@ -417,7 +519,7 @@ class Relu(_Relu):
         gf, of, rf = g.reshape(-1), o.reshape(-1), res.reshape(-1)
 
         def chunk(lo: int, hi: int) -> None:
-            np.multiply(gf[lo:hi], of[lo:hi] > 0, out=rf[lo:hi])
+            np.multiply(gf[lo:hi], of[lo:hi] != 0, out=rf[lo:hi])  # (NaN: see _Relu)
 
         split_rows(_RELU["backward"], (g.size, g.dtype.str), chunk, gf.size, gf.size,
                    _RELU_MIN_WORK)
@@ -436,14 +538,28 @@ Sigmoid = _unary("Sigmoid", _sigmoid, lambda g, x, o, F: g * (1 - o) * o, "outpu
 
 
 def _zero_derivative(g, x, o, F):
-    return g * 0
+    return F.zeros_like(g)  # (PyTorch's zeros_like(grad): not grad * 0, NaN for inf/NaN)
 
 
-Sign = _unary("Sign", lambda xp, x: xp.sign(x), _zero_derivative, "none", False)
-Floor = _unary("Floor", lambda xp, x: xp.floor(x), _zero_derivative, "none", False)
-Ceil = _unary("Ceil", lambda xp, x: xp.ceil(x), _zero_derivative, "none", False)
-Trunc = _unary("Trunc", lambda xp, x: xp.trunc(x), _zero_derivative, "none", False)
-Round = _unary("Round", lambda xp, x: xp.round(x), _zero_derivative, "none", False)
+def _sign(xp, x):
+    """-1, 0 or 1; 0 for NaN (PyTorch's (0 < x) - (x < 0), where NumPy gives NaN); a bool
+    tensor is its own sign."""
+    if x.dtype.kind == "b":
+        return x.copy()
+    if x.dtype.kind in "fV":
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    return xp.sign(x)
+
+
+Sign = _unary("Sign", _sign, _zero_derivative, "none", False)
+Floor = _unary("Floor", _no_bool("floor_vml_cpu", lambda xp, x: xp.floor(x)), _zero_derivative,
+               "none", False)
+Ceil = _unary("Ceil", _no_bool("ceil_vml_cpu", lambda xp, x: xp.ceil(x)), _zero_derivative,
+              "none", False)
+Trunc = _unary("Trunc", _no_bool("trunc_vml_cpu", lambda xp, x: xp.trunc(x)), _zero_derivative,
+               "none", False)
+Round = _unary("Round", _no_bool("round_vml_cpu", lambda xp, x: xp.round(x)), _zero_derivative,
+               "none", False)
 
 
 class Clamp(Function):
@@ -457,19 +573,28 @@ class Clamp(Function):
         if x._data.dtype.kind == "c":
             raise NotImplementedError("clamp is not supported for complex types")
         ctx.save_for_backward(x)
+        ctx.x_meta = x._data.shape, x._data.dtype
         if isinstance(min, Tensor) or isinstance(max, Tensor):
             ctx.torch_name = "ClampBackward0"
         ctx.bounds = min, max
         arr = x._data
+        dt = arr.dtype
+        if not (dt.kind == "f" and all(b is None or type(b) is float for b in (min, max))):
+            # PyTorch's result type of (x, min, max): clamp(int tensor, min=1.5) is float
+            dt = _dtype.result_type([_promotion_key(b) for b in (x, min, max)
+                                     if b is not None]).np
+        if dt.kind in "iu":
+            _check_scalar_bounds(dt, min, max)
         xp = xp_of(arr)
-        lo = min._data if isinstance(min, Tensor) else min
-        hi = max._data if isinstance(max, Tensor) else max
-        out = arr
+        lo = None if min is None else _cast(min, dt)
+        hi = None if max is None else _cast(max, dt)
+        src = arr if arr.dtype == dt else arr.astype(dt)
+        out = src
         if lo is not None:
-            out = xp.maximum(out, lo if isinstance(lo, type(arr)) else arr.dtype.type(lo))
+            out = xp.maximum(out, lo if isinstance(lo, type(arr)) else dt.type(lo))
         if hi is not None:
-            out = xp.minimum(out, hi if isinstance(hi, type(arr)) else arr.dtype.type(hi))
-        return out.astype(arr.dtype, copy=False) if out is not arr else out.copy()
+            out = xp.minimum(out, hi if isinstance(hi, type(arr)) else dt.type(hi))
+        return out.astype(dt, copy=False) if out is not arr else out.copy()
 
     @staticmethod
     def backward(ctx, grad):
@@ -490,7 +615,23 @@ class Clamp(Function):
         if hi_meta is not None:
             pick = x > hi if lo is None else (x > hi) | (hi < lo)
             g_hi = reduce_grad(F.where(pick, g, 0.0), *hi_meta)
-        return finish(F.where(keep, g, 0.0), g_lo, g_hi)
+        # (a tensor bound can broadcast x to a larger shape: x's gradient is summed back)
+        return finish(reduce_grad(F.where(keep, g, 0.0), *ctx.x_meta), g_lo, g_hi)
+
+
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t"}
+
+
+def _check_scalar_bounds(dt, *bounds) -> None:
+    """PyTorch's checked conversion of clamp's number bounds to an integer dtype: an unsigned
+    dtype takes negative numbers down to -max (they wrap), others must fit."""
+    info = np.iinfo(dt)
+    low = -int(info.max) if dt.kind == "u" else int(info.min)
+    for b in bounds:
+        if isinstance(b, (int, np.integer)) and not low <= int(b) <= int(info.max):
+            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dt.name]} "
+                               f"without overflow")
 
 
 def clamp(input: Tensor, min=None, max=None) -> Tensor:
@@ -498,95 +639,27 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
     return Clamp.apply(input, min, max)
 
 
-# -- comparisons and logic (no gradient) --------------------------------------------------------
-_ORDERINGS = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
-
-
-def _no_grad_binary(ufunc_name, integral_only=False):
-    """A non-differentiable elementwise op of two operands: a comparison or bitwise logic."""
-
-    def op(a, b) -> Tensor:
-        xa, xb, dt = promote_operands(a, b)
-        if ufunc_name in _ORDERINGS and dt.kind == "c":  # complex numbers have no order
-            raise NotImplementedError(f"\"{_ORDERINGS[ufunc_name]}_cpu\" not implemented for "
-                                      f"'{_dtype.title(_dtype.from_numpy_dtype(dt))}'")
-        if integral_only and _dtype.kind_of(dt) in "fc":
-            raise NotImplementedError(f"\"{ufunc_name}_cpu\" not implemented for 'Float'")
-        try:
-            out = getattr(xp_of(_array_of(xa, xb)), ufunc_name)(xa, xb)
-        except ValueError as exc:  # NumPy's words for shapes that do not broadcast
-            if "broadcast" not in str(exc):
-                raise
-            raise RuntimeError(broadcast_message((a, b))) from None
-        return Tensor._make(out, False, None)
-
-    op.__name__ = ufunc_name
-    op.__doc__ = f"Elementwise ``{ufunc_name}``."
-    return op
-
-
-eq = _no_grad_binary("equal")
-ne = _no_grad_binary("not_equal")
-lt = _no_grad_binary("less")
-le = _no_grad_binary("less_equal")
-gt = _no_grad_binary("greater")
-ge = _no_grad_binary("greater_equal")
-bitwise_and = _no_grad_binary("bitwise_and", integral_only=True)
-bitwise_or = _no_grad_binary("bitwise_or", integral_only=True)
-bitwise_xor = _no_grad_binary("bitwise_xor", integral_only=True)
-
-
-def bitwise_not(x: Tensor) -> Tensor:
-    """Logical not of a bool tensor, bitwise not of an integer tensor."""
-    if _dtype.kind_of(x._data.dtype) in "fc":
-        raise NotImplementedError("\"bitwise_not_cpu\" not implemented for 'Float'")
-    return Tensor._make(xp_of(x._data).invert(x._data), False, None)
-
-
-def logical_not(x: Tensor) -> Tensor:
-    """Elementwise not, as a bool tensor."""
-    return Tensor._make(xp_of(x._data).logical_not(x._data), False, None)
-
-
-def _logical(name: str):
-    def op(input: Tensor, other) -> Tensor:
-        xa = input._data
-        xb = other._data if isinstance(other, Tensor) else other
-        return Tensor._make(getattr(xp_of(xa), name)(xa, xb), False, None)
-
-    op.__name__ = name
-    op.__doc__ = f"Elementwise {name[len('logical_'):]} of the operands' truth values, as bool."
-    return op
-
-
-logical_and = _logical("logical_and")
-logical_or = _logical("logical_or")
-logical_xor = _logical("logical_xor")
-
-
-def isfinite(x: Tensor) -> Tensor:
-    """True where the value is neither inf nor NaN."""
-    return Tensor._make(xp_of(x._data).isfinite(x._data), False, None)
-
-
-def isnan(x: Tensor) -> Tensor:
-    """True where the value is NaN."""
-    return Tensor._make(xp_of(x._data).isnan(x._data), False, None)
-
-
-def isinf(x: Tensor) -> Tensor:
-    """True where the value is +-inf."""
-    return Tensor._make(xp_of(x._data).isinf(x._data), False, None)
-
-
 def floor_divide(a, b) -> Tensor:
-    """Division rounded towards minus infinity."""
-    return Div.apply(a, b, rounding_mode="floor")
+    """Division rounded towards minus infinity; like PyTorch, it has no derivative (a
+    backward through it raises), unlike ``div(a, b, rounding_mode='floor')``."""
+    inputs = [t for t in (a, b) if isinstance(t, Tensor)]
+    if recording() and any(t.requires_grad for t in inputs):
+        from .counting import no_derivative
+
+        return no_derivative(_divide(a, b, "floor"), "floor_divide", "NotImplemented", *inputs,
+                             message="derivative for aten::floor_divide is not implemented")
+    return Tensor._make(_divide(a, b, "floor"))
 
 
 def remainder(a, b) -> Tensor:
-    """Python-style modulus (the sign of the divisor); gradient 1 with respect to ``a``."""
-    return a - floor_divide(a, b) * b
+    """Python-style modulus (the sign of the divisor). ``number % tensor`` has no derivative
+    in PyTorch: a backward through it raises."""
+    if not isinstance(a, Tensor) and isinstance(b, Tensor) and b.requires_grad and recording():
+        from .counting import no_derivative
+
+        return no_derivative(_remainder(a, b), "remainder", "NotImplemented", b,
+                             message="derivative for aten::remainder is not implemented")
+    return Remainder.apply(a, b)
 
 
 class ClampMinValueOnly(Function):
@@ -604,61 +677,3 @@ class ClampMinValueOnly(Function):
     def backward(ctx, grad):
         (g,) = lift(grad)
         return finish(g, None)
-
-
-# -- closeness ------------------------------------------------------------------------------------
-def _same_dtype_operands(a: Tensor, b, name: str):
-    if not isinstance(b, Tensor):
-        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
-                        f"{type(b).__name__}")
-    if a._data.dtype != b._data.dtype:
-        from ._util import scalar_name
-
-        raise RuntimeError(f"{scalar_name(a)} did not match {scalar_name(b)}")
-    return a._data, b._data
-
-
-def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-            equal_nan: bool = False) -> Tensor:
-    """True where |input - other| <= atol + rtol * |other| (or the two are equal, infinities
-    included; NaNs count as equal with ``equal_nan``); both of one dtype."""
-    a, b = _same_dtype_operands(input, other, "isclose")
-    if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
-    if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
-    xp = xp_of(a)
-    try:
-        equal = a == b
-        if a.dtype.kind == "b":
-            return Tensor._make(xp.asarray(equal))
-        if a.dtype.kind != "f":  # integers: the tolerance in the default float dtype
-            a = a.astype("float32")
-            b = b.astype("float32")
-        with np.errstate(invalid="ignore"):  # inf - inf: settled by ``equal`` below
-            close = equal | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
-        close &= xp.isfinite(a) & xp.isfinite(b) | equal
-        if equal_nan:
-            close |= xp.isnan(a) & xp.isnan(b)
-    except ValueError:
-        from ..autograd.function import broadcast_message
-
-        raise RuntimeError(broadcast_message((input, other))) from None
-    return Tensor._make(xp.asarray(close))
-
-
-def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
-             equal_nan: bool = False) -> bool:
-    """True when every element of ``isclose(input, other, ...)`` is."""
-    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
-
-
-def equal(input: Tensor, other: Tensor) -> bool:
-    """True when both have the same shape and the same values (any dtypes; NaN != NaN)."""
-    if tuple(input._data.shape) != tuple(other._data.shape):
-        return False
-    a, b = input._data, other._data
-    if type(a) is not type(b):
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
-                           f"two devices, {input.device} and {other.device}!")
-    return bool((a == b).all())

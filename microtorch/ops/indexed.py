@@ -15,8 +15,18 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, named
-from ._util import Tensor, check_bounds, check_index_bounds, scatter_add_arrays, wrap_dim, xp_of
+from ._util import (
+    Tensor,
+    check_bounds,
+    check_index_bounds,
+    scatter_add_arrays,
+    wrap_dim,
+    wrapped_int,
+    writable_copy,
+    xp_of,
+)
 from .counting import no_derivative
+from .shape import zero_padded
 
 __all__ = ["scatter", "index_add", "masked_select", "take", "put", "index_fill", "index_copy",
            "scatter_reduce"]
@@ -43,7 +53,8 @@ class Scatter(Function):
         ctx.dim, ctx.tensor_src = dim, isinstance(src, Tensor)
         ctx.torch_name = "ScatterBackward0" if ctx.tensor_src else "ScatterBackward1"
         ctx.save_for_backward(index)
-        out = arr.copy()
+        ctx.src_shape = src._data.shape if ctx.tensor_src else None
+        out = writable_copy(arr, idx, src._data if isinstance(src, Tensor) else None)
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx % arr.shape[dim] if arr.ndim else idx
         if ctx.tensor_src:
@@ -57,7 +68,7 @@ class Scatter(Function):
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         gx = Scatter.apply(grad, ctx.dim, index, 0.0)
-        gs = grad.gather(ctx.dim, index) if ctx.tensor_src else None
+        gs = zero_padded(grad.gather(ctx.dim, index), ctx.src_shape) if ctx.tensor_src else None
         return gx, None, None, gs
 
 
@@ -81,6 +92,9 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             src = src.reshape(1)
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        src = src.reshape(-1) if isinstance(src, Tensor) else src
+        return scatter(input.reshape(1), 0, index.reshape(-1), src, reduce=reduce).reshape(())
     _check_scatter_shapes(input, d, index, src)
     if reduce is not None:
         return _scatter_folded(input, d, index, src, reduce)
@@ -125,10 +139,10 @@ class IndexAdd(Function):
         xp = xp_of(arr)
         ctx.dim, ctx.alpha = dim, alpha
         ctx.save_for_backward(index)
-        out = arr.copy()
-        vals = src if alpha == 1 else src * alpha
+        out = writable_copy(arr, idx, src)
+        vals = src if alpha == 1 else src * wrapped_int(alpha, src.dtype)
         # add.at / scatter_add accumulate repeated indices (fancy assignment would not)
-        scatter_add_arrays(xp, xp.moveaxis(out, dim, 0), idx,
+        scatter_add_arrays(xp_of(out), xp.moveaxis(out, dim, 0), idx,
                    xp.moveaxis(vals.astype(arr.dtype), dim, 0))
         return out
 
@@ -162,6 +176,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
         check_index_bounds(idx, n, d)  # (no negative indices)
     else:  # PyTorch's 1-d kernel checks with an IndexError
         check_bounds(idx, 0, n, IndexError, lambda bad: "index out of range in self")
+    if input._data.ndim == 0:  # one position: as a 1-element vector
+        return IndexAdd.apply(input.reshape(1), 0, index.reshape(-1), source.reshape(-1),
+                              alpha).reshape(())
     return IndexAdd.apply(input, d, index.reshape(-1), source, alpha)
 
 
@@ -207,8 +224,9 @@ class Put(Function):
         arr = x._data
         xp = xp_of(arr)
         ctx.accumulate = accumulate
+        ctx.source_shape = source._data.shape  # (index may have another shape, same numel)
         ctx.save_for_backward(index)
-        out = arr.copy()
+        out = writable_copy(arr, index._data, source._data)
         flat = out.reshape(-1)  # a view: out is contiguous
         idx = index._data.reshape(-1) % builtins.max(arr.size, 1)
         vals = source._data.reshape(-1).astype(arr.dtype)
@@ -223,7 +241,7 @@ class Put(Function):
         (index,) = ctx.saved_tensors
         gx = grad if ctx.accumulate else Put.apply(grad, index, grad.new_zeros(index.shape),
                                                    False)
-        return gx, None, take(grad, index), None
+        return gx, None, take(grad, index).reshape(ctx.source_shape), None
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
@@ -289,7 +307,7 @@ class IndexCopy(Function):
     def forward(ctx, x, dim, index, source):
         ctx.dim = dim
         ctx.save_for_backward(index)
-        out = x._data.copy()
+        out = writable_copy(x._data, index._data, source._data)
         xp = xp_of(out)
         if out.ndim == 0:
             out[...] = source._data
@@ -413,7 +431,7 @@ def _reduce_at(xp, ufunc: str, out, key: tuple, vals) -> None:
 def _scatter_reduced(arr, dim: int, idx, src, reduce: str, include_self: bool):
     """The array of ``scatter_reduce``."""
     xp = xp_of(arr)
-    out = arr.copy()
+    out = writable_copy(arr, idx, src)
     grids = list(xp.indices(idx.shape, sparse=True))
     grids[dim] = idx
     key = tuple(grids)
@@ -483,20 +501,7 @@ class ScatterReduce(Function):
             gs = src_wins * share.gather(dim, index)
         if not include_self:
             gx = gx.scatter(dim, index, 0)
-        return gx, None, None, _zero_padded(gs, ctx.src_shape), None, None
-
-
-def _zero_padded(t: Tensor, shape: tuple) -> Tensor:
-    """``t`` extended by zeros at the end of each dim to ``shape`` (the part of ``src`` beyond
-    the index's extent gets no gradient)."""
-    from .shape import cat
-
-    for k, (have, want) in enumerate(zip(t.shape, shape)):
-        if have < want:
-            pad = list(t.shape)
-            pad[k] = want - have
-            t = cat([t, t.new_zeros(pad)], k)
-    return t
+        return gx, None, None, zero_padded(gs, ctx.src_shape), None, None
 
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,

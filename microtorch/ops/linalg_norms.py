@@ -90,3 +90,4 @@ def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must "
                            f"be 1D or 2D. Got {x.ndim}D.")
     return vector_norm(x, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+

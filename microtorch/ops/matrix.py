@@ -1,5 +1,6 @@
 """Matrix ops: triangles (and their indices), ``einsum``, products with an added term,
-diagonals, ``kron``, ``vander``, ``tensordot``, ``inner``.
+diagonals (``diag_embed``, ``diagflat``), ``kron``, ``vander``, ``tensordot``, ``inner``, and the
+vector cross product (``linalg_cross``: the kernel behind ``torch.cross`` and ``linalg.cross``).
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -9,6 +10,7 @@ Tensor ops.
 from __future__ import annotations
 
 import builtins
+import collections
 
 import numpy as np
 
@@ -16,12 +18,13 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
 from ._autocast import autocast_op
-from ._util import Tensor, wrap_dim, xp_of
+from ._util import Tensor, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
 __all__ = ["tril", "triu", "einsum", "addmm", "baddbmm", "diag", "diagonal", "trace", "kron",
-           "vander", "tensordot", "inner", "tril_indices", "triu_indices"]
+           "vander", "tensordot", "inner", "tril_indices", "triu_indices", "diag_embed",
+           "diagflat", "cross"]
 
 
 def _triangle(input: Tensor, diagonal: int, lower: bool, name: str) -> Tensor:
@@ -82,8 +85,13 @@ def _parse_einsum(equation: str, operands) -> tuple[list[str], str, dict]:
                                f"operand {len(spelled)}"
                                + ("" if "..." in lhs else " and no ellipsis was given"))
         for c, n in zip(s, shape):
-            if c in ell:
-                sizes[c] = builtins.max(sizes.get(c, 1), n)
+            if c in ell:  # broadcast: a size 1 takes the other's (also 0: an empty batch)
+                prev = sizes.get(c, 1)
+                if prev != 1 and n not in (1, prev):
+                    raise RuntimeError(f"einsum(): operands do not broadcast with remapped "
+                                       f"shapes (original->remapped): subscript {c} has "
+                                       f"sizes {prev} and {n}")
+                sizes[c] = n if prev == 1 else prev
             elif sizes.setdefault(c, n) != n:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
                                    f"(original->remapped): subscript {c} has sizes "
@@ -193,7 +201,14 @@ def einsum(equation: str, *operands) -> Tensor:
     for s, op in zip(subs, operands):  # ellipsis dims of size 1 broadcast: expand them
         target = tuple(sizes[c] for c in s)
         ops.append(op.expand(target) if target != op._data.shape else op)
-    return Einsum.apply(",".join(subs) + "->" + out, *ops)
+    result = Einsum.apply(",".join(subs) + "->" + out, *ops)
+    counts = collections.Counter(c for s in subs for c in set(s))
+    if ops[0]._data.dtype.kind in "bui" and any(counts[c] == 1 and c not in out
+                                                 for s in subs for c in s):
+        # PyTorch sums a subscript that only one operand has (and the output lacks) out of
+        # that operand first, with sum(), which promotes integers and bool to int64
+        result = result.to(_dtype.int64)
+    return result
 
 
 def _ignored(input: Tensor) -> Tensor:
@@ -204,7 +219,11 @@ def _ignored(input: Tensor) -> Tensor:
 
 
 def _beta_alpha(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:
-    """beta * input + alpha * prod, skipping unit factors; beta == 0 ignores ``input``."""
+    """beta * input + alpha * prod, skipping unit factors; beta == 0 ignores ``input``. For
+    integer products PyTorch's kernels convert float factors to the integer type (toward
+    zero: beta=0.2 is 0)."""
+    if prod._data.dtype.kind in "iu":
+        beta, alpha = int(beta), int(alpha)
     prod = prod if alpha == 1 else prod * alpha
     return prod + (_ignored(input) if beta == 0 else input if beta == 1 else input * beta)
 
@@ -326,6 +345,118 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{nd}D")
 
 
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """A tensor one dimension larger whose (``dim1``, ``dim2``) matrices carry ``input``'s last
+    dimension on their ``offset`` diagonal (zeros elsewhere)."""
+    nd = input._data.ndim + 1
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = input._data.shape[-1] + builtins.abs(offset)
+    rest = list(input._data.shape[:-1])
+    shape = []
+    for d in range(nd):
+        shape.append(n if d in (d1, d2) else rest.pop(0))
+    return DiagonalScatter.apply(input, tuple(shape), offset, d1, d2)
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """A square matrix with the flattened ``input`` on its ``offset`` diagonal."""
+    flat = input.reshape(-1)
+    n = flat._data.shape[0] + builtins.abs(offset)
+    return DiagonalScatter.apply(flat, (n, n), offset, 0, 1)
+
+
+def _fms(x, y, z):
+    """``x * y - z`` with one rounding, as PyTorch's compiled cross kernel (one fused
+    multiply-subtract per component); integers and complex numbers plainly."""
+    kind = _dtype.kind_of(x.dtype)
+    if kind != "f":
+        return x * y - z
+    if x.dtype == np.float64:
+        from .creation import _fma
+
+        return _fma(x, y, -z)
+    wide = x.dtype.type  # (16/32-bit floats: the exact product in double, one rounding)
+    return (x.astype(np.float64) * y.astype(np.float64) - z.astype(np.float64)).astype(wide)
+
+
+class LinalgCross(Function):
+    """The cross product of 3-vectors along ``dim`` (inputs broadcast; one dtype), computed as
+    PyTorch's kernel: ``a1*b2 - a2*b1``, ``a2*b0 - a0*b2``, ``a0*b1 - a1*b0``."""
+
+    torch_name = "LinalgCrossBackward0"
+
+    @staticmethod
+    def forward(ctx, a, b, dim):
+        xa, xb = a._data, b._data
+        xp = xp_of(xa)
+        xa, xb = xp.broadcast_arrays(xa, xb)
+        ctx.dim = dim
+        ctx.meta = (a._data.shape, a.requires_grad), (b._data.shape, b.requires_grad)
+        ctx.save_for_backward(a, b)
+
+        def part(arr, i):
+            return xp.take(arr, xp.asarray([i]), axis=dim)
+
+        a0, a1, a2 = (part(xa, i) for i in range(3))
+        b0, b1, b2 = (part(xb, i) for i in range(3))
+        return xp.concatenate([_fms(a1, b2, a2 * b1), _fms(a2, b0, a0 * b2),
+                               _fms(a0, b1, a1 * b0)], dim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        (sa, na), (sb, nb) = ctx.meta
+        ga = sum_to_shape(LinalgCross.apply(conj_of(b), grad, ctx.dim), sa) if na else None
+        gb = sum_to_shape(LinalgCross.apply(grad, conj_of(a), ctx.dim), sb) if nb else None
+        return ga, gb, None
+
+
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """``torch.linalg.cross``: the cross product of 3-vectors along ``dim`` of two tensors of
+    one dtype and rank whose other dimensions broadcast."""
+    if input._data.ndim != other._data.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if input._data.dtype != other._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype.title(input.dtype)} but found "
+                           f"{_dtype.title(other.dtype)}")
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    na, nb = input._data.shape[d], other._data.shape[d]
+    if na != 3 or nb != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {na} "
+                           f"and {nb}")
+    from ._util import broadcast_shape
+
+    broadcast_shape(input, other)  # PyTorch's error for the other dimensions
+    return LinalgCross.apply(input, other, d)
+
+
+_CROSS_WARNED: list = []
+
+
+@autocast_op("cross")
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product along ``dim``; without ``dim``, along the first dimension of size 3
+    (deprecated in PyTorch, which warns: ``linalg.cross`` defaults to the last one)."""
+    if dim is None:
+        if not _CROSS_WARNED:  # PyTorch's TORCH_WARN_ONCE: once per process
+            import warnings
+
+            _CROSS_WARNED.append(True)
+            warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                          "Please either pass the dim explicitly or simply use "
+                          "torch.linalg.cross.\nThe default value of dim will change to agree "
+                          "with that of linalg.cross in a future release.", UserWarning,
+                          stacklevel=2)
+        # (the first dimension of size 3 of ``input`` itself, before broadcasting)
+        dim = next((i for i, n in enumerate(input._data.shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return linalg_cross(input, other, dim=dim)
+
+
 @autocast_op("trace")
 def trace(input: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
@@ -391,12 +522,17 @@ def _tensordot_dims(a: Tensor, b: Tensor, dims) -> tuple[list, list]:
     return ([wrap_dim(d, a._data.ndim) for d in da], [wrap_dim(d, b._data.ndim) for d in db])
 
 
-def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     """The sum of products over the paired dims (``dims``: a count of a's last and b's
     first dims, or two lists), as one matrix product of the rearranged operands."""
     da, db = _tensordot_dims(a, b, dims)
     for i, j in zip(da, db):
-        if a._data.shape[i] != b._data.shape[j]:
+        # a size-1 dim broadcasts against the other, which is summed right away (PyTorch's)
+        if a._data.shape[i] != b._data.shape[j] and b._data.shape[j] == 1:
+            a = a.sum(i, keepdim=True)
+        elif a._data.shape[i] != b._data.shape[j] and a._data.shape[i] == 1:
+            b = b.sum(j, keepdim=True)
+        elif a._data.shape[i] != b._data.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a._data.shape[i]} in dim {i} and second has size "
                                f"{b._data.shape[j]} in dim {j}")

@@ -15,7 +15,7 @@ import warnings
 
 from .. import _dtype
 from ..autograd import saved
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, is_grad_enabled
 from ._util import Tensor
 
 # The namespace functions that take ``out=`` in PyTorch (those with a tuple result take a tuple).
@@ -24,7 +24,7 @@ OUT_FUNCTIONS = (
     "true_divide", "divide", "multiply", "subtract", "negative", "absolute",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "floor_divide", "remainder",
-    "matmul", "mm", "bmm", "dot", "mv", "outer", "addmm", "baddbmm",
+    "matmul", "mm", "bmm", "dot", "mv", "outer", "addmm", "baddbmm", "tensordot",
     "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "norm", "cumsum",
     "cumprod", "all", "any", "max", "min", "std", "var", "sort", "topk", "kthvalue",
     "cat", "concat", "concatenate", "stack", "gather", "index_select", "masked_select",
@@ -32,9 +32,14 @@ OUT_FUNCTIONS = (
     "neg", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "abs", "sign", "floor", "ceil",
     "round", "trunc", "reciprocal", "square", "exp2", "zeros", "ones", "empty", "rand", "randn",
+    "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
+    "logaddexp", "logaddexp2", "fmax", "fmin", "isposinf", "isneginf", "isin", "aminmax",
+    "mode", "nanmedian", "cross", "column_stack", "logspace", "bitwise_left_shift",
+    "bitwise_right_shift", "linspace", "arange",
 )
 # Creation functions take their dtype and device from ``out`` unless given.
-CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn", "logspace", "linspace",
+                      "arange"})
 
 
 def _any_requires_grad(values) -> bool:
@@ -51,6 +56,8 @@ def write_out(name: str, result: Tensor, out: Tensor, warn_resize: bool = True) 
     creation functions resize without PyTorch's deprecation warning (``warn_resize``)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out._inference and not in_inference_mode():
+        raise RuntimeError(INFERENCE_INPLACE)
     if out.device != result.device:
         raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
                            f"{out.device} instead")

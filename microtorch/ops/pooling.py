@@ -20,8 +20,9 @@ from ..backend.autotune import choice, split_rows
 from ._util import _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw, _window_slices, _windows
 
-__all__ = ["pool_output_size", "MaxPool2d", "MaxPoolScatter", "MaxPoolGather", "AvgPoolSpread",
-           "AvgPool2d", "adaptive_windows", "adaptive_max_indices"]
+__all__ = ["pool_output_size", "MaxPool2d", "max_pool_flat_indices", "MaxPoolScatter",
+           "MaxPoolGather", "AvgPoolSpread", "AvgPool2d", "adaptive_windows",
+           "adaptive_max_indices"]
 
 
 def pool_output_size(size: int, kernel: int, stride: int, pad: int, dilation: int,
@@ -59,11 +60,17 @@ def _over_images(xp, phase: str, key: tuple, fn, n: int, work: int) -> None:
     split_rows(_IMAGES[phase], key, fn, n, work, _IMAGES_MIN_WORK)
 
 
+def _lowest(dtype):
+    """The padding of max pooling: -inf, or an integer dtype's smallest value."""
+    return -math.inf if dtype.kind in "fV" else dtype.type(np.iinfo(dtype).min)
+
+
 def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> None:
     """Max pooling of the images ``xa`` into ``best`` and (unless None) each window's offset
     of its maximum into ``idx`` (see MaxPool2d)."""
     xp = xp_of(xa)
-    xpad = _pad_hw(xa, pads, -math.inf)
+    low = _lowest(xa.dtype)
+    xpad = _pad_hw(xa, pads, low)
     views = [v for _, v in _window_slices(xpad, *kernel, *stride, *dilation, *out_hw)]
     if _disjoint(kernel, stride, dilation):
         blocks = xp.empty((len(views),) + views[0].shape, dtype=xa.dtype)
@@ -96,7 +103,7 @@ def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> N
         kw, (sh, sw), (dh, dw), (oh, ow) = kernel[1], stride, dilation, out_hw
         i0 = -(-xp.maximum(top - sh * xp.arange(oh), 0) // dh)
         j0 = -(-xp.maximum(left - sw * xp.arange(ow), 0) // dw)
-        idx += (best == -math.inf) * (i0[:, None] * kw + j0).astype(idx.dtype)
+        idx += (best == low) * (i0[:, None] * kw + j0).astype(idx.dtype)
 
 
 class MaxPool2d(Function):
@@ -115,12 +122,16 @@ class MaxPool2d(Function):
     torch_name = "MaxPool2DWithIndicesBackward0"
 
     @staticmethod
-    def forward(ctx, x, kernel, stride, pads, dilation, out_hw):
+    def forward(ctx, x, kernel, stride, pads, dilation, out_hw, indices=None):
+        """``indices``: a list that receives each window's offset of its maximum (for
+        ``return_indices``), or None."""
         xa = x._data
-        if _dtype.kind_of(xa.dtype) != "f":
-            raise RuntimeError("max_pool2d: only floating-point inputs are supported")
+        if xa.dtype.kind in "bc":
+            raise NotImplementedError(f'"max_pool2d" not implemented for '
+                                      f"'{_dtype.title(_dtype.from_numpy_dtype(xa.dtype))}'")
         xp = xp_of(xa)
-        with_index = (x.requires_grad or x.grad_fn is not None) and state.grad_enabled
+        with_index = ((x.requires_grad or x.grad_fn is not None) and state.grad_enabled
+                      or indices is not None)
         n, c = xa.shape[:2]
         best = xp.empty((n, c, *out_hw), dtype=xa.dtype)
         idx = (xp.empty((n, c, *out_hw), np.uint8 if kernel[0] * kernel[1] < 256
@@ -132,6 +143,8 @@ class MaxPool2d(Function):
 
         _over_images(xp, "forward", (xa.shape, xa.dtype.str, kernel, stride, pads, dilation,
                                      with_index), images, n, xa.size)
+        if indices is not None:
+            indices.append(idx)
         if not with_index:
             return best  # no node is recorded (Function.apply's test): no index needed
         ctx.save_for_backward(x, idx)  # x for its version: PyTorch refuses a changed input
@@ -143,9 +156,21 @@ class MaxPool2d(Function):
         x, idx = ctx.saved_tensors
         geom = ctx.geom
         if state.grad_enabled:  # create_graph: the scatter as a differentiable node
-            return MaxPoolScatter.apply(grad, idx, x.shape, *geom), None, None, None, None, None
-        return _wrap(_max_pool_scatter(grad._data, idx, x.shape, *geom)), None, None, None, \
-            None, None
+            return (MaxPoolScatter.apply(grad, idx, x.shape, *geom),) + (None,) * 6
+        return (_wrap(_max_pool_scatter(grad._data, idx, x.shape, *geom)),) + (None,) * 6
+
+
+def max_pool_flat_indices(idx, x_shape, kernel, stride, pads, dilation):
+    """PyTorch's ``return_indices``: each window's maximum as a flat (h * W + w) position in
+    its input image, from the window offsets ``idx`` MaxPool2d recorded."""
+    xp = xp_of(idx)
+    h, w = x_shape[2:]
+    kw, (sh, sw), (dh, dw) = kernel[1], stride, dilation
+    oh, ow = idx.shape[2:]
+    off = idx.astype(np.int64)
+    rows = (xp.arange(oh) * sh - pads[0])[:, None] + (off // kw) * dh
+    cols = (xp.arange(ow) * sw - pads[2])[None, :] + (off % kw) * dw
+    return rows * w + cols
 
 
 def _max_pool_scatter(ga, idx, x_shape, kernel, stride, pads, dilation):

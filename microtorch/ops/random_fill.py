@@ -19,6 +19,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd import saved
 from ..autograd.function import Function
+from ..backend import is_array_wrapper
 from ._util import Tensor, is_scalar, scalar_name, xp_of
 
 __all__ = ["normal", "bernoulli", "multinomial", "poisson"]
@@ -84,6 +85,10 @@ def _store(self: Tensor, draw, torch_name: str, in_memory_order: bool = True) ->
 
     recorded = _check_inplace(self)
     sample = _draw(self, draw) if in_memory_order else draw(_shape(self))
+    if is_array_wrapper(sample) and not is_array_wrapper(self._data):
+        raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched "
+                           "tensor. This will appear like same randomness. If this is necessary "
+                           "for your usage, please file an issue with functorch.")
     arr = self._backend.asarray(sample).astype(self._data.dtype, copy=False)
     if recorded:
         return _write(self, Sampled.apply(arr, torch_name, self))
@@ -142,10 +147,11 @@ def _check_probabilities(p: Tensor) -> None:
     if arr.dtype.kind != "f":
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
                                   f"'{scalar_name(p)}'")
-    if arr.size and not bool(((arr >= 0) & (arr <= 1)).all()):
-        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
-                           "this error message be improved?  If so, please report an "
-                           "enhancement request to PyTorch.)")
+    if arr.size:
+        p._backend.check((arr >= 0) & (arr <= 1), RuntimeError,
+                         "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
+                         "this error message be improved?  If so, please report an "
+                         "enhancement request to PyTorch.)")
 
 
 def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:

@@ -7,8 +7,9 @@ from collections import namedtuple
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
+from ..autograd.grad_mode import recording
 from ._autocast import autocast_op
-from ._util import Tensor, dims_arg, sum_to_shape, wrap_dim, xp_of
+from ._util import Tensor, dims_arg, reduce_grad, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -54,6 +55,7 @@ class Sum(Function):
     def forward(ctx, x, dims, keepdim, dtype):
         arr = x._data
         ctx.shape, ctx.dims, ctx.keepdim = arr.shape, dims, keepdim
+        ctx.in_dtype = arr.dtype if dtype is not None and dtype != arr.dtype else None
         if dims is not None:
             ctx.torch_name = "SumBackward1"  # (PyTorch's sum.dim_IntList)
         if dtype is None and arr.dtype.kind in "bui":
@@ -64,15 +66,27 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return _restore(grad, ctx.shape, ctx.dims, ctx.keepdim), None, None, None
+        g = _restore(grad, ctx.shape, ctx.dims, ctx.keepdim)
+        if ctx.in_dtype is not None:  # sum(dtype=...): the gradient in the input's dtype
+            g = reduce_grad(g, ctx.shape, ctx.in_dtype)
+        return g, None, None, None
 
 
 @autocast_op("sum")
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """Sum over all elements or over ``dim``."""
     dims = dims_arg(dim, input._data.ndim)
-    dt = None if dtype is None else _dtype.as_dtype(dtype).np
+    dt = None if dtype is None else _differentiable_dtype(input, dtype).np
     return Sum.apply(input, dims, keepdim, dt)
+
+
+def _differentiable_dtype(input: Tensor, dtype):
+    """The ``dtype=`` of a reduction as a microtorch dtype; PyTorch's error when ``input``
+    needs a gradient and that dtype cannot carry one (an integer or bool)."""
+    dt = _dtype.as_dtype(dtype)
+    if dt.np.kind not in "fcV" and input.requires_grad and recording():
+        raise RuntimeError(f"Autograd not support dtype: {_dtype.title(dt)}")
+    return dt
 
 
 class Mean(Function):
@@ -97,7 +111,12 @@ class Mean(Function):
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Mean over all elements or over ``dim``."""
     if dtype is not None:
-        input = input.to(_dtype.as_dtype(dtype))
+        dt = _dtype.as_dtype(dtype)
+        if _dtype.kind_of(dt.np) not in "fc":
+            raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be "
+                               f"either a floating point or complex dtype. Got: "
+                               f"{_dtype.title(dt)}")
+        input = input.to(dt)
     return Mean.apply(input, dims_arg(dim, input._data.ndim), keepdim)
 
 
@@ -131,16 +150,38 @@ def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correc
     """Variance (Bessel-corrected unless ``unbiased=False`` / ``correction=0``)."""
     if isinstance(dim, bool):  # var(x, False): the legacy positional ``unbiased``
         dim, unbiased = None, dim
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     return Var.apply(input, dims_arg(dim, input._data.ndim), _correction(unbiased, correction),
                      keepdim)
+
+
+class _StdOfVar(Function):
+    """sqrt(variance) with PyTorch's std_backward: grad / (2 std), and 0 where std is 0 (a
+    constant input), where a plain sqrt would give inf * 0 = NaN."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, v):
+        ctx.save_output()
+        arr = v._data
+        return xp_of(arr).sqrt(arr)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, out = lift(grad, ctx.saved_output)
+        F = namespace(g)
+        return finish(F.where(out == 0, 0.0, g / (out * 2)))
 
 
 def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """Standard deviation: the square root of ``var``."""
     if input._data.dtype in _dtype.REDUCED_FLOATS:  # the root of the float32 variance, rounded
-        wide = var(input.float(), dim, unbiased, keepdim, correction=correction).sqrt()
+        wide = _StdOfVar.apply(var(input.float(), dim, unbiased, keepdim,
+                                   correction=correction))
         return named(wide.to(input.dtype), "StdBackward0")
-    return named(var(input, dim, unbiased, keepdim, correction=correction).sqrt(),
+    return named(_StdOfVar.apply(var(input, dim, unbiased, keepdim, correction=correction)),
                  "StdBackward0", input)
 
 
@@ -161,7 +202,10 @@ class _ExtremeAll(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        mask = x == ctx.saved_output
+        out = ctx.saved_output
+        mask = x == out
+        if x.is_floating_point():  # a NaN result: the NaNs share it (evenly_distribute_backward)
+            mask = mask | (x.isnan() & out.isnan())
         return mask * (grad / mask.sum()), None
 
 
@@ -246,6 +290,32 @@ def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return _ExtremeDims.apply(input, dims, keepdim, "min")
 
 
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False):
+    """(min, max) over all elements or along ``dim``, as PyTorch's ``aminmax`` named tuple;
+    NaN propagates, and ties share the gradient evenly (as amin/amax)."""
+    arr = input._data
+    if arr.dtype.kind == "c":
+        raise NotImplementedError(f"\"aminmax_{input.device.type}\" not implemented for "
+                                  f"'{_dtype.title(input.dtype)}'")
+    if dim is None:
+        if arr.size == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        dims = tuple(range(arr.ndim))
+    else:
+        dims = (wrap_dim(dim, arr.ndim),) if arr.ndim else ()
+        if dims and arr.shape[dims[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero "
+                             f"size.")
+    low = _ExtremeDims.apply(input, dims, keepdim, "min")
+    high = _ExtremeDims.apply(input, dims, keepdim, "max")
+    return aminmax_result(named(low, "AminmaxBackward0", input),
+                          named(high, "AminmaxBackward0", input))
+
+
 def _arg(op, input: Tensor, dim, keepdim) -> Tensor:
     arr = input._data
     xp = xp_of(arr)
@@ -295,6 +365,8 @@ class Prod(Function):
         # With zeros, divide-by-x fails: use the product of all *other* elements, from
         # exclusive cumulative products on both sides.
         xp = xp_of(arr)
+        if dim is not None and arr.ndim == 0:  # (a 0-d input's dim 0 is the whole of it)
+            dim = None
         flat = arr.reshape(-1) if dim is None else xp.moveaxis(arr, dim, -1)
         ones = xp.ones(flat.shape[:-1] + (1,), dtype=arr.dtype)
         left = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], -1), -1)
@@ -305,19 +377,32 @@ class Prod(Function):
         return g * conj_of(Tensor._make(others)), None, None
 
 
+def in_requested(out: Tensor, dtype) -> Tensor:
+    """An integer product or sum (computed in int64, as PyTorch promotes integers) in the
+    ``dtype=`` the caller asked for: PyTorch accumulates in that dtype, and wrapping modulo
+    2^bits commutes with + and *, so casting the int64 result gives its values."""
+    if dtype is None:
+        return out
+    dtype = _dtype.as_dtype(dtype)
+    return out if out.dtype == dtype else out.to(dtype)
+
+
 @autocast_op("prod")
 def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product of all elements or along ``dim``."""
     if dtype is not None:
-        input = input.to(_dtype.as_dtype(dtype))
+        input = input.to(_differentiable_dtype(input, dtype))
     d = None if dim is None else wrap_dim(dim, input._data.ndim)
-    return Prod.apply(input, d, keepdim)
+    return in_requested(Prod.apply(input, d, keepdim), dtype)
 
 
 @autocast_op("logsumexp")
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) along ``dim``, computed stably."""
+    """log(sum(exp(x))) along ``dim``, computed stably (integers and bools in the default
+    float dtype, as PyTorch)."""
     dims = dims_arg(dim, input._data.ndim)
+    if _dtype.kind_of(input._data.dtype) not in "fc":
+        input = input.to(_dtype.get_default_dtype())
     peak = amax(input, dims, keepdim=True).detach()
     peak = peak.where(peak.isfinite(), 0.0)
     out = (input - peak).exp().sum(dims, keepdim=True).log() + peak
@@ -404,8 +489,30 @@ def vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False) -> Tensor
 
 
 @autocast_op("norm")
-def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False) -> Tensor:
-    """``torch.norm``: the Frobenius / 2-norm by default, else a vector p-norm."""
+def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
+         dtype=None) -> Tensor:
+    """``torch.norm``: the Frobenius / 2-norm by default, the nuclear norm for ``p='nuc'``
+    (over ``dim``, two dims, or a matrix), else a vector p-norm; computed in ``dtype``."""
+    if out is not None:
+        raise TypeError("norm(): out= is not supported by microtorch")
+    if dtype is not None:
+        input = input.to(_differentiable_dtype(input, dtype))
+    if p == "nuc":
+        from .linalg_decompositions import svdvals
+
+        if dim is None:
+            if input._data.ndim != 2:
+                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                                   f"{' '.join(map(str, range(input._data.ndim)))}")
+            dim = (-2, -1)
+        elif isinstance(dim, int) or len(dim) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(map(str, (dim,) if isinstance(dim, int) else dim))}")
+        rows, cols = (wrap_dim(d, input._data.ndim) for d in dim)
+        out = svdvals(input.movedim((rows, cols), (-2, -1))).sum(-1)
+        for d in sorted((rows, cols)) if keepdim else ():
+            out = out.unsqueeze(d)
+        return out
     return vector_norm(input, 2 if p in ("fro", None) else p, dim, keepdim)
 
 
@@ -414,9 +521,9 @@ class Cumsum(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         arr = x._data
-        if arr.dtype.kind in "bui":
-            return arr.cumsum(axis=dim, dtype="int64")
-        return _widened(arr.__class__.cumsum, arr, axis=dim)
+        if arr.dtype.kind in "bui":  # (NumPy makes a 0-d input 1-d: reshaped back)
+            return arr.cumsum(axis=dim, dtype="int64").reshape(arr.shape)
+        return _widened(arr.__class__.cumsum, arr, axis=dim).reshape(arr.shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -427,8 +534,8 @@ class Cumsum(Function):
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sum along ``dim``."""
     if dtype is not None:
-        input = input.to(_dtype.as_dtype(dtype))
-    return Cumsum.apply(input, wrap_dim(dim, input._data.ndim))
+        input = input.to(_differentiable_dtype(input, dtype))
+    return in_requested(Cumsum.apply(input, wrap_dim(dim, input._data.ndim)), dtype)
 
 
 class SumToSize(Function):
@@ -436,8 +543,11 @@ class SumToSize(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.shape = x._data.shape
-        return sum_to_shape(x._data, shape)
+        arr = x._data
+        ctx.shape = arr.shape
+        if arr.dtype.kind in "bui":  # a sum: integers and bool promote to int64, as in sum()
+            arr = arr.astype("int64")
+        return sum_to_shape(arr, shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -449,31 +559,42 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     from ._util import sizes_arg
 
     shape = sizes_arg(size, "sum_to_size")
-    if tuple(input._data.shape) == shape:
+    if tuple(input._data.shape) == shape and shape:  # (to (): always a sum, as PyTorch's)
         return input
     return SumToSize.apply(input, shape)
+
+
+def _logical_result(arr, result) -> Tensor:
+    # bool, except for uint8 input: PyTorch's all/any keep uint8 (its pre-bool convention)
+    result = xp_of(arr).asarray(result)
+    return Tensor._make(result.astype(arr.dtype) if arr.dtype == "uint8" else result, False,
+                        None)
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where every element (along ``dim``) is nonzero."""
     arr = input._data
-    return Tensor._make(xp_of(arr).asarray(arr.all(axis=dim, keepdims=keepdim)), False, None)
+    return _logical_result(arr, arr.all(axis=dim, keepdims=keepdim))
 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     """True where some element (along ``dim``) is nonzero."""
     arr = input._data
-    return Tensor._make(xp_of(arr).asarray(arr.any(axis=dim, keepdims=keepdim)), False, None)
+    return _logical_result(arr, arr.any(axis=dim, keepdims=keepdim))
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """``(var, mean)`` over ``dim`` in one call, as PyTorch's ``var_mean``."""
+    if isinstance(dim, bool):  # var_mean(x, True): the legacy positional ``unbiased``
+        dim, unbiased = None, dim
     return (var(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """``(std, mean)`` over ``dim`` in one call, as PyTorch's ``std_mean``."""
+    if isinstance(dim, bool):  # std_mean(x, True): the legacy positional ``unbiased``
+        dim, unbiased = None, dim
     return (std(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from .. import _dtype
+from .. import _memory_format as _mf
 from ..autograd.function import Function, finish, named
 from ..autograd.views import as_view as _as_view
 from ..autograd.views import mark_multi_output
-from ..backend import get_backend
 from . import _util
 from ._autocast import autocast_op
 from ._util import Tensor, sizes_arg, sum_to_shape, wrap_dim, xp_of
+from .indexing import getitem
 
 
 def _infer_shape(shape: tuple, numel: int) -> tuple:
@@ -243,7 +243,9 @@ def repeat(input: Tensor, *sizes) -> Tensor:
     expanded = inter.expand(tuple(v for r, s in zip(sizes, shape) for v in (r, s)))
     out = expanded.reshape(tuple(r * s for r, s in zip(sizes, shape)))
     if out._base is not None:  # still a view (only size-1 dims repeated): PyTorch copies
-        out = Clone.apply(out)
+        from .copies import Clone
+
+        out = Clone.apply(out, _mf.contiguous_format)
     return named(out, "RepeatBackward0", input)
 
 
@@ -261,7 +263,12 @@ class Flip(Function):
 def flip(input: Tensor, dims) -> Tensor:
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    return Flip.apply(input, tuple(wrap_dim(d, input._data.ndim) for d in dims))
+    nd = input._data.ndim
+    wrapped = tuple(wrap_dim(d, nd) for d in dims)
+    for k, d in enumerate(wrapped):
+        if d in wrapped[:k]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return Flip.apply(input, wrapped if nd else ())  # (a 0-d tensor: dim 0 / -1 flip nothing)
 
 
 class Cat(Function):
@@ -369,169 +376,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     return named(input[index], "SliceBackward0")
 
 
-# -- indexing ----------------------------------------------------------------------------------
-def _index_key(key):
-    """Convert tensors inside an index to arrays; reject what PyTorch rejects."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    out = []
-    for k in key:
-        if isinstance(k, (str, bytes)):
-            raise TypeError(f"invalid index of type {type(k).__name__}: only integers, slices, "
-                            f"ellipsis, None and integer or bool tensors are valid indices")
-        if isinstance(k, slice) and k.step is not None and k.step < 0:
-            raise ValueError("step must be greater than zero")
-        if isinstance(k, Tensor):
-            arr = k._data
-            if arr.dtype.kind not in "biu":
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
-            out.append(arr)
-        elif isinstance(k, (list,)) and k and isinstance(k[0], Tensor):
-            out.append(np.asarray([int(v) for v in k]))
-        else:
-            out.append(k)
-    return tuple(out)
-
-
-def _is_basic(key: tuple) -> bool:
-    return all(k is None or k is Ellipsis or isinstance(k, (int, slice, np.integer))
-               and not isinstance(k, bool) for k in key)
-
-
-def check_device_index(arr, key: tuple) -> None:
-    """On a GPU, check the integer index arrays of ``key`` against ``arr``'s dimensions on the
-    device (CuPy wraps out-of-bounds indices around where NumPy raises; PyTorch's CUDA
-    indexing asserts on the device). The failure is reported at the next synchronisation."""
-    if type(arr) is np.ndarray:
-        return  # NumPy raises by itself, at once
-    arrays = [k for k in key if hasattr(k, "dtype") and getattr(k, "ndim", 0) >= 0
-              and not isinstance(k, (np.generic, bool, int))]
-    if not any(k.dtype.kind in "iu" for k in arrays):
-        return
-    consumed = sum(k.ndim if hasattr(k, "dtype") and k.dtype == np.bool_ else 1
-                   for k in key if k is not None and k is not Ellipsis)
-    axis = 0
-    backend = None
-    for k in key:
-        if k is Ellipsis:
-            axis += arr.ndim - consumed
-        elif k is None:
-            continue
-        elif hasattr(k, "dtype") and k.dtype == np.bool_:
-            axis += k.ndim
-        else:
-            if hasattr(k, "dtype") and k.dtype.kind in "iu" and axis < arr.ndim:
-                from ..backend import backend_of
-
-                size = arr.shape[axis]
-                if type(k) is np.ndarray:  # a host index: checked here, no device involved
-                    bad = k[(k < -size) | (k >= size)]
-                    if bad.size:
-                        raise IndexError(f"index {bad[0]} is out of bounds for dimension "
-                                         f"{axis} with size {size}")
-                else:
-                    backend = backend or backend_of(arr)
-                    backend.check((k >= -size) & (k < size), IndexError,
-                                  "index out of bounds for the indexed dimension")
-            axis += 1
-
-
-class Index(Function):
-    """``x[key]`` (``key`` a tuple; ``single``: written without one, as ``x[k]``)."""
-
-    lifted = True
-    single = False
-
-    @staticmethod
-    def forward(ctx, x, key, single=False):
-        arr = x._data
-        ctx.shape, ctx.dtype, ctx.key = arr.shape, arr.dtype, key
-        if single:
-            ctx.single = True
-        check_device_index(arr, key)
-        try:
-            out = arr[key]
-        except IndexError as exc:
-            raise IndexError(str(exc).replace("axis", "dimension")) from None
-        if isinstance(out, np.generic):  # an integer per dimension: NumPy copies out a scalar,
-            out = arr[key + (Ellipsis,)]  # PyTorch views the element (a 0-d view here too)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        if isinstance(grad, Tensor):
-            return IndexScatter.apply(grad, ctx.key, ctx.shape), None, None
-        return finish(_index_scatter(grad, ctx.key, ctx.shape), None, None)
-
-    def name(self) -> str:
-        # Basic indexing is named when asked (not on every indexing op): see _view_index_name.
-        if self.torch_name is None and _is_basic(self.key):
-            self.torch_name = _view_index_name(self.key, self.single, self.shape)
-        return super().name()
-
-
-def _index_scatter(arr, key, shape):
-    """Zeros of ``shape`` with ``arr`` added at ``key`` (arrays)."""
-    xp = xp_of(arr)
-    out = xp.zeros(shape, dtype=arr.dtype)
-    if _is_basic(key):
-        out[key] = arr
-    else:
-        _util.scatter_add_arrays(xp, out, key, arr)
-    return out
-
-
-class IndexScatter(Function):
-    """Zeros of ``shape`` with ``grad`` added at ``key`` (the backward of indexing)."""
-
-    @staticmethod
-    def forward(ctx, grad, key, shape):
-        ctx.key = key
-        return _index_scatter(grad._data, key, shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return Index.apply(grad, ctx.key), None, None
-
-
-def _view_index_name(key: tuple, single: bool, shape: tuple) -> str:
-    """PyTorch's node for basic indexing: that of the last op of its chain (select for an
-    integer, slice, unsqueeze for None), skipping full slices inside a tuple; an alias when
-    nothing is left."""
-    if single:
-        k = key[0]
-        return ("UnsqueezeBackward0" if k is None else "AliasBackward0" if k is Ellipsis
-                else "SliceBackward0" if isinstance(k, slice) else "SelectBackward0")
-    name = "AliasBackward0"
-    dim = 0
-    for k in key:
-        if k is None:
-            name = "UnsqueezeBackward0"
-        elif k is Ellipsis:  # (the dimensions no other entry indexes)
-            dim += len(shape) - sum(1 for j in key if j is not None and j is not Ellipsis)
-        elif isinstance(k, slice):
-            if k.indices(shape[dim]) != (0, shape[dim], 1):
-                name = "SliceBackward0"
-            dim += 1
-        else:
-            name = "SelectBackward0"
-            dim += 1
-    return name
-
-
-def getitem(input: Tensor, key) -> Tensor:
-    """``input[key]``: basic indexing gives a view, integer/bool arrays a copy."""
-    single = not isinstance(key, tuple)
-    key = _index_key(key)
-    if key and isinstance(key[-1], np.ndarray) and key[-1].dtype == bool and \
-            key[-1].shape != input._data.shape[len(key) - 1:len(key) - 1 + key[-1].ndim]:
-        raise IndexError(f"The shape of the mask {list(key[-1].shape)} does not match the shape "
-                         f"of the indexed tensor {list(input._data.shape)}")
-    out = Index.apply(input, key, single)
-    return _as_view(out, input) if _is_basic(key) else out
-
-
+# -- indexing (the rule and its nodes: ops/indexing.py) -----------------------------------
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     """The slice at ``index`` along ``dim``, without that dim (a view, as ``x[:, index]``)."""
     nd = input._data.ndim
@@ -544,31 +389,6 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
         raise IndexError(f"select(): index {i} out of range for tensor of size "
                          f"{list(input._data.shape)} at dimension {d}")
     return getitem(input, (slice(None),) * d + (i,))
-
-
-class IndexPut(Function):
-    """A copy of ``x`` with ``values`` written at ``key`` (``x[key] = values`` out of place)."""
-
-    @staticmethod
-    def forward(ctx, x, key, values):
-        arr = x._data
-        out = arr.copy()
-        v = values._data if isinstance(values, Tensor) else values
-        out[key] = v
-        ctx.key = key
-        ctx.vmeta = (values._data.shape, values._data.dtype) if isinstance(values, Tensor) \
-            and values.requires_grad else None
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        from ._util import reduce_grad
-
-        gx = IndexPut.apply(grad, ctx.key, 0.0)
-        gv = None
-        if ctx.vmeta is not None:
-            gv = reduce_grad(Index.apply(grad, ctx.key), *ctx.vmeta)
-        return gx, None, gv
 
 
 class Gather(Function):
@@ -592,32 +412,61 @@ class ScatterAdd(Function):
     @staticmethod
     def forward(ctx, x, dim, index, src):
         arr, idx, s = x._data, index._data, src._data
-        ctx.dim = dim
+        ctx.dim, ctx.src_shape = dim, s.shape
         ctx.save_for_backward(index)
         xp = xp_of(arr)
-        out = arr.copy()
+        out = _util.writable_copy(arr, idx, s)
         grids = list(xp.indices(idx.shape, sparse=True))
         grids[dim] = idx
-        _util.scatter_add_arrays(xp, out, tuple(grids), s[tuple(slice(0, n) for n in idx.shape)])
+        _util.scatter_add_arrays(xp_of(out), out, tuple(grids),
+                                 s[tuple(slice(0, n) for n in idx.shape)])
         return out
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        return grad, None, None, grad.gather(ctx.dim, index)
+        return grad, None, None, zero_padded(grad.gather(ctx.dim, index), ctx.src_shape)
+
+
+def zero_padded(t: Tensor, shape: tuple) -> Tensor:
+    """``t`` extended by zeros at the end of each dim to ``shape``: the part of a scatter's
+    ``src`` beyond the index's extent is never read, so its gradient is zero."""
+    for k, (have, want) in enumerate(zip(t.shape, shape)):
+        if have < want:
+            pad = list(t.shape)
+            pad[k] = want - have
+            t = cat([t, t.new_zeros(pad)], k)
+    return t
 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
+    if input._data.ndim == 0:  # one element: PyTorch counts a 0-d tensor as one of size 1
+        _scalar_index(index, "gather", "input")
+        return Gather.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     _util.check_index_arg(input, d, index, "gather")
     return Gather.apply(input, d, index)
+
+
+def _scalar_index(index: Tensor, fn: str, name: str) -> None:
+    """The checks of an index into a 0-d tensor: integers, at most 1-d, every entry 0."""
+    if index._data.dtype.kind not in "iu":
+        raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
+    if index._data.ndim > 1:
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as {name} "
+                           f"tensor")
+    _util.check_index_bounds(index._data, 1, 0)
 
 
 @autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
+    if input._data.ndim == 0:
+        _scalar_index(index, "scatter_add", "self")
+        return ScatterAdd.apply(input.reshape(1), 0, index.reshape(-1),
+                                src.reshape(-1)).reshape(())
     _util.check_index_arg(input, d, index, "scatter_add")
     return ScatterAdd.apply(input, d, index, src)
 
@@ -626,6 +475,14 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, input._data.ndim)
     _util.check_index_arg(input, d, index, "index_select")
+    if input._data.ndim == 0:
+        if index._data.size != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                               f"{index._data.size} value(s)")
+        _util.check_bounds(index._data, 0, 1, IndexError, lambda bad: "index out of range in "
+                                                                       "self")
+        return named(input.reshape(1)[index.reshape(-1)].reshape(()), "IndexSelectBackward0",
+                     input)
     return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0", input)
 
 
@@ -640,55 +497,3 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
         value = np.asarray(value).astype(input._data.dtype).item()
     return named(input.where(~mask, value),
                  "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0")
-
-
-# -- copies and moves ------------------------------------------------------------------------
-class Clone(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x._data.copy()
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-def clone(input: Tensor, *, memory_format=None) -> Tensor:
-    """A copy that stays in the graph."""
-    return Clone.apply(input)
-
-
-def contiguous(input: Tensor) -> Tensor:
-    """Self when already contiguous, else a contiguous copy."""
-    return input if input._data.flags.c_contiguous else Clone.apply(input)
-
-
-class ToCopy(Function):
-    @staticmethod
-    def forward(ctx, x, backend, np_dtype):
-        arr = x._data
-        ctx.src_backend, ctx.src_dtype = x._backend, arr.dtype
-        if backend is not ctx.src_backend:
-            if backend.device.type == "cpu":
-                arr = ctx.src_backend.to_numpy(arr)
-            else:
-                arr = backend.asarray(arr)
-        if arr.dtype.kind == "c" and np_dtype.kind != "c":
-            arr = arr.real  # (to() warned, as PyTorch does; a backward takes the real part)
-        return arr.astype(np_dtype, copy=backend is ctx.src_backend)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return ToCopy.apply(grad, ctx.src_backend, ctx.src_dtype), None, None
-
-
-def to(input: Tensor, device, dtype, copy: bool = False) -> Tensor:
-    """``input`` on ``device`` with ``dtype`` (itself when nothing changes and no copy asked)."""
-    backend = input._backend if device is None else get_backend(device)
-    np_dtype = input._data.dtype if dtype is None else dtype.np
-    if backend is input._backend and np_dtype == input._data.dtype and not copy:
-        return input
-    if input._data.dtype.kind == "c" and np_dtype.kind != "c":
-        warnings.warn("Casting complex values to real discards the imaginary part",
-                      UserWarning, stacklevel=3)
-    return ToCopy.apply(input, backend, np_dtype)

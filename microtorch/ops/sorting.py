@@ -1,6 +1,6 @@
 """Sorting and sorted order: ``sort``, ``argsort``, ``topk``, ``kthvalue`` (PyTorch's
 named-tuple results), ``unique``, ``unique_consecutive``, ``searchsorted``, ``bucketize``,
-``quantile``/``nanquantile``.
+``quantile``/``nanquantile``, ``nanmedian``, ``mode``.
 
 Most are composed of existing differentiable ops (so gradients of gradients come for free) and
 carry PyTorch's grad_fn name via ``named``; the rest are Functions whose backward formulas use
@@ -16,11 +16,12 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import named
+from . import _stl
 from ._util import Tensor, wrap_dim, xp_of
 from .counting import no_derivative
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "unique", "unique_consecutive",
-           "searchsorted", "bucketize", "quantile", "nanquantile"]
+           "searchsorted", "bucketize", "quantile", "nanquantile", "nanmedian", "mode"]
 
 
 # PyTorch's torch.return_types.* are named tuples with these fields.
@@ -28,6 +29,8 @@ sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
 kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
 median_result = namedtuple("median", ["values", "indices"])
+nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
+mode_result = namedtuple("mode", ["values", "indices"])
 
 
 def _tensor_like(arr, ref: Tensor) -> Tensor:
@@ -51,14 +54,56 @@ def _sort_indices(arr, dim: int, descending: bool):
     return (n - 1 - idx).astype(np.int64)
 
 
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
-    """(values, indices) sorted along ``dim``, NaN as the largest value.
+def _equal_neighbours(arr, idx, d: int):
+    """For the stable sort ``idx`` of ``arr`` along ``d``: whether each sorted element equals
+    the next (NaNs equal each other), moved to the last dim: shape (..., n - 1)."""
+    xp = xp_of(arr)
+    s = xp.moveaxis(xp.take_along_axis(arr, idx, d), d, -1)
+    same = s[..., 1:] == s[..., :-1]
+    if arr.dtype.kind in "fV":
+        same |= (s[..., 1:] != s[..., 1:]) & (s[..., :-1] != s[..., :-1])
+    return same
 
-    Always stable: PyTorch's order with ``stable=True``; with ``stable=False`` PyTorch's CPU
-    sort may order equal values differently along dims longer than 16.
-    """
+
+def _replay(arr, d: int, idx, rows, order) -> None:
+    """Overwrite, in the index array ``idx`` (the sort-like result along ``d``), the rows
+    where ``rows`` (a bool array over the other dims) holds with ``order(keys)``: the
+    indices PyTorch's CPU algorithm leaves there (``_stl``), from the row's comparison keys.
+    Rows are read to the host only where equal values meet (a sync on a GPU, then)."""
+    from ..backend import backend_of
+
+    backend = backend_of(arr)
+    picked = backend.to_numpy(rows) if type(rows) is not np.ndarray else rows
+    if not picked.any():
+        return
+    host = np.moveaxis(backend.to_numpy(arr), d, -1)
+    out = np.moveaxis(backend.to_numpy(idx), d, -1).copy()
+    for pos in [()] if picked.ndim == 0 else map(tuple, np.argwhere(picked)):
+        out[pos] = order(_stl.keys(host[pos].tolist()))
+    idx[...] = backend.asarray(np.moveaxis(out, -1, d))
+
+
+def _std_sort_order(descending: bool):
+    def order(keys: list) -> list:
+        items = [(key, i) for i, key in enumerate(keys)]
+        _stl.sort(items, 0, len(items), (lambda x, y: x[0] > y[0]) if descending else
+                  (lambda x, y: x[0] < y[0]))
+        return [i for _, i in items]
+
+    return order
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    """(values, indices) sorted along ``dim``, NaN as the largest value. ``stable=True``
+    keeps equal values in their order; ``stable=False`` (the default) orders them as
+    PyTorch's CPU ``std::sort`` does (its insertion sort keeps them in order up to 16
+    elements; longer rows with equal values replay its introsort)."""
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
-    idx = _tensor_like(_sort_indices(input._data, d, descending), input)
+    arr = _sort_indices(input._data, d, descending)
+    if not stable and input._data.ndim and input._data.shape[d] > 16:
+        _replay(input._data, d, arr, _equal_neighbours(input._data, arr, d).any(-1),
+                _std_sort_order(descending))
+    idx = _tensor_like(arr, input)
     if input._data.ndim == 0:
         values = input.clone()
     else:
@@ -84,28 +129,71 @@ def _select_sorted(input: Tensor, dim: int, descending: bool):
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
-    """The ``k`` largest (or smallest) values along ``dim`` and their indices.
-
-    Among equal values the lower index comes first (PyTorch's CPU partial sort may pick
-    another of the tied indices; the values agree).
-    """
+    """The ``k`` largest (or smallest) values along ``dim`` and their indices, with PyTorch's
+    CPU order among equal values (and, for ``sorted=False``, its order of the k): its
+    ``std::partial_sort`` (k * 64 <= size) or ``std::nth_element`` then ``std::sort``,
+    replayed on the rows where it matters."""
     d, size, idx = _select_sorted(input, dim, largest)
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     if input._data.ndim == 0:
         return topk_result(named(input.clone(), "TopkBackward0"), idx)
+    if k and size > 1:
+        arr = idx._data
+        partial = k * 64 <= size
+        if sorted or partial:  # the rows with equal values among (or next to) the k
+            rows = _equal_neighbours(input._data, arr, d)[..., :k].any(-1)
+        else:  # unsorted: the order nth_element leaves, on every row
+            rows = xp_of(arr).ones(arr.shape[:d] + arr.shape[d + 1:], dtype=bool)
+        _replay(input._data, d, arr, rows, _topk_order(k, largest, sorted, partial))
     idx = idx.narrow(d, 0, k).contiguous() if k < size else idx
     return topk_result(named(input.gather(d, idx), "TopkBackward0", input), idx)
 
 
+def _topk_order(k: int, largest: bool, sorted_: bool, partial: bool):
+    def order(keys: list) -> list:
+        items = [(key, i) for i, key in enumerate(keys)]
+        n = len(items)
+        less = (lambda x, y: x[0] > y[0]) if largest else (lambda x, y: x[0] < y[0])
+        if partial:
+            _stl.partial_sort(items, 0, k, n, less)
+        else:
+            _stl.nth_element(items, 0, k - 1, n, less)
+            if sorted_:
+                _stl.sort(items, 0, k - 1, less)
+        return [i for _, i in items[:k]] + [i for _, i in items[k:]]
+
+    return order
+
+
+def _kth_order(k: int):
+    def order(keys: list) -> list:
+        items = [(key, i) for i, key in enumerate(keys)]
+        _stl.quick_select(items, k - 1, lambda x, y: x[0] > y[0])
+        return [i for _, i in items]
+
+    return order
+
+
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
-    """The ``k``-th smallest value along ``dim`` and its index (the first among ties, where
-    PyTorch's quickselect may return another of the tied indices)."""
+    """The ``k``-th smallest value along ``dim`` and its index; among equal values the one
+    PyTorch's CPU quickselect picks (replayed on the rows where the k-th value repeats)."""
+    return _kthvalue(input, k, dim, keepdim, True)
+
+
+def _kthvalue(input: Tensor, k: int, dim: int, keepdim: bool, replayed: bool):
+    """kthvalue; ``replayed=False``: the first of equal values (median's own order)."""
+    if input._data.dtype == np.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d, size, idx = _select_sorted(input, dim, False)
     if not 1 <= k <= builtins.max(size, 1):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     if input._data.ndim == 0:
         return kthvalue_result(named(input.clone(), "KthvalueBackward0"), idx)
+    if size > 1 and replayed:
+        same = _equal_neighbours(input._data, idx._data, d)
+        rows = same[..., builtins.max(k - 2, 0):k].any(-1)
+        _replay(input._data, d, idx._data, rows, _kth_order(k))
     idx = idx.narrow(d, k - 1, 1).contiguous()
     values = input.gather(d, idx)
     if not keepdim:
@@ -117,6 +205,8 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     """The lower median ((n-1)//2-th smallest): of all elements, or along ``dim`` with its
     index (the first among ties). A NaN in a slice makes that slice's median NaN (at the
     first NaN's index), as PyTorch's; ``nanmedian`` is the NaN-ignoring one."""
+    if input._data.dtype == np.bool_:
+        raise NotImplementedError("\"median_cpu\" not implemented for 'Bool'")
     if dim is None:
         flat = input.reshape(-1)
         if flat._data.size == 0:
@@ -126,6 +216,8 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
             return named(flat[nan.nonzero()[0, 0]], "MedianBackward0", input)
         k = (flat._data.size - 1) // 2 + 1
         value = kthvalue(flat.detach(), k, 0).values
+        if not flat.is_floating_point():  # (no gradient: and the dtype stays an integer one)
+            return value
         # PyTorch spreads the gradient evenly over every element equal to the median; the
         # added term is exactly zero in value, so the result is the median bit for bit.
         ties = (flat.detach() == value).to(flat.dtype)
@@ -133,7 +225,7 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
         return named(value + spread, "MedianBackward0", input)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     size = input.shape[d] if input._data.ndim else 1
-    values, indices = kthvalue(input, (size - 1) // 2 + 1, d, keepdim=True)
+    values, indices = _kthvalue(input, (size - 1) // 2 + 1, d, True, False)
     if input.is_floating_point():
         nan = input != input
         has_nan = nan.any(d, keepdim=True)
@@ -144,6 +236,118 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     if not keepdim and input._data.ndim:
         values, indices = values.squeeze(d), indices.squeeze(d)
     return median_result(named(values, "MedianBackward1", input), indices)
+
+
+def _no_complex(input: Tensor, kernel: str, bool_ok: bool) -> None:
+    kind = input._data.dtype.kind
+    if kind == "c" or (kind == "b" and not bool_ok):
+        raise NotImplementedError(f"\"{kernel}_{input.device.type}\" not implemented for "
+                                  f"'{_dtype.title(input.dtype)}'")
+
+
+def _all_nan_position(n: int) -> int:
+    """Where libstdc++'s ``nth_element(first, first, last)`` leaves the element it picks when
+    no two elements compare (a slice of NaNs, PyTorch's nanmedian): its partition steps
+    (median-of-three pivot swapped to the front, then swaps from both ends inward) replayed
+    on positions."""
+    order = list(range(n))
+    first, last = 0, n
+    while last - first > 3:
+        mid = first + (last - first) // 2
+        order[first], order[mid] = order[mid], order[first]
+        lo, hi = first + 1, last
+        while True:
+            hi -= 1
+            if not lo < hi:
+                break
+            order[lo], order[hi] = order[hi], order[lo]
+            lo += 1
+        if lo <= 0:
+            first = lo
+        else:
+            last = lo
+    return order[0] if n else 0
+
+
+def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
+    """The lower median of the non-NaN values: of all elements (NaN when all are NaN), or
+    along ``dim`` with its index (ties: the one PyTorch's (value, index) order ranks there)."""
+    _no_complex(input, "median", False)
+    if dim is None:
+        flat = input.reshape(-1)
+        n = flat._data.size
+        if n == 0:  # NaN, converted to the dtype as C++ converts it (integers: garbage)
+            nan = xp_of(flat._data).asarray(float("nan")).astype(flat._data.dtype)
+            return named(Tensor._make(nan), "NanmedianBackward0")
+        nan = flat != flat
+        count = n - int(nan.sum())
+        if count == 0:  # all NaN: the result is NaN, its gradient spread over every element
+            value, ties = flat.detach()[0], nan
+        else:
+            value = kthvalue(flat.detach(), (count - 1) // 2 + 1, 0).values  # (NaN last)
+            ties = flat.detach() == value
+        if not input.is_floating_point():
+            return value
+        # the gradient spread evenly over the elements equal to the result, as median's (a
+        # where, not a product: NaN elements must add nothing; the term is 0 in value)
+        spread = (flat - flat.detach()).where(ties, 0.0).sum() / ties.sum()
+        return named(value + spread, "NanmedianBackward0", input)
+    arr = input._data
+    d = wrap_dim(dim, builtins.max(arr.ndim, 1))
+    if arr.ndim and arr.shape[d] == 0:
+        raise IndexError(f"nanmedian(): Expected reduction dim {d} to have non-zero size.")
+    if arr.ndim == 0:
+        return nanmedian_result(named(input.clone(), "NanmedianBackward1", input),
+                                Tensor._make(xp_of(arr).zeros((), np.int64)))
+    xp = xp_of(arr)
+    order = _sort_indices(arr, d, False)  # stable, NaN last: PyTorch's (value, index) order
+    count = (~xp.isnan(arr)).sum(axis=d, keepdims=True)
+    rank = xp.maximum(count - 1, 0) // 2
+    picked = xp.take_along_axis(order, rank, d)
+    n = arr.shape[d]
+    picked = xp.where(count == 0, _all_nan_position(n), picked).astype(np.int64)
+    indices = Tensor._make(picked)
+    values = input.gather(d, indices)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return nanmedian_result(named(values, "NanmedianBackward1", input), indices)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and
+    the index of its last occurrence, as PyTorch's CPU kernel finds them (a sort by value,
+    then the first longest run; for slices of up to 16 elements its sort keeps equal values
+    in index order, longer ones may give another occurrence's index). NaNs never equal each
+    other, so each counts once."""
+    _no_complex(input, "mode", True)
+    arr = input._data
+    xp = xp_of(arr)
+    d = wrap_dim(dim, builtins.max(arr.ndim, 1))
+    if arr.ndim == 0:
+        return mode_result(named(input.clone(), "ModeBackward0", input),
+                           Tensor._make(xp.zeros((), np.int64)))
+    if arr.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    rows = xp.moveaxis(arr, d, -1)
+    lead, n = rows.shape[:-1], rows.shape[-1]
+    rows = rows.reshape(-1, n)
+    m = rows.shape[0]
+    stable = {"kind": "stable"} if xp is np else {}
+    order = xp.argsort(rows, axis=1, **stable)
+    ranked = xp.take_along_axis(rows, order, 1)
+    starts = xp.ones((m, n), dtype=bool)
+    starts[:, 1:] = ranked[:, 1:] != ranked[:, :-1]  # (NaN != NaN: each NaN its own run)
+    ends = xp.ones((m, n), dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    run = xp.cumsum(starts, axis=1) - 1 + xp.arange(m)[:, None] * n  # a run id per element
+    length = xp.bincount(run.reshape(-1), minlength=m * n)[run]
+    best = xp.argmax(xp.where(ends, length, 0), axis=1)[:, None]  # the first longest run
+    picked = xp.take_along_axis(order, best, 1).astype(np.int64).reshape(lead + (1,))
+    indices = Tensor._make(xp.moveaxis(picked, -1, d))
+    values = input.gather(d, indices)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return mode_result(named(values, "ModeBackward0", input), indices)
 
 
 # -- unique values -------------------------------------------------------------------------------
@@ -191,7 +395,11 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
         moved = arr.reshape(-1, 1)
     else:
         d = wrap_dim(dim, builtins.max(arr.ndim, 1))
-        moved = xp.moveaxis(arr, d, 0).reshape(arr.shape[d], -1)
+        if any(n == 0 for k, n in enumerate(arr.shape) if k != d):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        rest = arr.size // arr.shape[d] if arr.shape[d] else 0  # (-1 is ambiguous when empty)
+        moved = xp.moveaxis(arr, d, 0).reshape(arr.shape[d], rest)
     n = moved.shape[0]
     starts = xp.ones(n, dtype=bool)
     if n > 1:
@@ -244,6 +452,8 @@ def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False, rig
     how = "right" if right else "left"
     if seq.ndim <= 1:
         out = xp.searchsorted(seq.reshape(-1), values, side=how)
+    elif values.size == 0:  # (no rows to search; reshape(-1, 0) would be ambiguous)
+        out = xp.zeros(values.shape, dtype=np.int64)
     else:
         rows, vals = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
         out = xp.stack([xp.searchsorted(r, v, side=how) for r, v in zip(rows, vals)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..autograd.function import Function
 from ..backend import backend_of
-from ._util import _wrap, xp_of
+from ._util import _wrap, index_array, xp_of
 
 __all__ = ["Embedding"]
 
@@ -27,11 +27,11 @@ class Embedding(Function):
                               "index out of range in self")
         ctx.save_for_backward(indices)  # (as PyTorch: in-place changes to them are caught)
         ctx.shape, ctx.padding_idx = wa.shape, padding_idx
-        return wa[idx]
+        return index_array(wa, idx)
 
     @staticmethod
     def backward(ctx, grad):
-        from .shape import IndexScatter
+        from .indexing import IndexScatter
 
         (indices,) = ctx.saved_tensors
         flat = indices._data.reshape(-1)

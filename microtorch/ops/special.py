@@ -18,11 +18,11 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
+from ..backend import special_functions
 from ._autocast import autocast_op
 from ._util import (
     Tensor,
     _float_array,
-    _needs,
     is_scalar,
     promote_operands,
     reduce_grad,
@@ -32,7 +32,8 @@ from ._util import (
 )
 from .complex import conj_of
 from .counting import no_derivative
-from .elementwise import _meta
+from .elementwise import _check_integer_divisor, _meta, _not_bool
+from .reduce import _differentiable_dtype, in_requested
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "cumprod", "hypot",
            "clamp_min", "clamp_max", "dist", "cdist", "copysign", "logcumsumexp", "cummax",
@@ -133,10 +134,7 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
 def _special(name: str, arr, *leading):
     """SciPy's special function ``name(*leading, arr)`` on ``arr``'s device (cupyx.scipy on
     CUDA), in ``arr``'s dtype."""
-    if xp_of(arr) is not np:
-        import cupyx.scipy.special as sp
-    else:
-        import scipy.special as sp
+    sp = special_functions(xp_of(arr))
     return getattr(sp, name)(*leading, arr).astype(arr.dtype, copy=False)
 
 
@@ -213,7 +211,7 @@ class Cumprod(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         d = ctx.dim
-        if x.ndim == 0 or x.shape[d] == 0:
+        if x.numel() <= 1 or x.shape[d] == 0:  # (PyTorch's: also for one inf or NaN)
             return grad, None
         xp = xp_of(x._data)
         if not bool((x._data == 0).any()):
@@ -236,8 +234,9 @@ class Cumprod(Function):
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative product along ``dim``."""
     if dtype is not None:
-        input = input.to(_dtype.as_dtype(dtype))
-    return Cumprod.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1)))
+        input = input.to(_differentiable_dtype(input, dtype))
+    return in_requested(Cumprod.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1))),
+                        dtype)
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
@@ -388,6 +387,10 @@ def _running_extreme(input: Tensor, dim: int, largest: bool):
     arr = input._data
     xp = xp_of(arr)
     if arr.ndim == 0:
+        if dim not in (0, -1):
+            name = "cummax" if largest else "cummin"
+            raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got "
+                             f"{dim}")
         return input.clone(), Tensor._make(xp.zeros((), np.int64))
     d = wrap_dim(dim, arr.ndim)
     if arr.dtype == np.bool_:
@@ -445,8 +448,10 @@ class Logit(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         out = grad / (x * (1 - x))
-        if ctx.eps is None:
-            return out, None
+        if ctx.eps is None:  # PyTorch's CPU kernel: NaN outside [0, 1], grad * inf at 0 and 1
+            edge = (x == 0) | (x == 1)
+            return out.where(~edge, grad * math.inf).masked_fill((x < 0) | (x > 1), math.nan), \
+                None
         inside = (x >= ctx.eps) & (x <= 1 - ctx.eps)
         return out.where(inside, 0.0), None
 
@@ -470,11 +475,9 @@ def xlogy(input, other) -> Tensor:
         x = x.to(_dtype.from_numpy_dtype(dt))
     if y._data.dtype != dt:
         y = y.to(_dtype.from_numpy_dtype(dt))
-    zero = Tensor._make(xp.zeros((), dt))
-    out = (x * y.log()).where(x != 0, zero).where(~y.isnan(), y)
     name = "XlogyBackward0" if isinstance(input, Tensor) and isinstance(other, Tensor) else (
         "XlogyBackward2" if isinstance(input, Tensor) else "XlogyBackward1")
-    return named(out, name, *(t for t in (input, other) if isinstance(t, Tensor)))
+    return named(Xlogy.apply(x, y), name, *(t for t in (input, other) if isinstance(t, Tensor)))
 
 
 def sinc(input: Tensor) -> Tensor:
@@ -504,7 +507,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
     a, v = input._data, values._data
     xp = xp_of(a)
     out = xp.where(a == 0, v, (a > 0).astype(a.dtype)).astype(a.dtype, copy=False)
-    return no_derivative(xp.ascontiguousarray(out), "heaviside", "NotImplemented", input,
+    return no_derivative(out.copy(), "heaviside", "NotImplemented", input,  # (0-d stays 0-d)
                          values, message="derivative for aten::heaviside is not implemented")
 
 
@@ -512,9 +515,7 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 def _erf_array(arr):
     xp = xp_of(arr)
     if xp is not np:
-        import cupyx.scipy.special
-
-        return cupyx.scipy.special.erf(arr)
+        return special_functions(xp).erf(arr)
     try:
         from scipy.special import erf as scipy_erf
     except ImportError:  # scipy is optional: fall back to libm's erf one element at a time
@@ -542,14 +543,16 @@ def erf(input: Tensor) -> Tensor:
 
 
 class Xlogy(Function):
-    """x * log(y), and 0 where x == 0 (PyTorch's ``xlogy``, with its derivatives:
-    d/dx = xlogy(x != 0, y), d/dy = x / y, which is NaN at x = y = 0 as in PyTorch)."""
+    """x * log(y), and 0 where x == 0 (NaN where y is NaN), with PyTorch's derivatives:
+    d/dx = xlogy(grad, y), 0 where x == 0 and y <= 0 (the directional derivative along x = 0
+    where log is undefined), d/dy = x / y (NaN at x = y = 0, as in PyTorch)."""
 
     lifted = True
 
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
+        ctx.meta = _meta(x), _meta(y)
         a, b = x._data, y._data
         xp = xp_of(a)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -560,9 +563,14 @@ class Xlogy(Function):
     def backward(ctx, grad):
         g, x, y = lift(grad, *ctx.saved_tensors)
         F = namespace(g)
+        mx, my = ctx.meta
+        gx = gy = None
         with np.errstate(divide="ignore", invalid="ignore"):
-            gx = F.where(x != 0, g * F.log(y), 0.0) if _needs(ctx, 0) else None
-            gy = g * x / y if _needs(ctx, 1) else None
+            if mx:
+                xlogy_g = F.where(F.isnan(y), y, F.where(g == 0, 0.0, g * F.log(y)))
+                gx = reduce_grad(F.where((x == 0) & (y <= 0), 0.0, xlogy_g), *mx)
+            if my:
+                gy = reduce_grad(g * x / y, *my)
         return finish(gx, gy)
 
 
@@ -597,7 +605,12 @@ class Fmod(Function):
         xa, xb, dt = promote_operands(a, b)
         ctx.meta = _meta(a), _meta(b)
         ctx.save_for_backward(a, b)
-        return xp_of(xa).fmod(xa, xb).astype(dt, copy=False)
+        if not isinstance(b, Tensor):
+            ctx.torch_name = "FmodBackward0"
+        xp = xp_of(xa)
+        _check_integer_divisor(xp, xb, dt)
+        _not_bool(dt, "fmod_cpu")
+        return xp.fmod(xa, xb).astype(dt, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -621,6 +634,18 @@ def float_power(input, exponent) -> Tensor:
     power = exponent.to(target) if isinstance(exponent, Tensor) else exponent
     return named(base ** power, "PowBackward0" if not isinstance(power, Tensor) else
                  "PowBackward1", *[t for t in (base, power) if isinstance(t, Tensor)])
+
+
+def check_float_power_base(input: Tensor, exponent) -> None:
+    """``float_power_`` computes in double precision and writes back only into a base of that
+    dtype (float64, or complex128 for complex operands): PyTorch's error otherwise."""
+    complex_ = input.is_complex() or isinstance(exponent, complex) or (
+        isinstance(exponent, Tensor) and exponent.is_complex())
+    target = _dtype.complex128 if complex_ else _dtype.float64
+    if input.dtype != target:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_dtype.title(input.dtype)}"
+                           f" but the operation's result requires dtype "
+                           f"{_dtype.title(target)}")
 
 
 def sgn(input: Tensor) -> Tensor:

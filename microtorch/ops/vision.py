@@ -16,7 +16,7 @@ from ._util import Tensor, const, xp_of
 from .linalg import matmul
 
 __all__ = ["Pad", "AffineGridGenerator", "source_scale", "nearest_indices", "linear_matrix",
-           "cubic_matrix"]
+           "cubic_matrix", "uint8_matrix", "uint8_resample"]
 
 
 # -- padding ------------------------------------------------------------------------------------
@@ -230,3 +230,81 @@ def cubic_matrix(size: int, out: int, align_corners: bool, scale: float | None,
         cols = np.clip(i0.astype(np.int64) - 1 + k, 0, size - 1)
         np.add.at(m, (rows, cols), c.astype(np.float64))
     return m
+
+
+# -- uint8 interpolation (PyTorch's fixed-point separable kernel) ---------------------------------
+def _linear_filter(x: float) -> float:
+    x = abs(x)
+    return 1.0 - x if x < 1.0 else 0.0
+
+
+def _cubic_filter(x: float) -> float:  # Keys' cubic, A = -0.75 (antialias=False)
+    a, x = -0.75, abs(x)
+    if x < 1.0:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+    if x < 2.0:
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return 0.0
+
+
+def uint8_matrix(size: int, out: int, align_corners: bool, scale: float | None,
+                 cubic: bool) -> tuple[np.ndarray, int]:
+    """(out, size) int64 matrix of one axis' fixed-point weights and their precision (bits),
+    as PyTorch's uint8 bilinear/bicubic kernel computes them: double-precision weights at its
+    source positions (taps beyond the edges folded onto the edge sample), scaled by 2**bits for
+    the largest bits that keep the largest weight within int16, rounded half away from 0."""
+    taps = 4 if cubic else 2
+    if align_corners:
+        s = (size - 1) / (out - 1) if out > 1 else 0.0
+    else:
+        s = 1.0 / scale if scale is not None and scale > 0 else size / out
+    support = taps // 2
+    rows = []
+    wt_max = 0.0
+    for i in range(out):
+        src = s * i if align_corners else s * (i + 0.5) - 0.5
+        if not align_corners and not cubic and src < 0:
+            src = 0.0
+        index = min(int(np.floor(np.float32(src))), size - 1)
+        lam = min(max(src - index, 0.0), 1.0)
+        first = index - support + 1
+        lo = max(first, 0)
+        n = min(max(min(index + support + 1, size) - lo, 0), taps)
+        weights = [0.0] * taps
+        k = 0
+        for j in range(taps):
+            w = (_cubic_filter if cubic else _linear_filter)(j + 1 - support - lam)
+            if first + j <= 0:
+                k = 0
+            elif first + j >= size - 1:
+                k = n - 1
+            weights[k] += w
+            wt_max = max(wt_max, weights[k])
+            k += 1
+        rows.append((lo, weights[:n]))
+    bits = 0
+    while bits < 22 and int(0.5 + wt_max * (1 << (bits + 1))) < (1 << 15):
+        bits += 1
+    m = np.zeros((out, size), dtype=np.int64)
+    for i, (lo, weights) in enumerate(rows):
+        for j, w in enumerate(weights):
+            v = w * (1 << bits)
+            m[i, lo + j] += int(v - 0.5) if v < 0 else int(v + 0.5)
+    return m, bits
+
+
+def uint8_resample(arr, out_size: list, align_corners: bool, scales: list, cubic: bool):
+    """Bilinear/bicubic interpolation of a uint8 (N, C, H, W) array as PyTorch's CPU kernel:
+    one pass per resized axis, the last axis first, each rounded back to uint8 (integer
+    arithmetic with fixed-point weights, +half, shift, clamp to [0, 255])."""
+    xp = xp_of(arr)
+    out = arr
+    for axis in range(arr.ndim - 1, 1, -1):
+        n, size = out_size[axis - 2], arr.shape[axis]
+        if n == size:
+            continue
+        m, bits = uint8_matrix(size, n, align_corners, scales[axis - 2], cubic)
+        moved = xp.moveaxis(out, axis, -1).astype(np.int64)
+        acc = xp.matmul(moved, xp.asarray(m.T)) + (1 << (bits - 1))
+        out = xp.moveaxis(xp.clip(acc >> bits, 0, 255).astype(np.uint8), -1, axis)
+    return xp.ascontiguousarray(out) if out is not arr else out.copy()

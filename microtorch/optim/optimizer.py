@@ -400,6 +400,10 @@ class Optimizer:
             if not self._stale_warned:
                 self._check_stale(params, grads)
             self._step_group(group, params, grads)
+            # Each update is an in-place write (PyTorch's param.add_ bumps the version): a
+            # graph that saved a parameter before the step then refuses its stale value.
+            for p in params:
+                p._vbox[0] += 1
         return loss
 
     def _params_with_grads(self) -> list[tuple[dict[str, Any], list[Tensor], list[Tensor]]]:

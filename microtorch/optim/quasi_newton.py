@@ -187,6 +187,7 @@ class LBFGS(Optimizer):
         for p in self._params:
             n = p.numel()
             p._data += xp.multiply(update[offset:offset + n].reshape(p._data.shape), step_size)
+            p._vbox[0] += 1  # an in-place write, as PyTorch's param.add_ counts it
             offset += n
 
     def _clone_param(self) -> list:
@@ -195,6 +196,7 @@ class LBFGS(Optimizer):
     def _set_param(self, params_data) -> None:
         for p, data in zip(self._params, params_data):
             p._data[...] = data
+            p._vbox[0] += 1
 
     def _scalar(self, value):
         """A 0-d result (NumPy or CuPy) as a NumPy scalar of the parameters' dtype: what

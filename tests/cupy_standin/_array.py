@@ -508,6 +508,8 @@ def wrap_method(name: str):
 
     def call(self, *args, **kwargs):
         _check_device(self)
+        if name in _DEFERRING and args and _should_use_rop(self, args[0]):
+            return NotImplemented  # CuPy's rule: the other operand's reflected operator
         if name in _SYNCING:
             syncs.record("nonzero")
         out = kwargs.get("out")
@@ -529,9 +531,21 @@ def wrap_method(name: str):
     return call
 
 
+def _should_use_rop(x, y) -> bool:
+    """CuPy's ``_should_use_rop``: a binary operator defers to an operand of higher
+    ``__array_priority__`` that is not a device array."""
+    return getattr(y, "__array_priority__", 0) > x.__array_priority__ and \
+        not isinstance(y, ndarray)
+
+
 _BINARY = {f"__{op}__" for base in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
                                     "matmul", "and", "or", "xor", "lshift", "rshift", "divmod",
                                     "div") for op in (base, "r" + base, "i" + base)} | {
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
+
+_DEFERRING = {f"__{base}__" for base in ("add", "sub", "mul", "truediv", "floordiv", "mod",
+                                         "pow", "matmul", "and", "or", "xor", "lshift",
+                                         "rshift", "divmod")} | {
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
 
 # ndarray methods taken from NumPy: every name of CuPy's ndarray that NumPy's has, unless the

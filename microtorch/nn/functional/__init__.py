@@ -1,6 +1,7 @@
 """``microtorch.nn.functional``: stateless layers, activations and losses (``import ... as F``).
 
-One module per category, as PyTorch groups them: ``activation``, ``loss``, ``conv``,
+One module per category, as PyTorch groups them: ``activation``, ``loss`` (with
+``margin_loss`` and ``ctc``), ``conv``,
 ``pooling``, ``normalization``, ``dropout``, ``fold`` (unfold/fold), ``sparse`` (embedding,
 embedding_bag, one_hot), ``attention``,
 ``vision`` (pad, interpolate, pixel shuffle), ``distance`` and ``linear``. The graph nodes the
@@ -12,11 +13,13 @@ hot ones use live in ``microtorch.ops`` under the same category names (``ops.con
 from . import activation as _activation
 from . import attention as _attention
 from . import conv as _conv
+from . import ctc as _ctc
 from . import distance as _distance
 from . import dropout as _dropout
 from . import fold as _fold
 from . import linear as _linear
 from . import loss as _loss
+from . import margin_loss as _margin_loss
 from . import normalization as _normalization
 from . import pooling as _pooling
 from . import sparse as _sparse
@@ -24,16 +27,19 @@ from . import vision as _vision
 from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .ctc import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .fold import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
+from .margin_loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .sparse import *  # noqa: F403
 from .vision import *  # noqa: F403
 
-__all__ = [name for module in (_activation, _attention, _conv, _distance, _dropout, _fold,
-                               _linear, _loss, _normalization, _pooling, _sparse, _vision)
+__all__ = [name for module in (_activation, _attention, _conv, _ctc, _distance, _dropout, _fold,
+                               _linear, _loss, _margin_loss, _normalization, _pooling, _sparse,
+                               _vision)
            for name in module.__all__]

@@ -6,10 +6,14 @@ from __future__ import annotations
 from ...ops._util import Tensor
 
 
-def _pair(v, name: str = "value") -> tuple[int, int]:
+def _pair(v, name: str = "value", single: bool = True) -> tuple[int, int]:
+    """An int, or a sequence of 2 ints (or of 1, repeated, where PyTorch's 2-D convolutions
+    and pools take one: ``single``), as a pair."""
     if isinstance(v, (tuple, list)):
+        if len(v) == 1 and single:
+            return int(v[0]), int(v[0])
         if len(v) != 2:
-            raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+            raise RuntimeError(f"{name} must be an int or a pair of ints, got {v!r}")
         return int(v[0]), int(v[1])
     return int(v), int(v)
 

@@ -14,19 +14,22 @@ import warnings
 
 import numpy as np
 
+from ... import _dtype
 from ...autograd.function import named
 from ...autograd.node import ShownNode, edge_of
 from ...ops import _inplace, where
 from ...ops import activation as A
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, wrap_dim
+from ...ops.activation import floating_only
 from ...ops.elementwise import Relu, Sigmoid, Tanh
 from ...ops.special import erf
 
 __all__ = ["softmax", "log_softmax", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
            "tanh", "softmin", "glu", "elu", "elu_", "selu", "selu_", "celu", "celu_", "softplus",
            "hardtanh", "hardtanh_", "relu6", "hardsigmoid", "hardswish", "mish", "prelu",
-           "softsign", "tanhshrink", "logsigmoid", "threshold", "threshold_", "gumbel_softmax"]
+           "softsign", "tanhshrink", "logsigmoid", "threshold", "threshold_", "gumbel_softmax",
+           "hardshrink", "softshrink", "rrelu", "rrelu_"]
 
 
 # -- activations ---------------------------------------------------------------------------------
@@ -49,6 +52,7 @@ def relu_(input: Tensor) -> Tensor:
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x."""
+    floating_only(input, "leaky_relu_cpu")
     out = where(input > 0, input, input * negative_slope)
     return _inplace_result(input, out, "LeakyReluBackward1") if inplace else \
         named(out, "LeakyReluBackward0", input)
@@ -56,6 +60,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x) (exact, via erf) or its tanh approximation (``approximate='tanh'``)."""
+    floating_only(input, "GeluKernelImpl")
     if approximate == "none":
         return named(input * 0.5 * (1.0 + erf(input * (1.0 / math.sqrt(2.0)))),
                      "GeluBackward0", input)
@@ -67,6 +72,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
+    floating_only(input, "silu_cpu")
     out = input * Sigmoid.apply(input)
     return _inplace_result(input, out, "SiluBackward0") if inplace else \
         named(out, "SiluBackward0", input)
@@ -135,6 +141,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """Gated linear unit: a * sigmoid(b), with a, b the two halves of ``input`` along ``dim``."""
+    floating_only(input, "glu_cpu")
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = wrap_dim(dim, input.ndim)
@@ -167,6 +174,7 @@ def _maybe_inplace(op, input: Tensor, inplace: bool, *args, names=(None, None)) 
 def _elu(x: Tensor, alpha: float, scale: float, input_scale: float,
          grad_input_scale: float | None = None) -> Tensor:
     gs = input_scale if grad_input_scale is None else grad_input_scale
+    floating_only(x, "elu_cpu")
     return A.Elu.apply(x, alpha, scale, input_scale, gs)
 
 
@@ -210,10 +218,15 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
 @autocast_op("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta; the identity where beta x > threshold (as PyTorch)."""
+    floating_only(input, "softplus_cpu")
     return A.Softplus.apply(input, float(beta), float(threshold))
 
 
 def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
+    if x._data.dtype.kind in "iu":  # integers stay integers, the limits truncated to them
+        if x._data.dtype.kind == "u" and (lo < 0 or hi < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        return x.clamp(int(lo), int(hi))
     return A.Hardtanh.apply(x, lo, hi)
 
 
@@ -222,6 +235,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     """clamp(x, min_val, max_val); zero gradient at and beyond the bounds (PyTorch's)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     return _maybe_inplace(_hardtanh, input, inplace, float(min_val), float(max_val))
 
 
@@ -236,6 +251,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _hardsigmoid(x: Tensor) -> Tensor:
+    floating_only(x, "hardsigmoid_cpu")
     return A.Hardsigmoid.apply(x)
 
 
@@ -245,6 +261,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _hardswish(x: Tensor) -> Tensor:
+    floating_only(x, "hardswish_cpu")
     return A.Hardswish.apply(x)
 
 
@@ -254,6 +271,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def _mish(x: Tensor) -> Tensor:
+    floating_only(x, "mish_cpu")
     return A.Mish.apply(x)
 
 
@@ -265,6 +283,9 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 @autocast_op("prelu")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, the weight broadcast over the channel dim (dim 1)."""
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{_dtype.title(input.dtype)} and {_dtype.title(weight.dtype)}")
     n = weight.numel()
     if n != 1:
         if input.ndim == 0:
@@ -297,10 +318,15 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)), computed as min(x, 0) - log1p(exp(-|x|)) (never overflows)."""
+    floating_only(input, "log_sigmoid_cpu")
     return A.LogSigmoid.apply(input)
 
 
 def _threshold(x: Tensor, th: float, value: float) -> Tensor:
+    if x._data.dtype == np.bool_:
+        raise NotImplementedError('"threshold_cpu" not implemented for \'Bool\'')
+    if x._data.dtype.kind in "iu":  # (the value in the input's dtype, as PyTorch's kernel)
+        value = int(value)
     return where(x <= th, value, x)
 
 
@@ -314,3 +340,92 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     """In-place :func:`threshold`."""
     return _maybe_inplace(_threshold, input, True, threshold, value,
                           names=(None, "ThresholdBackward1"))
+
+
+# -- shrinkage and randomized leaky ReLU ---------------------------------------------------------
+def _floating_only(input: Tensor, kernel: str) -> None:
+    if not input.is_floating_point():
+        suffix = "" if kernel.endswith("_check") else f"_{input.device.type}"
+        raise NotImplementedError(f"\"{kernel}{suffix}\" not implemented for "
+                                  f"'{_dtype_title(input)}'")
+
+
+def _dtype_title(t: Tensor) -> str:
+    from ...ops._util import scalar_name
+
+    return scalar_name(t)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0; the gradient passes outside [-lambd, lambd]."""
+    _floating_only(input, "hardshrink")
+    return A.Hardshrink.apply(input, float(lambd))
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x shrunk towards 0 by lambd (0 inside [-lambd, lambd]); ``lambd`` must be >= 0."""
+    _floating_only(input, "softshrink_check")
+    from ..._typeinfo import finfo
+
+    limit = finfo(input.dtype).max
+    if not 0 <= lambd <= limit:
+        raise RuntimeError(f"lambda must be in range [0, {limit:g}] for input dtype "
+                           f"{_dtype_title(input)}, but found {lambd:g}")
+    return A.Softshrink.apply(input, float(lambd))
+
+
+def _rrelu_noise(input: Tensor, lower: float, upper: float):
+    """(forward noise, backward noise): 1 where x > 0 (and NaN), else a slope drawn from
+    U(lower, upper). On the CPU drawn as PyTorch's kernel draws it: element by element in
+    order, one ``uniform_real_distribution<double>(lower, upper)`` per element <= 0 from the
+    shared generator, the bounds first rounded to the op's math type (float for float32 and
+    16-bit inputs), the slope rounded to it too; PyTorch keeps the noise for backward in the
+    input's dtype. On CUDA the slopes come from the device's generator."""
+    arr = input._data
+    backend = input._backend
+    xp = backend.xp
+    wide = np.float64 if arr.dtype == np.float64 else np.float32
+    lo, hi = float(wide(lower)), float(wide(upper))
+    neg = arr <= 0
+    if xp is np:
+        flat = np.ascontiguousarray(neg).reshape(-1)
+        u = backend.unit_doubles(int(flat.sum()))
+        noise = np.ones(arr.size, dtype=wide)
+        noise[flat] = (u * (hi - lo) + lo).astype(wide)
+        noise = noise.reshape(arr.shape)
+    else:
+        noise = xp.where(neg, backend.uniform(arr.shape, wide, lo, hi), 1).astype(wide)
+    return noise, noise.astype(arr.dtype)
+
+
+def _rrelu(x: Tensor, lower: float, upper: float, training: bool) -> Tensor:
+    if not training:
+        slope = (float(lower) + float(upper)) / 2
+        return where(x > 0, x, x * slope)
+    if x._data.dtype == np.float16 and x._backend.device.type == "cpu":
+        raise NotImplementedError("\"rrelu_with_noise_out_cpu\" not implemented for 'Half'")
+    return A.RreluWithNoise.apply(x, *_rrelu_noise(x, lower, upper))
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: in training a slope drawn from U(lower, upper) per element <= 0
+    (PyTorch's CPU stream, so the same seed gives the same slopes), else the fixed slope
+    (lower + upper) / 2."""
+    if not input.is_floating_point():
+        kernel = "rrelu_with_noise_out" if training else "leaky_relu"
+        raise NotImplementedError(f"\"{kernel}_{input.device.type}\" not implemented for "
+                                  f"'{_dtype_title(input)}'")
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    return _maybe_inplace(_rrelu, input, inplace, lower, upper, training,
+                          names=("RreluWithNoiseBackward0", "RreluWithNoiseBackward1"))
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False, generator=None) -> Tensor:
+    """In-place :func:`rrelu`."""
+    if generator is not None:
+        raise NotImplementedError("rrelu_(): a generator argument is not supported; it draws "
+                                  "from the default generator")
+    return rrelu(input, lower, upper, training, inplace=True)

@@ -29,7 +29,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return input * 0.0
+        return input.mul_(0.0) if inplace else input * 0.0
     mask = _kept(input, p)
     mask /= 1.0 - p
     noise = Tensor._make(mask, False, None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...autograd.function import named
 from ...ops._util import Tensor
-from ...ops.shape import IndexScatter
+from ...ops.indexing import IndexScatter
 from ...ops.vision import Pad
 from ._util import _pair
 from ._window_index import window_key
@@ -18,9 +18,9 @@ __all__ = ["unfold", "fold"]
 
 
 def _geometry(kernel_size, dilation, padding, stride):
-    k, d, p, s = (_pair(v, name) for v, name in ((kernel_size, "kernel_size"),
-                                                  (dilation, "dilation"), (padding, "padding"),
-                                                  (stride, "stride")))
+    k, d, p, s = (_pair(v, name, single=False)
+                  for v, name in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                  (padding, "padding"), (stride, "stride")))
     for what, v in (("kernel", k), ("stride", s), ("dilation", d)):
         if min(v) <= 0:
             raise RuntimeError(f"{what} should be greater than zero, but got {what}_height: "
@@ -68,7 +68,7 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
                            f"batch size and non-zero dimensions for input, but got: "
                            f"{list(input.shape)}")
     k, d, p, s = _geometry(kernel_size, dilation, padding, stride)
-    size = _pair(output_size, "output_size")
+    size = _pair(output_size, "output_size", single=False)
     cols = input if input.ndim == 3 else input.unsqueeze(0)
     n, ck, length = cols.shape
     if ck % (k[0] * k[1]):

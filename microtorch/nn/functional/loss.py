@@ -260,7 +260,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     ad = d.abs()
     if beta == 0:
         return _reduce(ad, reduction)
-    return named(_reduce(where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta), reduction),
+    small = ~(ad > beta)  # (NaN: the quadratic branch, as PyTorch's backward)
+    dq = where(small, d, 0.0)  # (the quadratic branch only where taken: inf * 0 would be NaN)
+    return named(_reduce(where(small, 0.5 * dq * dq / beta, ad - 0.5 * beta), reduction),
                  "SmoothL1LossBackward0", input, target)
 
 
@@ -274,7 +276,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     d = input - target
     ad = d.abs()
-    loss = where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+    small = ~(ad > delta)  # (NaN: the quadratic branch, as PyTorch's backward)
+    dq = where(small, d, 0.0)  # (the quadratic branch only where taken: inf * 0 would be NaN)
+    loss = where(small, 0.5 * dq * dq, delta * (ad - 0.5 * delta))
     if weight is not None:
         if weight.shape != input.shape:
             raise ValueError("Weights and input must have the same size.")

@@ -82,9 +82,11 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     dims = (0,) + tuple(range(2, input.ndim))
     view = (1, c) + (1,) * (input.ndim - 2)
-    if training:
-        n = input.numel() // c
-        if n <= 1:
+    n = math.prod(input.shape[:1] + input.shape[2:])
+    if training and n == 0:  # an empty batch: an empty result, the running stats untouched
+        out = input.clone()
+    elif training:
+        if n == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {list(input.shape)}")
         mean = input.mean(dims, keepdim=True)
@@ -154,7 +156,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    x = input.reshape(n, num_groups, -1)
+    # (the group size spelt out: with n = 0 a -1 would be ambiguous)
+    x = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))
     mean = x.mean(-1, keepdim=True)
     centred = x - mean
     var = (centred * centred).mean(-1, keepdim=True)

@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _dtype
 from ...autograd.function import named
 from ...ops import matmul
 from ...ops import pooling as P
 from ...ops._autocast import autocast_op
-from ...ops._util import Tensor, const, xp_of
+from ...ops._util import Tensor, const, scalar_name, xp_of
 from ...ops.vision import Pad
 from . import _window_index as W
 from ._util import _as_3d, _as_4d, _pair, _single
 
 __all__ = ["max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d", "max_pool3d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
-           "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool1d"]
+           "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool1d", "max_unpool1d",
+           "max_unpool2d", "max_unpool3d"]
 
 
 def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode):
@@ -49,19 +51,27 @@ def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode)
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
-    """Maximum over sliding windows (stride defaults to the kernel size)."""
-    if return_indices:
-        raise NotImplementedError("max_pool2d(return_indices=True) is not supported")
+    """Maximum over sliding windows (stride defaults to the kernel size); with
+    ``return_indices`` also each maximum's flat (h * W + w) position in its image."""
     x, unbatched = _as_4d(input, "max_pool2d")
     kernel, stride, _, pads, dil, out_hw = _pool_geometry(x, kernel_size, stride, padding,
                                                           dilation, ceil_mode)
-    out = P.MaxPool2d.apply(x, kernel, stride, pads, dil, out_hw)
-    return out.squeeze(0) if unbatched else out
+    offsets = [] if return_indices else None
+    out = P.MaxPool2d.apply(x, kernel, stride, pads, dil, out_hw, offsets)
+    out = out.squeeze(0) if unbatched else out
+    if not return_indices:
+        return out
+    flat = P.max_pool_flat_indices(offsets[0], x.shape, kernel, stride, pads, dil)
+    indices = Tensor._make(flat)
+    return out, (indices.squeeze(0) if unbatched else indices)
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Average over sliding windows (stride defaults to the kernel size)."""
+    if input._data.dtype.kind in "biu":
+        return _integer_average(avg_pool2d, "avg_pool2d", input, kernel_size, stride, padding,
+                                ceil_mode, count_include_pad, divisor_override)
     x, unbatched = _as_4d(input, "avg_pool2d")
     kernel, stride, pad, pads, _, out_hw = _pool_geometry(x, kernel_size, stride, padding, 1,
                                                           ceil_mode)
@@ -71,14 +81,39 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     return out.squeeze(0) if unbatched else out
 
 
+def _integer_average(pool, kernel: str, input: Tensor, kernel_size, stride, padding,
+                     ceil_mode, count_include_pad, divisor_override) -> Tensor:
+    """Average pooling of an int64 tensor as PyTorch's kernel: the window sum divided by the
+    divisor in integer arithmetic (rounded toward zero); other integer dtypes are refused.
+    The sums and divisors come from the float64 pool (exact for integers below 2**53)."""
+    if input._data.dtype != np.int64:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(input)}\'')
+    x = input.to(_dtype.float64)
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad)
+    sums = pool(x, *args, divisor_override=1)._data
+    if divisor_override:
+        divisor = int(divisor_override)
+    else:  # the divisor of each window: its sum of ones over its average of ones
+        ones = x.new_ones(x.shape)
+        divisor = xp_of(sums).rint(pool(ones, *args, divisor_override=1)._data
+                                   / pool(ones, *args)._data).astype(np.int64)
+    s = xp_of(sums).rint(sums).astype(np.int64)
+    return Tensor._make(xp_of(s).sign(s) * (xp_of(s).abs(s) // divisor))
+
+
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     """Maximum over sliding windows of the last dim (stride defaults to the kernel size)."""
     x, unbatched = _as_3d(input, "max_pool1d")
+    if x._data.dtype.kind in "biu" and not return_indices:  # (PyTorch's 1-D kernel: floats)
+        raise NotImplementedError(f'"max_pool1d_impl" not implemented for '
+                                  f"'{scalar_name(x)}'")
     k = _single(kernel_size, "kernel_size")
     s = k if stride is None or stride == [] or stride == () else _single(stride, "stride")
     out = max_pool2d(x.unsqueeze(2), (1, k), (1, s), (0, _single(padding, "padding")),
                      (1, _single(dilation, "dilation")), ceil_mode, return_indices)
+    if return_indices:  # (the flat index in a height-1 image is the position along W)
+        return tuple(t.squeeze(2).squeeze(0) if unbatched else t.squeeze(2) for t in out)
     return out.squeeze(2).squeeze(0) if unbatched else out.squeeze(2)
 
 
@@ -138,6 +173,9 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Average over sliding 3-D windows (stride defaults to the kernel size), with PyTorch's
     divisors (``count_include_pad``, ``divisor_override``)."""
+    if input._data.dtype.kind in "biu":
+        return _integer_average(avg_pool3d, "avg_pool3d_out_frame", input, kernel_size, stride,
+                                padding, ceil_mode, count_include_pad, divisor_override)
     x, unbatched = _as_5d(input, "avg_pool3d")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
@@ -201,6 +239,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         raise ValueError("Input dimension should be at least 3")
     oh, ow = _adaptive_sizes("adaptive_avg_pool2d", input, output_size, 2)
     _check_adaptive_input("adaptive_avg_pool2d", input, 2)
+    if input._data.dtype.kind in "biu":
+        raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
+                                  f"'{scalar_name(input)}'")
     h, w = input.shape[-2:]
     sh, ch = _window_sum_matrix(input, h, oh)
     sw, cw = _window_sum_matrix(input, w, ow)
@@ -214,6 +255,9 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """Average over adaptive windows of the last dim of (N, C, L) or (C, L) input."""
     (ol,) = _adaptive_sizes("adaptive_avg_pool1d", input, output_size, 1)
     _check_adaptive_input("adaptive_avg_pool1d", input, 1)
+    if input._data.dtype.kind in "biu":
+        raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
+                                  f"'{scalar_name(input)}'")
     s, counts = _window_sum_matrix(input, input.shape[-1], ol)
     # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
     return named(matmul(input, s.t()) / const(input, counts), "SqueezeBackward1")
@@ -245,6 +289,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
         raise ValueError("Input dimension should be at least 4")
     od, oh, ow = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3)
     _check_adaptive_input("adaptive_avg_pool3d", input, 3)
+    if input._data.dtype.kind in "biu":
+        raise NotImplementedError(f'"adaptive_avg_pool3d_cpu" not implemented for '
+                                  f"'{scalar_name(input)}'")
     d, h, w = input.shape[-3:]
     sd, cd = _window_sum_matrix(input, d, od)
     sh, ch = _window_sum_matrix(input, h, oh)
@@ -302,3 +349,117 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     out, indices = adaptive_max_pool2d(input.unsqueeze(-2), (1, int(size)), True)
     out, indices = named(out.squeeze(-2), "SqueezeBackward1"), indices.squeeze(-2)
     return (out, indices) if return_indices else out
+
+
+# -- max unpooling -------------------------------------------------------------------------------
+def _tuple(v, n: int) -> tuple:
+    return tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * n
+
+
+def _unpool_output_size(input: Tensor, kernel, stride, padding, output_size) -> tuple:
+    """PyTorch's ``_unpool_output_size``: the inverse of the pooling's size, or the requested
+    ``output_size`` (spatial, or with the batch and channel sizes) when within one stride."""
+    n = len(kernel)
+    default = [(input.shape[-n + d] - 1) * stride[d] + kernel[d] - 2 * padding[d]
+               for d in range(n)]
+    if output_size is None:
+        return tuple(default)
+    requested = list(output_size)
+    if len(requested) == n + 2:
+        requested = requested[2:]
+    if len(requested) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, "
+                         f"but it has a length of '{len(requested)}'")
+    for d in range(n):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < requested[d] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {lo} '
+                             f'and {hi})')
+    return tuple(int(v) for v in requested)
+
+
+_UNPOOL_DIMS = {2: "two elements (height, width)", 3: "three elements (depth, height, width)"}
+
+
+def _max_unpool(input: Tensor, indices: Tensor, out_size: tuple, n: int) -> Tensor:
+    """Zeros of ``out_size`` per (sample, channel) plane with ``input``'s values written at
+    the flat positions ``indices`` (the last write wins); the gradient gathers them back."""
+    if len(out_size) != n:
+        raise RuntimeError(f"There should be exactly {_UNPOOL_DIMS[n]} in output_size, but got "
+                           f"{len(out_size)} elements.")
+    nd = input.ndim
+    if nd not in (n + 1, n + 2):
+        raise RuntimeError(f"Input to max_unpooling{n}d should be a {n + 1}d or {n + 2}d Tensor, "
+                           f"but got a tensor with {nd} dimensions.")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    if indices._data.dtype != np.int64:
+        raise RuntimeError(f"elements in indices should be type int64 but got: "
+                           f"{_scalar_name(indices)}")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"max_unpool{n}d\" not implemented for "
+                                  f"'{_scalar_name(input)}'")
+    for d in range(nd - n, nd):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"max_unpooling{n}d_forward_out_cpu(): Expected input to have "
+                               f"non-zero size for non-batch dimensions, but got "
+                               f"{list(input.shape)} with dimension {d} being empty.")
+    lead = tuple(input.shape[:nd - n])
+    planes = int(np.prod(lead, dtype=np.int64))
+    volume = int(np.prod(out_size, dtype=np.int64))
+    flat_in = input.reshape(planes, -1)
+    flat_idx = indices.reshape(planes, -1)
+    sizes = "x".join(str(s) for s in out_size)
+    idx = flat_idx._data
+    ok = (idx >= 0) & (idx < volume)
+
+    def last_bad() -> str:  # (PyTorch's loop keeps the last invalid index it met)
+        flat = ok.reshape(-1)
+        where = flat.size - 1 - int(input._backend.xp.argmin(flat[::-1]))
+        bad = int(idx.reshape(-1)[where])
+        return f"Found an invalid max index: {bad} (output volumes are of size {sizes})"
+
+    input._backend.check(ok, RuntimeError, f"Found an invalid max index (output volumes are "
+                         f"of size {sizes})", last_bad)
+    out = flat_in.new_zeros((planes, volume)).scatter(1, flat_idx, flat_in)
+    return named(out.reshape(lead + tuple(out_size)), f"MaxUnpool{n}DBackward0", input)
+
+
+def _scalar_name(t: Tensor) -> str:
+    from ...ops._util import scalar_name
+
+    return scalar_name(t)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The inverse of ``max_pool1d`` given its indices: the maxima back at their positions,
+    zeros elsewhere."""
+    kernel = _tuple(kernel_size, 1)
+    stride = kernel if stride is None else _tuple(stride, 1)
+    size = _unpool_output_size(input, kernel, stride, _tuple(padding, 1), output_size)
+    out = _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + (1,), 2)
+    return out.squeeze(-1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The inverse of ``max_pool2d`` given its indices."""
+    kernel = _tuple(kernel_size, 2)
+    stride = kernel if stride is None else _tuple(stride, 2)
+    size = _unpool_output_size(input, kernel, stride, _tuple(padding, 2), output_size)
+    return _max_unpool(input, indices, size, 2)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The inverse of ``max_pool3d`` given its indices."""
+    kernel = _tuple(kernel_size, 3)
+    stride = kernel if stride is None else _tuple(stride, 3)
+    size = _unpool_output_size(input, kernel, stride, _tuple(padding, 3), output_size)
+    if len(stride) == 3 and min(stride) <= 0:
+        raise RuntimeError(f"strides should be greater than zero, but got stride: "
+                           f"{list(stride)}")
+    return _max_unpool(input, indices, size, 3)

@@ -19,9 +19,9 @@ from ...autograd.function import named
 from ...ops import matmul
 from ...ops import vision as V
 from ...ops._autocast import autocast_op
-from ...ops._util import Tensor, const
+from ...ops._util import Tensor, const, scalar_name
 from ...ops.grid_sampler import grid_sampler
-from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
            "channel_shuffle", "affine_grid", "grid_sample"]
@@ -41,16 +41,29 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError("Padding length must be divisible by 2 and at most twice the number "
                            "of dimensions of the input")
-    if any(int(p) < 0 for p in pad):
-        raise NotImplementedError("negative padding (cropping) is not supported")
     pairs = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if any(lo < 0 or hi < 0 for lo, hi in pairs):  # negative padding crops that side first
+        crop = []
+        for (lo, hi), n in zip(pairs, input.shape):
+            if n + lo + hi < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")  # (PyTorch's)
+            crop.append(slice(max(-lo, 0), n - max(-hi, 0)))
+        input = input[tuple(crop)]
+        pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
     return V.Pad.apply(input, tuple(pairs), 0.0 if value is None else value)
 
 
 # -- interpolation -------------------------------------------------------------------------------
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+# the kernel PyTorch names when it refuses an integer dtype in a mode
+_INTEGER_KERNELS = {"nearest": "compute_indices_weights_nearest",
+                    "nearest-exact": "compute_indices_weights_nearest",
+                    "linear": "compute_indices_weights_linear",
+                    "trilinear": "compute_indices_weights_linear",
+                    "bilinear": "upsample_bilinear2d_channels_last",
+                    "bicubic": "compute_indices_weights_cubic", "area": "adaptive_avg_pool{}d"}
 
 
 def _nearest_index(size: int, out: int, scale: float | None, exact: bool) -> np.ndarray:
@@ -117,6 +130,15 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise NotImplementedError("interpolate(antialias=True) is not supported")
     if scales is None:
         scales = [None] * dim
+    if input._data.dtype.kind in "biu" and dim in (1, 2, 3):
+        # PyTorch's CPU kernels take uint8 in the nearest modes and (fixed-point) in bilinear
+        # and bicubic, no other integer dtype in any mode
+        if input._data.dtype == np.uint8 and (mode, dim) in (("bilinear", 2), ("bicubic", 2)):
+            return Tensor._make(V.uint8_resample(input._data, out_size, align_corners, scales,
+                                                 mode == "bicubic"))
+        if input._data.dtype != np.uint8 or mode not in ("nearest", "nearest-exact"):
+            raise NotImplementedError(f'"{_INTEGER_KERNELS.get(mode, mode).format(dim)}" not '
+                                      f"implemented for '{scalar_name(input)}'")
     if mode in ("nearest", "nearest-exact") and dim in (1, 2, 3):
         out = input
         for i in range(dim):
@@ -126,8 +148,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                                        None))
         exact = "Exact" if mode == "nearest-exact" else ""
         return named(out, f"UpsampleNearest{exact}{dim}DBackward0")
-    if mode == "area" and dim in (1, 2):
-        return (adaptive_avg_pool1d if dim == 1 else adaptive_avg_pool2d)(input, out_size)
+    if mode == "area" and dim in (1, 2, 3):
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1]
+        return pool(input, out_size)
     if (mode, dim) in (("linear", 1), ("bilinear", 2)):
         out = input
         for i in range(dim):
@@ -220,14 +243,27 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
         d = input.ndim - 1 - i
         left, right = int(pad[2 * i]), int(pad[2 * i + 1])
         n = input.shape[d]
-        if left < 0 or right < 0:
-            raise NotImplementedError("negative padding (cropping) is not supported")
+        size = n + left + right  # (negative padding crops: PyTorch's errors below 0)
+        if mode != "circular" and (size < 0 or (size == 0 and npad == 1)):
+            if npad == 1:
+                raise RuntimeError(f"input (W: {n}) is too small. Calculated output W: {size}")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {size}: "
+                               f"{list(input.shape[:d]) + [size] + list(input.shape[d + 1:])}")
+        if mode == "circular" and size < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
         if mode == "reflect" and (left >= n or right >= n):
             raise RuntimeError(f"Argument #4: Padding size should be less than the "
                                f"corresponding input dimension, but got: padding ({left}, "
                                f"{right}) at dimension {d} of input {list(input.shape)}")
-        if mode == "circular" and (left > n or right > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
+        kept = n - max(-left, 0) - max(-right, 0)  # (what cropping leaves to wrap around)
+        if mode == "circular" and (left > kept or right > kept):
+            if kept == n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            # PyTorch copies the padding out of its own result: overlapping copies, refused
+            # (or, when its check misses them, values that depend on the copy order)
+            raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                               "the written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
         if mode == "replicate" and n == 0 and (left or right):
             raise RuntimeError(f"Expected input's non-batch dimensions to have positive "
                                f"length, but input has a shape of {list(input.shape)}")
@@ -237,8 +273,9 @@ def pad_index(input: Tensor, pad: Sequence[int], mode: str) -> Tensor:
             j = np.where(j > n - 1, 2 * (n - 1) - j, j)
         elif mode == "replicate":
             j = np.clip(j, 0, n - 1)
-        else:
-            j = j % n
+        else:  # circular: crop first, then wrap around what is left (PyTorch's order)
+            lo = max(-left, 0)
+            j = lo + (np.arange(size) - max(left, 0)) % max(n - lo - max(-right, 0), 1)
         out = out.index_select(d, Tensor._make(input._backend.asarray(j), False, None))
     if out is input:
         return out

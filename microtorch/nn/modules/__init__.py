@@ -2,6 +2,7 @@
 ``torch/nn/modules``: activation, container, conv, distance, dropout, flatten, fold, linear, loss,
 normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling."""
 
+from ... import _module_aliases
 from . import (
     activation,
     container,
@@ -10,6 +11,7 @@ from . import (
     dropout,
     flatten,
     fold,
+    lazy,
     linear,
     loss,
     normalization,
@@ -28,6 +30,7 @@ from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .fold import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import Module
@@ -42,7 +45,13 @@ from .upsampling import *  # noqa: F403
 
 __all__ = ["Module"] + [
     name
-    for category in (activation, container, conv, distance, dropout, flatten, fold, linear, loss,
+    for category in (activation, container, conv, distance, dropout, flatten, fold, lazy, linear,
+                     loss,
                      normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer,
                      upsampling)
     for name in category.__all__]
+
+# PyTorch's module paths of classes kept with their category here (torch.nn.modules.batchnorm)
+_module_aliases.alias_modules(__name__, {"batchnorm": normalization,
+                                         "instancenorm": normalization,
+                                         "channelshuffle": pixelshuffle})

@@ -1,4 +1,5 @@
-"""``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``."""
+"""``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``, and their lazy forms (``LazyConv*``,
+``LazyConvTranspose*``: ``in_channels`` from the first input)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-           "ConvTranspose3d"]
+           "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 
 class _ConvNd(Module):
@@ -183,3 +186,93 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     spatial_dims = 3
     functional = "conv_transpose3d"
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """A convolution whose ``in_channels`` comes from its first input (PyTorch's
+    ``_LazyConvXdMixin``): it then becomes the eager class, with its weights drawn as that
+    class's constructor draws them."""
+
+    def _lazy_setup(self, out_channels: int, bias: bool, device, dtype) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        """The eager initialisation, once the parameters have their shapes."""
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor, *args, **kwargs) -> None:
+        """Materialize the weight and bias from the input's channel count."""
+        if not self.has_uninitialized_params():
+            return
+        n = self.spatial_dims + 1
+        if input.ndim not in (n, n + 1):
+            raise RuntimeError(f"Expected {n}D (unbatched) or {n + 1}D (batched) input to "
+                               f"{type(self).__name__}, but got input of size: "
+                               f"{list(input.shape)}")
+        self.in_channels = input.shape[1] if input.ndim == n + 1 else input.shape[0]
+        if self.in_channels % self.groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        channels = ((self.in_channels, self.out_channels // self.groups) if self.transposed
+                    else (self.out_channels, self.in_channels // self.groups))
+        self.weight.materialize((*channels, *self.kernel_size))
+        if self.bias is not None:
+            self.bias.materialize((self.out_channels,))
+        self.reset_parameters()
+
+
+class _LazyConv(_LazyConvMixin):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+
+class _LazyConvTranspose(_LazyConvMixin):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """A ``Conv1d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """A ``Conv2d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    """A ``Conv3d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """A ``ConvTranspose3d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = ConvTranspose3d

@@ -9,10 +9,11 @@ from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Linear", "Identity", "Bilinear"]
+__all__ = ["Linear", "Identity", "Bilinear", "LazyLinear"]
 
 
 class Identity(Module):
@@ -102,3 +103,35 @@ def _size(in_features, value, name: str) -> int:
                             f"found element of type {kind} at pos 0") from None
         raise TypeError(f"empty(): argument 'size' failed to unpack the object at pos 2 with "
                         f"error \"type must be tuple of ints,but got {kind}\"") from None
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A ``Linear`` whose ``in_features`` is the last size of its first input; it becomes a
+    ``Linear`` then, its weights drawn as ``Linear(in_features, out_features)`` draws them."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        """Linear's initialisation, once the parameters have their shapes."""
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        """Materialize the weight (out_features, input's last size) and the bias."""
+        if self.has_uninitialized_params():
+            self.in_features = input.shape[-1]
+            self.weight.materialize((self.out_features, self.in_features))
+            if self.bias is not None:
+                self.bias.materialize((self.out_features,))
+            self.reset_parameters()
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """``Linear`` under PyTorch's name for MHA's output projection (same repr as PyTorch)."""

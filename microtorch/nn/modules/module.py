@@ -438,11 +438,15 @@ class Module:
                 if buf is not None:
                     new = convert(buf)
                     if new is not buf._data:
-                        module._buffers[name] = Tensor._make(new, buf.requires_grad, None)
+                        moved = Tensor._make(new, buf.requires_grad, None)
+                        if getattr(buf, "_lazy", False):  # (an uninitialized buffer stays so)
+                            moved.__class__ = type(buf)
+                        module._buffers[name] = moved
         return self
 
-    def to(self, *args, **kwargs) -> Module:
-        """Move to a device and/or cast floating-point parameters and buffers, in place."""
+    def to(self, *args, memory_format=None, **kwargs) -> Module:
+        """Move to a device and/or cast floating-point parameters and buffers, in place;
+        ``memory_format`` re-lays the 4-D and 5-D ones (channels_last for convolutions)."""
         device, dtype, _ = _parse_to(None, *args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
@@ -450,6 +454,8 @@ class Module:
 
         def convert(t: Tensor):
             target = dtype if dtype is not None and t.is_floating_point() else None
+            if memory_format is not None and t.ndim in (4, 5):
+                return t.detach().to(device, target, memory_format=memory_format)._data
             return t.detach().to(device, target)._data
 
         return self._apply(convert)
@@ -508,7 +514,9 @@ class Module:
         for hook in list(self._state_dict_pre_hooks.values()):
             hook(self, prefix, keep_vars)
         for name, value in self._local_state().items():
-            destination[prefix + name] = value if keep_vars else value.detach()
+            # (an uninitialized parameter of a lazy module is kept as it is, as PyTorch's)
+            keep = keep_vars or getattr(value, "_lazy", False)
+            destination[prefix + name] = value if keep else value.detach()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",

@@ -1,4 +1,4 @@
-"""Normalization layers: ``LayerNorm``, ``BatchNorm1d/2d``, ``GroupNorm``,
+"""Normalization layers: ``LayerNorm``, ``BatchNorm1d/2d/3d``, ``GroupNorm``,
 ``InstanceNorm1d/2d/3d`` and ``LocalResponseNorm``."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from ..._tensor import Tensor
 from ...ops.creation import empty, ones, tensor, zeros
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["RMSNorm", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d",
+__all__ = ["RMSNorm", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm",
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "InstanceNorm1d",
            "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
 
 
@@ -169,6 +171,65 @@ class BatchNorm2d(_BatchNorm):
     """Batch norm over (N, C, H, W) inputs."""
 
     _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) inputs."""
+
+    _expected_dims = (5,)
+
+
+class _LazyBatchNorm(LazyModuleMixin, _BatchNorm):
+    """A batch norm whose ``num_features`` comes from its first input (dim 1)."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, eps, momentum, False, False, device, dtype)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = tensor(0, dtype=_dtype.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        """The eager reset, once the parameters and buffers have their shapes."""
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:
+        """Materialize the affine parameters and running statistics (input's dim 1)."""
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            for name in ("weight", "bias", "running_mean", "running_var"):
+                value = getattr(self, name)
+                if value is not None:
+                    value.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyBatchNorm):
+    """A ``BatchNorm1d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = BatchNorm1d
+    _expected_dims = BatchNorm1d._expected_dims
+
+
+class LazyBatchNorm2d(_LazyBatchNorm):
+    """A ``BatchNorm2d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = BatchNorm2d
+    _expected_dims = BatchNorm2d._expected_dims
+
+
+class LazyBatchNorm3d(_LazyBatchNorm):
+    """A ``BatchNorm3d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = BatchNorm3d
+    _expected_dims = BatchNorm3d._expected_dims
 
 
 class GroupNorm(Module):

@@ -9,7 +9,7 @@ from .module import Module
 
 __all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AdaptiveAvgPool3d",
-           "AdaptiveMaxPool3d", "AdaptiveMaxPool1d"]
+           "AdaptiveMaxPool3d", "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class MaxPool2d(Module):
@@ -191,3 +191,46 @@ class AdaptiveMaxPool1d(_AdaptivePool):
     def forward(self, input: Tensor):
         """Pool ``input``."""
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpoolNd(Module):
+    """The inverse of max pooling given its indices (zeros where no maximum came from)."""
+
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+
+        def sizes(v):
+            return tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * \
+                self._n
+
+        self.kernel_size = sizes(kernel_size)
+        self.stride = sizes(stride if stride is not None else kernel_size)
+        self.padding = sizes(padding)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        """Unpool ``input`` with the indices its max pooling returned."""
+        fn = getattr(F, f"max_unpool{self._n}d")
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool1d``."""
+
+    _n = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool2d``."""
+
+    _n = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The inverse of ``MaxPool3d``."""
+
+    _n = 3
