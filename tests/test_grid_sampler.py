@@ -1,23 +1,29 @@
 """``grid_sample`` and ``affine_grid`` against PyTorch, bit for bit.
 
-What is bit-exact by design (float32 and float64, on x86-64, where the replayed kernels were
+Bit-exact by design (float32 and float64, on x86-64, where the replayed kernels were
 measured): ``grid_sample``'s output and its input and grid gradients in every mode, padding
 and ``align_corners`` (PyTorch's CPU kernels replayed operation by operation:
 ``ops/grid_sampler_kernel.py``), and ``affine_grid``'s grid and theta gradient (PyTorch's
-linspace and bmm, with MKL's summation orders: ``ops/vision.py``). Both depend on the CPU code
-path PyTorch takes (``backend/cpu_capability.py``): the subprocess test runs both libraries
-under each ``ATEN_CPU_CAPABILITY`` and ``MKL_CBWR`` path this machine has and expects the same
-bits in each, except for the one sum order not replayed (MKL's SSE kernels, float64, K = 4
-long sums: 3-D affine gradients under ``MKL_CBWR=COMPATIBLE``), which must stay within
-PyTorch's own spread across those paths.
+linspace and bmm, with MKL's summation orders: ``ops/vision.py``); so the spatial-transformer
+tutorial's sampler, first batches included. PyTorch's bits depend on the CPU's SIMD level:
+its kernel build (``ATEN_CPU_CAPABILITY``; microtorch detects the same, checked against
+PyTorch here) and MKL's kernel family. Every comparison runs PyTorch in the same process, on
+the machine at hand, and ``test_other_simd_levels`` reruns both libraries under each level
+below this CPU's (an AVX2-only, a pre-AVX2 CPU), bit for bit too. Where MKL runs a kernel
+family microtorch does not detect (found at run time by running PyTorch's bmm: possible on
+another vendor's CPU), the grid and theta gradient take twice the rounding bound of a sum in
+any order (Higham's gamma_K times the sum of the absolute products) instead.
 
-Within tolerance, and why: on CUDA (PyTorch's CUDA kernels are another computation), in
-float16/bfloat16 (PyTorch rounds after every operation, we once), and second derivatives
-(``create_graph``: we differentiate the sampling composed of ops, PyTorch its own formula).
+Within tolerance, and why: on CUDA (PyTorch's CUDA kernels are another computation);
+PyTorch's own float16/bfloat16 kernel (it rounds after every operation; ours is its float32
+kernel rounded once, bit for bit); second derivatives (``create_graph``: we differentiate the
+sampling composed of ops, PyTorch its own formula); the tutorial's loss (``mse_loss``'s sum,
+whose order follows PyTorch's SIMD level).
 """
 
 from __future__ import annotations
 
+import functools
 import platform
 import warnings
 
@@ -281,25 +287,210 @@ SIZES = [(3, 1, 3, 4), (3, 2, 7, 9), (3, 1, 28, 28), (2, 1, 40, 33), (2, 1, 1, 7
          (2, 1, 60, 2), (2, 1, 3, 4, 5), (2, 1, 6, 7, 8), (2, 1, 1, 4, 4), (1, 1, 20, 30, 4)]
 
 
+def _affine_both(lib, theta, size, align, dtype):
+    """The grid and theta's gradient (upstream: fixed random weights) of one library."""
+    t = lib.tensor(theta.astype(dtype), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unit sizes with align_corners warn (both)
+        grid = lib.nn.functional.affine_grid(t, size, align)
+    w = np.random.default_rng(5).standard_normal(tuple(grid.shape)).astype(dtype)
+    (grid * lib.tensor(w)).sum().backward()
+    return [grid.detach().numpy(), t.grad.numpy()], w
+
+
+@functools.cache
+def _torch_mkl_family():
+    """The MKL kernel family PyTorch's bmm runs here, found by running it: the family whose
+    replayed sum order gives its bits on a long float32 product (None: none of those
+    microtorch replays)."""
+    from microtorch.ops import vision as V
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((1, 2, 1000)), rng.standard_normal((1, 1000, 3))
+    theirs = torch.bmm(torch.tensor(x, dtype=torch.float32),
+                       torch.tensor(y, dtype=torch.float32)).numpy()[0]
+    x32, y32 = x[0].astype(np.float32), y[0].astype(np.float32)
+    for family in ("AVX512", "AVX2", "SSE"):
+        ours = V._dot(np, x32.T[:, :, None], y32[:, None, :], family)
+        if np.array_equal(ours, theirs):
+            return family
+    return None
+
+
+def _sum_bound(dtype, terms, abs_sum):
+    """|ours - PyTorch's| for two sums of ``terms`` products in different orders: each within
+    gamma_K * sum |products| of the exact sum (Higham's bound), so twice that apart."""
+    u = float(np.finfo(dtype).eps) / 2
+    return 2 * terms * u / (1 - terms * u) * abs_sum
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("align", [False, True])
 def test_affine_grid_bit_for_bit(dtype, size, align):
     """Below and above the 400 multiply-adds where PyTorch's bmm leaves its plain loop for
-    MKL, 2-D and 3-D, unit sizes."""
+    MKL, 2-D and 3-D, unit sizes. The plain loop is bit-exact everywhere (x86); MKL's sums are
+    bit-exact where its kernel family is the one microtorch detects (``cpu_capability.mkl``;
+    checked by running PyTorch: on this CPU, and ``test_other_simd_levels`` checks every level
+    below it). On a CPU whose MKL runs another kernel (another vendor's dispatch), PyTorch's
+    bits are its own, and the comparison takes the rounding bound of a sum in any order."""
     rng = np.random.default_rng(list(size))
     theta = rng.standard_normal((size[0], 2, 3) if len(size) == 4 else (size[0], 3, 4))
-    outs = []
-    for lib in (mt, torch):
-        t = lib.tensor(theta.astype(dtype), requires_grad=True)
+    ours, w = _affine_both(mt, theta, size, align, dtype)
+    theirs, _ = _affine_both(torch, theta, size, align, dtype)
+    _assert_affine(ours, theirs, theta, w, size, align, dtype)
+
+
+def _mkl_exact() -> bool:
+    """Whether PyTorch's bmm here runs the MKL kernel family microtorch detects."""
+    return not X86 or _torch_mkl_family() == cpu_capability.mkl()
+
+
+def _assert_affine(ours, theirs, theta, w, size, align, dtype) -> None:
+    """affine_grid's grid and theta gradient (upstream ``w``) against PyTorch's: bit for bit
+    where its bmm runs the plain loop or the MKL family microtorch detects, else (another
+    MKL kernel) within twice the rounding bound of a sum in any order."""
+    from microtorch.ops import vision as V
+
+    k = len(size) - 1  # the base grid's columns: (x, y[, z], 1)
+    points = int(np.prod(size[2:]))
+    on_mkl = {V._family(np, k, points, k - 1), V._family(np, points, k, k - 1)} != {"plain"}
+    if _mkl_exact() or not on_mkl:
+        for u, v, what in zip(ours, theirs, ("grid", "theta gradient")):
+            _assert_same(u, v, what)
+        return
+    # the base grid (x, y[, z]) is the grid of the identity theta, exactly (sums with zeros)
+    eye = torch.eye(k - 1, k, dtype=getattr(torch, dtype)).expand(size[0], k - 1, k)
+    base = np.abs(TF.affine_grid(eye, size, align).numpy()[0].reshape(points, k - 1))
+    base = np.concatenate([base, np.ones((points, 1))], 1)  # (P, K)
+    grid_bound = (base @ np.abs(theta).transpose(0, 2, 1)).reshape(theirs[0].shape)
+    grad_bound = np.abs(w.reshape(size[0], points, k - 1)).transpose(0, 2, 1) @ base
+    for u, v, bound, terms, what in ((ours[0], theirs[0], grid_bound, k, "grid"),
+                                     (ours[1], theirs[1], grad_bound, points, "theta grad")):
+        tolerance = _sum_bound(dtype, terms, bound) + float(np.finfo(dtype).tiny)
+        np.testing.assert_array_less(np.abs(u.astype(float) - v), tolerance, err_msg=what)
+
+
+def _spatial_transformer(lib, weights, batches):
+    """The spatial-transformer tutorial's sampler on its first batches: theta from the
+    localisation net (whose last layer starts at the identity transform) for the first
+    batch, a given theta (as after training) for the next; affine_grid and grid_sample with
+    the defaults, a loss, backward. The images fed to grid_sample are their own leaf, so
+    that their gradient is the sampler's alone (the net's convolutions are not compared)."""
+    nn = lib.nn
+    loc = nn.Sequential(nn.Conv2d(1, 8, kernel_size=7), nn.MaxPool2d(2, stride=2), nn.ReLU(True),
+                        nn.Conv2d(8, 10, kernel_size=5), nn.MaxPool2d(2, stride=2),
+                        nn.ReLU(True))
+    fc_loc = nn.Sequential(nn.Linear(10 * 3 * 3, 32), nn.ReLU(True), nn.Linear(32, 3 * 2))
+    with lib.no_grad():
+        for p, value in zip([*loc.parameters(), *fc_loc.parameters()], weights):
+            p.copy_(lib.tensor(value))
+        fc_loc[2].weight.zero_()
+        fc_loc[2].bias.copy_(lib.tensor([1, 0, 0, 0, 1, 0], dtype=lib.float32))
+    results = []
+    for images, theta, target in batches:
+        x = lib.tensor(images)
+        if theta is None:
+            theta = fc_loc(loc(x).view(-1, 10 * 3 * 3)).view(-1, 2, 3)
+            theta.retain_grad()
+        else:
+            theta = lib.tensor(theta, requires_grad=True)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # unit sizes with align_corners warn (both)
-            grid = lib.nn.functional.affine_grid(t, size, align)
-        w = np.random.default_rng(5).standard_normal(tuple(grid.shape)).astype(dtype)
-        (grid * lib.tensor(w)).sum().backward()
-        outs.append([grid.detach().numpy(), t.grad.numpy()])
-    for u, v, what in zip(*outs, ("grid", "theta gradient")):
-        _assert_same(u, v, what)
+            warnings.simplefilter("ignore")  # the tutorial leaves align_corners at its default
+            grid = lib.nn.functional.affine_grid(theta, x.size())
+            grid.retain_grad()
+            img = lib.tensor(images, requires_grad=True)
+            out = lib.nn.functional.grid_sample(img, grid)
+        loss = lib.nn.functional.mse_loss(out, lib.tensor(target))
+        loss.backward()
+        results.append({"theta": theta.detach().numpy(), "grid": grid.detach().numpy(),
+                        "output": out.detach().numpy(), "loss": loss.detach().numpy(),
+                        "input gradient": img.grad.numpy(), "grid gradient": grid.grad.numpy(),
+                        "theta gradient": theta.grad.numpy()})
+    return results
+
+
+def test_spatial_transformer_tutorial():
+    """The tutorial's first two batches (64 MNIST-sized images): theta, grid, sampled images
+    and the gradients of the images, the grid and theta equal PyTorch's bit for bit (the
+    grid and theta's gradient through MKL's sums: bit for bit where PyTorch runs the MKL
+    family microtorch detects, else within the rounding bound of ``_assert_affine``)."""
+    torch.manual_seed(0)
+    net = [torch.nn.Conv2d(1, 8, 7), torch.nn.Conv2d(8, 10, 5), torch.nn.Linear(90, 32),
+           torch.nn.Linear(32, 6)]
+    weights = [p.detach().numpy().copy() for m in net for p in m.parameters()]
+    rng = np.random.default_rng(28)
+    batches = []
+    for b in range(2):
+        images = ((rng.uniform(0, 1, (64, 1, 28, 28)) - 0.1307) / 0.3081).astype(np.float32)
+        theta = None if b == 0 else (np.array([[1, 0, 0], [0, 1, 0]]) + 0.1 * rng.standard_normal(
+            (64, 2, 3))).astype(np.float32)
+        batches.append((images, theta, rng.standard_normal(images.shape).astype(np.float32)))
+    ours = _spatial_transformer(mt, weights, batches)
+    theirs = _spatial_transformer(torch, weights, batches)
+    for b, (u, v) in enumerate(zip(ours, theirs)):
+        _assert_same(u["theta"], v["theta"], f"batch {b}: theta")
+        _assert_affine([u["grid"], u["theta gradient"]], [v["grid"], v["theta gradient"]],
+                       v["theta"], v["grid gradient"], (64, 1, 28, 28), False, "float32")
+        if not _mkl_exact():
+            continue  # another grid: the sampling of the same grid is test_grid_sample_*'s
+        for what in ("output", "input gradient", "grid gradient"):
+            _assert_same(u[what], v[what], f"batch {b}: {what}")
+        # the loss is mse_loss's mean, whose sum order follows PyTorch's SIMD level (not this
+        # op's business): within the bound of a sum of positive terms in any order
+        bound = _sum_bound(np.float32, u["output"].size, float(v["loss"]))
+        assert abs(float(u["loss"]) - float(v["loss"])) <= bound, (b, u["loss"], v["loss"])
+
+
+def _both_ways(torch, dtype):
+    """microtorch's and PyTorch's results in this process (a worker of
+    ``tests/_torch_spread.py``, under another SIMD level): (what, ours, theirs) triples."""
+    import microtorch as mt
+
+    out = []
+    for size in SIZES[:4] + SIZES[6:8]:
+        for align in (False, True):
+            theta = np.random.default_rng(list(size)).standard_normal(
+                (size[0], 2, 3) if len(size) == 4 else (size[0], 3, 4))
+            ours, _ = _affine_both(mt, theta, size, align, dtype)
+            theirs, _ = _affine_both(torch, theta, size, align, dtype)
+            out += [(f"affine_grid {size} {align} {what}", u, v)
+                    for u, v, what in zip(ours, theirs, ("grid", "theta gradient"))]
+    rng = np.random.default_rng(4)
+    for mode, nd in CASES:
+        for padding in PADDINGS:
+            x = rng.standard_normal((2, 3, 5, 7) if nd == 2 else (2, 2, 3, 4, 5))
+            grid = _grid(rng, (2, 9, 11, 2) if nd == 2 else (2, 3, 4, 5, 3))
+            for align in (False, True):
+                results = []
+                for lib in (mt, torch):
+                    a = lib.tensor(x.astype(dtype), requires_grad=True)
+                    g = lib.tensor(grid.astype(dtype), requires_grad=True)
+                    o = lib.nn.functional.grid_sample(a, g, mode, padding, align)
+                    (o * o).sum().backward()
+                    results.append([o.detach().numpy(), a.grad.numpy(), g.grad.numpy()])
+                out += [(f"grid_sample {mode} {nd}-D {padding} {align} {what}", u, v)
+                        for u, v, what in zip(*results, ("output", "input grad", "grid grad"))]
+    return out
+
+
+def test_other_simd_levels(tmp_path_factory):
+    """PyTorch's kernels on the SIMD levels below this CPU's (``ATEN_CPU_CAPABILITY`` and
+    ``MKL_ENABLE_INSTRUCTIONS`` set as ``tests/_torch_spread.py`` does: what an AVX2-only or a
+    pre-AVX2 CPU runs): microtorch, run in the same process, follows them bit for bit."""
+    from _torch_spread import torch_configs, torch_elsewhere
+
+    if not X86:
+        pytest.skip("the SIMD levels are x86's")
+    levels = [name for name in torch_configs(torch) if name.endswith(" SIMD")]
+    if not levels:
+        pytest.skip("no SIMD level below this CPU's")
+    runs = torch_elsewhere(tmp_path_factory, "test_grid_sampler:_both_ways",
+                           [{"dtype": "float32"}, {"dtype": "float64"}])
+    for level in levels:
+        for case in runs[level]:
+            for what, u, v in case:
+                _assert_same(u, v, f"{level}: {what}")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
