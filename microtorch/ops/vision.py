@@ -98,7 +98,13 @@ def _dot(xp, x, y, family: str):
     runs one FMA chain from 0 per block and adds the block sums in order; its "AVX2" kernel
     runs two chains per block (even and odd terms), adds them, FMAs an odd block's last term
     onto that, and adds the block sums in order. Blocks run side by side, padded with zero
-    terms (which change no sum)."""
+    terms (which change no sum).
+
+    Not replayed (measured, MKL's AVX2 kernel only): in the grid's product (P rows of K = 3
+    or 4 terms), the 1 or 2 rows its 6-row kernel leaves over at the end of each row block
+    are summed without FMA, (x0 y0 + x2 y2) + (x1 y1 [+ x3 y3]), and the row blocks are cut
+    by a rule not determined (one block up to 240 rows; e.g. 169 + 72 for 241): those rows
+    can be an ulp off there (the test takes the rounding bound for them)."""
     if family in ("plain", "SSE"):
         return xp.cumsum(x * y, axis=0)[-1] + 0.0  # cumsum adds in order; + 0.0: 0 + first
     fma = cpu_capability.fma
