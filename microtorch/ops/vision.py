@@ -102,7 +102,8 @@ def _dot(xp, x, y, family: str):
 
     Not replayed (measured, MKL's AVX2 kernel only): in the grid's product (P rows of K = 3
     or 4 terms), the 1 or 2 rows its 6-row kernel leaves over at the end of each row block
-    are summed without FMA, (x0 y0 + x2 y2) + (x1 y1 [+ x3 y3]), and the row blocks are cut
+    are summed without FMA ((x0 y0 + x1 y1) + x2 y2 for K = 3, (x0 y0 + x2 y2) + (x1 y1 +
+    x3 y3) for K = 4), and the row blocks are cut
     by a rule not determined (one block up to 240 rows; e.g. 169 + 72 for 241): those rows
     can be an ulp off there (the test takes the rounding bound for them)."""
     if family in ("plain", "SSE"):
