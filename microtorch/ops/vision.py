@@ -98,14 +98,7 @@ def _dot(xp, x, y, family: str):
     runs one FMA chain from 0 per block and adds the block sums in order; its "AVX2" kernel
     runs two chains per block (even and odd terms), adds them, FMAs an odd block's last term
     onto that, and adds the block sums in order. Blocks run side by side, padded with zero
-    terms (which change no sum).
-
-    Not replayed (measured, MKL's AVX2 kernel only): in the grid's product (P rows of K = 3
-    or 4 terms), the 1 or 2 rows its 6-row kernel leaves over at the end of each row block
-    are summed without FMA ((x0 y0 + x1 y1) + x2 y2 for K = 3, (x0 y0 + x2 y2) + (x1 y1 +
-    x3 y3) for K = 4), and the row blocks are cut
-    by a rule not determined (one block up to 240 rows; e.g. 169 + 72 for 241): those rows
-    can be an ulp off there (the test takes the rounding bound for them)."""
+    terms (which change no sum)."""
     if family in ("plain", "SSE"):
         return xp.cumsum(x * y, axis=0)[-1] + 0.0  # cumsum adds in order; + 0.0: 0 + first
     fma = cpu_capability.fma
@@ -133,6 +126,35 @@ def _dot(xp, x, y, family: str):
     return np.cumsum(acc, axis=0)[-1]
 
 
+def _leftover_rows(m: int, mc: int = 96, mr: int = 6) -> list[int]:
+    """The rows of an (m, K) x (K, N) product that MKL's AVX2 kernel sums on its own (for
+    K = 3 and 4, measured with torch.bmm over m = 30 .. 4,000): it cuts the m rows into
+    blocks of ``mc`` = 96 while more than 2 mc remain, then the rest as one block, or as two
+    halves (the first rounded up) when over 1.5 mc (``_blocks``' cut, another threshold); its
+    kernel takes ``mr`` = 6 rows at a time, and a block's last 1 or 2 rows (not 3 to 5) go
+    through other code."""
+    bounds, start = [], 0
+    while m - start > 2 * mc:
+        bounds.append((start, start + mc))
+        start += mc
+    rest = m - start
+    half = start + -(-rest // 2)
+    bounds += [(start, half), (half, m)] if 2 * rest > 3 * mc else [(start, m)]
+    return [r for lo, hi in bounds if (hi - lo) % mr in (1, 2)
+            for r in range(hi - (hi - lo) % mr, hi)]
+
+
+def _avx2_leftovers(out, base, theta) -> None:
+    """Redo, in ``out`` (N, P, J) = base (P, K) theta^T, the rows MKL's AVX2 kernel leaves
+    over (``_leftover_rows``) as it sums them: rounded products, no FMA, (p0 + p1) + p2 for
+    K = 3 and (p0 + p2) + (p1 + p3) for K = 4 (its two accumulators)."""
+    rows = _leftover_rows(base.shape[0])
+    if not rows:
+        return
+    p = [base[rows, i][None, :, None] * theta[:, None, :, i] for i in range(base.shape[1])]
+    out[:, rows] = (p[0] + p[1]) + p[2] if len(p) == 3 else (p[0] + p[2]) + (p[1] + p[3])
+
+
 class AffineGridGenerator(Function):
     """``affine_grid_generator``: the base grid (P, K) times each theta^T, (N, P, J) -> the
     (N, *spatial, J) sampling grid; its backward base^T grad (N, K, J), transposed."""
@@ -150,8 +172,10 @@ class AffineGridGenerator(Function):
         p, k = base.shape
         t = ta.astype(work, copy=False)
         b = xp.asarray(base)  # grid[n, p, j] = sum over i of base[p, i] * theta[n, j, i]
-        out = _dot(xp, b.T[:, None, :, None], t.transpose(2, 0, 1)[:, :, None, :],
-                   _family(xp, k, p, k - 1))
+        family = _family(xp, k, p, k - 1)
+        out = _dot(xp, b.T[:, None, :, None], t.transpose(2, 0, 1)[:, :, None, :], family)
+        if family == "AVX2":
+            _avx2_leftovers(out, base, t)
         return out.astype(ta.dtype, copy=False).reshape(ta.shape[0], *spatial, k - 1)
 
     @staticmethod
