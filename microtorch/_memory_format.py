@@ -59,6 +59,14 @@ def check(fmt, fn: str = "contiguous") -> memory_format:
     return fmt
 
 
+def check_layout(lay, fn: str) -> None:
+    """Accept a factory's ``layout=`` argument: None or ``strided``, the one layout microtorch
+    stores (anything else raises PyTorch's TypeError)."""
+    if lay is not None and lay is not strided:
+        raise TypeError(f"{fn}(): argument 'layout' must be microtorch.layout, "
+                        f"not {type(lay).__name__}")
+
+
 def _element_strides(arr) -> tuple:
     return tuple(s // arr.itemsize for s in arr.strides)
 

@@ -498,53 +498,53 @@ class Tensor:
 
         return self.to(legacy_type_dtype(dtype))
 
-    def float(self) -> Tensor:
+    def float(self, memory_format=None) -> Tensor:
         """Converted to float32."""
-        return self.to(_dtype.float32)
+        return self.to(_dtype.float32, memory_format=memory_format)
 
-    def double(self) -> Tensor:
+    def double(self, memory_format=None) -> Tensor:
         """Converted to float64."""
-        return self.to(_dtype.float64)
+        return self.to(_dtype.float64, memory_format=memory_format)
 
-    def half(self) -> Tensor:
+    def half(self, memory_format=None) -> Tensor:
         """Converted to float16."""
-        return self.to(_dtype.float16)
+        return self.to(_dtype.float16, memory_format=memory_format)
 
-    def bfloat16(self) -> Tensor:
+    def bfloat16(self, memory_format=None) -> Tensor:
         """Converted to bfloat16."""
-        return self.to(_dtype.bfloat16)
+        return self.to(_dtype.bfloat16, memory_format=memory_format)
 
-    def cfloat(self) -> Tensor:
+    def cfloat(self, memory_format=None) -> Tensor:
         """Converted to complex64."""
-        return self.to(_dtype.complex64)
+        return self.to(_dtype.complex64, memory_format=memory_format)
 
-    def cdouble(self) -> Tensor:
+    def cdouble(self, memory_format=None) -> Tensor:
         """Converted to complex128."""
-        return self.to(_dtype.complex128)
+        return self.to(_dtype.complex128, memory_format=memory_format)
 
-    def long(self) -> Tensor:
+    def long(self, memory_format=None) -> Tensor:
         """Converted to int64."""
-        return self.to(_dtype.int64)
+        return self.to(_dtype.int64, memory_format=memory_format)
 
-    def int(self) -> Tensor:
+    def int(self, memory_format=None) -> Tensor:
         """Converted to int32."""
-        return self.to(_dtype.int32)
+        return self.to(_dtype.int32, memory_format=memory_format)
 
-    def short(self) -> Tensor:
+    def short(self, memory_format=None) -> Tensor:
         """Converted to int16."""
-        return self.to(_dtype.int16)
+        return self.to(_dtype.int16, memory_format=memory_format)
 
-    def char(self) -> Tensor:
+    def char(self, memory_format=None) -> Tensor:
         """Converted to int8."""
-        return self.to(_dtype.int8)
+        return self.to(_dtype.int8, memory_format=memory_format)
 
-    def byte(self) -> Tensor:
+    def byte(self, memory_format=None) -> Tensor:
         """Converted to uint8."""
-        return self.to(_dtype.uint8)
+        return self.to(_dtype.uint8, memory_format=memory_format)
 
-    def bool(self) -> Tensor:
+    def bool(self, memory_format=None) -> Tensor:
         """Converted to bool."""
-        return self.to(_dtype.bool_)
+        return self.to(_dtype.bool_, memory_format=memory_format)
 
     def type_as(self, other: Tensor) -> Tensor:
         """Converted to ``other``'s dtype."""

@@ -534,11 +534,12 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     first dims, or two lists), as one matrix product of the rearranged operands."""
     da, db = _tensordot_dims(a, b, dims)
     for i, j in zip(da, db):
-        # a size-1 dim broadcasts against the other, which is summed right away (PyTorch's)
+        # a size-1 dim broadcasts against the other, which is summed right away in its own
+        # dtype (PyTorch's; a plain sum would widen integers to int64)
         if a._data.shape[i] != b._data.shape[j] and b._data.shape[j] == 1:
-            a = a.sum(i, keepdim=True)
+            a = a.sum(i, keepdim=True, dtype=a.dtype)
         elif a._data.shape[i] != b._data.shape[j] and a._data.shape[i] == 1:
-            b = b.sum(j, keepdim=True)
+            b = b.sum(j, keepdim=True, dtype=b.dtype)
         elif a._data.shape[i] != b._data.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a._data.shape[i]} in dim {i} and second has size "
