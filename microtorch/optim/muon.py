@@ -179,4 +179,4 @@ class Muon(Optimizer):
             adjusted = _adjust_lr(lr, group["adjust_lr_fn"], p.shape)
             pa *= 1.0 - lr * weight_decay  # param.mul_(1 - lr * weight_decay)
             pa[...] = _fma(update.astype(pa.dtype), -adjusted, pa)  # param.add_(u, alpha=-lr)
-            p._vbox[0] += 2  # (two in-place writes, as PyTorch's step counts them)
+            p._vbox[0] += 1  # mul_ then add_: PyTorch counts two; Optimizer.step adds the other

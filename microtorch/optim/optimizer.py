@@ -32,6 +32,7 @@ import numpy as np
 
 from .._layout import SPARSE_DATA
 from .._tensor import SlotCount, Tensor, grad_epoch, only_grad_writes_since
+from .._user_warnings import warn_at_caller
 from ..autograd._profiler_record import state as _profiling
 from ..autograd.grad_mode import enable_grad
 from ..autograd.profiler import record_function
@@ -486,12 +487,12 @@ class Optimizer:
             if (record is not None and record[2] == epoch and record[0]() is g
                     and version != record[1] and only_grad_writes_since(g, record[1])):
                 self._stale_warned = True
-                warnings.warn(
+                warn_at_caller(
                     "optimizer.step() is applying a gradient that an earlier step() already "
                     "applied: it was accumulated into since, without zero_grad() (or "
                     "p.grad.zero_() / p.grad = None) in between, so old gradients are applied "
                     "again. Call optimizer.zero_grad() once per step.",
-                    StaleGradWarning, stacklevel=3)  # the caller of step()
+                    StaleGradWarning)  # the caller of step(), past the wrappers of step
                 consumed.clear()
                 return
             consumed[p] = (weakref.ref(g), version, epoch)
