@@ -555,9 +555,11 @@ def _cmd_bench_model(args: argparse.Namespace, out: str) -> int:
                             max_steps=args.max_steps)
     except ModelStudyError as exc:
         raise CLIError(str(exc)) from None
-    headline, *evidence = study.recommendation
-    print(headline, flush=True)
-    for line in evidence:
+    advice = study.results["recommendation"]
+    print(advice["headline"], flush=True)
+    if advice.get("memory"):
+        print(advice["memory"]["line"], flush=True)
+    for line in advice["evidence"]:
         print(f"  - {line}", flush=True)
     for defect in study.defects:
         print(f"DEFECT: {defect}", flush=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import SET_TO_NONE, STORAGES, gradient_storage_bytes, rows_on, setting_name
+from .memory_settings import is_plain
 
 __all__ = ["render_plots", "plot_model_study", "text_overlaps"]
 
@@ -289,7 +290,7 @@ def _plot_model_time(results: dict, path: Path) -> None:
               ("zero_grad", "zero_grad (µs)", 1), ("total", "whole step (ms)", 1e3))
     with _figure(len(ks), len(phases), row_height=3.3) as (fig, axes):
         for row, k in enumerate(ks):
-            rows = [r for r in results["timing"] if r["accum_steps"] == k]
+            rows = [r for r in results["timing"] if r["accum_steps"] == k and is_plain(r)]
             for col, (phase, label, unit) in enumerate(phases):
                 ax = axes[row][col]
 
@@ -310,7 +311,7 @@ def _plot_model_time(results: dict, path: Path) -> None:
 
 def _plot_model_memory(results: dict, path: Path) -> None:
     k = min(results["accum_steps"])
-    rows = [r for r in results["memory"] if r["accum_steps"] == k]
+    rows = [r for r in results["memory"] if r["accum_steps"] == k and is_plain(r)]
     leanest = min(rows, key=lambda r: (r["allocated_between_steps"], r["peak_of_step"]))
     size, unit = _byte_unit([p["bytes"] for r in rows for p in r["timeline"]]
                             + [r["peak_of_step"] for r in rows])
