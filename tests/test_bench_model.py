@@ -612,6 +612,26 @@ def test_plot_creates_its_folder_and_gradient_bytes_agree_with_the_report(
         f"{_bytes(4096)} |" in table
 
 
+def test_the_memory_settings_figure_is_drawn_when_they_were_measured(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from microtorch.bench import plots
+
+    results = synthetic_results(modes={"checkpoint": (40960, 12.7), "save_on_cpu": (65536, 10)})
+    _advice(results)
+    overlaps = {}
+    saved = plots._save
+
+    def keep(fig: object, path: Path) -> None:
+        overlaps[path.name] = plots.text_overlaps(fig)
+        saved(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    paths = ModelStudy(results).save(tmp_path)
+    assert [p.name for p in paths][-1] == "model_memory_settings.png"
+    assert overlaps["model_memory_settings.png"] == []
+    assert png_size(paths[-1])[0] >= 12 * DPI
+
+
 def test_write_outputs_rerenders_a_saved_model_study(tmp_path: Path) -> None:
     """The re-render line of benchmarks/README.md works on a ``--model`` results.json."""
     import microtorch.bench as b
