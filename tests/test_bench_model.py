@@ -77,6 +77,12 @@ def test_study_measures_every_setting_and_recommends(tmp_path: Path) -> None:
         else:  # zeroed in place, or kept in the flat buffer
             held = row["held_between_steps"]
             assert held["gradients"] + held["flat_buffer"] > 0
+    # save_on_cpu on the CPU keeps every saved value where it is: the same peak, counted
+    # exactly both ways (the arrays ops keep for backward, such as conv's columns, included).
+    for k in (1, 2):
+        peaks = {r["memory"]: r["peak_of_step"] for r in memory if r["accum_steps"] == k
+                 and r["set_to_none"] and r["storage"] == "default"}
+        assert peaks["save_on_cpu"] == peaks["plain"]
     # Same weights, same batches: every setting trains bit-identically.
     assert study.defects == []
     assert len({tuple(r["losses"]) for r in timing if r["accum_steps"] == 1}) == 1
