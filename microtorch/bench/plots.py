@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import SET_TO_NONE, STORAGES, gradient_storage_bytes, rows_on, setting_name
-from .memory_settings import is_plain
+from .memory_settings import MIN_PEAK_CUT, is_plain
 
 __all__ = ["render_plots", "plot_model_study", "text_overlaps"]
 
@@ -374,7 +374,7 @@ def _plot_memory_settings(results: dict, path: Path) -> None:
             by_name = {_short_name(r): r for r in rows if r["accum_steps"] == k}
             color = WINDOW_COLORS[i % len(WINDOW_COLORS)]
             peak_ax.bar(xs, [by_name[n]["peak_of_step"] / size for n in order], width,
-                        color=color, label=f"K={k} micro-batches per step")
+                        color=color, label=f"K={k} (micro-batches per step)")
             stats = [timing[(n, k)] for n in order]
             medians = [s["median_us"] / k / 1e3 for s in stats]
             below = [(s["median_us"] - s.get("ci_low_us", s["q1_us"])) / k / 1e3 for s in stats]
@@ -392,7 +392,7 @@ def _plot_memory_settings(results: dict, path: Path) -> None:
         chosen = advice.get("setting")
         fig.suptitle(f"{results['model']}: memory settings against the plain run; "
                      + (f"recommended: {setting_name(chosen)}" if chosen
-                        else "none cuts the peak enough to recommend"))
+                        else f"none cuts the peak by {MIN_PEAK_CUT:.0%}"))
         _legend(fig, peak_ax.get_legend_handles_labels()[0])
         _save(fig, path)
 
