@@ -696,10 +696,12 @@ def test_cli_study_writes_results_report_and_readable_pngs(tmp_path: Path) -> No
     assert err[0].startswith("bench --model: expected about ")
     assert sum("memory: K=" in line for line in err) == 2 * (2 * 3 + 2)
     assert err[-1].startswith("bench --model [") and err[-1].endswith("done")
-    assert sorted(p.name for p in out.iterdir()) == ["model_memory.png", "model_time.png",
-                                                     "report.md", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["model_memory.png",
+                                                     "model_memory_settings.png",
+                                                     "model_time.png", "report.md",
+                                                     "results.json"]
     assert (out / "report.md").read_text().splitlines()[2].startswith("**Use set_to_none=")
-    for name in ("model_memory.png", "model_time.png"):
+    for name in ("model_memory.png", "model_memory_settings.png", "model_time.png"):
         assert png_size(out / name)[0] >= 1200
 
 
