@@ -75,8 +75,7 @@ class Node:
         self._saved = values
         if tracking.on:  # an array an op keeps (conv's columns) counts like a tensor's buffer
             for v in values:
-                if v is not None and not isinstance(v, (Tensor, int, float, bool)) and hasattr(
-                        v, "nbytes") and hasattr(v, "base"):
+                if type(v).__name__ == "ndarray":  # (NumPy scalars cannot be weakly held)
                     backend_of(v).memory.register(v)
         # The version of each saved tensor now, to detect later in-place changes (None: no
         # tensor among the values, only numbers or arrays: nothing to check).
