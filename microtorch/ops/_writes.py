@@ -10,7 +10,11 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from .._layout import SPARSE_DATA
 from ..autograd import forward_mode, saved, views
+from ..autograd._profiler_record import PROCEED as _PROCEED
+from ..autograd._profiler_record import inplace as _profiler_inplace
+from ..autograd._profiler_record import state as _profiling
 from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
 from . import indexing
@@ -107,6 +111,10 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
     view: record the write on its base, ``autograd.views.rebase``). Only a ``fill`` (one
     value everywhere) may write into an expanded tensor, as in PyTorch."""
     res = result._data
+    if type(res) in SPARSE_DATA or type(self._data) in SPARSE_DATA:
+        from .sparse_dispatch import write_sparse
+
+        return write_sparse(self, result)
     _check_cast(res.dtype, self._data.dtype)
     if not fill:
         assert_no_internal_overlap(self._data)
@@ -143,8 +151,12 @@ def _frozen(self: Tensor) -> Tensor:
 
 def _inplace(op):
     """The in-place form of an out-of-place op: compute, then write into self."""
+    event = "aten::" + op.__name__ + "_"
 
     def method(self: Tensor, *args, **kwargs) -> Tensor:
+        if _profiling.active and (out := _profiler_inplace(
+                event, method, (self, *args), kwargs)) is not _PROCEED:
+            return out
         if _check_inplace(self, *args):
             return _write(self, op(_frozen(self), *args, **kwargs))
         with no_grad():
@@ -157,12 +169,26 @@ def _inplace(op):
 
 def _ufunc_inplace(name, op):
     """An in-place arithmetic op that writes straight into self's buffer when not recording."""
+    event = "aten::" + op.__name__ + "_"
+    with_alpha = name != "multiply"  # (PyTorch's add_/sub_ take alpha, mul_ does not)
 
     def method(self: Tensor, other, *, alpha=1) -> Tensor:
+        if _profiling.active and (out := _profiler_inplace(
+                event, method, (self, other), {"alpha": alpha} if with_alpha else {}
+        )) is not _PROCEED:
+            return out
         if _check_inplace(self, other):
             kwargs = {"alpha": alpha} if alpha != 1 else {}
             return _write(self, op(_frozen(self), other, **kwargs))
         arr = self._data
+        if (type(arr) is not np.ndarray or isinstance(other, Tensor) and type(other._data)
+                is not np.ndarray) and _sparse_operand(self, other):
+            if name in ("add", "subtract") and type(arr) not in SPARSE_DATA:
+                from .sparse_dispatch import add_into  # dense += sparse: only its entries
+
+                return add_into(self, other, -alpha if name == "subtract" else alpha)
+            with no_grad():  # (a sparse kernel's out-of-place result, stored into self)
+                return _write(self, op(self, other, **({"alpha": alpha} if alpha != 1 else {})))
         _, xb, dt = promote_operands(self, other)
         _check_cast(dt, arr.dtype)
         assert_no_internal_overlap(arr)
@@ -208,8 +234,21 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     return self
 
 
+def _sparse_operand(self: Tensor, other) -> bool:
+    return type(self._data) in SPARSE_DATA or (isinstance(other, Tensor)
+                                               and type(other._data) in SPARSE_DATA)
+
+
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
+    if _profiling.active and (out := _profiler_inplace(
+            "aten::zero_", zero_, (self,), {})) is not _PROCEED:
+        return out
+    if type(self._data) in SPARSE_DATA:
+        _check_inplace(self)
+        from .sparse_dispatch import zero_sparse
+
+        return zero_sparse(self)
     if _check_inplace(self) and (self.requires_grad or self._fw_tangents):
         return _write(self, self * 0, fill=True)
     if saved.writes.count:
@@ -221,6 +260,13 @@ def zero_(self: Tensor) -> Tensor:
 
 def fill_(self: Tensor, value) -> Tensor:
     """Fill with ``value`` in place."""
+    if type(self._data) in SPARSE_DATA:
+        from .sparse_dispatch import unsupported
+
+        raise unsupported("fill_.Scalar", (self,))
+    if _profiling.active and (out := _profiler_inplace(
+            "aten::fill_", fill_, (self, value), {})) is not _PROCEED:
+        return out
     if is_scalar(value) and value == 0:
         return zero_(self)
     if isinstance(value, Tensor):  # PyTorch's fill_ with a tensor is a copy: no overlaps
@@ -237,6 +283,9 @@ def fill_(self: Tensor, value) -> Tensor:
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, converted, possibly from another device) into self."""
+    if _profiling.active and (out := _profiler_inplace(
+            "aten::copy_", copy_, (self, src), {"non_blocking": non_blocking})) is not _PROCEED:
+        return out
     check_copy_source(self, src)
     assert_no_internal_overlap(self._data)
     if _check_inplace(self, src):
