@@ -1,6 +1,6 @@
 """A model file for ``microtorch bench --model``: a small CNN on 28x28 images.
 
-    microtorch bench --model benchmarks/study_cnn.py --out benchmarks/results/study_cnn
+    microtorch bench --model benchmarks/study_cnn.py --quick --out benchmarks/results/study_cnn
 
 ``model()`` builds the network, ``batch()`` returns one micro-batch (inputs, targets);
 ``optimizer(params)`` is optional (SGD with lr 0.01 when absent), as is ``loss``.

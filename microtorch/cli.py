@@ -170,15 +170,18 @@ def build_parser() -> argparse.ArgumentParser:
                            "module:function returning an object with these) defines model() -> "
                            "nn.Module and batch() -> (inputs, targets), optionally loss(output, "
                            "target) (default cross-entropy) and optimizer(params) (default SGD, "
-                           "lr 0.01); every set_to_none x storage setting is timed (forward, "
-                           "backward, step, zero_grad) and measured (memory), and the study "
-                           "recommends one setting (the recommendation is printed first)")
-    size.add_argument("--quick", action="store_true",
-                      help="the same cases with fewer repetitions and a 20 x (1024, 1024) "
-                           "large case (every contender's gradients within 1 GB): at most half "
-                           "the full run's time "
-                           "(each run prints its own estimate, calibrated on this machine, "
-                           "before it starts)")
+                           "lr 0.01); every set_to_none x storage setting and every memory "
+                           "setting (activation checkpointing per top-level child, save_on_cpu) "
+                           "is timed (forward, backward, step, zero_grad) and measured (memory), "
+                           "and the study recommends a setting and a way to lower the peak (the "
+                           "recommendation is printed first)")
+    be.add_argument("--quick", action="store_true",
+                    help="the same cases with fewer repetitions and a 20 x (1024, 1024) "
+                         "large case (every contender's gradients within 1 GB): at most half "
+                         "the full run's time; with --model: windows 1,4 and 5 to 20 timed "
+                         "steps per setting "
+                         "(each run prints its own estimate, calibrated on this machine, "
+                         "before it starts)")
     size.add_argument("--tiny", action="store_true",
                       help="toy sizes that run in seconds, for tests; the numbers mean nothing")
     be.add_argument("--out", metavar="DIR", default=None,
@@ -191,13 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--precision", type=_fraction, default=0.02,
                     help="with --model: time each setting until its median step is known to "
                          "this fraction either side (95 %% bootstrap interval)")
-    be.add_argument("--min-steps", type=_positive_int, default=10,
-                    help="with --model: timed steps per setting at least (after a warm-up)")
-    be.add_argument("--max-steps", type=_positive_int, default=50,
-                    help="with --model: timed steps per setting at most, precise or not")
-    be.add_argument("--accum-steps", type=_positive_int_list, default=[1, 4, 8],
+    be.add_argument("--min-steps", type=_positive_int, default=None,
+                    help="with --model: timed steps per setting at least (after a warm-up; "
+                         "10, with --quick 5)")
+    be.add_argument("--max-steps", type=_positive_int, default=None,
+                    help="with --model: timed steps per setting at most, precise or not (50, "
+                         "with --quick 20)")
+    be.add_argument("--accum-steps", type=_positive_int_list, default=None,
                     metavar="K[,K...]",
-                    help="with --model: gradient-accumulation windows to study")
+                    help="with --model: gradient-accumulation windows to study (1,4,8, with "
+                         "--quick 1,4)")
+    be.add_argument("--checkpoint-segments", type=_positive_int, default=None, metavar="N",
+                    help="with --model: also measure checkpoint_sequential(model, N) (the "
+                         "model must be an nn.Sequential; N >= 2)")
     be.add_argument("--no-torch", action="store_true",
                     help="measure microtorch alone even if PyTorch is installed")
     be.add_argument("--torch-threads", type=_positive_int, default=None, metavar="N",
@@ -493,6 +502,15 @@ def _bench_out(args: argparse.Namespace) -> str:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.quick and args.tiny:
+        raise CLIError("--quick and --tiny are two sizes of the run: give one")
+    if not args.model:
+        given = [f"--{name.replace('_', '-')}" for name in ("min_steps", "max_steps",
+                                                            "accum_steps",
+                                                            "checkpoint_segments")
+                 if getattr(args, name) is not None]
+        if given:
+            raise CLIError(f"{', '.join(given)}: only with --model FILE.py")
     out = _bench_out(args)
     check_output_path(out, "--out", directory=True)
     # A bad --device fails before anything is announced.
@@ -545,19 +563,29 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_bench_model(args: argparse.Namespace, out: str) -> int:
     """``microtorch bench --model FILE.py``: the set_to_none study of the user's model; the
     recommendation first, then its evidence, defects, and where the files went."""
-    from .bench.model_study import ModelStudyError, study_model
+    from .bench.model_study import QUICK, ModelStudyError, StudyPlan, study_model
 
     device = "cuda" if args.device == "auto" and mt.cuda.is_available() else (
         "cpu" if args.device == "auto" else args.device)
+    plan = QUICK if args.quick else StudyPlan()
+
+    def pick(given: Any, default: Any) -> Any:
+        return default if given is None else given
+
     try:
-        study = study_model(args.model, device=device, accum_steps=args.accum_steps,
-                            precision=args.precision, min_steps=args.min_steps,
-                            max_steps=args.max_steps)
+        study = study_model(args.model, device=device,
+                            accum_steps=pick(args.accum_steps, plan.accum_steps),
+                            precision=args.precision,
+                            min_steps=pick(args.min_steps, plan.min_steps),
+                            max_steps=pick(args.max_steps, plan.max_steps),
+                            checkpoint_segments=args.checkpoint_segments)
     except ModelStudyError as exc:
         raise CLIError(str(exc)) from None
-    headline, *evidence = study.recommendation
-    print(headline, flush=True)
-    for line in evidence:
+    advice = study.results["recommendation"]
+    print(advice["headline"], flush=True)
+    if advice.get("memory"):
+        print(advice["memory"]["line"], flush=True)
+    for line in advice["evidence"]:
         print(f"  - {line}", flush=True)
     for defect in study.defects:
         print(f"DEFECT: {defect}", flush=True)

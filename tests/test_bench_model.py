@@ -1,5 +1,6 @@
-"""``microtorch bench --model``: the set_to_none study of a user's own model, its report and
-figures, and its one-line errors; plus the output-path checks of ``train`` and ``bench``."""
+"""``microtorch bench --model``: the set_to_none and memory-settings study of a user's own
+model, its report and figures, and its one-line errors; plus the output-path checks of
+``train`` and ``bench``."""
 
 from __future__ import annotations
 
@@ -56,7 +57,10 @@ FAST = {"min_steps": 2, "max_steps": 3, "show_progress": False}
 def test_study_measures_every_setting_and_recommends(tmp_path: Path) -> None:
     study = study_model(str(write(tmp_path, "net.py", TINY_MODEL)), accum_steps=(1, 2), **FAST)
     timing, memory = study.results["timing"], study.results["memory"]
-    assert len(timing) == len(memory) == 2 * 2 * 3  # K x set_to_none x storage
+    # K x (set_to_none x storage, then checkpoint per child and save_on_cpu)
+    assert len(timing) == len(memory) == 2 * (2 * 3 + 2)
+    assert study.results["memory_settings"] == ["checkpoint", "save_on_cpu"]
+    assert [r["memory"] for r in timing[:8]] == ["plain"] * 6 + ["checkpoint", "save_on_cpu"]
     for row in timing:
         assert set(row["times"]) == {"forward", "backward", "step", "zero_grad", "total",
                                      "other"}
@@ -73,6 +77,12 @@ def test_study_measures_every_setting_and_recommends(tmp_path: Path) -> None:
         else:  # zeroed in place, or kept in the flat buffer
             held = row["held_between_steps"]
             assert held["gradients"] + held["flat_buffer"] > 0
+    # save_on_cpu on the CPU keeps every saved value where it is: the same peak, counted
+    # exactly both ways (the arrays ops keep for backward, such as conv's columns, included).
+    for k in (1, 2):
+        peaks = {r["memory"]: r["peak_of_step"] for r in memory if r["accum_steps"] == k
+                 and r["set_to_none"] and r["storage"] == "default"}
+        assert peaks["save_on_cpu"] == peaks["plain"]
     # Same weights, same batches: every setting trains bit-identically.
     assert study.defects == []
     assert len({tuple(r["losses"]) for r in timing if r["accum_steps"] == 1}) == 1
@@ -147,6 +157,143 @@ def test_a_setting_that_changes_only_the_weights_is_a_defect(tmp_path: Path) -> 
     other = [[np.zeros(3, np.float32)], [np.full(3, 1e-7, np.float32)]]
     assert _defects(rows, same) == []
     assert "ends with other weights" in _defects(rows, other)[0]
+
+
+# ------------------------------------------------------------------------ memory settings
+
+# Four blocks whose activations (a batch of 256 rows) outweigh their weights: checkpointing
+# them must show in the peak. Dropout: the recomputation must draw the forward's masks.
+BLOCKS_MODEL = """
+    import microtorch as torch
+    from microtorch import nn
+
+    def block():
+        return nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Dropout(0.25), nn.Linear(32, 16),
+                             nn.Tanh())
+
+    def model():
+        return nn.Sequential(block(), block(), block(), block(), nn.Linear(16, 3))
+
+    def batch():
+        return (torch.randn(256, 16, device=DEVICE),
+                torch.randint(0, 3, (256,), device=DEVICE))
+"""
+
+
+def _blocks(tmp_path: Path, device: str = "cpu") -> str:
+    return str(write(tmp_path, "blocks.py", BLOCKS_MODEL.replace("DEVICE", repr(device))))
+
+
+def _row(rows: list[dict], memory: str, k: int = 1) -> dict:
+    return next(r for r in rows if r["memory"] == memory and r["accum_steps"] == k
+                and r["set_to_none"] and r["storage"] == "default")
+
+
+def test_checkpointing_lowers_the_measured_peak_of_a_model_with_blocks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str) -> None:
+    """Exact memory statistics (microtorch's CPU counters, CuPy's pool on CUDA): checkpointing
+    each of the 4 blocks, or 2 segments of them, lowers the peak of a step and holds the same
+    bytes between steps; save_on_cpu lowers the device's peak on CUDA and changes nothing on
+    the CPU (saved tensors are in host memory already). Every setting trains bit-identically
+    (losses, final weights, and the gradients of one more window)."""
+    from microtorch.bench import model_study
+
+    monkeypatch.setattr(model_study, "_clock", _FakeClock(1e-3))  # fast, steady
+    study = study_model(_blocks(tmp_path, device), device=device, accum_steps=(1, 2),
+                        checkpoint_segments=2, **FAST)
+    assert study.defects == []
+    assert study.results["memory_settings"] == ["checkpoint", "segments", "save_on_cpu"]
+    memory = study.results["memory"]
+    for k in (1, 2):
+        plain = _row(memory, "plain", k)
+        for mode in ("checkpoint", "segments"):
+            row = _row(memory, mode, k)
+            assert row["peak_of_step"] < plain["peak_of_step"]
+            assert row["allocated_between_steps"] == plain["allocated_between_steps"]
+        saved = _row(memory, "save_on_cpu", k)["peak_of_step"]
+        if device == "cpu":
+            assert saved == plain["peak_of_step"]
+        else:
+            assert saved < plain["peak_of_step"]
+    assert _row(memory, "checkpoint")["children"] == 5
+    assert _row(memory, "segments")["segments"] == 2
+    # The lowest peak of the memory settings at K=1, with its cut and its step-time change.
+    lowest = min((r for r in memory if r["accum_steps"] == 1 and r["memory"] != "plain"),
+                 key=lambda r: r["peak_of_step"])
+    advice = study.results["recommendation"]["memory"]
+    assert advice["setting"]["memory"] == lowest["memory"]
+    line = study.recommendation[1]
+    assert line == advice["line"] and line.startswith("To lower the peak of a step (K=1): ")
+    cut = 1 - lowest["peak_of_step"] / _row(memory, "plain")["peak_of_step"]
+    assert f"peak {-cut:+.0%}" in line and ", step +" in line
+    assert "Accumulating 2 micro-batches per optimizer step instead of 1: peak" in line
+    assert ("save_on_cpu changes little on the CPU" in line) == (device == "cpu")
+    markdown = study.to_markdown()
+    assert markdown.splitlines()[4] == f"**{line}**"
+    table = markdown.split("## Time for memory")[1].split("## Time per step")[0]
+    for name in ("| 1 | plain |", "| 1 | checkpoint per child (5 children) |",
+                 "| 1 | checkpoint_sequential, 2 segments |", "| 2 | save_on_cpu |"):
+        assert name in table
+    assert "checkpoint_sequential, 2 segments" in markdown.split("## Time per step")[1]
+
+
+def test_checkpointed_gradients_are_bit_identical_to_the_plain_run(tmp_path: Path,
+                                                                    device: str) -> None:
+    """The gradients the study compares: each memory setting's equal the plain run's bit for
+    bit on the same window (dropout included: the recomputation replays the forward's
+    masks)."""
+    from microtorch.bench.model_study import _Setting, _window
+
+    spec = load_model_spec(_blocks(tmp_path, device))
+    dev = str(mt.empty(0, device=device).device)
+    window = _window(spec, dev, 2, 0)
+    grads = {mode: _Setting(spec, dev, "default", True, mode, 3).gradients(2, 0, window)
+             for mode in ("plain", "checkpoint", "segments", "save_on_cpu")}
+    assert all(g is not None for g in grads["plain"])
+    for mode, got in grads.items():
+        assert len(got) == len(grads["plain"])
+        for a, b in zip(got, grads["plain"]):
+            assert a.dtype == b.dtype and np.array_equal(a, b), mode
+
+
+def test_gradients_that_differ_are_a_defect() -> None:
+    from microtorch.bench.model_study import _defects
+
+    rows = [{"set_to_none": True, "storage": "default", "accum_steps": 1, "losses": [1.0],
+             "memory": m, "children": 4} for m in ("plain", "checkpoint")]
+    weights = [[np.zeros(3, np.float32)]] * 2
+    same = [[np.ones(3, np.float32)], [np.ones(3, np.float32)]]
+    other = [[np.ones(3, np.float32)], [np.full(3, 1.0 + 2.0 ** -20, np.float32)]]
+    assert _defects(rows, weights, same) == []
+    found = _defects(rows, weights, other)
+    assert found == ["K=1: checkpoint per child (4 children) gives other gradients than "
+                     "set_to_none=True, default (parameter 0) on the same batches and weights: "
+                     "they must be bit-identical"]
+
+
+def test_bad_checkpoint_segments_are_refused(tmp_path: Path) -> None:
+    blocks = _blocks(tmp_path)
+    net = {"model": lambda: mt.nn.Linear(2, 2),
+           "batch": lambda: (mt.zeros(1, 2), mt.zeros(1, dtype=mt.int64))}
+    for spec, segments, message in (
+            (blocks, 1, "at least 2, got 1 .*one segment checkpoints nothing"),
+            (blocks, 2.5, "an integer of at least 2"),
+            (blocks, 6, "the model has only 5 children"),
+            (net, 2, "checkpoint_sequential runs an nn.Sequential's children in segments, but "
+                     r"model\(\) returned a Linear")):
+        with pytest.raises(ModelStudyError, match=message):
+            study_model(spec, accum_steps=(1,), checkpoint_segments=segments, **FAST)
+
+
+def test_a_model_without_children_is_not_checkpointed_and_says_so() -> None:
+    spec = {"model": lambda: mt.nn.Linear(4, 3),
+            "batch": lambda: (mt.randn(2, 4), mt.randint(0, 3, (2,)))}
+    study = study_model(spec, accum_steps=(1,), **FAST)
+    assert study.results["memory_settings"] == ["save_on_cpu"]
+    assert study.results["memory_settings_left_out"] == ["checkpoint"]
+    assert {r["memory"] for r in study.results["timing"]} == {"plain", "save_on_cpu"}
+    assert "Checkpointing per child was not measured: the model has no child modules." in \
+        study.recommendation
 
 
 # ------------------------------------------------------------------- when the timing stops
@@ -244,9 +391,12 @@ def test_a_model_that_switches_timing_choice_on_is_refused(tmp_path: Path,
 
 def synthetic_results(step_ms: dict[tuple[bool, str], float] | None = None, noise: float = 0.01,
                       seed: int = 0, load: float = 0.5, n: int = 30,
-                      defects: list[str] | None = None) -> dict:
+                      defects: list[str] | None = None,
+                      modes: dict[str, tuple[int, float]] | None = None) -> dict:
     """Results of a model study with the given median step per setting (10 ms unless given),
-    timing noise and load, and the memory of a model whose gradients take 4 KiB."""
+    timing noise and load, and the memory of a model whose gradients take 4 KiB; ``modes``:
+    memory settings, each with its peak of a step (the plain run's: 65536 bytes) and median
+    step in ms."""
     from microtorch.bench.measure import machine_info, summarize
 
     rng = np.random.default_rng(seed)
@@ -275,6 +425,17 @@ def synthetic_results(step_ms: dict[tuple[bool, str], float] | None = None, nois
                                "timeline": [{"step": s, "phase": p, "bytes": 8192}
                                             for s in (0, 1) for p in
                                             ("forward", "backward", "step", "zero_grad")]})
+        for mode, (peak, ms) in (modes or {}).items():
+            fields = {"set_to_none": True, "storage": "default", "accum_steps": k,
+                      "memory": mode, **({"children": 4} if mode == "checkpoint" else {})}
+            total = ms * k * 1e-3 * (1 + noise * rng.standard_normal(n))
+            times = {p: summarize(total * 0.2) for p in ("forward", "backward", "step",
+                                                           "zero_grad", "other")}
+            timing.append({**fields, "steps": n, "times": {**times, "total": summarize(total)},
+                           "losses": [1.0] * (n + 1)})
+            memory.append({**fields, "held_between_steps": memory[0]["held_between_steps"],
+                           "allocated_between_steps": 8192, "peak_of_step": peak,
+                           "timeline": memory[0]["timeline"]})
     machine = {**machine_info(), "cores": 2}
     return {"kind": "model_study", "model": "synthetic.py", "device": "cpu",
             "accum_steps": [1, 4], "precision": 0.02, "min_steps": 10, "max_steps": 50,
@@ -367,7 +528,42 @@ def test_a_study_on_a_busy_machine_says_so_first_and_times_the_minimum(
     assert not study.results["recommendation"]["speed_judged"]
     assert "so speed was not judged" in study.recommendation[0]
     assert "the minimum of steps only: the machine was busy" in " ".join(study.recommendation)
-    assert study.to_markdown().splitlines()[4].startswith("> The machine was busy")
+    top = study.to_markdown().splitlines()
+    assert top[4] == f"**{study.recommendation[1]}**"  # the memory line, then the warning
+    assert "(busy machine: not judged)" in top[4] or "keep the plain run" in top[4]
+    assert top[6].startswith("> The machine was busy")
+
+
+def test_the_lowest_peak_is_recommended_with_its_step_cost() -> None:
+    """The rule on exact bytes: of the memory settings cutting the peak by 10 % or more, the
+    lowest; its step time is stated with the verdict of the intervals, never vetoing it."""
+    modes = {"checkpoint": (40960, 12.7), "segments": (45056, 11.0),
+             "save_on_cpu": (65536, 10.1)}
+    for seed in range(3):
+        advice = _advice(synthetic_results(modes=modes, seed=seed))["memory"]
+        assert advice["setting"] == {"memory": "checkpoint", "children": 4}
+        assert advice["line"].startswith(
+            "To lower the peak of a step (K=1): checkpoint per child (4 children): peak -38% "
+            "(64.0 KiB → 40.0 KiB), step +27% (measurably slower).")
+        assert "save_on_cpu changes little on the CPU" in advice["line"]
+        assert "Accumulating 4 micro-batches per optimizer step instead of 1: peak +0%" in \
+            advice["line"]
+
+
+def test_a_small_cut_keeps_the_plain_run_and_a_busy_machine_judges_no_time() -> None:
+    advice = _advice(synthetic_results(modes={"checkpoint": (61440, 15.0)}))["memory"]
+    assert advice["setting"] is None
+    assert advice["line"].startswith("No memory setting lowers the peak of a step by 10% or "
+                                      "more at K=1: keep the plain run (best: checkpoint per "
+                                      "child (4 children), peak -6%")
+    busy = _advice(synthetic_results(modes={"checkpoint": (32768, 15.0)}, load=6.0))["memory"]
+    assert busy["setting"] == {"memory": "checkpoint", "children": 4}
+    assert "step +50% (busy machine: not judged)" in busy["line"]
+    assert "time per micro-batch" not in busy["line"]
+    results = synthetic_results(modes={"checkpoint": (32768, 15.0)}, defects=["K=1: x"])
+    assert _advice(results)["memory"]["setting"] is None
+    # Results saved before memory settings were measured: no memory line, nothing breaks.
+    assert _advice(synthetic_results())["memory"] is None
 
 
 def test_a_defect_leaves_nothing_to_recommend() -> None:
@@ -420,6 +616,26 @@ def test_plot_creates_its_folder_and_gradient_bytes_agree_with_the_report(
     table = ModelStudy(results).to_markdown().split("## Memory")[1]
     assert f"| 1 | set_to_none=True, flat | {_bytes(flat['allocated_between_steps'])} | " \
         f"{_bytes(4096)} |" in table
+
+
+def test_the_memory_settings_figure_is_drawn_when_they_were_measured(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from microtorch.bench import plots
+
+    results = synthetic_results(modes={"checkpoint": (40960, 12.7), "save_on_cpu": (65536, 10)})
+    _advice(results)
+    overlaps = {}
+    saved = plots._save
+
+    def keep(fig: object, path: Path) -> None:
+        overlaps[path.name] = plots.text_overlaps(fig)
+        saved(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    paths = ModelStudy(results).save(tmp_path)
+    assert [p.name for p in paths][-1] == "model_memory_settings.png"
+    assert overlaps["model_memory_settings.png"] == []
+    assert png_size(paths[-1])[0] >= 12 * DPI
 
 
 def test_write_outputs_rerenders_a_saved_model_study(tmp_path: Path) -> None:
@@ -478,12 +694,14 @@ def test_cli_study_writes_results_report_and_readable_pngs(tmp_path: Path) -> No
     # Redirected (not a terminal): the estimate first, then lines to the end.
     err = proc.stderr.splitlines()
     assert err[0].startswith("bench --model: expected about ")
-    assert sum("memory: K=" in line for line in err) == 2 * 2 * 3
+    assert sum("memory: K=" in line for line in err) == 2 * (2 * 3 + 2)
     assert err[-1].startswith("bench --model [") and err[-1].endswith("done")
-    assert sorted(p.name for p in out.iterdir()) == ["model_memory.png", "model_time.png",
-                                                     "report.md", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["model_memory.png",
+                                                     "model_memory_settings.png",
+                                                     "model_time.png", "report.md",
+                                                     "results.json"]
     assert (out / "report.md").read_text().splitlines()[2].startswith("**Use set_to_none=")
-    for name in ("model_memory.png", "model_time.png"):
+    for name in ("model_memory.png", "model_memory_settings.png", "model_time.png"):
         assert png_size(out / name)[0] >= 1200
 
 
@@ -514,6 +732,40 @@ def test_bad_model_files_are_one_line_errors_and_write_nothing(tmp_path: Path, s
     out = tmp_path / "out"
     proc = run_cli("bench", "--model", str(model), "--device", "cpu", "--min-steps", "2",
                    "--max-steps", "2", "--out", str(out))
+    assert_one_line_error(proc)
+    assert message in proc.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_cli_quick_study_with_checkpoint_segments(tmp_path: Path) -> None:
+    """--quick with --model: windows 1 and 4 (unless --accum-steps says otherwise);
+    --checkpoint-segments adds checkpoint_sequential to the memory settings."""
+    model = write(tmp_path, "net.py", TINY_MODEL)
+    out = tmp_path / "out"
+    proc = run_cli("bench", "--model", str(model), "--quick", "--device", "cpu", "--min-steps",
+                   "2", "--max-steps", "2", "--checkpoint-segments", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert results["accum_steps"] == [1, 4] and results["checkpoint_segments"] == 2
+    assert results["memory_settings"] == ["checkpoint", "segments", "save_on_cpu"]
+    stdout = proc.stdout.splitlines()
+    assert stdout[0].startswith("Use set_to_none=")
+    assert stdout[1] == results["recommendation"]["memory"]["line"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--model", "NET", "--checkpoint-segments", "1"), "must be an integer of at least 2"),
+    (("--model", "NET", "--checkpoint-segments", "9"), "the model has only 4 children"),
+    (("--quick", "--tiny"), "--quick and --tiny are two sizes of the run"),
+    (("--tiny", "--checkpoint-segments", "2"), "--checkpoint-segments: only with --model"),
+])
+def test_bad_memory_options_are_one_line_errors(tmp_path: Path, args: tuple[str, ...],
+                                                message: str) -> None:
+    model = str(write(tmp_path, "net.py", TINY_MODEL))
+    out = tmp_path / "out"
+    proc = run_cli("bench", *(model if a == "NET" else a for a in args), "--device", "cpu",
+                   "--min-steps", "2", "--max-steps", "2", "--accum-steps", "1", "--out",
+                   str(out)) if "--model" in args else run_cli("bench", *args, "--out", str(out))
     assert_one_line_error(proc)
     assert message in proc.stderr
     assert not out.exists() or not any(out.iterdir())

@@ -75,6 +75,10 @@ class Node:
         if _saved_hooks.count and self._pack(values):
             return
         self._saved = values
+        if tracking.on:  # an array an op keeps (conv's columns) counts like a tensor's buffer
+            for v in values:
+                if type(v).__name__ == "ndarray":  # (NumPy scalars cannot be weakly held)
+                    backend_of(v).memory.register(v)
         # The version of each saved tensor now, to detect later in-place changes (None: no
         # tensor among the values, only numbers or arrays: nothing to check).
         versions = None

@@ -89,11 +89,13 @@ def _steps_for(spread: float, precision: float, lo: int, hi: int) -> int:
     return max(lo, min(hi, wanted))
 
 
-def estimate_study(calibration: dict[str, Any], settings: int, plan: Any) -> dict[str, Any]:
+def estimate_study(calibration: dict[str, Any], settings: float, plan: Any) -> dict[str, Any]:
     """Seconds a model study will take: per window size K, ``settings`` × (warm-up + the
-    timed steps the calibrated spread asks for) default steps of K, the same again for the
-    memory steps (three per setting, at ``MEMORY_STEP_FACTOR``), plus each round's batches
-    and interval computation. ``max_seconds``: with every window running ``max_steps``."""
+    timed steps the calibrated spread asks for + the gradient check) default steps of K, the
+    same again for the memory steps (three per setting, at ``MEMORY_STEP_FACTOR``), plus each
+    round's batches and interval computation. ``settings`` counts a setting by its
+    calibrated cost in default steps (a checkpointed step recomputes its forward).
+    ``max_seconds``: with every window running ``max_steps``."""
     step_s = calibration["step_seconds"]
     window_s = calibration.get("window_seconds", {})
     round_overhead = calibration.get("interval_seconds", 0.0) * settings
@@ -103,7 +105,7 @@ def estimate_study(calibration: dict[str, Any], settings: int, plan: Any) -> dic
         seconds = 0.0
         for k in plan.accum_steps:
             per_round = settings * step_s[k] + window_s.get(k, 0.0)
-            timed = (1 + n) * per_round + max(0, n - plan.min_steps + 1) * round_overhead
+            timed = (2 + n) * per_round + max(0, n - plan.min_steps + 1) * round_overhead
             memory = settings * 3 * (MEMORY_STEP_FACTOR * step_s[k] + window_s.get(k, 0.0))
             seconds += timed + memory
         return seconds

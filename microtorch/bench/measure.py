@@ -23,7 +23,15 @@ SET_TO_NONE = (True, False)
 
 
 def setting_name(row: dict[str, Any]) -> str:
-    """``set_to_none=True, flat`` style name of a setting."""
+    """``set_to_none=True, flat`` style name of a setting; a memory setting of
+    ``bench --model`` (``row["memory"]``, see ``memory_settings``) by what it does."""
+    memory = row.get("memory", "plain")
+    if memory == "checkpoint":
+        return f"checkpoint per child ({row['children']} children)"
+    if memory == "segments":
+        return f"checkpoint_sequential, {row['segments']} segments"
+    if memory != "plain":
+        return memory
     return f"set_to_none={row['set_to_none']}, {row['storage']}"
 
 

@@ -15,6 +15,11 @@ the same model studied again gets the same advice:
    holding the fewest bytes between steps is chosen (then the first in the table's order):
    an exact count, so the choice does not flip with timing noise.
 4. On a busy machine (load average above the cores) speed is not judged at all: the default.
+
+The memory settings (activation checkpointing, ``save_on_cpu``) and the accumulation windows
+get one more line, by ``memory_settings.recommend_memory``'s rule (the lowest peak of a step,
+if it cuts the plain run's by 10 % or more): the setting to use when the peak must come down,
+with what it costs in step time.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .measure import gradient_storage_bytes, machine_busy, setting_name
+from .memory_settings import is_plain, memory_settings_md, recommend_memory
 from .report import _bytes, _machine_md, _table, format_us
 from .verdict import FASTER, SAME, SLOWER, change, compare, interval, relative_half_width
 
@@ -68,7 +74,8 @@ def _signed_bytes(n: int) -> str:
 
 
 def _by_key(rows: list[dict[str, Any]], k: int) -> dict[tuple[bool, str], dict[str, Any]]:
-    return {_key(r): r for r in rows if r["accum_steps"] == k}
+    """The gradient settings' rows of window ``k`` (the memory settings' are apart)."""
+    return {_key(r): r for r in rows if r["accum_steps"] == k and is_plain(r)}
 
 
 def _busy(results: dict[str, Any]) -> float | None:
@@ -246,9 +253,15 @@ def recommend(results: dict[str, Any]) -> dict[str, Any]:
         found = _candidates(results)
         chosen = min(found, key=lambda key: (_held(memory[key]), order.index(key))) \
             if found else BASELINE
+    evidence = _evidence(results, busy)
+    left_out = results.get("memory_settings_left_out") or []
+    if "checkpoint" in left_out:
+        evidence.append("Checkpointing per child was not measured: the model has no child "
+                        "modules.")
     return {"setting": None if chosen is None else {"set_to_none": chosen[0],
                                                     "storage": chosen[1]},
-            "headline": _headline(results, chosen, busy), "evidence": _evidence(results, busy),
+            "headline": _headline(results, chosen, busy), "evidence": evidence,
+            "memory": recommend_memory(results, busy is None),
             "speed_judged": busy is None, "rule": f"default unless >= {MIN_GAIN:.0%} faster "
                                                   "with separated intervals"}
 
@@ -256,7 +269,7 @@ def recommend(results: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ report.md
 
 def _vs_default(row: dict[str, Any], base: dict[str, Any], judged: bool) -> str:
-    if _key(row) == BASELINE:
+    if row is base:
         return "(the default)"
     if not judged:
         return "not judged (busy)"
@@ -273,7 +286,7 @@ def _timing_md(results: dict[str, Any], judged: bool) -> list[str]:
              "samples).", ""]
     for k in results["accum_steps"]:
         rows = [r for r in results["timing"] if r["accum_steps"] == k]
-        base = next(r for r in rows if _key(r) == BASELINE)
+        base = next(r for r in rows if _key(r) == BASELINE and is_plain(r))
         lines += [f"K = {k} ({rows[0]['steps']} timed steps per setting):", ""]
         lines += _table(["setting", "forward", "backward", "optimizer.step", "zero_grad",
                          "other", "whole step", "whole step vs the default"],
@@ -309,6 +322,8 @@ def render_model_markdown(results: dict[str, Any]) -> str:
     busy = _busy(results)
     lines = [f"# microtorch bench --model {results['model']}", "", f"**{advice['headline']}**",
              ""]
+    if advice.get("memory"):
+        lines += [f"**{advice['memory']['line']}**", ""]
     if busy is not None:
         lines += [f"> The machine was busy: load average {busy:.1f} on "
                   f"{results['machine']['cores']} cores. Speed verdicts are withheld; the "
@@ -319,7 +334,11 @@ def render_model_markdown(results: dict[str, Any]) -> str:
     estimate = results.get("estimate", {})
     lines += ["## How it was measured", "",
               f"On {results['device']}, accumulation windows K = "
-              f"{', '.join(map(str, results['accum_steps']))}. Per window, every setting ran "
+              f"{', '.join(map(str, results['accum_steps']))}"
+              + (f"; memory settings ({', '.join(results['memory_settings'])}) with "
+                 "set_to_none=True and the default storage"
+                 if results.get("memory_settings") else "")
+              + ". Per window, every setting ran "
               f"an untimed warm-up step and then at least {results['min_steps']} timed steps, "
               f"taking turns step by step, until every median whole step was known to "
               f"±{results['precision']:.1%} (95 % bootstrap interval), at most "
@@ -330,9 +349,10 @@ def render_model_markdown(results: dict[str, Any]) -> str:
               ""]
     lines += ["## Defects", ""]
     lines += ([f"- {d}" for d in results["defects"]] if results["defects"] else
-              ["None: every setting gave bit-identical losses and final weights on the same "
-               "batches."])
+              ["None: every setting gave bit-identical losses, final weights and gradients on "
+               "the same batches."])
     lines.append("")
+    lines += memory_settings_md(results, busy is None)
     lines += _timing_md(results, busy is None)
     lines += _memory_md(results)
     lines += ["![time per step for every setting](model_time.png)", "",

@@ -1,4 +1,4 @@
-"""The set_to_none study on a user's own model: ``microtorch bench --model FILE.py``.
+"""The memory-and-time study of a user's own model: ``microtorch bench --model FILE.py``.
 
 A *model spec* is a Python file (or an importable module) that defines
 
@@ -9,10 +9,13 @@ A *model spec* is a Python file (or an importable module) that defines
 
 ``study_model`` trains that model under every combination of
 ``zero_grad(set_to_none=True/False)`` and gradient storage (default, ``foreach=True``,
-``flat_grads=True``), for each gradient-accumulation window (1, 4 and 8 micro-batches by
-default). Every setting starts from the same initial weights and, before every step, from the
-same random state (so dropout draws the same masks), on the same batches; the settings take
-turns step by step (the order reversed every round), so drift of the machine hits them alike.
+``flat_grads=True``), and under the memory settings of ``memory_settings`` (activation
+checkpointing per top-level child, ``checkpoint_sequential`` with ``checkpoint_segments``
+segments when asked, ``save_on_cpu``; each with the default gradient setting), for each
+gradient-accumulation window (1, 4 and 8 micro-batches by default). Every setting starts
+from the same initial weights and, before every step, from the same random state (so dropout
+draws the same masks), on the same batches; the settings take turns step by step (the order
+reversed every round), so drift of the machine hits them alike.
 Timing-based kernel choice (``measure.TIMING_CHOICE_FLAGS``) is off throughout.
 
 It times, per step, the forward passes, backward (where assigning a fresh gradient instead of
@@ -21,8 +24,9 @@ rest, "other", is ``loss.item()`` and the Python between the phases), and keeps 
 until the median whole step of every setting is known to ``precision`` either side (a
 bootstrap interval) or ``max_steps`` is reached. It measures the bytes held between steps, the
 peak of a step and memory after each forward, backward, step and zero_grad of two steps.
-Every setting must give bit-identical losses and final weights: a mismatch is a defect.
-``model_report.recommend`` turns the numbers into advice.
+Every setting must give bit-identical losses, final weights and gradients (those of one more
+window, compared before any step): a mismatch is a defect. ``model_report.recommend`` turns the
+numbers into advice (``memory_settings.recommend_memory`` the memory part).
 """
 
 from __future__ import annotations
@@ -51,12 +55,14 @@ from .measure import (
     machine_busy,
     machine_info,
     no_timing_choice,
+    setting_name,
     summarize,
 )
+from .memory_settings import MODES, PLAIN, MemorySettingError, prepare
 from .verdict import precise_enough, relative_half_width
 
-__all__ = ["ModelSpec", "ModelStudy", "ModelStudyError", "StudyPlan", "load_model_spec",
-           "study_model"]
+__all__ = ["ModelSpec", "ModelStudy", "ModelStudyError", "StudyPlan", "QUICK",
+           "load_model_spec", "study_model"]
 
 # The points of a step where memory is sampled (one forward/backward pair per micro-batch).
 PHASES = ("forward", "backward", "step", "zero_grad")
@@ -164,10 +170,6 @@ def _check_batch(spec: ModelSpec, batch: Any, device: str) -> tuple[Any, Any]:
     return batch[0], batch[1]
 
 
-def _call_model(model: Any, inputs: Any) -> Any:
-    return model(*inputs) if isinstance(inputs, (tuple, list)) else model(inputs)
-
-
 def _seed(purpose: int, k: int, step: int) -> None:
     """Seed every generator for (purpose, K, step): the same state in every setting."""
     mt.manual_seed(1_000_003 * purpose + 1_009 * k + step)
@@ -187,10 +189,16 @@ def _window(spec: ModelSpec, device: str, k: int, step: int) -> list[tuple[Any, 
     return window
 
 
-class _Setting:
-    """One model + optimizer under one (set_to_none, storage) setting, stepping on batches."""
+# A setting: (set_to_none, gradient storage, memory setting).
+Choice = tuple[bool, str, str]
 
-    def __init__(self, spec: ModelSpec, device: str, storage: str, set_to_none: bool) -> None:
+
+class _Setting:
+    """One model + optimizer under one (set_to_none, storage, memory) setting, stepping on
+    batches."""
+
+    def __init__(self, spec: ModelSpec, device: str, storage: str, set_to_none: bool,
+                 memory: str = PLAIN, segments: int | None = None) -> None:
         mt.manual_seed(INIT_SEED)  # the same initial weights in every setting
         try:
             self.model = spec.model()
@@ -202,6 +210,13 @@ class _Setting:
                                   f"{type(self.model).__name__}")
         self.model.to(device)
         self.spec, self.storage, self.set_to_none = spec, storage, set_to_none
+        try:
+            self.forward, self.context, fields = prepare(self.model, memory, segments, device)
+        except MemorySettingError as exc:
+            raise ModelStudyError(f"--model {spec.name}: {exc}") from None
+        # What names this setting in every row it gives.
+        self.fields = {"set_to_none": set_to_none, "storage": storage, "memory": memory,
+                       **fields}
         self.optimizer = self._optimizer(list(self.model.parameters()))
         self.loss_fn = spec.loss or mt.nn.functional.cross_entropy
         self.sync = mt.cuda.synchronize if device != "cpu" else (lambda: None)
@@ -217,19 +232,17 @@ class _Setting:
         return type(made)(groups, foreach=self.storage == "foreach",
                           flat_grads=self.storage == "flat")
 
-    def step(self, k: int, step: int, batches: Sequence[tuple[Any, Any]],
-             times: dict[str, list[float]] | None = None,
-             sample: Callable[[str], None] | None = None) -> float:
-        """Step ``step`` of window size ``k`` over ``batches`` (loss / K each), from the random
-        state of (K, step); returns the summed loss. ``times`` gets the step's phases."""
-        _seed(STEP_SEEDS, k, step)
+    def _accumulate(self, k: int, batches: Sequence[tuple[Any, Any]],
+                    sample: Callable[[str], None] | None) -> tuple[float, float, float]:
+        """Forward and backward of every micro-batch (loss / K each): the summed loss and the
+        seconds of the forward passes and of the backward passes."""
         total, forward, backward = 0.0, 0.0, 0.0
         clock = _clock
-        begin = clock()
         for inputs, target in batches:
             t0 = clock()
             try:
-                loss = self.loss_fn(_call_model(self.model, inputs), target) / k
+                with self.context():
+                    loss = self.loss_fn(self.forward(inputs), target) / k
             except ModelStudyError:
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -248,6 +261,17 @@ class _Setting:
             del loss
             forward += t1 - t0
             backward += t2 - t1
+        return total, forward, backward
+
+    def step(self, k: int, step: int, batches: Sequence[tuple[Any, Any]],
+             times: dict[str, list[float]] | None = None,
+             sample: Callable[[str], None] | None = None) -> float:
+        """Step ``step`` of window size ``k`` over ``batches`` (loss / K each), from the random
+        state of (K, step); returns the summed loss. ``times`` gets the step's phases."""
+        _seed(STEP_SEEDS, k, step)
+        clock = _clock
+        begin = clock()
+        total, forward, backward = self._accumulate(k, batches, sample)
         t0 = clock()
         self.optimizer.step()
         self.sync()
@@ -271,6 +295,16 @@ class _Setting:
         """The parameters now, as NumPy arrays on the host."""
         return [p.detach().cpu().numpy() for p in self.model.parameters()]
 
+    def gradients(self, k: int, step: int, batches: Sequence[tuple[Any, Any]]
+                  ) -> list[np.ndarray | None]:
+        """The gradients of window ``step`` (no optimizer step; zeroed again after)."""
+        _seed(STEP_SEEDS, k, step)
+        self._accumulate(k, batches, None)
+        grads = [None if p.grad is None else p.grad.detach().cpu().numpy().copy()
+                 for p in self.model.parameters()]
+        self.optimizer.zero_grad(set_to_none=self.set_to_none)
+        return grads
+
 
 # ------------------------------------------------------------------------------- the study
 
@@ -278,12 +312,14 @@ class _Setting:
 class StudyPlan:
     """How long the timing runs: at least ``min_steps`` timed steps per setting, then until
     every setting's median whole step is known to ``precision`` (a fraction, either side, at
-    the bootstrap interval's level), at most ``max_steps``."""
+    the bootstrap interval's level), at most ``max_steps``. ``checkpoint_segments``: also
+    measure ``checkpoint_sequential`` with that many segments (an ``nn.Sequential`` model)."""
 
     accum_steps: tuple[int, ...] = (1, 4, 8)
     precision: float = DEFAULT_PRECISION
     min_steps: int = DEFAULT_MIN_STEPS
     max_steps: int = DEFAULT_MAX_STEPS
+    checkpoint_segments: int | None = None
 
     def check(self) -> None:
         """Raise ModelStudyError for a plan that cannot run."""
@@ -299,13 +335,29 @@ class StudyPlan:
         if not 2 <= self.min_steps <= self.max_steps:
             raise ModelStudyError(f"steps: need 2 <= min_steps <= max_steps, got min_steps="
                                   f"{self.min_steps}, max_steps={self.max_steps}")
+        n = self.checkpoint_segments
+        if n is not None and (isinstance(n, bool) or int(n) != n or n < 2):
+            raise ModelStudyError(f"--checkpoint-segments must be an integer of at least 2, got "
+                                  f"{n!r} (checkpoint_sequential runs the last segment without "
+                                  "checkpointing: one segment checkpoints nothing)")
+
+    def memory_modes(self) -> list[str]:
+        """The memory settings this plan measures, in the report's order."""
+        return [m for m in MODES if m != "segments" or self.checkpoint_segments]
 
 
-def _settings() -> list[tuple[bool, str]]:
-    return [(stn, storage) for stn in SET_TO_NONE for storage in STORAGES]
+# The --quick study: two windows and fewer steps (each median still has its interval).
+QUICK = StudyPlan(accum_steps=(1, 4), min_steps=5, max_steps=20)
 
 
-def _time_window(spec: ModelSpec, device: str, k: int, plan: StudyPlan,
+def _settings(modes: Sequence[str] = ()) -> list[Choice]:
+    """The gradient settings, then the memory settings ``modes`` (with the default gradient
+    setting); the first is the reference every other is checked against."""
+    return ([(stn, storage, PLAIN) for stn in SET_TO_NONE for storage in STORAGES]
+            + [(True, "default", mode) for mode in modes])
+
+
+def _time_window(spec: ModelSpec, device: str, k: int, plan: StudyPlan, modes: Sequence[str],
                  progress: Progress) -> tuple[list[dict[str, Any]], list[str]]:
     """Time every setting on window size ``k``; the rows and the defects found.
 
@@ -314,7 +366,8 @@ def _time_window(spec: ModelSpec, device: str, k: int, plan: StudyPlan,
     order from the same random state. After ``min_steps`` rounds the study stops as soon as
     every median whole step is known to ``plan.precision``, or at ``max_steps``.
     """
-    settings = [_Setting(spec, device, storage, stn) for stn, storage in _settings()]
+    settings = [_Setting(spec, device, storage, stn, memory, plan.checkpoint_segments)
+                for stn, storage, memory in _settings(modes)]
     times = [{p: [] for p in TIMED} for _ in settings]
     losses: list[list[float]] = [[] for _ in settings]
     order = list(range(len(settings)))
@@ -333,10 +386,13 @@ def _time_window(spec: ModelSpec, device: str, k: int, plan: StudyPlan,
             if step >= plan.max_steps or precise_enough(totals, plan.precision):
                 break
         step += 1
-    rows = [{"set_to_none": s.set_to_none, "storage": s.storage, "accum_steps": k,
-             "steps": step, "times": {p: summarize(v) for p, v in t.items()}, "losses": loss}
+    rows = [{**s.fields, "accum_steps": k, "steps": step,
+             "times": {p: summarize(v) for p, v in t.items()}, "losses": loss}
             for s, t, loss in zip(settings, times, losses)]
-    return rows, _defects(rows, [s.weights() for s in settings])
+    weights = [s.weights() for s in settings]
+    window = _window(spec, device, k, step + 1)  # gradients of one more window, unstepped
+    grads = [s.gradients(k, step + 1, window) for s in settings]
+    return rows, _defects(rows, weights, grads)
 
 
 def _check_flags(spec: ModelSpec, where: str) -> None:
@@ -348,14 +404,15 @@ def _check_flags(spec: ModelSpec, where: str) -> None:
         raise ModelStudyError(f"--model {spec.name}: {exc}") from None
 
 
-def _memory_setting(spec: ModelSpec, device: str, storage: str, stn: bool,
-                    k: int) -> dict[str, Any]:
+def _memory_setting(spec: ModelSpec, device: str, choice: Choice, k: int,
+                    segments: int | None) -> dict[str, Any]:
     from ..utils.memory import memory_report
 
     mem = mt.cpu if device == "cpu" else mt.cuda
     gc.collect()  # what the previous setting left in reference cycles must not land here
     base = mem.memory_allocated()
-    setting = _Setting(spec, device, storage, stn)
+    stn, storage, memory = choice
+    setting = _Setting(spec, device, storage, stn, memory, segments)
     setting.step(k, 0, _window(spec, device, k, 0))  # warm-up
     timeline: list[dict[str, Any]] = []
     peak = 0
@@ -367,19 +424,30 @@ def _memory_setting(spec: ModelSpec, device: str, storage: str, stn: bool,
         del window
         peak = max(peak, mem.max_memory_allocated() - base)
     report = memory_report(setting.model, setting.optimizer).get(str(mt.device(device)), {})
-    return {"set_to_none": stn, "storage": storage, "accum_steps": k,
-            "held_between_steps": report, "allocated_between_steps": timeline[-1]["bytes"],
+    return {**setting.fields, "accum_steps": k, "held_between_steps": report,
+            "allocated_between_steps": timeline[-1]["bytes"],
             "peak_of_step": peak, "timeline": timeline}
 
 
-def _defects(rows: list[dict[str, Any]], weights: list[list[np.ndarray]]) -> list[str]:
-    """Settings of one window whose losses or final weights differ, bit for bit, from the
-    first setting's (set_to_none=True, default)."""
+def _first_difference(a: list[Any], b: list[Any]) -> int | None:
+    """The first index where two lists of arrays (or None) differ, bit for bit; None."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if (x is None) != (y is None) or (x is not None and not np.array_equal(x, y)):
+            return i
+    return None
+
+
+def _defects(rows: list[dict[str, Any]], weights: list[list[np.ndarray]],
+             grads: list[list[np.ndarray | None]] | None = None) -> list[str]:
+    """Settings of one window whose losses, final weights or gradients (``grads``: of one
+    more window) differ, bit for bit, from the first setting's (set_to_none=True,
+    default)."""
     found = []
     ref = rows[0]
-    for r, w in zip(rows[1:], weights[1:]):
-        name = f"set_to_none={r['set_to_none']}, {r['storage']}"
-        ref_name = f"set_to_none={ref['set_to_none']}, {ref['storage']}"
+    ref_name = setting_name(ref)
+    for i, (r, w) in enumerate(zip(rows[1:], weights[1:]), 1):
+        name = setting_name(r)
+        grad_index = None if grads is None else _first_difference(grads[i], grads[0])
         if r["losses"] != ref["losses"]:
             step = next(i for i, (a, b) in enumerate(zip(r["losses"], ref["losses"])) if a != b)
             found.append(f"K={r['accum_steps']}: {name} gives loss {r['losses'][step]!r} at "
@@ -389,6 +457,10 @@ def _defects(rows: list[dict[str, Any]], weights: list[list[np.ndarray]]) -> lis
                          if not np.array_equal(a, b))
             found.append(f"K={r['accum_steps']}: {name} ends with other weights than "
                          f"{ref_name} (parameter {index}), on the same losses")
+        elif grad_index is not None:
+            found.append(f"K={r['accum_steps']}: {name} gives other gradients than {ref_name} "
+                         f"(parameter {grad_index}) on the same batches and weights: "
+                         "they must be bit-identical")
     return found
 
 
@@ -396,7 +468,11 @@ def _calibrate(spec: ModelSpec, device: str, plan: StudyPlan) -> dict[str, Any]:
     """A few steps of the default setting per window size, before anything is timed: they
     surface a failing model(), forward or optimizer at once, pay the process's first calls
     (first convolutions, allocations, page faults), and give the step times and spread that
-    the time estimate is derived from."""
+    the time estimate is derived from. Then each memory setting of the plan is built (a
+    model it cannot run on fails here, before anything is timed; per-child checkpointing of a
+    model without children is left out) and timed for two steps at the smallest K: its cost
+    relative to the default's (``settings_weight``, in default steps) goes into the
+    estimate."""
     setting = _Setting(spec, device, "default", True)
     step_s: dict[int, float] = {}
     window_s: dict[int, float] = {}
@@ -415,18 +491,34 @@ def _calibrate(spec: ModelSpec, device: str, plan: StudyPlan) -> dict[str, Any]:
         window_s[k] = float(np.median(made[1:]))
         if index == 0:
             spread_samples = times["total"]
+    k0 = plan.accum_steps[0]
+    modes, weight = [], float(len(_settings()))
+    for mode in plan.memory_modes():
+        if mode == "checkpoint" and not list(setting.model.children()):
+            continue  # nothing to checkpoint: the report says it was not measured
+        trial = _Setting(spec, device, "default", True, mode, plan.checkpoint_segments)
+        taken = []
+        for step in range(3):  # the first: a warm-up
+            t0 = time.perf_counter()
+            trial.step(k0, step, _window(spec, device, k0, step))
+            taken.append(time.perf_counter() - t0)
+        modes.append(mode)
+        weight += float(np.median(taken[1:])) / step_s[k0] if step_s[k0] else 1.0
     t0 = time.perf_counter()
     summarize(np.linspace(1.0, 2.0, max(2, plan.max_steps // 2)))
     return {"step_seconds": step_s, "window_seconds": window_s,
-            "interval_seconds": time.perf_counter() - t0, "spread": study_spread(spread_samples)}
+            "interval_seconds": time.perf_counter() - t0, "spread": study_spread(spread_samples),
+            "modes": modes, "settings_weight": weight}
 
 
 def study_model(spec: str | ModelSpec | Any, device: str = "cpu",
                 accum_steps: Sequence[int] = (1, 4, 8), *,
                 precision: float = DEFAULT_PRECISION, min_steps: int = DEFAULT_MIN_STEPS,
-                max_steps: int = DEFAULT_MAX_STEPS, show_progress: bool | None = None
-                ) -> ModelStudy:
-    """Measure every (set_to_none, storage) setting on the user's model; see the module doc.
+                max_steps: int = DEFAULT_MAX_STEPS, checkpoint_segments: int | None = None,
+                show_progress: bool | None = None) -> ModelStudy:
+    """Measure every (set_to_none, storage) setting and every memory setting on the user's
+    model; see the module doc. ``checkpoint_segments=N`` adds ``checkpoint_sequential`` with
+    N segments (the model must be an ``nn.Sequential``).
 
     Each setting runs an untimed warm-up step, then at least ``min_steps`` timed steps per
     window size, and more until every median whole step is known to ``precision`` (0.02:
@@ -436,7 +528,7 @@ def study_model(spec: str | ModelSpec | Any, device: str = "cpu",
     """
     spec = load_model_spec(spec)
     plan = StudyPlan(tuple(int(k) for k in accum_steps), float(precision), int(min_steps),
-                     int(max_steps))
+                     int(max_steps), checkpoint_segments)
     plan.check()
     if device != "cpu" and not mt.cuda.is_available():
         raise ModelStudyError(f"--device {device}: CUDA is not available (needs CuPy and a GPU)")
@@ -449,11 +541,12 @@ def study_model(spec: str | ModelSpec | Any, device: str = "cpu",
         timing_plan = replace(plan, max_steps=plan.min_steps) if busy else plan
         started = time.perf_counter()
         calibration = _calibrate(spec, device, plan)
-        estimate = estimate_study(calibration, len(_settings()), timing_plan)
+        modes = calibration["modes"]
+        estimate = estimate_study(calibration, calibration["settings_weight"], timing_plan)
         timing: list[dict[str, Any]] = []
         defects: list[str] = []
         memory: list[dict[str, Any]] = []
-        mem_plan = [(k, stn, storage) for k in plan.accum_steps for stn, storage in _settings()]
+        mem_plan = [(k, choice) for k in plan.accum_steps for choice in _settings(modes)]
         with Progress(len(plan.accum_steps) + len(mem_plan), "bench --model", show_progress,
                       expected_s=estimate["seconds"]) as progress:
             progress.note(estimate["text"])
@@ -465,13 +558,14 @@ def study_model(spec: str | ModelSpec | Any, device: str = "cpu",
             # rest of the process, which the timed steps must not pay for.
             for k in plan.accum_steps:
                 progress.section(f"time K={k}: every setting, taking turns step by step")
-                rows, found = _time_window(spec, device, k, timing_plan, progress)
+                rows, found = _time_window(spec, device, k, timing_plan, modes, progress)
                 timing += rows
                 defects += found
                 progress.update()
-            for k, stn, storage in mem_plan:
-                progress.section(f"memory: K={k} set_to_none={stn} {storage}")
-                memory.append(_memory_setting(spec, device, storage, stn, k))
+            for k, choice in mem_plan:
+                progress.section(f"memory: K={k} " + (
+                    f"set_to_none={choice[0]} {choice[1]}" if choice[2] == PLAIN else choice[2]))
+                memory.append(_memory_setting(spec, device, choice, k, plan.checkpoint_segments))
                 progress.update()
         load_end = load_average()
         seconds = time.perf_counter() - started
@@ -483,7 +577,8 @@ def study_model(spec: str | ModelSpec | Any, device: str = "cpu",
                                                   flags_at_start.items() if on]},
                "estimate": {k: v for k, v in estimate.items() if k != "text"},
                "estimate_text": estimate["text"], "seconds": seconds, "timing": timing,
-               "memory": memory, "defects": defects}
+               "memory": memory, "defects": defects, "memory_settings": modes,
+               "memory_settings_left_out": [m for m in plan.memory_modes() if m not in modes]}
     from .model_report import recommend
 
     results["recommendation"] = recommend(results)
@@ -499,9 +594,11 @@ class ModelStudy:
 
     @property
     def recommendation(self) -> list[str]:
-        """The advice: the actionable line first, then its evidence, one sentence each."""
+        """The advice: the actionable line first, then the memory settings' line (when they
+        were measured), then the evidence, one sentence each."""
         advice = self.results["recommendation"]
-        return [advice["headline"], *advice["evidence"]]
+        memory = [advice["memory"]["line"]] if advice.get("memory") else []
+        return [advice["headline"], *memory, *advice["evidence"]]
 
     @property
     def recommended(self) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import SET_TO_NONE, STORAGES, gradient_storage_bytes, rows_on, setting_name
+from .memory_settings import MIN_PEAK_CUT, is_plain
 
 __all__ = ["render_plots", "plot_model_study", "text_overlaps"]
 
@@ -289,7 +290,7 @@ def _plot_model_time(results: dict, path: Path) -> None:
               ("zero_grad", "zero_grad (µs)", 1), ("total", "whole step (ms)", 1e3))
     with _figure(len(ks), len(phases), row_height=3.3) as (fig, axes):
         for row, k in enumerate(ks):
-            rows = [r for r in results["timing"] if r["accum_steps"] == k]
+            rows = [r for r in results["timing"] if r["accum_steps"] == k and is_plain(r)]
             for col, (phase, label, unit) in enumerate(phases):
                 ax = axes[row][col]
 
@@ -310,7 +311,7 @@ def _plot_model_time(results: dict, path: Path) -> None:
 
 def _plot_model_memory(results: dict, path: Path) -> None:
     k = min(results["accum_steps"])
-    rows = [r for r in results["memory"] if r["accum_steps"] == k]
+    rows = [r for r in results["memory"] if r["accum_steps"] == k and is_plain(r)]
     leanest = min(rows, key=lambda r: (r["allocated_between_steps"], r["peak_of_step"]))
     size, unit = _byte_unit([p["bytes"] for r in rows for p in r["timeline"]]
                             + [r["peak_of_step"] for r in rows])
@@ -340,12 +341,72 @@ def _plot_model_memory(results: dict, path: Path) -> None:
         _save(fig, path)
 
 
+# Colours of the accumulation windows in the memory settings' figure, in order.
+WINDOW_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
+
+
+def _short_name(row: dict) -> str:
+    """A setting's name on two lines at most (tick labels side by side stay apart)."""
+    if is_plain(row):
+        return "plain"
+    if row["memory"] == "checkpoint":
+        return f"checkpoint\nper child\n({row['children']} children)"
+    if row["memory"] == "segments":
+        return f"checkpoint_\nsequential\n({row['segments']} segments)"
+    return setting_name(row)
+
+
+def _plot_memory_settings(results: dict, path: Path) -> None:
+    """Peak of a step and step time per micro-batch of the plain run and every memory
+    setting, one bar per accumulation window."""
+    ks = results["accum_steps"]
+    rows = [r for r in results["memory"] if not is_plain(r) or (
+        r["set_to_none"] and r["storage"] == "default")]
+    order = list(dict.fromkeys(_short_name(r) for r in rows))
+    timing = {(_short_name(r), r["accum_steps"]): r["times"]["total"] for r in results["timing"]
+              if not is_plain(r) or (r["set_to_none"] and r["storage"] == "default")}
+    size, unit = _byte_unit([r["peak_of_step"] for r in rows])
+    width = 0.8 / len(ks)
+    with _figure(1, 2, row_height=4.6) as (fig, axes):
+        peak_ax, time_ax = axes[0]
+        for i, k in enumerate(ks):
+            xs = [j + (i - (len(ks) - 1) / 2) * width for j in range(len(order))]
+            by_name = {_short_name(r): r for r in rows if r["accum_steps"] == k}
+            color = WINDOW_COLORS[i % len(WINDOW_COLORS)]
+            peak_ax.bar(xs, [by_name[n]["peak_of_step"] / size for n in order], width,
+                        color=color, label=f"K={k} (micro-batches per step)")
+            stats = [timing[(n, k)] for n in order]
+            medians = [s["median_us"] / k / 1e3 for s in stats]
+            below = [(s["median_us"] - s.get("ci_low_us", s["q1_us"])) / k / 1e3 for s in stats]
+            above = [(s.get("ci_high_us", s["q3_us"]) - s["median_us"]) / k / 1e3 for s in stats]
+            time_ax.bar(xs, medians, width, yerr=[below, above], capsize=4, color=color)
+        for ax, label, title in ((peak_ax, f"peak of a step ({unit})", "peak of a step"),
+                                 (time_ax, "whole step / K (ms)",
+                                  "step time per micro-batch (median, 95 % interval)")):
+            ax.set_xticks(range(len(order)))
+            ax.set_xticklabels(order)
+            ax.set_ylabel(label)
+            ax.set_title(title)
+            ax.grid(True, axis="y", alpha=0.3)
+        advice = (results.get("recommendation") or {}).get("memory") or {}
+        chosen = advice.get("setting")
+        fig.suptitle(f"{results['model']}: memory settings against the plain run; "
+                     + (f"recommended: {setting_name(chosen)}" if chosen
+                        else f"none cuts the peak by {MIN_PEAK_CUT:.0%}"))
+        _legend(fig, peak_ax.get_legend_handles_labels()[0])
+        _save(fig, path)
+
+
 def plot_model_study(results: dict, out: Path) -> list[Path]:
     """model_time.png and model_memory.png of a model study into ``out`` (created if
-    missing); their paths."""
+    missing), and model_memory_settings.png when memory settings were measured; their
+    paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "model_time.png", out / "model_memory.png"]
     _plot_model_time(results, paths[0])
     _plot_model_memory(results, paths[1])
+    if any(not is_plain(r) for r in results["memory"]):
+        paths.append(out / "model_memory_settings.png")
+        _plot_memory_settings(results, paths[-1])
     return paths
