@@ -1,8 +1,8 @@
 """The nn names of issue 22 against PyTorch: hardshrink, softshrink, rrelu (training draws
 replaying PyTorch's CPU generator), softmin, the triplet / multi-margin / multi-label losses,
 ctc_loss (both target layouts, unbatched input, zero_infinity, reductions) and max_unpool1d/2d/3d,
-their modules, and BatchNorm3d: OpInfo samples (values and gradients), module reprs, errors,
-on the CPU and the CUDA stand-in."""
+their modules, and BatchNorm3d: module reprs, training draws, errors, on the CPU and the CUDA
+stand-in (their OpInfo samples run in the OpInfo tier, tests/opinfo)."""
 
 from __future__ import annotations
 
@@ -16,81 +16,12 @@ import microtorch.nn.functional as F
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as TF  # noqa: E402
-from _opinfo import check_samples  # noqa: E402
 from _torch_compare import same_error  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
 
-def _distance_kwarg(fn):
-    """``fn`` with the OpInfo's ``torch.nn.PairwiseDistance`` replaced by microtorch's."""
-    def op(*args, **kwargs):
-        d = kwargs.get("distance_function")
-        if isinstance(d, torch.nn.PairwiseDistance):
-            kwargs["distance_function"] = mt.nn.PairwiseDistance(d.norm, d.eps, d.keepdim)
-        return fn(*args, **kwargs)
-
-    return op
-
-
-def _seeded(fn):
-    """``fn`` after ``manual_seed(42)``, as the OpInfo's wrapper seeds PyTorch."""
-    def op(*args, **kwargs):
-        mt.manual_seed(42)
-        return fn(*args, **kwargs)
-
-    return op
-
-
-FUNCTIONS = {
-    "nn.functional.hardshrink": F.hardshrink,
-    "nn.functional.softshrink": F.softshrink,
-    "nn.functional.softmin": F.softmin,
-    "nn.functional.triplet_margin_loss": F.triplet_margin_loss,
-    "nn.functional.triplet_margin_with_distance_loss":
-        _distance_kwarg(F.triplet_margin_with_distance_loss),
-    "nn.functional.multi_margin_loss": F.multi_margin_loss,
-    "nn.functional.multilabel_margin_loss": F.multilabel_margin_loss,
-    "nn.functional.multilabel_soft_margin_loss": F.multilabel_soft_margin_loss,
-    "nn.functional.ctc_loss": F.ctc_loss,
-    "nn.functional.max_unpool1d": F.max_unpool1d,
-    "nn.functional.max_unpool2d": F.max_unpool2d,
-    "nn.functional.max_unpool3d": F.max_unpool3d,
-}
-
-
-# The CTC gradient is exp(lp) - exp(log(sum alpha * beta) + nll - lp), whose log terms are
-# sums over the whole sequence (magnitude ~100 in these samples): float32 rounding of the
-# recursions (NumPy's and PyTorch's libm exp/log differ by an ulp) reaches the gradient as
-# ~1e-4 relative. float64 stays at the default 1e-10.
-TOLERANCES = {"nn.functional.ctc_loss": {"float32": dict(rtol=5e-4, atol=5e-5)}}
-
-
-def _empty_softmin(sample) -> bool:
-    """softmin over an empty tensor: issue 22's section 2 (softmax over a zero-length dim)."""
-    return sample.input.numel() == 0
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_opinfo_samples(name, dtype, device):
-    if name == "nn.functional.max_unpool3d" and dtype == "float32":
-        pytest.skip("")  # (the float64 run covers the same code; 3-D samples are slow)
-    skip = _empty_softmin if name == "nn.functional.softmin" else None
-    assert check_samples(name, FUNCTIONS[name], device, dtype, skip=skip,
-                         tol=TOLERANCES.get(name)) > 0
-
-
-@pytest.mark.parametrize("name", ["nn.functional.max_unpool1d", "nn.functional.max_unpool2d",
-                                  "nn.functional.max_unpool3d"])
-def test_max_unpool_grad_samples(name, device):
-    assert check_samples(name, FUNCTIONS[name], device, "float64", variant="grad") > 0
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_rrelu_samples_replay_pytorchs_draws(dtype):
-    # (the CPU generator: PyTorch's stream; training samples draw slopes from it)
-    assert check_samples("nn.functional.rrelu", _seeded(F.rrelu), "cpu", dtype) > 0
+# (PyTorch's OpInfo samples of these names run in the OpInfo tier, tests/opinfo.)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])

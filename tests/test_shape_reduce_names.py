@@ -1,8 +1,8 @@
 """The shape, indexing, reduction and creation names of issue 22 against PyTorch: unfold,
 ravel, column_stack, split_with_sizes, diag_embed, diagflat, cross (and the linalg_cross
-kernel), index_put(_), masked_scatter(_), aminmax, mode, nanmedian and logspace. PyTorch's
-OpInfo samples (values, dtypes, gradients), then views, ties, empty and 0-d inputs and errors,
-on the CPU and the CUDA stand-in."""
+kernel), index_put(_), masked_scatter(_), aminmax, mode, nanmedian and logspace: views, ties,
+empty and 0-d inputs and errors, on the CPU and the CUDA stand-in (their OpInfo samples run in
+the OpInfo tier, tests/opinfo)."""
 
 from __future__ import annotations
 
@@ -16,53 +16,11 @@ import microtorch as mt
 from microtorch.ops.matrix import linalg_cross
 
 torch = pytest.importorskip("torch")
-from _opinfo import check_samples  # noqa: E402
 from _torch_compare import same_error  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-OPS = {
-    "unfold": lambda x, *a, **k: x.unfold(*a, **k),
-    "ravel": mt.ravel,
-    "column_stack": mt.column_stack,
-    "split_with_sizes": mt.split_with_sizes,
-    "diag_embed": mt.diag_embed,
-    "diagflat": mt.diagflat,
-    "cross": mt.cross,
-    "linalg.cross": linalg_cross,
-    "index_put": mt.index_put,
-    "masked_scatter": mt.masked_scatter,
-    "aminmax": mt.aminmax,
-    "mode": mt.mode,
-    "nanmedian": mt.nanmedian,
-}
-
-
-def _long_mode_slice(sample) -> bool:
-    """mode over more than 16 elements: PyTorch's CPU kernel takes the index from an unstable
-    std::sort, whose order among equal values microtorch does not replay (values agree)."""
-    x = sample.input
-    dim = sample.args[0] if sample.args else sample.kwargs.get("dim", -1)
-    return x.dim() > 0 and x.shape[dim] > 16
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
-@pytest.mark.parametrize("name", sorted(OPS))
-def test_opinfo_samples(name, dtype, device):
-    skip = _long_mode_slice if name == "mode" else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (torch.cross's dim deprecation, in both)
-        assert check_samples(name, OPS[name], device, dtype, skip=skip) > 0
-
-
-@pytest.mark.parametrize("variant", ["", "tensor_overload"])
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
-def test_logspace_samples(variant, dtype, device):
-    def op(*args, **kwargs):
-        kwargs.setdefault("device", device)
-        return mt.logspace(*args, **kwargs)
-
-    assert check_samples("logspace", op, device, dtype, variant=variant) > 0
+# (PyTorch's OpInfo samples of these names run in the OpInfo tier, tests/opinfo.)
 
 
 # -- unfold, ravel, views ------------------------------------------------------------------------

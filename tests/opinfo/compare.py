@@ -95,12 +95,14 @@ def _compare_arrays(got: np.ndarray, want: np.ndarray, tol: dict | None, where: 
 def distance(result, precise) -> float:
     """PyTorch's distance of a result from the precise one: the sum, over the float tensors,
     of |a - b| where a != b (NaN where both are NaN counts as equal; NaN on one side only makes
-    the distance NaN, which no comparison accepts)."""
+    the distance NaN, which no comparison accepts, as do results of different shapes)."""
     total = 0.0
     for a, b in zip(leaves(result), leaves(precise)):
         a = mt_numpy(a) if isinstance(a, mt.Tensor) else porting.to_numpy(a)
         b = porting.to_numpy(b)
-        if a.dtype.kind not in "fc" or a.shape != b.shape:
+        if a.shape != b.shape:  # no distance to speak of: nothing is accepted by it
+            return float("nan")
+        if a.dtype.kind not in "fc":
             continue
         wide = np.complex128 if "c" in (a.dtype.kind, b.dtype.kind) else np.float64
         a, b = a.astype(wide), b.astype(wide)

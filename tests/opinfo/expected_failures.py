@@ -101,9 +101,9 @@ XFAILS: list[XFail] = [
     XFail(("nn.functional.normalize",), ("op.grad",), NORMALIZE_ROUNDING, dtypes=("float32",)),
     XFail(("nn.functional.local_response_norm",), ("op.value",), LRN_ROUNDING, dtypes=("int64",)),
     XFail(("nn.functional.conv3d",), ("op.grad",), CONV3D_ROUNDING, dtypes=("float32",),
-          samples=(12,)),
+          samples=(12,), device="cpu"),
     XFail(("linalg.tensorsolve",), ("op.grad", "op.value"), TENSORSOLVE_ROUNDING,
-          dtypes=("float32",), samples=(2,)),
+          dtypes=("float32",), samples=(2,), device="cpu"),
     XFail(("mode",), ("method.value", "op.value", "out.value"), MODE_TIE, dtypes=(*INTS, "bool"),
           samples=(6,)),
 ]
