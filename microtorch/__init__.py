@@ -190,10 +190,15 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
 del _dtype
 
 
+# Subpackages imported on first use: distributed builds on nn and optim (and needs mpi4py or
+# CuPy to run); bench (``microtorch.bench.study_model``) pulls in the benchmark code, which
+# ``import microtorch`` should not pay for.
+_LAZY_SUBPACKAGES = ("distributed", "bench")
+
+
 def __getattr__(name: str):
-    # distributed builds on nn and optim (and needs mpi4py or CuPy to run): import on first use.
-    if name == "distributed":
+    if name in _LAZY_SUBPACKAGES:
         import importlib
 
-        return importlib.import_module(".distributed", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

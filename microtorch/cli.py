@@ -79,6 +79,7 @@ def _positive_int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected positive integers like 1,4,8, got {text!r}")
     return values
 _positive_float = _number(float, "a positive finite number", lambda v: 0 < v < math.inf)
+_fraction = _number(float, "a fraction between 0 and 1 (0.02 means ±2 %)", lambda v: 0 < v < 1)
 _nonnegative_int = _number(int, "an integer >= 0", lambda v: v >= 0)
 
 
@@ -170,21 +171,30 @@ def build_parser() -> argparse.ArgumentParser:
                            "nn.Module and batch() -> (inputs, targets), optionally loss(output, "
                            "target) (default cross-entropy) and optimizer(params) (default SGD, "
                            "lr 0.01); every set_to_none x storage setting is timed (forward, "
-                           "backward, step, zero_grad) and measured (memory), with a "
-                           "recommendation")
+                           "backward, step, zero_grad) and measured (memory), and the study "
+                           "recommends one setting (the recommendation is printed first)")
     size.add_argument("--quick", action="store_true",
                       help="the same cases with fewer repetitions and a 20 x (1024, 1024) "
-                           "large case (under two minutes and 1 GB on an idle 2-core CPU)")
+                           "large case (every contender's gradients within 1 GB): at most half "
+                           "the full run's time "
+                           "(each run prints its own estimate, calibrated on this machine, "
+                           "before it starts)")
     size.add_argument("--tiny", action="store_true",
                       help="toy sizes that run in seconds, for tests; the numbers mean nothing")
     be.add_argument("--out", metavar="DIR", default=None,
-                    help="write results.json, report.md and PNG plots into DIR (default: only "
-                         "print the headline table)")
+                    help="write results.json, report.md and PNG plots into DIR (default: a new "
+                         "folder microtorch-bench-DATE-TIME, or microtorch-study-DATE-TIME with "
+                         "--model, in the current directory; its name is printed)")
     be.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                     help="auto: the CPU and, when available, the GPU (with --model: the GPU "
                          "when available, else the CPU)")
-    be.add_argument("--steps", type=_positive_int, default=5,
-                    help="with --model: timed steps per setting (after one warm-up step)")
+    be.add_argument("--precision", type=_fraction, default=0.02,
+                    help="with --model: time each setting until its median step is known to "
+                         "this fraction either side (95 %% bootstrap interval)")
+    be.add_argument("--min-steps", type=_positive_int, default=10,
+                    help="with --model: timed steps per setting at least (after a warm-up)")
+    be.add_argument("--max-steps", type=_positive_int, default=50,
+                    help="with --model: timed steps per setting at most, precise or not")
     be.add_argument("--accum-steps", type=_positive_int_list, default=[1, 4, 8],
                     metavar="K[,K...]",
                     help="with --model: gradient-accumulation windows to study")
@@ -474,15 +484,35 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------------- bench
 
-def _cmd_bench(args: argparse.Namespace) -> int:
+def _bench_out(args: argparse.Namespace) -> str:
+    """Where the results go: ``--out``, or a new folder named by the date and time."""
     if args.out:
-        check_output_path(args.out, "--out", directory=True)
+        return args.out
+    kind = "study" if args.model else "distributed" if args.distributed else "bench"
+    return f"microtorch-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    out = _bench_out(args)
+    check_output_path(out, "--out", directory=True)
+    # A bad --device fails before anything is announced.
     if args.model:
-        return _cmd_bench_model(args)
+        if args.device == "cuda" and not mt.cuda.is_available():
+            raise CLIError("--device cuda: CUDA is not available (needs CuPy and a GPU)")
+    elif not args.distributed:
+        from .bench.measure import available_devices
+
+        available_devices(args.device)
+    if not args.out:
+        print(f"bench: no --out given: the results will be saved in {out}/", file=sys.stderr,
+              flush=True)
+    if args.model:
+        return _cmd_bench_model(args, out)
     if args.distributed:
-        return _cmd_bench_distributed(args)
+        return _cmd_bench_distributed(args, out)
     from . import bench
-    from .bench.report import format_us, headline
+    from .bench.estimate import calibrate_bench, estimate_bench, format_seconds
+    from .bench.report import format_us, headline, summary
 
     if args.tiny:
         cfg = bench.BenchConfig.tiny()
@@ -490,44 +520,54 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         cfg = bench.BenchConfig.quick()
     else:
         cfg = bench.BenchConfig.full()
-    bench.study.available_devices(args.device)  # a bad --device fails before the banner
-    print(f"bench ({cfg.name}): expected {cfg.expected_minutes()} on an idle 2-core CPU, more "
-          "on a busy machine", file=sys.stderr, flush=True)
+    devices = bench.study.available_devices(args.device)
+    torch = None if args.no_torch else bench.load_torch()
+    if torch is not None and args.torch_threads is not None:
+        torch.set_num_threads(args.torch_threads)
+    print(f"bench ({cfg.name}): calibrating on this machine ...", file=sys.stderr, flush=True)
+    estimate = estimate_bench(cfg, devices, calibrate_bench(cfg, devices, torch))
+    print(f"bench ({cfg.name}): {estimate['text']}", file=sys.stderr, flush=True)
     results = bench.run_benchmarks(cfg, device=args.device, use_torch=not args.no_torch,
-                                   torch_threads=args.torch_threads)
+                                   torch_threads=args.torch_threads, estimate=estimate)
+    print(summary(results), flush=True)
     for row in headline(results):
         ratio = "" if row["ratio"] is None else f"  ratio {row['ratio']:.2f}x"
         torch_time = "" if row["torch_us"] is None else f"  torch {format_us(row['torch_us'])}"
         print(f"[{row['device']}] {row['case']}: microtorch {format_us(row['microtorch_us'])}"
-              f"{torch_time}{ratio}")
-    if args.out:
-        for path in bench.write_outputs(results, args.out):
-            print(f"wrote {path}")
+              f"{torch_time}{ratio}", flush=True)
+    for path in bench.write_outputs(results, out):
+        print(f"wrote {path}", flush=True)
+    print(f"bench ({cfg.name}): took {format_seconds(results['seconds'])} (estimated "
+          f"{format_seconds(estimate['seconds'])}); results in {out}/", flush=True)
     return 0
 
 
-def _cmd_bench_model(args: argparse.Namespace) -> int:
-    """``microtorch bench --model FILE.py``: the set_to_none study of the user's model."""
+def _cmd_bench_model(args: argparse.Namespace, out: str) -> int:
+    """``microtorch bench --model FILE.py``: the set_to_none study of the user's model; the
+    recommendation first, then its evidence, defects, and where the files went."""
     from .bench.model_study import ModelStudyError, study_model
 
     device = "cuda" if args.device == "auto" and mt.cuda.is_available() else (
         "cpu" if args.device == "auto" else args.device)
     try:
-        study = study_model(args.model, device=device, steps=args.steps,
-                            accum_steps=args.accum_steps)
+        study = study_model(args.model, device=device, accum_steps=args.accum_steps,
+                            precision=args.precision, min_steps=args.min_steps,
+                            max_steps=args.max_steps)
     except ModelStudyError as exc:
         raise CLIError(str(exc)) from None
-    for line in study.recommendation:
-        print(line)
+    headline, *evidence = study.recommendation
+    print(headline, flush=True)
+    for line in evidence:
+        print(f"  - {line}", flush=True)
     for defect in study.defects:
-        print(f"DEFECT: {defect}")
-    if args.out:
-        for path in study.save(args.out):
-            print(f"wrote {path}")
+        print(f"DEFECT: {defect}", flush=True)
+    for path in study.save(out):
+        print(f"wrote {path}", flush=True)
+    print(f"bench --model: results in {out}/", flush=True)
     return 1 if study.defects else 0
 
 
-def _cmd_bench_distributed(args: argparse.Namespace) -> int:
+def _cmd_bench_distributed(args: argparse.Namespace, out: str) -> int:
     """``microtorch bench --distributed`` (microtorch.bench.distributed)."""
     from .bench import distributed as dbench
     from .bench.report import format_us
@@ -541,9 +581,8 @@ def _cmd_bench_distributed(args: argparse.Namespace) -> int:
         print(f"{r['world_size']} rank(s), bucket cap {r['bucket_cap_mb']:g} MB: step "
               f"{format_us(r['step']['median_us'])}, comm {format_us(r['comm']['median_us'])}, "
               f"exposed {format_us(r['exposed']['median_us'])}{hidden}")
-    if args.out:
-        for path in dbench.write_outputs(results, args.out):
-            print(f"wrote {path}")
+    for path in dbench.write_outputs(results, out):
+        print(f"wrote {path}")
     return 0
 
 

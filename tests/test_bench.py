@@ -9,12 +9,15 @@ import os
 from pathlib import Path
 
 import pytest
+from test_cli import run_cli
 
 import microtorch as mt
 from microtorch.bench import STORAGES, summarize
 from microtorch.bench.report import render_markdown
 from microtorch.cli import main
 from microtorch.utils import memory_report
+
+REPO = Path(__file__).resolve().parents[1]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -47,9 +50,11 @@ def _check_outputs(out: Path, with_torch: bool) -> dict:
     assert {r["phase"] for r in results["op_chain"]} == {"forward", "backward"}
 
     report = (out / "report.md").read_text()
-    for heading in ("## Machine", "## Headline", "### zero_grad on cpu",
+    assert report.splitlines()[2].startswith("**") and "targets met" in report.splitlines()[2]
+    for heading in ("## Machine", "## Headline", "## Targets", "### zero_grad on cpu",
                     "### Training step on cpu", "### Memory on cpu", "### Per-op overhead"):
         assert heading in report
+    assert "Timing-based kernel choice (microtorch.backends.cpu.benchmark) was off" in report
     assert render_markdown(results) == report  # the report re-renders from the JSON
     assert "own worker processes" in report.split("### Training step on cpu")[1]
     for name in ("zero_grad_cpu.png", "memory_cpu.png"):
@@ -96,10 +101,31 @@ def test_bench_tiny_writes_json_report_and_plots(tmp_path: Path) -> None:
     _check_outputs(tmp_path, with_torch=True)
 
 
-def test_bench_tiny_without_torch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert main(["bench", "--tiny", "--no-torch", "--out", str(tmp_path / "solo")]) == 0
-    _check_outputs(tmp_path / "solo", with_torch=False)
-    assert "zero_grad" in capsys.readouterr().out
+def test_bench_tiny_without_torch_saves_to_a_new_folder_and_shows_progress_to_the_end(
+        tmp_path: Path) -> None:
+    """Redirected, without --out: the calibrated estimate first, progress lines from every
+    worker and section to the end, the summary first on stdout, and the results in a new
+    folder whose name is printed."""
+    proc = run_cli("bench", "--tiny", "--no-torch", "--device", "cpu", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    folders = [p for p in tmp_path.iterdir() if p.name.startswith("microtorch-bench-")]
+    assert len(folders) == 1
+    _check_outputs(folders[0], with_torch=False)
+    err = proc.stderr.splitlines()
+    assert err[0] == f"bench: no --out given: the results will be saved in {folders[0].name}/"
+    assert err[2].startswith("bench (tiny): expected about ") and "calibrated in" in err[2]
+    # Each worker says which setting it is timing, and every memory setting has its line.
+    for k in (1, 4, 8):
+        for storage in STORAGES:
+            for stn in (True, False):
+                setting = f"K={k} {storage} set_to_none={stn}"
+                assert any(line.endswith(f"round 1/2: {setting}") for line in err)
+                assert any(line.endswith(f"memory: {setting}") for line in err)
+    assert err[-1].startswith("bench [") and err[-1].endswith("] done")
+    out = proc.stdout.splitlines()
+    assert "targets met" in out[0]
+    assert out[-1].startswith("bench (tiny): took ") and out[-1].endswith(
+        f"results in {folders[0].name}/")
 
 
 def test_bench_cuda_without_gpu_is_an_error(capsys: pytest.CaptureFixture) -> None:
@@ -116,6 +142,146 @@ def test_summarize() -> None:
     assert s["q1_us"] == pytest.approx(2.0) and s["q3_us"] == pytest.approx(4.0)
     assert s["min_us"] == pytest.approx(1.0) and s["max_us"] == pytest.approx(5.0)
     assert s["n"] == 5
+    # The bootstrap interval of the median: inside the data, around the median, and the
+    # same every time for the same samples (a fixed resampling seed).
+    assert 1.0 <= s["ci_low_us"] <= 3.0 <= s["ci_high_us"] <= 5.0
+    assert summarize([1e-6, 2e-6, 3e-6, 4e-6, 5e-6]) == s
+    assert summarize([2e-6] * 9)["ci_low_us"] == summarize([2e-6] * 9)["ci_high_us"]
+
+
+def test_verdicts_need_separated_intervals() -> None:
+    from microtorch.bench.verdict import SAME, at_least, at_most, compare, ratio_interval
+
+    def stats(median: float, lo: float, hi: float) -> dict:
+        return {"median_us": median, "ci_low_us": lo, "ci_high_us": hi}
+
+    a, b = stats(9.0, 8.5, 9.5), stats(10.0, 9.6, 10.4)
+    assert compare(a, b) == "faster" and compare(b, a) == "slower"
+    assert compare(stats(9.0, 8.5, 9.7), b) == SAME  # overlapping: no measurable difference
+    lo, hi = ratio_interval(a, b)
+    assert lo == pytest.approx(8.5 / 10.4) and hi == pytest.approx(9.5 / 9.6)
+    assert at_most((lo, hi), 1.0) is True and at_most((0.9, 1.1), 1.0) is None
+    assert at_most((1.01, 1.1), 1.0) is False
+    assert at_least((1.01, 1.1), 1.0) is True and at_least((0.9, 0.99), 1.0) is False
+
+
+# ------------------------------------------------------------------- report of a full run
+
+def _saved_results() -> dict:
+    """A full run's results (the committed one) with the headline MLP step and the per-op
+    overhead set to chosen medians and intervals."""
+    results = json.loads((REPO / "benchmarks" / "results" / "results.json").read_text())
+    results["load_average_start"] = results["load_average_end"] = [0.5, 0.5, 0.5]
+    return results
+
+
+def _step_row(results: dict) -> dict:
+    return next(r for r in results["train_step"] if r["accum_steps"] == 1
+                and r["storage"] == "default" and r["set_to_none"])
+
+
+def _target(results: dict, text: str) -> dict:
+    from microtorch.bench.report import targets
+
+    return next(t for t in targets(results) if text in t["target"])
+
+
+@pytest.mark.parametrize("mine, verdict", [((0.9, 0.85, 0.93), True),
+                                           ((0.9, 0.8, 1.2), None),
+                                           ((1.3, 1.2, 1.4), False)])
+def test_speed_targets_are_judged_on_the_interval_of_the_ratio(mine: tuple, verdict) -> None:
+    results = _saved_results()
+    row = _step_row(results)
+    row["microtorch"] = {"median_us": mine[0], "ci_low_us": mine[1], "ci_high_us": mine[2]}
+    row["torch"] = {"median_us": 1.0, "ci_low_us": 0.95, "ci_high_us": 1.05}
+    row["ratio"] = mine[0]
+    target = _target(results, "MLP training step <= 1.0×")
+    assert target["ok"] is verdict
+    assert (target["note"] or "").startswith("undecided" if verdict is None else "")
+
+
+def test_a_busy_machine_withholds_speed_verdicts_and_says_so_at_the_top() -> None:
+    from microtorch.bench.report import summary, targets
+
+    results = _saved_results()
+    results["machine"]["cores"] = 2
+    results["load_average_start"] = [3.3, 2.0, 1.0]
+    rows = targets(results)
+    speed = [t for t in rows if t["speed"]]
+    assert speed and all(t["ok"] is None and t["note"].startswith("withheld: load average 3.3")
+                         for t in speed)
+    assert all(t["ok"] is not None for t in rows if not t["speed"])  # bytes stay judged
+    assert f"{len(speed)} speed verdicts withheld" in summary(results)
+    lines = render_markdown(results).splitlines()
+    assert lines[2] == f"**{summary(results)}**"
+    assert lines[4].startswith("> The machine was busy: load average [3.3, 2.0, 1.0]")
+
+
+def test_quick_does_at_most_half_the_full_runs_work() -> None:
+    """--quick's help promises at most half the full run's time: on the unit costs of a
+    calibration (an idle 2-core machine's, and this project's machine at load 12), every
+    section but memory (the same steps in both) is at most half the full run's, and the
+    whole run too."""
+    from dataclasses import replace
+
+    from microtorch.bench.estimate import estimate_bench
+    from microtorch.bench.study import QUICK_SHARE, BenchConfig
+
+    def costs(step_ms: float, per_param_us: float, per_element_ns: float, chain_us: float
+              ) -> dict:
+        return {"zero_grad_per_param": per_param_us * 1e-6,
+                "zero_grad_per_element": per_element_ns * 1e-9,
+                "chain_op": chain_us * 1e-6, "mlp_step_k1": step_ms * 1e-3,
+                "mlp_step_per_extra_k": 0.7 * step_ms * 1e-3}
+
+    idle = {"devices": {"cpu": {"microtorch": costs(0.62, 5, 1, 2),
+                                "torch": costs(0.62, 5, 1, 2)}},
+            "worker_start": {"microtorch": 1.5, "torch": 3.0}, "gc": 0.05, "seconds": 4.0}
+    loaded = {"devices": {"cpu": {"microtorch": costs(105, 169, 4.2, 51),
+                                  "torch": costs(556, 85, 90, 14)}},
+              "worker_start": {"microtorch": 6.1, "torch": 12.7}, "gc": 0.47, "seconds": 35}
+    for calib in (idle, loaded):
+        full = estimate_bench(BenchConfig.full(), ["cpu"], calib)
+        quick = estimate_bench(BenchConfig.quick(), ["cpu"], calib)
+        for section, seconds in quick["sections"].items():
+            limit = 1.0 if section.endswith("memory") else 0.5
+            assert seconds <= limit * full["sections"][section], section
+        assert quick["seconds"] <= QUICK_SHARE * full["seconds"]
+    assert "at most half the full run's time" in " ".join(run_cli("bench", "--help").stdout
+                                                         .split())
+    # The estimate counts the work: twice the repetitions, twice the zero_grad section.
+    double = replace(BenchConfig.full(), zero_grad_repeats=100, big_case_repeats=20)
+    assert estimate_bench(double, ["cpu"], idle)["sections"]["cpu/zero_grad"] == pytest.approx(
+        2 * estimate_bench(BenchConfig.full(), ["cpu"], idle)["sections"]["cpu/zero_grad"])
+
+
+def test_write_outputs_rerenders_a_saved_full_run(tmp_path: Path) -> None:
+    import microtorch.bench as b
+
+    results = _saved_results()
+    paths = b.write_outputs(results, tmp_path / "again")
+    assert [p.name for p in paths] == ["results.json", "report.md", "zero_grad_cpu.png",
+                                       "memory_cpu.png"]
+    # Saved before intervals were recorded: cells fall back to the interquartile range.
+    assert render_markdown(results) == (tmp_path / "again" / "report.md").read_text()
+
+
+def test_full_run_figures_have_no_overlapping_text(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """memory_cpu.png (shown in the README) and zero_grad_cpu.png: the legend covers no tick
+    label, no tick labels collide, no text is cut off."""
+    from microtorch.bench import plots
+
+    found = {}
+    saved = plots._save
+
+    def keep(fig: object, path: Path) -> None:
+        found[path.name] = plots.text_overlaps(fig)
+        saved(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    plots.render_plots(_saved_results(), tmp_path)
+    assert found == {"zero_grad_cpu.png": [], "memory_cpu.png": []}
 
 
 # -------------------------------------------------------------------------- memory_report
@@ -241,6 +407,25 @@ def test_a_failing_worker_is_an_error_with_its_stderr() -> None:
                     "import sys; sys.stderr.write('worker broke'); sys.exit(3)"], 1)
 
 
+def test_a_worker_may_run_long_while_it_reports_but_not_stay_silent() -> None:
+    """The worker timeout counts silence, not the whole run: on a busy machine a worker that
+    keeps reporting its settings runs as long as it needs (a full run once lost 49 minutes
+    of measurements to a fixed 600 s limit), and a hung one is still stopped."""
+    import subprocess
+    import sys
+
+    from microtorch.bench.isolated import PROGRESS_MARK, run_worker
+
+    chatty = ("import sys, time\nfor i in range(8):\n"
+              f"    print(f'{PROGRESS_MARK}setting {{i}}', file=sys.stderr, flush=True)\n"
+              "    time.sleep(1)\nprint('{\"phases\": {}}')")
+    heard = []
+    out = run_worker([sys.executable, "-c", chatty], 1, timeout=5.0, on_progress=heard.append)
+    assert out["phases"] == {} and heard == [f"setting {i}" for i in range(8)]
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_worker([sys.executable, "-c", "import time; time.sleep(60)"], 1, timeout=2.0)
+
+
 def _train_step_worker(lib_name: str, dev: str, tmp_path: Path) -> dict:
     """The training-step worker body, in this process, on the tiny configuration."""
     from dataclasses import asdict
@@ -270,6 +455,9 @@ def test_train_step_worker_times_every_setting_with_pytorchs_losses(
     for key, times in mine["phases"].items():
         assert len(times) == 2 and all(t > 0 for t in times)
         assert len(mine["losses"][key]) == 3  # one warm-up step and two timed ones
+        # Early steps: one warm-up and two timed steps of a tiny MLP, which amplify nothing
+        # yet; 1e-5 (about 80 float32 ulps) covers the reductions (at most 16 terms, so up to
+        # 15 ulps each in another summation order) of the three passes.
         assert mine["losses"][key] == pytest.approx(theirs["losses"][key], rel=1e-5)
 
 

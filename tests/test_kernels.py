@@ -8,6 +8,8 @@ rounds differently in the last bit (``exp_avg.lerp_`` instead of ``beta1*m + (1-
 FMA-vectorised CPU kernels, division by a scalar done as multiplication by its reciprocal), and
 an element that came out of cancellation (a momentum buffer or weight crossing zero) carries an
 error at the scale of the tensor, not of itself. Observed: about 3e-7 / 1.4e-15 of the scale.
+The gradients are given, not computed: no step amplifies another's rounding and no reduction
+sums in a CPU-dependent order, so those ulps are all there is on any CPU.
 """
 
 from __future__ import annotations

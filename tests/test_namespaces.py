@@ -331,3 +331,80 @@ def test_float_constants_as_pytorch():
         assert getattr(microtorch, name) == getattr(torch, name)
         assert type(getattr(microtorch, name)) is type(getattr(torch, name))
     assert math.isnan(microtorch.nan) and math.isnan(torch.nan)
+
+
+# -- PyTorch's class paths (issue 25) ------------------------------------------------------------
+
+_TORCH_PACKAGES = ["torch.nn.modules", "torch.optim", "torch.optim.lr_scheduler",
+                   "torch.utils.data", "torch.distributions", "torch.nn.utils", "torch.autograd",
+                   "torch.amp"]
+
+
+def _torch_class_paths():
+    """(root package, module path, class name) of every public class PyTorch defines in the
+    packages above (their submodules included)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    pytest.importorskip("torch")
+    paths = []
+    for root in _TORCH_PACKAGES:
+        package = importlib.import_module(root)
+        modules = [package]
+        for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
+            if not info.name.startswith("_"):
+                try:
+                    modules.append(importlib.import_module(f"{root}.{info.name}"))
+                except Exception:  # noqa: BLE001 - optional parts of torch (onnx, ...)
+                    continue
+        for module in modules:
+            for name, obj in vars(module).items():
+                if inspect.isclass(obj) and obj.__module__ == module.__name__ and \
+                        not name.startswith("_"):
+                    paths.append((root, module.__name__, name))
+    assert paths
+    return paths
+
+
+def test_every_class_microtorch_has_sits_at_pytorchs_path():
+    """``torch.nn.modules.activation.MultiheadAttention``, ``torch.optim.adamw.AdamW``,
+    ``torch.nn.modules.batchnorm.BatchNorm2d`` ...: where microtorch has a class of the same
+    name in the same package, PyTorch's module path names it too (pickles of whole models and
+    ``safe_globals`` lists use those paths)."""
+    import importlib
+    import inspect
+
+    namespaces = {"torch.nn.modules": mt.nn}
+    missing = []
+    for root, path, name in _torch_class_paths():
+        namespace = namespaces.get(root) or importlib.import_module("micro" + root)
+        ours = getattr(namespace, name, None)
+        if not inspect.isclass(ours):
+            continue
+        try:
+            there = getattr(importlib.import_module("micro" + path), name, None)
+        except ImportError:
+            there = None
+        if there is not ours:
+            missing.append(f"{path}.{name} (microtorch has {ours.__module__}.{name})")
+    assert not missing, missing
+
+
+def test_a_whole_transformer_loads_under_pytorchs_class_paths(tmp_path):
+    nn = mt.nn
+    model = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+    path = tmp_path / "layer.pt"
+    mt.save(model, path)
+    allowed = [nn.modules.transformer.TransformerEncoderLayer,
+               nn.modules.activation.MultiheadAttention,
+               nn.modules.linear.NonDynamicallyQuantizableLinear, nn.modules.linear.Linear,
+               nn.modules.dropout.Dropout, nn.modules.normalization.LayerNorm,
+               mt.nn.functional.relu]
+    with mt.serialization.safe_globals(allowed):
+        loaded = mt.load(path, weights_only=True)
+    x = mt.randn(2, 3, 8)
+    model.eval()
+    loaded.eval()
+    assert mt.equal(model(x), loaded(x))
+    assert type(loaded.self_attn).__module__ == "microtorch.nn.modules.activation"

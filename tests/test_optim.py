@@ -4,7 +4,10 @@ state dicts (format, save/resume bit for bit, validation), hyperparameter errors
 Tolerance against PyTorch: rtol 1e-6 with an absolute term of the same size times the largest
 magnitude. PyTorch's CPU kernels use FMA (``grad.add(param, alpha=wd)``, ``lerp_``,
 ``addcmul_`` are one rounding in PyTorch, two in NumPy), so single elements differ by an ulp;
-elements that come out of cancellation carry that error at the scale of the tensor.
+elements that come out of cancellation carry that error at the scale of the tensor. The
+gradients are given (fixed arrays), not computed, so no step amplifies another's rounding and no
+reduction sums in a CPU-dependent order: each step adds only the ulps of its own elementwise
+formulas, which this covers on any CPU (no spread to measure).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from _gradcheck import finite_difference_check
 from _torch_compare import assert_init_equal, copy_weights, float64_pair
+from _torch_spread import FLOAT32_EPS, assert_within_spread, torch_elsewhere
 
 import microtorch as mt
 import microtorch.nn as nn
@@ -476,9 +477,17 @@ def _train_bit_counter(lib, steps: int) -> np.ndarray:
     return np.array(losses)
 
 
-def test_lstm_learns_to_count_bits_like_torch():
+def test_lstm_learns_to_count_bits_like_torch(tmp_path_factory):
+    """The first 20 losses as PyTorch's, spread-derived (``_torch_spread``): per step,
+    max(2 x PyTorch's spread over its thread counts and SIMD levels, floor), with floor =
+    31 float32 ulps of the loss: the loss is a mean of 32 squared errors, and a float32 sum of
+    n terms of one sign taken in another order may move by (n - 1) eps of it (the standard
+    bound). What 20 Adam steps amplify beyond that, PyTorch's spread shows."""
     losses, tlosses = _train_bit_counter(mt, 150), _train_bit_counter(torch, 20)
-    np.testing.assert_allclose(losses[:20], tlosses, rtol=0, atol=1e-5)
+    elsewhere = torch_elsewhere(tmp_path_factory, "test_rnn:_train_bit_counter",
+                                [dict(steps=20)])
+    assert_within_spread(losses[:20], tlosses, [runs[0] for runs in elsewhere.values()],
+                         31 * FLOAT32_EPS * np.abs(tlosses), err_msg="losses")
     assert losses[-10:].mean() < 0.05 < 10 < losses[0]  # from ~13 to near zero
 
 

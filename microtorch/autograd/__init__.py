@@ -145,5 +145,10 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     return out
 
 
+# torch.autograd.anomaly_mode (detect_anomaly, set_detect_anomaly) lives in grad_mode here
+from .. import _module_aliases  # noqa: E402
 from . import forward_ad, functional, graph  # noqa: E402  (they use grad, defined above)
+from . import grad_mode as _grad_mode  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
+
+_module_aliases.alias_modules(__name__, {"anomaly_mode": _grad_mode})

@@ -23,13 +23,15 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .measure import summarize
+from .measure import check_no_timing_choice, summarize
 
 FRAMEWORKS = ("microtorch", "torch")
 
@@ -72,16 +74,62 @@ def import_framework(name: str) -> Any:
     return lib
 
 
+# A worker's stderr line that starts with this is news of its progress, passed on as it comes.
+PROGRESS_MARK = "@progress "
+
+
+def report_progress(text: str) -> None:
+    """In a worker: tell the parent what starts now (``run_worker``'s ``on_progress``)."""
+    print(f"{PROGRESS_MARK}{text}", file=sys.stderr, flush=True)
+
+
 def run_worker(command: Sequence[str], threads: int | None, timeout: float = 600.0,
-               framework: str | None = None) -> dict[str, Any]:
+               framework: str | None = None,
+               on_progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run one worker process (of ``framework``, see ``worker_env``) and parse the JSON object
-    on its last line of output."""
-    proc = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout,
-                          env=worker_env(threads, framework), check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"worker {' '.join(command)} failed (exit {proc.returncode}):\n"
-                           f"{proc.stderr[-4000:]}")
+    on its last line of output. The worker's progress lines (``report_progress``) reach
+    ``on_progress`` while it runs; the rest of its stderr goes into the error of a failure.
+
+    ``timeout``: the seconds a worker may stay silent (no output line) before it counts as
+    hung and is stopped (``subprocess.TimeoutExpired``). A worker that keeps reporting runs as
+    long as it needs: on a busy machine a whole worker can take far longer than that.
+    """
+    errors: list[str] = []
+    heard = [time.monotonic()]
+
+    def pump(stream: Any) -> None:
+        for line in stream:
+            heard[0] = time.monotonic()
+            if line.startswith(PROGRESS_MARK):
+                if on_progress is not None:
+                    on_progress(line[len(PROGRESS_MARK):].rstrip("\n"))
+            else:
+                errors.append(line)
+
+    # stdout to a file: a large result cannot fill a pipe while stderr is being read.
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as out:
+        proc = subprocess.Popen(list(command), stdout=out, stderr=subprocess.PIPE, text=True,
+                                env=worker_env(threads, framework))
+        reader = threading.Thread(target=pump, args=(proc.stderr,), daemon=True)
+        reader.start()
+        try:
+            while True:
+                try:
+                    code = proc.wait(min(1.0, timeout))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() - heard[0] > timeout:
+                        proc.kill()
+                        proc.wait()
+                        raise subprocess.TimeoutExpired(list(command), timeout) from None
+        finally:
+            reader.join()
+            proc.stderr.close()
+        out.seek(0)
+        lines = [ln for ln in out.read().splitlines() if ln.strip()]
+    if code != 0 or not lines:
+        raise RuntimeError(f"worker {' '.join(command)} failed (exit {code}):\n"
+                           f"{''.join(errors)[-4000:]}")
     return json.loads(lines[-1])
 
 
@@ -94,8 +142,8 @@ def run_isolated(command_for: Any, rounds: int, threads: int | None,
     each phase's samples pooled over rounds, summarised (``summarize``), plus the per-phase
     ratio of medians (first framework over the second), the workers' losses by round and the
     process ids the workers reported (``pids``: one per round). ``progress`` (a
-    ``measure.Progress``) hears of each worker: ``section`` as it starts, ``update(1)`` as it
-    ends.
+    ``measure.Progress``) hears of each worker: ``section`` as it starts and for each of its
+    progress lines, ``update(1)`` as it ends.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -108,9 +156,12 @@ def run_isolated(command_for: Any, rounds: int, threads: int | None,
     for r in range(rounds):
         order = list(frameworks) if r % 2 == 0 else list(frameworks)[::-1]
         for fw in order:
+            where = f"{label}: {fw} alone, round {r + 1}/{rounds}"
             if progress is not None:
-                progress.section(f"{label}: {fw} alone, round {r + 1}/{rounds}")
-            out = run_worker(command_for(fw, r), threads, framework=fw)
+                progress.section(where)
+            out = run_worker(command_for(fw, r), threads, framework=fw,
+                             on_progress=None if progress is None else
+                             (lambda text, where=where: progress.section(f"{where}: {text}")))
             for phase, times in out["phases"].items():
                 samples[fw].setdefault(phase, []).extend(times)
             losses[fw].append(out.get("losses", []))
@@ -182,6 +233,7 @@ def op_chain_worker(lib_name: str, length: int, numel: int, repeats: int,
                     warmup: int = 3) -> dict[str, Any]:
     """Time the chain's forward and backward ``repeats`` times in this process."""
     lib = import_framework(lib_name)
+    check_no_timing_choice("in an op-chain worker")
     x0 = np.random.default_rng(1).standard_normal(numel, dtype=np.float32)
     x = lib.from_numpy(x0).requires_grad_()
     fwd: list[float] = []

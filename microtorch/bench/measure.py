@@ -1,14 +1,17 @@
-"""What every microtorch benchmark shares: timing statistics, the machine description, the
-contenders (microtorch and, when installed, PyTorch) and the alternating-block scheduler."""
+"""What every microtorch benchmark shares: timing statistics (medians with a bootstrap interval),
+the machine description and its load, the guard against timing-based kernel choice, the
+contenders (microtorch and, when installed, PyTorch), the alternating-block scheduler and the
+progress lines."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,14 @@ def setting_name(row: dict[str, Any]) -> str:
     return f"set_to_none={row['set_to_none']}, {row['storage']}"
 
 
+def gradient_storage_bytes(row: dict[str, Any]) -> int:
+    """Bytes a memory row holds for gradients between steps: the gradients themselves plus
+    the flat buffer (whose views they are with ``flat_grads=True``; it stays allocated
+    whatever set_to_none says). Reports and figures both show this number."""
+    held = row["held_between_steps"]
+    return int(held.get("gradients", 0)) + int(held.get("flat_buffer", 0))
+
+
 def rows_on(results: dict[str, Any], section: str, dev: str) -> list[dict[str, Any]]:
     """The rows of a results section measured on ``dev`` (none when the section is absent)."""
     return [r for r in results.get(section, []) if r["device"] == dev]
@@ -31,12 +42,39 @@ def rows_on(results: dict[str, Any], section: str, dev: str) -> list[dict[str, A
 
 # ---------------------------------------------------------------------------- statistics
 
+# The level of every interval the benchmarks report, and the bootstrap behind it.
+CI_LEVEL = 0.95
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def bootstrap_median_ci(values: Iterable[float], level: float = CI_LEVEL,
+                        resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
+    """The percentile-bootstrap interval of the median of ``values`` at ``level``.
+
+    The resampling uses a fixed seed, so the same samples always give the same interval (a
+    report re-rendered, or a test, reads the same numbers).
+    """
+    data = np.asarray(list(values), dtype=np.float64)
+    if data.size == 0:
+        raise ValueError("bootstrap_median_ci needs at least one value")
+    if data.size == 1:
+        return float(data[0]), float(data[0])
+    rng = np.random.default_rng(0)
+    medians = np.median(data[rng.integers(0, data.size, (resamples, data.size))], axis=1)
+    tail = (1.0 - level) / 2
+    lo, hi = np.quantile(medians, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
 def summarize(seconds: Iterable[float]) -> dict[str, float]:
-    """Median, quartiles, min and max of timings, in microseconds."""
+    """Median, quartiles, min and max of timings, and the bootstrap interval of the median
+    (``ci_low_us``, ``ci_high_us`` at ``CI_LEVEL``), in microseconds."""
     us = np.asarray(list(seconds), dtype=np.float64) * 1e6
     q1, med, q3 = np.percentile(us, [25, 50, 75])
+    lo, hi = bootstrap_median_ci(us)
     return {"median_us": float(med), "q1_us": float(q1), "q3_us": float(q3),
-            "min_us": float(us.min()), "max_us": float(us.max()), "n": int(us.size)}
+            "min_us": float(us.min()), "max_us": float(us.max()), "n": int(us.size),
+            "ci_low_us": lo, "ci_high_us": hi}
 
 
 def _ratio(a: dict | None, b: dict | None) -> float | None:
@@ -75,7 +113,10 @@ def machine_info(torch: Any = None) -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "blas": _blas(),
-        "microtorch": mt.__version__,
+        # microtorch's own release (what pip shows) and, apart, the PyTorch release whose API
+        # and numbers it follows (``torch.__version__`` inside microtorch joins the two).
+        "microtorch": mt.version.microtorch,
+        "torch_api": mt.version.torch_api,
         "torch": None,
         "torch_threads": None,
         "cuda": None,
@@ -94,12 +135,76 @@ def machine_info(torch: Any = None) -> dict[str, Any]:
     return info
 
 
-def _load_average() -> list[float] | None:
+def load_average() -> list[float] | None:
     """The 1/5/15-minute load averages: other work on the machine skews every timing."""
     try:
         return [round(x, 2) for x in os.getloadavg()]
     except (AttributeError, OSError):
         return None
+
+
+_load_average = load_average  # the name earlier modules import
+
+
+def machine_busy(loads: Iterable[list[float] | None], cores: int | None) -> float | None:
+    """The highest 1-minute load average of ``loads`` when it exceeds ``cores`` (the machine
+    was busy with other work: speed verdicts are withheld), else None."""
+    seen = [load[0] for load in loads if load]
+    if not seen or not cores:
+        return None
+    worst = max(seen)
+    return worst if worst > cores else None
+
+
+# ------------------------------------------------------------------ timing-based choice
+
+# Flags under which microtorch may pick between formulations of an op by timing them (PyTorch's
+# ``cudnn.benchmark`` idea, here ``backends.cpu.benchmark``). The formulations round
+# differently, so with one of them on, the
+# settings of a study could train differently for reasons of timing alone: every benchmark
+# runs with them off.
+TIMING_CHOICE_FLAGS = ("backends.cpu.benchmark",)
+
+
+def _flag_owner(flag: str) -> tuple[Any, str]:
+    owner: Any = mt
+    *path, name = flag.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, name
+
+
+def timing_choice_flags() -> dict[str, bool]:
+    """Each flag of ``TIMING_CHOICE_FLAGS`` (``microtorch.`` omitted) with its value now."""
+    values = {}
+    for flag in TIMING_CHOICE_FLAGS:
+        owner, name = _flag_owner(flag)
+        values[flag] = bool(getattr(owner, name, False))
+    return values
+
+
+def check_no_timing_choice(where: str) -> None:
+    """Raise RuntimeError if a timing-based choice flag is on (``where``: what was running)."""
+    on = [f"microtorch.{flag}" for flag, value in timing_choice_flags().items() if value]
+    if on:
+        raise RuntimeError(f"{', '.join(on)} was switched on {where}: the benchmark needs "
+                           "deterministic kernel choice (switch it off)")
+
+
+@contextlib.contextmanager
+def no_timing_choice() -> Iterator[dict[str, bool]]:
+    """Switch every timing-choice flag off for the block (restored afterwards); yields the
+    values found on entry, so a report can say whether the study had to switch one off."""
+    found = timing_choice_flags()
+    for flag in found:
+        owner, name = _flag_owner(flag)
+        setattr(owner, name, False)
+    try:
+        yield found
+    finally:
+        for flag, value in found.items():
+            owner, name = _flag_owner(flag)
+            setattr(owner, name, value)
 
 
 # --------------------------------------------------------------------------- contenders
@@ -191,29 +296,53 @@ def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
 
 
 class Progress:
-    """Progress of long work on stderr: a tqdm bar on a terminal, and otherwise one line per
-    section, so that a run whose output is redirected still shows that it is alive.
+    """Progress of long work on stderr: a tqdm bar on a terminal, and otherwise one flushed
+    line per piece of work with the elapsed time (and, given ``expected_s``, the time
+    expected in all), so that a run whose output is redirected shows to the end that it is
+    alive.
 
     ``enabled=None`` decides by whether stderr is a terminal; ``False`` silences both forms.
-    Use as a context manager; ``section(text)`` names the work starting now, ``update(n)``
+    Use as a context manager; ``section(text)`` names the work starting now, ``note(text)``
+    says something on its own line whatever the form (estimates, warnings), ``update(n)``
     counts finished units.
     """
 
-    def __init__(self, total: int, desc: str, enabled: bool | None = None) -> None:
+    def __init__(self, total: int, desc: str, enabled: bool | None = None,
+                 expected_s: float | None = None) -> None:
         self.total, self.desc, self.done = total, desc, 0
+        self.expected_s = expected_s
         self.quiet = enabled is False
+        self.started = self.last_line = time.perf_counter()
         self.bar = None
         if not self.quiet and (enabled or sys.stderr.isatty()):
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total, desc=desc, unit="case", file=sys.stderr)
 
-    def section(self, text: str) -> None:
-        """Announce the next piece of work."""
+    def _clock(self) -> str:
+        elapsed = time.perf_counter() - self.started
+        of = f" of ~{self.expected_s:.0f} s expected" if self.expected_s else ""
+        return f"{elapsed:.0f} s{of}"
+
+    def section(self, text: str, min_interval_s: float = 0.0) -> None:
+        """Announce the next piece of work (as a line: unless the last line is less than
+        ``min_interval_s`` old, for news that comes every step)."""
         if self.bar is not None:
             self.bar.set_postfix_str(text)
         elif not self.quiet:
-            print(f"{self.desc} [{self.done}/{self.total}] {text}", file=sys.stderr, flush=True)
+            now = time.perf_counter()
+            if now - self.last_line < min_interval_s:
+                return
+            self.last_line = now
+            print(f"{self.desc} [{self.done}/{self.total}, {self._clock()}] {text}",
+                  file=sys.stderr, flush=True)
+
+    def note(self, text: str) -> None:
+        """A line of its own (under the bar on a terminal)."""
+        if self.bar is not None:
+            self.bar.write(f"{self.desc}: {text}", file=sys.stderr)
+        elif not self.quiet:
+            print(f"{self.desc}: {text}", file=sys.stderr, flush=True)
 
     def update(self, n: int = 1) -> None:
         """Count ``n`` finished units."""
@@ -227,3 +356,6 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
+        elif not self.quiet and exc[0] is None:
+            print(f"{self.desc} [{self.done}/{self.total}, {self._clock()}] done",
+                  file=sys.stderr, flush=True)

@@ -1,7 +1,8 @@
 """Turn ``microtorch.bench`` results into ``report.md`` tables (the figures: ``plots``).
 
 Kept apart from the measurements so that a saved ``results.json`` can be re-rendered
-(``render_markdown(json.load(...))``) without running anything again.
+(``render_markdown(json.load(...))``, or ``microtorch.bench.write_outputs``, which writes
+any kind of results) without running anything again.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .measure import STORAGES, rows_on
+from .measure import STORAGES, machine_busy, rows_on
+from .verdict import at_least, at_most, interval, ratio_interval
 
-__all__ = ["render_markdown", "format_us", "headline", "targets", "write_report",
-           "write_outputs"]
+__all__ = ["render_markdown", "format_us", "headline", "targets", "summary", "busy",
+           "write_report", "write_full_outputs"]
 
 # The cases benchmarks/README.md quotes reference PyTorch numbers for.
 REFERENCE_CASES = ((1000, [64]), (100, [1024, 1024]))
@@ -35,11 +37,12 @@ def format_us(us: float | None) -> str:
 
 
 def _cell(stats: dict | None) -> str:
-    """Median with its interquartile range."""
+    """Median with its 95 % interval (the interquartile range for results saved before
+    intervals were recorded)."""
     if not stats:
         return "-"
-    return (f"{format_us(stats['median_us'])} "
-            f"[{format_us(stats['q1_us'])}–{format_us(stats['q3_us'])}]")
+    lo, hi = interval(stats)
+    return f"{format_us(stats['median_us'])} [{format_us(lo)}–{format_us(hi)}]"
 
 
 def _ratio(x: float | None) -> str:
@@ -97,7 +100,9 @@ def headline(results: dict) -> list[dict[str, Any]]:
                                  "microtorch_us": row["median_us"],
                                  "torch_us": torch_row["median_us"] if torch_row else None,
                                  "ratio": (row["median_us"] / torch_row["median_us"]
-                                           if torch_row else None)})
+                                           if torch_row else None),
+                                 "ratio_interval": (ratio_interval(row, torch_row)
+                                                    if torch_row else None)})
         dims = "-".join(map(str, results["config"]["mlp_dims"]))
         cases = [(r, f"MLP {dims}, batch {r['batch_size']}, Adam, one step")
                  for r in _headline_steps(results, dev)]
@@ -107,12 +112,36 @@ def headline(results: dict) -> list[dict[str, Any]]:
             rows.append({"device": dev, "case": case,
                          "microtorch_us": r["microtorch"]["median_us"],
                          "torch_us": r["torch"]["median_us"] if r["torch"] else None,
-                         "ratio": r["ratio"]})
+                         "ratio": r["ratio"],
+                         "ratio_interval": (ratio_interval(r["microtorch"], r["torch"])
+                                            if r["torch"] else None)})
     return rows
 
 
-def _target(area: str, text: str, measured: str, ok: bool | None) -> dict[str, Any]:
-    return {"area": area, "target": text, "measured": measured, "ok": ok}
+def _target(area: str, text: str, measured: str, ok: bool | None, note: str | None = None,
+            speed: bool = True) -> dict[str, Any]:
+    """A target row: ``ok`` True (met), False (missed) or None (``note`` says why: undecided
+    at this precision, no data); ``speed`` targets are withheld on a busy machine."""
+    return {"area": area, "target": text, "measured": measured, "ok": ok, "note": note,
+            "speed": speed}
+
+
+def _ratio_target(area: str, text: str, mine: dict, ref: dict, limit: float,
+                  digits: int = 2) -> dict[str, Any]:
+    """A target "mine / ref at most ``limit``", judged on the interval of the ratio."""
+    lo, hi = ratio_interval(mine, ref)
+    r = mine["median_us"] / ref["median_us"]
+    ok = at_most((lo, hi), limit)
+    measured = f"{r:.{digits}f}× [{lo:.{digits}f}–{hi:.{digits}f}]"
+    note = None if ok is not None else f"undecided: the interval straddles {limit:g}×"
+    return _target(area, text, measured, ok, note)
+
+
+def _bandwidth_interval(row: dict) -> tuple[float, float]:
+    """GB/s of a zeroing row at either end of its median's interval."""
+    lo, hi = interval(row)
+    moved = row["numel"] * 4 / 1e9
+    return moved / (hi * 1e-6), moved / (lo * 1e-6)
 
 
 def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
@@ -127,70 +156,109 @@ def _zero_grad_targets(results: dict, dev: str) -> list[dict[str, Any]]:
         flat = _zg(*small, False, "microtorch", "flat")
         ref = _zg(*small, False, "torch", "default")
         if flat and ref:
-            r = flat["median_us"] / ref["median_us"]
-            rows.append(_target("zeroing", "cpu: zero_grad(False), 1000 × (64,), flat <= 0.1 × "
-                                "PyTorch", f"{r:.3f}×", r <= 0.1))
+            rows.append(_ratio_target("zeroing", "cpu: zero_grad(False), 1000 × (64,), flat "
+                                      "<= 0.1 × PyTorch", flat, ref, 0.1, digits=3))
         for storage in STORAGES:
             mine = _zg(*small, True, "microtorch", storage)
             ref = _zg(*small, True, "torch", "default")
             if mine and ref:
-                r = mine["median_us"] / ref["median_us"]
-                rows.append(_target("zeroing", f"cpu: zero_grad(True), 1000 × (64,), {storage} "
-                                    "no slower than PyTorch", f"{r:.2f}×", r <= 1.0))
+                rows.append(_ratio_target("zeroing", f"cpu: zero_grad(True), 1000 × (64,), "
+                                          f"{storage} no slower than PyTorch", mine, ref, 1.0))
         ref = _zg(*big, False, "torch", "default")
         for storage in STORAGES:
             mine = _zg(*big, False, "microtorch", storage)
             if mine and ref:
+                # mine's bandwidth over ref's is ref's time over mine's: at least 1.
+                lo, hi = ratio_interval(ref, mine)
+                ok = at_least((lo, hi), 1.0)
                 rows.append(_target(
                     "zeroing",
                     f"cpu: zeroing 100 × (1024, 1024), {storage}: bandwidth >= PyTorch's",
-                    f"{mine['bandwidth_gbs']:.1f} vs {ref['bandwidth_gbs']:.1f} GB/s",
-                    mine["bandwidth_gbs"] >= ref["bandwidth_gbs"]))
+                    f"{mine['bandwidth_gbs']:.1f} vs {ref['bandwidth_gbs']:.1f} GB/s "
+                    f"(ratio [{lo:.2f}–{hi:.2f}])", ok,
+                    None if ok is not None else "undecided: the interval straddles 1×"))
     else:
         ref = _zg(*small, False, "torch", "foreach")
         for storage in ("foreach", "flat"):
             mine = _zg(*small, False, "microtorch", storage)
-            if mine:
-                ok = None if ref is None else mine["median_us"] <= ref["median_us"]
-                versus = "" if ref is None else f" vs {format_us(ref['median_us'])}"
-                rows.append(_target("zeroing", f"{dev}: zero_grad(False), 1000 params, {storage} "
-                                    "no slower than torch._foreach_zero_",
-                                    f"{format_us(mine['median_us'])}{versus}", ok))
+            text = (f"{dev}: zero_grad(False), 1000 params, {storage} no slower than "
+                    "torch._foreach_zero_")
+            if mine and ref:
+                rows.append(_ratio_target("zeroing", text, mine, ref, 1.0))
+            elif mine:
+                rows.append(_target("zeroing", text, format_us(mine["median_us"]), None,
+                                    "n/a: no CUDA build of PyTorch"))
         for (n, shape) in results["config"].get("gpu_extra_cases", []):
             mine = _zg(n, tuple(shape), False, "microtorch", "flat")
             if mine:
-                tbs = mine["bandwidth_gbs"] / 1e3
+                lo, hi = (x / 1e3 for x in _bandwidth_interval(mine))
+                ok = at_least((lo, hi), 3.0)
                 rows.append(_target("zeroing", f"{dev}: flat-buffer zeroing of {n} × "
-                                    f"{_shape(list(shape))} above 3 TB/s", f"{tbs:.2f} TB/s",
-                                    tbs > 3.0))
+                                    f"{_shape(list(shape))} above 3 TB/s",
+                                    f"{mine['bandwidth_gbs'] / 1e3:.2f} TB/s [{lo:.2f}–{hi:.2f}]",
+                                    ok, None if ok is not None else
+                                    "undecided: the interval straddles 3 TB/s"))
     return rows
 
 
 def targets(results: dict) -> list[dict[str, Any]]:
     """The performance targets (benchmarks/README.md), each with its measured value and verdict
-    (None where the run lacks the data, e.g. PyTorch absent)."""
+    (``ok`` None with a ``note`` where the interval straddles the target, the run lacks the
+    data, or, for speed, the machine was busy)."""
     rows: list[dict[str, Any]] = []
     for dev in results["devices"]:
         rows += _zero_grad_targets(results, dev)
         for r in _headline_steps(results, dev):
             if r["ratio"] is not None:
-                rows.append(_target("training", f"{dev}: MLP training step <= 1.0× PyTorch "
-                                    "(goal 0.85×)", f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
+                rows.append(_ratio_target("training", f"{dev}: MLP training step <= 1.0× "
+                                          "PyTorch (goal 0.85×)", r["microtorch"], r["torch"],
+                                          1.0))
                 rows.append(_target("training", f"{dev}: training-step losses equal PyTorch's",
                                     f"max rel. diff {r['max_loss_rel_diff']:.1e}",
-                                    r["max_loss_rel_diff"] < 1e-5))
+                                    r["max_loss_rel_diff"] < 1e-5, speed=False))
         for r in rows_on(results, "op_chain", dev):
             if r["ratio"] is not None:
-                rows.append(_target("training", f"{dev}: per-op overhead, {r['phase']}, <= PyTorch",
-                                    f"{r['ratio']:.2f}×", r["ratio"] <= 1.0))
+                rows.append(_ratio_target("training", f"{dev}: per-op overhead, {r['phase']}, "
+                                          "<= PyTorch", r["microtorch"], r["torch"], 1.0))
         for r, twin, held, peak_ok in _set_to_none_checks(rows_on(results, "memory", dev)):
-            rows.append(_target("training", f"{dev}: set_to_none=True, K={r['accum_steps']}, "
-                                f"{r['storage']}: no gradient bytes between steps, peak <= "
-                                "set_to_none=False's",
+            rows.append(_target("memory", f"{dev}: set_to_none=True, K={r['accum_steps']}, "
+                                f"{r['storage']}: no gradient bytes between steps (flat: its "
+                                "buffer apart), peak <= set_to_none=False's",
                                 f"{_bytes(held)} held; peak {_bytes(r['peak_of_step'])} vs "
                                 f"{_bytes(twin['peak_of_step']) if twin else '-'}",
-                                held == 0 and peak_ok))
+                                held == 0 and peak_ok, speed=False))
+    load = busy(results)
+    if load is not None:
+        for t in rows:
+            if t["speed"]:
+                t["ok"] = None
+                t["note"] = (f"withheld: load average {load:.1f} above "
+                             f"{results['machine']['cores']} cores")
     return rows
+
+
+def busy(results: dict) -> float | None:
+    """The load average that made the machine busy during this run (above its cores), or
+    None: speed verdicts need a quiet machine."""
+    return machine_busy([results.get("load_average_start"), results.get("load_average_end")],
+                        results["machine"].get("cores"))
+
+
+def summary(results: dict) -> str:
+    """The report's first line: how the targets came out, and why some were not judged."""
+    rows = targets(results)
+    met = sum(t["ok"] is True for t in rows)
+    missed = sum(t["ok"] is False for t in rows)
+    withheld = sum(bool(t["note"] and t["note"].startswith("withheld")) for t in rows)
+    undecided = sum(bool(t["note"] and t["note"].startswith("undecided")) for t in rows)
+    text = f"{met} of {len(rows)} targets met, {missed} missed"
+    if undecided:
+        text += f", {undecided} undecided (the interval straddles the target)"
+    load = busy(results)
+    if load is not None:
+        text += (f"; {withheld} speed verdicts withheld: the machine was busy (load average "
+                 f"{load:.1f} on {results['machine']['cores']} cores), rerun on a quiet one")
+    return text + "."
 
 
 def _set_to_none_checks(rows: list[dict]) -> list[tuple[dict, dict | None, int, bool]]:
@@ -210,21 +278,38 @@ def _set_to_none_checks(rows: list[dict]) -> list[tuple[dict, dict | None, int, 
 
 
 def _targets_md(results: dict) -> list[str]:
-    verdict = {True: "yes", False: "**no**", None: "n/a"}
-    return (["## Targets", ""]
+    verdict = {True: "yes", False: "**no**"}
+    return (["## Targets", "",
+             "Speed targets are judged on the 95 % interval of the ratio (from the two "
+             "medians' bootstrap intervals): met or missed only when the whole interval lies "
+             "on one side of the target.", ""]
             + _table(["area", "target", "measured", "met"],
-                     ([t["area"], t["target"], t["measured"], verdict[t["ok"]]]
+                     ([t["area"], t["target"], t["measured"],
+                       verdict.get(t["ok"]) or t.get("note") or "n/a"]
                       for t in targets(results)))
             + [""])
 
 
-def _machine_md(m: dict) -> list[str]:
+def _versions(m: dict) -> str:
+    """microtorch's package version and, apart, the PyTorch API it follows (results saved
+    before the two were recorded apart carry ``torch.__version__``'s joined form)."""
+    version = str(m["microtorch"])
+    if "+microtorch" in version:  # "2.13.0+microtorch0.1.0"
+        api, _, own = version.partition("+microtorch")
+        return f"microtorch {own} (follows the PyTorch {api} API)"
+    api = m.get("torch_api")
+    return f"microtorch {version}" + (f" (follows the PyTorch {api} API)" if api else "")
+
+
+def _machine_md(m: dict, with_torch: bool = True) -> list[str]:
+    """The machine section; ``with_torch=False`` leaves out the PyTorch line (a study that
+    never runs PyTorch)."""
     lines = ["## Machine", "",
              f"- CPU: {m['cpu']}, {m['cores']} cores; {m['platform']}",
-             f"- Python {m['python']}, NumPy {m['numpy']} (BLAS: {m['blas']}), "
-             f"microtorch {m['microtorch']}",
-             f"- PyTorch: {m['torch'] or 'not installed'}"
-             + (f" ({m['torch_threads']} threads)" if m["torch"] else "")]
+             f"- Python {m['python']}, NumPy {m['numpy']} (BLAS: {m['blas']}), {_versions(m)}"]
+    if with_torch:
+        lines.append(f"- PyTorch: {m['torch'] or 'not installed'}"
+                     + (f" ({m['torch_threads']} threads)" if m["torch"] else ""))
     if m.get("cuda"):
         c = m["cuda"]
         lines.append(f"- GPU: {c['gpu']} ({c['memory_bytes'] / 2**30:.0f} GiB), "
@@ -246,8 +331,8 @@ def _zero_grad_md(results: dict, dev: str) -> list[str]:
         head += [f"ratio {s}" for s in STORAGES]
     head.append("GB/s (best microtorch / PyTorch)")
     lines = [f"### zero_grad on {dev}", "",
-             "Median [IQR] of one `optimizer.zero_grad(set_to_none)` call, fresh gradients "
-             "from a backward before each call. Ratios: microtorch's storage / PyTorch's "
+             "Median [95 % interval] of one `optimizer.zero_grad(set_to_none)` call, fresh "
+             "gradients from a backward before each call. Ratios: microtorch's storage / PyTorch's "
              "default (lower is better). GB/s: bytes zeroed per second (set_to_none=False).",
              ""]
     table = []
@@ -345,27 +430,39 @@ def _op_chain_md(results: dict, dev: str) -> list[str]:
 
 
 def render_markdown(results: dict) -> str:
-    """The whole report: machine, headline ratios, then every table per device."""
+    """The whole report: the summary line first, then the machine, the headline ratios, the
+    targets, and every table per device."""
     cfg = results["config"]
-    lines = ["# microtorch bench", "",
-             f"Configuration `{cfg['name']}`; {results.get('seconds', 0):.0f} s in all. "
-             "Timings are medians with the interquartile range [q1–q3]; ratios are "
-             "microtorch / PyTorch measured in this run (below 1: microtorch is faster): "
-             "zero_grad interleaved in one process, the training step and the CPU op chain "
-             "with each framework alone in its own processes.", ""]
-    lines += _machine_md(results["machine"])
+    lines = ["# microtorch bench", "", f"**{summary(results)}**", ""]
     load = (results.get("load_average_start"), results.get("load_average_end"))
-    if all(load):
-        lines += [f"Load average (1, 5, 15 min) at the start {load[0]}, at the end {load[1]}: "
-                  f"a load above {results['machine']['cores']} cores means other work "
-                  "competed for the CPU and the absolute times are inflated.", ""]
+    cores = results["machine"]["cores"]
+    if busy(results) is not None:
+        lines += [f"> The machine was busy: load average {load[0]} at the start and {load[1]} "
+                  f"at the end (1, 5, 15 min) on {cores} cores. Other work competed for the "
+                  "CPU: the absolute times are inflated, and speed verdicts are withheld.", ""]
+    estimate = results.get("estimate")
+    took = f"{results.get('seconds', 0):.0f} s in all" + (
+        f" (estimated {estimate['seconds']:.0f} s up front)" if estimate else "")
+    lines += [f"Configuration `{cfg['name']}`; {took}. Timings are medians with the 95 % "
+              "bootstrap interval of the median [lo–hi]; ratios are microtorch / PyTorch "
+              "measured in this run (below 1: microtorch is faster), with the interval the two "
+              "medians' intervals allow: zero_grad interleaved in one process, the training "
+              "step and the CPU op chain with each framework alone in its own processes.", ""]
+    lines += _machine_md(results["machine"])
+    if all(load) and busy(results) is None:
+        lines += [f"Load average (1, 5, 15 min) at the start {load[0]}, at the end {load[1]}, "
+                  f"on {cores} cores: quiet enough to judge speed.", ""]
+    flags = results.get("timing_choice")
+    if flags:
+        lines += [f"Timing-based kernel choice ({', '.join(flags['flags'])}) was off "
+                  "throughout.", ""]
     if results.get("section_seconds"):
         lines += ["Seconds per section: " + ", ".join(
             f"{k} {v:.1f}" for k, v in results["section_seconds"].items()), ""]
     lines += ["## Headline (the reference cases)", ""]
-    lines += _table(["device", "case", "microtorch", "PyTorch", "ratio"],
+    lines += _table(["device", "case", "microtorch", "PyTorch", "ratio [interval]"],
                     ([h["device"], h["case"], format_us(h["microtorch_us"]),
-                      format_us(h["torch_us"]), _ratio(h["ratio"])] for h in headline(results)))
+                      format_us(h["torch_us"]), _ratio_cell(h)] for h in headline(results)))
     lines.append("")
     lines += _targets_md(results)
     for dev in results["devices"]:
@@ -377,6 +474,15 @@ def render_markdown(results: dict) -> str:
         lines += [f"![zero_grad time on {dev}](zero_grad_{dev}.png)", "",
                   f"![memory through training steps on {dev}](memory_{dev}.png)", ""]
     return "\n".join(lines)
+
+
+def _ratio_cell(h: dict) -> str:
+    if h["ratio"] is None:
+        return "-"
+    if h.get("ratio_interval") is None:
+        return _ratio(h["ratio"])
+    lo, hi = h["ratio_interval"]
+    return f"{h['ratio']:.2f}× [{lo:.2f}–{hi:.2f}]"
 
 
 # ---------------------------------------------------------------------------------- output
@@ -405,8 +511,9 @@ def write_report(results: dict[str, Any], out_dir: str | os.PathLike,
     return [out / name for name in names]
 
 
-def write_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
-    """Write results.json, report.md and the PNG plots into ``out_dir``; returns the paths."""
+def write_full_outputs(results: dict[str, Any], out_dir: str | os.PathLike) -> list[Path]:
+    """Write a full ``microtorch bench`` run's results.json, report.md and PNG plots into
+    ``out_dir``; returns the paths (``microtorch.bench.write_outputs`` writes any kind)."""
     from .plots import render_plots
 
     return write_report(results, out_dir, render_markdown, render_plots)

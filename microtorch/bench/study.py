@@ -22,9 +22,10 @@ Sections (each a function returning plain JSON-able data):
 - ``bench_op_chain``: a chain of 1,000 small elementwise ops, forward and backward: the per-op
   overhead of the framework itself.
 
-``run_benchmarks`` runs them all on every requested device; ``write_outputs`` writes
-``results.json``, ``report.md`` and PNG plots. Timings are wall-clock medians with the
-interquartile range; on CUDA each timed region ends with a device synchronize.
+``run_benchmarks`` runs them all on every requested device, with timing-based kernel choice
+off; ``write_outputs`` writes ``results.json``, ``report.md`` and PNG plots. Timings are
+wall-clock medians with the bootstrap interval of the median; on CUDA each timed region ends
+with a device synchronize.
 """
 
 from __future__ import annotations
@@ -41,12 +42,18 @@ import numpy as np
 
 import microtorch as mt
 
-from .isolated import FRAMEWORKS, chain, import_framework, run_isolated, worker_command
+from .isolated import (
+    FRAMEWORKS,
+    chain,
+    import_framework,
+    report_progress,
+    run_isolated,
+    worker_command,
+)
 from .measure import (
     SET_TO_NONE,
     STORAGES,
     Progress,
-    _load_average,
     _make_optimizer,
     _ratio,
     _sync,
@@ -54,9 +61,12 @@ from .measure import (
     _to_lib,
     _torch_on,
     available_devices,
+    check_no_timing_choice,
     interleave,
+    load_average,
     load_torch,
     machine_info,
+    no_timing_choice,
     summarize,
 )
 
@@ -65,6 +75,9 @@ __all__ = ["BenchConfig", "run_benchmarks", "bench_zero_grad", "bench_train_step
 
 
 # ------------------------------------------------------------------------------ configs
+
+# What --quick promises (its help): at most this share of the full run's time.
+QUICK_SHARE = 0.5
 
 @dataclass
 class BenchConfig:
@@ -92,14 +105,10 @@ class BenchConfig:
     # the sections timed with each framework alone (``isolated.run_isolated``).
     isolated_rounds: int = 2
 
-    def expected_minutes(self) -> str:
-        """How long this configuration takes on an idle 2-core CPU (measured)."""
-        return {"full": "about 3 minutes", "quick": "under 2 minutes",
-                "tiny": "a few seconds"}.get(self.name, "a few minutes")
-
     @classmethod
     def full(cls) -> BenchConfig:
-        """Every case with enough repetitions for stable medians (a few minutes)."""
+        """Every case with enough repetitions for stable medians (``estimate.estimate_bench``
+        says how long on this machine)."""
         return cls("full",
                    [(10, (64,)), (100, (64,)), (1000, (64,)), (3000, (64,)),
                     (100, (128, 128)), (100, (512, 512)), (100, (1024, 1024))],
@@ -108,13 +117,16 @@ class BenchConfig:
 
     @classmethod
     def quick(cls) -> BenchConfig:
-        """The reference cases with fewer repetitions, and 20 rather than 100 parameters of
-        (1024, 1024) so that five contenders' gradients fit in 1 GB (under two minutes)."""
+        """The reference cases with half the repetitions or fewer, one round of worker
+        processes instead of two, and 20 rather than 100 parameters of (1024, 1024), so that
+        five contenders' gradients fit in 1 GB. Every section but memory (the same two sampled
+        steps per setting) does at most half the full run's work: at most ``QUICK_SHARE`` of
+        its time (``tests/test_bench.py`` checks that on calibrated unit costs)."""
         return cls("quick",
                    [(10, (64,)), (100, (64,)), (1000, (64,)), (100, (128, 128)),
                     (20, (1024, 1024))],
                    zero_grad_repeats=25, big_case_repeats=5, step_repeats=20,
-                   chain_repeats=10)
+                   chain_repeats=10, isolated_rounds=1)
 
     @classmethod
     def tiny(cls) -> BenchConfig:
@@ -196,6 +208,8 @@ def bench_zero_grad(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
     rows: list[dict[str, Any]] = []
     cases = cfg.zero_grad_cases + (cfg.gpu_extra_cases if dev != "cpu" else [])
     for n, shape in cases:
+        if progress is not None:
+            progress.section(f"{dev} zero_grad: {n} params of {tuple(shape)}")
         # Cases of 16M+ elements spend most of their time refreshing gradients: fewer reps
         # (their spread is small anyway: each call is long).
         big = n * int(np.prod(shape)) >= 1 << 24
@@ -297,12 +311,14 @@ def train_step_worker(lib_name: str, device: str, weights: str, config: dict[str
     the loss of every step, warm-up included.
     """
     lib = import_framework(lib_name)
+    check_no_timing_choice("in a training-step worker")
     cfg = BenchConfig(**config)
     with np.load(weights) as saved:
         initial = [saved[f"arr_{i}"] for i in range(len(saved.files))]
     phases: dict[str, list[float]] = {}
     losses: dict[str, list[float]] = {}
     for k, storage, set_to_none in settings:
+        report_progress(f"K={k} {storage} set_to_none={set_to_none}")
         model = _build_mlp(lib, tuple(cfg.mlp_dims)).to(device)
         params = list(model.parameters())
         if len(params) != len(initial):
@@ -401,6 +417,8 @@ def bench_memory(cfg: BenchConfig, dev: str, progress: Any = None) -> list[dict[
         np_batches = _batches(cfg, k, seed=100 + k)
         for storage in STORAGES:
             for set_to_none in SET_TO_NONE:
+                if progress is not None:
+                    progress.section(f"{dev} memory: K={k} {storage} set_to_none={set_to_none}")
                 # Objects of the previous setting caught in reference cycles would otherwise be
                 # freed in the middle of this one and shift every reading.
                 gc.collect()
@@ -514,9 +532,13 @@ def bench_op_chain(cfg: BenchConfig, dev: str, torch: Any, progress: Any = None
 # ---------------------------------------------------------------------------------- driver
 
 def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = True,
-                   show_progress: bool | None = None, torch_threads: int | None = None
-                   ) -> dict[str, Any]:
-    """Run every section on every requested device; returns the JSON-able results."""
+                   show_progress: bool | None = None, torch_threads: int | None = None,
+                   estimate: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run every section on every requested device; returns the JSON-able results.
+
+    Timing-based kernel choice is off throughout (``measure.no_timing_choice``).
+    ``estimate`` (``estimate.estimate_bench``'s) goes into the progress lines and the results.
+    """
     torch = load_torch() if use_torch else None
     if torch is not None and torch_threads is not None:
         torch.set_num_threads(torch_threads)
@@ -526,11 +548,14 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
         SET_TO_NONE)
     total = (per_device * len(devices) + len(cfg.gpu_extra_cases) * ("cuda" in devices)
              + sum(_train_step_workers(cfg, dev, torch) for dev in devices))
-    results: dict[str, Any] = {"config": asdict(cfg), "machine": machine_info(torch),
-                               "devices": devices, "zero_grad": [], "train_step": [],
-                               "memory": [], "op_chain": []}
+    results: dict[str, Any] = {"kind": "bench", "config": asdict(cfg),
+                               "machine": machine_info(torch), "devices": devices,
+                               "zero_grad": [], "train_step": [], "memory": [], "op_chain": []}
+    if estimate is not None:
+        results["estimate"] = {"seconds": estimate["seconds"],
+                               "sections": estimate["sections"]}
     started = time.perf_counter()
-    results["load_average_start"] = _load_average()
+    results["load_average_start"] = load_average()
     # Timings first, on every device, then memory: the first memory statistic switches on
     # buffer counting for the rest of the process (a weak reference per buffer), which the
     # timed sections must not pay for.
@@ -541,13 +566,17 @@ def run_benchmarks(cfg: BenchConfig, device: str = "auto", use_torch: bool = Tru
     plan = [(dev, name, fn) for dev in devices for name, fn in timed]
     plan += [(dev, "memory", lambda dev, bar: bench_memory(cfg, dev, bar)) for dev in devices]
     results["section_seconds"] = {}
-    with Progress(total, "bench", show_progress) as bar:
+    with no_timing_choice() as flags, Progress(
+            total, "bench", show_progress,
+            expected_s=None if estimate is None else estimate["seconds"]) as bar:
+        results["timing_choice"] = {"flags": [f"microtorch.{f}" for f in flags],
+                                    "switched_off": [f"microtorch.{f}" for f, on in flags.items()
+                                                     if on]}
         for dev, name, section in plan:
             bar.section(f"{dev} {name}")
             t0 = time.perf_counter()
             results[name] += section(dev, bar)
             results["section_seconds"][f"{dev}/{name}"] = time.perf_counter() - t0
-    results["load_average_end"] = _load_average()
+    results["load_average_end"] = load_average()
     results["seconds"] = time.perf_counter() - started
     return results
-

@@ -6,8 +6,7 @@ reparameterised gradients, transforms, and ``kl_divergence`` for the common pair
 the samples equal PyTorch's after the same ``manual_seed``.
 """
 
-import sys as _sys
-
+from .._module_aliases import alias_modules as _alias_modules
 from . import (
     bernoulli,
     categorical,
@@ -53,10 +52,7 @@ __all__ = [
 # PyTorch has one module per distribution (``torch.distributions.beta``); here a family shares a
 # module. Register PyTorch's module names for those, so ``from torch.distributions.beta import
 # Beta`` imports from the family's module.
-_TORCH_MODULES = {"beta": gamma, "dirichlet": gamma, "exponential": uniform, "laplace": uniform,
-                  "binomial": bernoulli, "one_hot_categorical": categorical,
-                  "independent": transformed_distribution, "log_normal": normal}
-for _name, _module in _TORCH_MODULES.items():
-    _sys.modules[f"{__name__}.{_name}"] = _module
-    globals()[_name] = _module
-del _name, _module
+_alias_modules(__name__, {"beta": gamma, "dirichlet": gamma, "exponential": uniform,
+                          "laplace": uniform, "binomial": bernoulli,
+                          "one_hot_categorical": categorical,
+                          "independent": transformed_distribution, "log_normal": normal})

@@ -77,7 +77,7 @@ class LinalgSvd(Function):
 
 
 def _allclose(a: Tensor, b: Tensor, tol: float) -> bool:
-    from .elementwise import allclose
+    from .comparison import allclose
 
     return allclose(a.detach(), b.detach(), rtol=tol, atol=tol)
 

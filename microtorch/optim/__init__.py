@@ -1,6 +1,7 @@
 """``microtorch.optim``: optimizers, learning-rate schedulers and gradient storage strategies."""
 
-from . import lr_scheduler
+from .. import _module_aliases
+from . import adam, adam_family, adaptive, averaged, lr_scheduler, quasi_newton
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adam_family import Adamax, NAdam, RAdam, SparseAdam
@@ -15,3 +16,9 @@ from .sgd import SGD
 __all__ = ["Optimizer", "StaleGradWarning", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
            "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam", "LBFGS",
            "Muon", "lr_scheduler"]
+
+# PyTorch's one module per optimizer, for the ones that share a module here
+_module_aliases.alias_modules(__name__, {
+    "adamw": adam, "adamax": adam_family, "nadam": adam_family, "radam": adam_family,
+    "sparse_adam": adam_family, "adadelta": adaptive, "rprop": adaptive, "asgd": averaged,
+    "lbfgs": quasi_newton})

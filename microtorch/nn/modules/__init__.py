@@ -2,6 +2,7 @@
 ``torch/nn/modules``: activation, container, conv, distance, dropout, flatten, fold, linear, loss,
 normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling."""
 
+from ... import _module_aliases
 from . import (
     activation,
     container,
@@ -49,3 +50,8 @@ __all__ = ["Module"] + [
                      normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer,
                      upsampling)
     for name in category.__all__]
+
+# PyTorch's module paths of classes kept with their category here (torch.nn.modules.batchnorm)
+_module_aliases.alias_modules(__name__, {"batchnorm": normalization,
+                                         "instancenorm": normalization,
+                                         "channelshuffle": pixelshuffle})

@@ -1,5 +1,6 @@
 """Activation modules (ReLU, GELU, the ELU family, Softplus, hard activations, Mish, PReLU,
-softmax, ...): thin wrappers over ``nn.functional.activation``."""
+softmax, ...): thin wrappers over ``nn.functional.activation``; and ``MultiheadAttention``,
+where PyTorch keeps it (``torch.nn.modules.activation``), so PyTorch's class paths name it."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
 from .. import init
+from ..functional.attention import _canonical_mask, _none_or_dtype
 from ..parameter import Parameter
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "ELU",
            "SELU", "CELU", "Softplus", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Mish",
            "PReLU", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold", "Softmin", "Hardshrink",
-           "Softshrink", "RReLU"]
+           "Softshrink", "RReLU", "MultiheadAttention"]
 
 
 class ReLU(Module):
@@ -392,3 +395,111 @@ class RReLU(Module):
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention (Vaswani et al.), PyTorch's ``nn.MultiheadAttention``.
+
+    Parameters: ``in_proj_weight`` (3E, E) or, when ``kdim``/``vdim`` differ from
+    ``embed_dim``, ``q_proj_weight``/``k_proj_weight``/``v_proj_weight``; ``in_proj_bias``
+    (3E); ``bias_k``/``bias_v`` (1, 1, E) with ``add_bias_kv``; ``out_proj`` (a Linear).
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device=None,
+                 dtype=None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        kw = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != self.embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **kw))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **kw))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty(3 * embed_dim, **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        # Linear's own default init draws first, as in PyTorch (then _reset_parameters).
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        """PyTorch's order: xavier_uniform_ on the input projections, zero biases,
+        xavier_normal_ on ``bias_k`` then ``bias_v``."""
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor,
+                key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``key``/``value``: (L, N, E) ((N, L, E) with
+        ``batch_first``) or unbatched (L, E). Boolean masks mark positions NOT to attend
+        (True). Returns ``(attn_output, attn_weights)``; the weights are averaged over heads
+        (N, L, S) unless ``average_attn_weights=False`` (N, heads, L, S), None without
+        ``need_weights``."""
+        is_batched = query.dim() == 3
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                           _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if self.batch_first and is_batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate, q_proj_weight=self.q_proj_weight,
+            k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and is_batched:
+            out = out.transpose(1, 0)
+        return out, weights
+
+
+# -- helpers -------------------------------------------------------------------------------------

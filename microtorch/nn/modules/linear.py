@@ -131,3 +131,7 @@ class LazyLinear(LazyModuleMixin, Linear):
             if self.bias is not None:
                 self.bias.materialize((self.out_features,))
             self.reset_parameters()
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """``Linear`` under PyTorch's name for MHA's output projection (same repr as PyTorch)."""
