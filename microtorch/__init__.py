@@ -90,6 +90,7 @@ from . import (  # noqa: E402
     onnx,
     optim,
     return_types,
+    special,
     utils,
     version,
 )
@@ -178,7 +179,8 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "get_num_threads", "set_num_interop_threads", "get_num_interop_threads",
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
-           "save", "load", "utils", "linalg", "fft", "distributions", "amp", "e", "inf", "nan",
+           "save", "load", "utils", "linalg", "fft", "special", "distributions", "amp", "e",
+           "inf", "nan",
            "pi", "memory_format", "layout", "contiguous_format", "channels_last",
            "channels_last_3d", "preserve_format", "strided",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
