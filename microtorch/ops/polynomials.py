@@ -10,7 +10,10 @@ PyTorch's loop stops: at its ``n``, or at a NaN for the recurrences that check f
 compute in the default float dtype); ``n`` is truncated to an integer, and a non-finite or
 out-of-range ``n`` counts as negative (the value x86 gives PyTorch's cast), so the result is 0.
 Where ``x`` is NaN and the recurrence would run, PyTorch returns an uninitialised variable;
-here the result is NaN. None has a derivative in PyTorch: the results never require grad.
+here the result is NaN. PyTorch's build fuses each step's ``a q - b`` into one multiply-add
+(one rounding): in float32 the step forms ``a q`` exactly in float64 and rounds once, which
+reproduces PyTorch's bits; float64 steps round twice (within an ulp a step).
+None has a derivative in PyTorch: the results never require grad.
 """
 
 from __future__ import annotations
@@ -41,6 +44,15 @@ def _orders(xp, n):
         return n.astype(np.int64)
     inside = xp.isfinite(n) & (xp.abs(n) < 9.2e18)
     return xp.where(inside, n, -1.0).astype(np.int64)
+
+
+def _fused(a, q, c):
+    """``a q + c`` rounded once, as a fused multiply-add: exact for float32 (a float64 holds
+    the product exactly), two roundings for float64."""
+    if q.dtype == np.float32:
+        wide = np.float64
+        return (a.astype(wide) * q.astype(wide) + c.astype(wide)).astype(np.float32)
+    return a * q + c
 
 
 def _recurrence(xp, x, n, need, q0, step, nan_stops: bool):
@@ -107,11 +119,11 @@ def _chebyshev(input, n, kernel, ends, trig, q0, shifted=False):
         xp = xp_of(x)
         t = arg(x)
         threshold, formula = trig
-        return (k > threshold) & (xp.abs(t) < 1.0), formula(xp, kf, k, t)
+        return (k > threshold) & (xp.abs(t) < 1.0), formula(_Trig(xp), kf, k, t)
 
     def step(x, j, p, q):
         t = arg(x)
-        return (t + t) * q - p
+        return _fused(t + t, q, -p)
 
     return _evaluate(input, n, kernel, ends, closed, q0, step)
 
@@ -128,6 +140,34 @@ def _at_ends(plus, minus, shifted=False):
                 (xp.abs(x) == 1.0, minus(xp, kf, k))]
 
     return cases
+
+
+def _libm(fn, arr):
+    """``fn`` (``cos``, ``sin``, ``arccos``) of a float32 array as C's ``cosf`` and kin give
+    it (correctly rounded nearly always): through float64, rounded once. NumPy's own float32
+    loops are a few ulps off, which the closed forms magnify near their zeros."""
+    if arr.dtype == np.float32:
+        return fn(arr.astype(np.float64)).astype(np.float32)
+    return fn(arr)
+
+
+class _Trig:
+    """The trigonometric functions of the closed forms, rounded as libm's (see ``_libm``)."""
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def cos(self, a):
+        return _libm(self.xp.cos, a)
+
+    def sin(self, a):
+        return _libm(self.xp.sin, a)
+
+    def arccos(self, a):
+        return _libm(self.xp.arccos, a)
+
+    def where(self, *args):
+        return self.xp.where(*args)
 
 
 def _t_trig(xp, kf, k, t):
@@ -251,25 +291,26 @@ def _no_cases(x, kf, k):
 def hermite_polynomial_h(input, n) -> Tensor:
     """The physicists' Hermite polynomial H_n(input)."""
     return _evaluate(input, n, "hermite_polynomial_h", _no_cases, None, lambda x: x + x,
-                     lambda x, j, p, q: (x + x) * q - (j + j) * p, nan_stops=False,
+                     lambda x, j, p, q: _fused(x + x, q, -((j + j) * p)), nan_stops=False,
                      limit=_HERMITE_LIMIT)
 
 
 def hermite_polynomial_he(input, n) -> Tensor:
     """The probabilists' Hermite polynomial He_n(input)."""
     return _evaluate(input, n, "hermite_polynomial_he", _no_cases, None, lambda x: x,
-                     lambda x, j, p, q: x * q - j * p, nan_stops=False, limit=_HERMITE_LIMIT)
+                     lambda x, j, p, q: _fused(x, q, -(j * p)), nan_stops=False,
+                     limit=_HERMITE_LIMIT)
 
 
 def laguerre_polynomial_l(input, n) -> Tensor:
     """The Laguerre polynomial L_n(input) (1 at input = 0)."""
     return _evaluate(input, n, "laguerre_polynomial_l",
                      lambda x, kf, k: [(xp_of(x).abs(x) == 0.0, 1.0)], None, lambda x: 1.0 - x,
-                     lambda x, j, p, q: (((j + j) + (1.0 - x)) * q - j * p) / (j + 1.0))
+                     lambda x, j, p, q: _fused((j + j) + (1.0 - x), q, -(j * p)) / (j + 1.0))
 
 
 def legendre_polynomial_p(input, n) -> Tensor:
     """The Legendre polynomial P_n(input)."""
     return _evaluate(input, n, "legendre_polynomial_p",
                      _at_ends(_one, _parity(_one)), None, lambda x: x,
-                     lambda x, j, p, q: ((j + j + 1.0) * x * q - j * p) / (j + 1.0))
+                     lambda x, j, p, q: _fused((j + j + 1.0) * x, q, -(j * p)) / (j + 1.0))
