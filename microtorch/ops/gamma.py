@@ -27,7 +27,15 @@ class Lgamma(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _special("gammaln", _float_array(x))
+        arr = _float_array(x)
+        xp = xp_of(arr)
+        out = _special("gammaln", arr)
+        # std::lgamma's values where SciPy's differ: +inf at -inf, -log|x| for subnormal x
+        # (SciPy overflows 1/x there).
+        with np.errstate(divide="ignore"):
+            tiny = (xp.abs(arr) < np.finfo(arr.dtype).tiny) & (arr != 0)
+            out = xp.where(tiny, -xp.log(xp.abs(arr)), out)
+        return xp.where(arr == -math.inf, math.inf, out).astype(arr.dtype, copy=False)
 
     @staticmethod
     def backward(ctx, grad):
@@ -131,6 +139,22 @@ def _not_implemented(name: str) -> NotImplementedError:
     return NotImplementedError(f"the derivative for '{name}' is not implemented.")
 
 
+def _igamma_values(a, x, upper: bool):
+    """SciPy's P or Q with PyTorch's special cases (calc_igamma/calc_igammac), which it checks
+    in this order: NaN for a negative argument, a = 0, x = 0, infinite a, infinite x (so
+    P(NaN, 0) = 0 and P(inf, NaN) = 0, where SciPy gives NaN)."""
+    xp = xp_of(a)
+    a, x = xp.broadcast_arrays(a, x)
+    out = scipy_call("gammaincc" if upper else "gammainc", a, x)
+    low, high = (1.0, 0.0) if upper else (0.0, 1.0)
+    cases = [((x < 0) | (a < 0), math.nan), (a == 0, xp.where(x > 0, high, math.nan)),
+             (x == 0, low), (xp.isinf(a), xp.where(xp.isinf(x), math.nan, low)),
+             (xp.isinf(x), high)]
+    for mask, value in reversed(cases):
+        out = xp.where(mask, value, out)
+    return out.astype(a.dtype, copy=False)
+
+
 class Igamma(Function):
     """P(a, x) (``upper=False``) or Q(a, x) = 1 - P(a, x), SciPy's (Boost's) values; PyTorch
     ports Cephes' igam, equal within 1e-11 relative in float64 away from the far tails."""
@@ -139,7 +163,7 @@ class Igamma(Function):
     def forward(ctx, a, x, upper):
         ctx.meta, ctx.upper = (_meta(a), _meta(x)), upper
         ctx.save_for_backward(a, x)
-        return scipy_call("gammaincc" if upper else "gammainc", a._data, x._data)
+        return _igamma_values(a._data, x._data, upper)
 
     @staticmethod
     def backward(ctx, grad):
@@ -179,7 +203,7 @@ def _zeta_values(x, q):
     # PyTorch's Cephes loop gives NaN for q = +inf and 0 where q^-x underflows (SciPy keeps
     # the tiny value); its other special values are SciPy's.
     with np.errstate(all="ignore"):
-        under = (xp.power(q, -x) == 0) & xp.isfinite(q) & xp.isfinite(x) & (x > 1)
+        under = (xp.power(q, -x) == 0) & (q > 0) & xp.isfinite(q) & xp.isfinite(x) & (x > 1)
     out = xp.where(under, 0.0, out)
     return xp.where((q == math.inf) & (x > 1), math.nan, out).astype(x.dtype, copy=False)
 
