@@ -271,7 +271,11 @@ def _y1(xp, x):
 
 
 def _on_xp(fn):
-    return lambda arr: fn(xp_of(arr), arr).astype(arr.dtype, copy=False)
+    def compute(arr):
+        with np.errstate(all="ignore"):  # (the branches not taken divide by 0, log(-x), ...)
+            return fn(xp_of(arr), arr).astype(arr.dtype, copy=False)
+
+    return compute
 
 
 bessel_j0 = _no_grad_unary("bessel_j0", _on_xp(_j0))

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..autograd.function import Function
+from ..autograd.function import Function, named
 from ._special_util import float_pair, scipy_call
 from ._util import Tensor, _float_array, reduce_grad, xp_of
 from .elementwise import _meta
@@ -129,7 +129,8 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     offsets = creation.arange(p, dtype=input.dtype if input.is_floating_point() else None,
                               device=input.device) * -0.5
     terms = lgamma(input.unsqueeze(-1) + offsets)
-    return terms.sum(-1) + (p * (p - 1) / 4.0) * math.log(math.pi)
+    return named(terms.sum(-1) + (p * (p - 1) / 4.0) * math.log(math.pi), "MvlgammaBackward0",
+                 input)
 
 
 # -- the incomplete gamma functions and Hurwitz's zeta ------------------------------------------

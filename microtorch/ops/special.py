@@ -514,8 +514,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 # -- erf (for the exact GELU) -------------------------------------------------------------------
 def _erf_array(arr):
     xp = xp_of(arr)
-    if xp is not np:
-        return special_functions(xp).erf(arr)
+    if xp is not np:  # (CuPy computes 16-bit floats in float32: round back)
+        return special_functions(xp).erf(arr).astype(arr.dtype, copy=False)
     try:
         from scipy.special import erf as scipy_erf
     except ImportError:  # scipy is optional: fall back to libm's erf one element at a time
