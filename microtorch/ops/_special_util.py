@@ -14,9 +14,11 @@ from ._util import Tensor, is_scalar, promote_operands, xp_of
 
 def kernel_error(kernel: str, x: Tensor, dt) -> NotImplementedError:
     """PyTorch's error of a kernel ``kernel`` (``"bessel_j0"``) without a loop for ``dt``:
-    ``"bessel_j0_cpu" not implemented for 'Half'``."""
+    ``"bessel_j0_cpu" not implemented for 'Half'`` (a ``kernel`` ending in ``!``: its name
+    as it is, without the device, as ``"digamma"``'s)."""
     name = _dtype.title(_dtype.from_numpy_dtype(dt))
-    return NotImplementedError(f'"{kernel}_{x.device.type}" not implemented for \'{name}\'')
+    kernel = kernel[:-1] if kernel.endswith("!") else f"{kernel}_{x.device.type}"
+    return NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
 
 
 def float_input(x: Tensor, kernel: str, half: bool = True):

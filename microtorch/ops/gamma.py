@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Function, named
-from ._special_util import float_pair, scipy_call
+from ._special_util import float_input, float_pair, scipy_call
 from ._util import Tensor, _float_array, reduce_grad, xp_of
 from .elementwise import _meta
 from .special import _special
@@ -27,7 +27,7 @@ class Lgamma(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        arr = _float_array(x)
+        arr = float_input(x, "lgamma_vml")
         xp = xp_of(arr)
         out = _special("gammaln", arr)
         # std::lgamma's values where SciPy's differ: +inf at -inf, -log|x| for subnormal x
@@ -49,7 +49,7 @@ class Digamma(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _special("digamma", _float_array(x))
+        return _special("digamma", float_input(x, "digamma!"))
 
     @staticmethod
     def backward(ctx, grad):
