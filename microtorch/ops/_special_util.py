@@ -66,6 +66,14 @@ def float_pair(input, other, kernel: str, integers: bool = True, half: bool = Tr
     return as_tensor(input), as_tensor(other)
 
 
+def broadcast(*arrays):
+    """``arrays`` as read-only views of their common shape (``broadcast_arrays``' writeable
+    views are deprecated in NumPy)."""
+    xp = xp_of(arrays[0])
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    return tuple(xp.broadcast_to(a, shape) for a in arrays)
+
+
 def _widened(arr):
     # SciPy and CuPy have no bfloat16 (and few float16) loops: 16-bit floats compute in
     # float32, as PyTorch's kernels do for them, and round back.

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Function, named
-from ._special_util import float_input, float_pair
+from ._special_util import broadcast, float_input, float_pair
 from ._util import Tensor, reduce_grad, xp_of
 from .elementwise import _meta
 
@@ -63,7 +63,7 @@ class Xlog1py(Function):
     def forward(ctx, x, y):
         ctx.meta = _meta(x), _meta(y)
         ctx.save_for_backward(x, y)
-        return _xlog1py_values(*xp_of(x._data).broadcast_arrays(x._data, y._data))
+        return _xlog1py_values(*broadcast(x._data, y._data))
 
     @staticmethod
     def backward(ctx, grad):

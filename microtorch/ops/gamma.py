@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Function, named
-from ._special_util import float_input, float_pair, scipy_call
+from ._special_util import broadcast, float_input, float_pair, scipy_call
 from ._util import Tensor, _float_array, reduce_grad, xp_of
 from .elementwise import _meta
 from .special import _special
@@ -145,7 +145,7 @@ def _igamma_values(a, x, upper: bool):
     in this order: NaN for a negative argument, a = 0, x = 0, infinite a, infinite x (so
     P(NaN, 0) = 0 and P(inf, NaN) = 0, where SciPy gives NaN)."""
     xp = xp_of(a)
-    a, x = xp.broadcast_arrays(a, x)
+    a, x = broadcast(a, x)
     out = scipy_call("gammaincc" if upper else "gammainc", a, x)
     low, high = (1.0, 0.0) if upper else (0.0, 1.0)
     cases = [((x < 0) | (a < 0), math.nan), (a == 0, xp.where(x > 0, high, math.nan)),
@@ -218,7 +218,7 @@ class Zeta(Function):
     def forward(ctx, x, q):
         ctx.meta = _meta(x), _meta(q)
         ctx.save_for_backward(x, q)
-        return _zeta_values(*xp_of(x._data).broadcast_arrays(x._data, q._data))
+        return _zeta_values(*broadcast(x._data, q._data))
 
     @staticmethod
     def backward(ctx, grad):

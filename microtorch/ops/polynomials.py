@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ._special_util import float_pair
+from ._special_util import broadcast, float_pair
 from ._util import Tensor, xp_of
 
 __all__ = [
@@ -80,7 +80,7 @@ def _evaluate(input, n, kernel: str, cases, trig, q0, step, nan_stops=True, limi
     x, order = float_pair(input, n, kernel, half=False)
     xa, na = x._data, order._data
     xp = xp_of(xa)
-    xa, na = xp.broadcast_arrays(xa, na)
+    xa, na = broadcast(xa, na)
     dt = xa.dtype
     k = _orders(xp, na)
     kf = k.astype(dt)
