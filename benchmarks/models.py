@@ -299,8 +299,11 @@ def run(cases: list[str], rounds: int, threads: int, workdir: Path,
 def render(rows: list[dict], info: dict) -> str:
     """The Markdown report of one run."""
     lines = ["# microtorch / PyTorch, each framework alone in its own process", "",
-             f"One run, {info['cpu']}, {info['cores']} cores, Python {info['python']}, NumPy "
-             f"{info['numpy']} ({info['blas']}), PyTorch {info['torch']}; {info['threads']} "
+             f"One run, {info['cpu']} ({info['simd']}), {info['cores']} cores, Python "
+             f"{info['python']}, NumPy {info['numpy']} ({info['blas']}, kernels "
+             f"{info['blas_kernel']}, OPENBLAS_CORETYPE {info['openblas_coretype'] or 'unset'}), "
+             f"PyTorch {info['torch']} (CPU capability {info.get('torch_cpu_capability')}); "
+             f"{info['threads']} "
              f"threads each; {info['rounds']} rounds per case, alternating which framework "
              f"runs first; load average {info['load']} (start, end); microtorch's formulations "
              f"chosen by {info.get('choices', 'timing')}. Medians (quartiles) over "

@@ -178,14 +178,23 @@ def test_tangents_match_pytorch(case, device):
 
 def test_common_ops_have_tangent_rules():
     from microtorch.autograd import forward_rules
-    from microtorch.ops import activation, conv, elementwise, linalg, linear, reduce, shape
+    from microtorch.ops import (
+        activation,
+        conv,
+        elementwise,
+        indexing,
+        linalg,
+        linear,
+        reduce,
+        shape,
+    )
 
     x = mt.ones(2)
     for cls in (elementwise.Add, elementwise.Mul, elementwise.Div, elementwise.Exp,
                 elementwise.Tanh, elementwise.Relu, elementwise.Maximum, elementwise.Where,
                 activation.Softmax, activation.LogSoftmax, activation.Elu, linalg.MatMul,
                 linear.Linear, conv.Conv2d, reduce.Sum, reduce.Mean, shape.Reshape,
-                shape.Permute, shape.Expand, shape.Index, shape.Gather, shape.Cat):
+                shape.Permute, shape.Expand, indexing.Index, shape.Gather, shape.Cat):
         assert forward_rules.rule_for(cls, (x, x), {}) is not None, cls.__name__
 
 
@@ -343,3 +352,17 @@ def test_functional_vectorized_jacobians_match_pytorch(kwargs):
     with pytest.raises(NotImplementedError, match="create_graph=True"):
         mt.autograd.functional.jacobian(h, mt.tensor(xv), create_graph=True, vectorize=True,
                                         strategy="forward-mode")
+
+
+def test_tangents_of_a_backward_with_a_zero_gradient_shortcut():
+    """xlogy's backward is PyTorch's ``xlogy(grad, y)`` (0 where grad == 0): the tangent taken
+    from it must still carry d/dx (it was lost when the vjp was linearised at grad = 0)."""
+    import torch
+    import torch.func as tf
+
+    x, y = np.array([0.2, 0.5, 1.5]), np.array([0.3, 0.7, 2.0])
+    tx, ty = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    ours = mf.jvp(mt.xlogy, (mt.tensor(x), mt.tensor(y)), (mt.tensor(tx), mt.tensor(ty)))[1]
+    theirs = tf.jvp(torch.xlogy, (torch.tensor(x), torch.tensor(y)),
+                    (torch.tensor(tx), torch.tensor(ty)))[1]
+    np.testing.assert_allclose(_np(ours), theirs.numpy(), rtol=1e-14, atol=0)

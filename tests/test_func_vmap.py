@@ -369,3 +369,14 @@ def test_printing_inside_vmap_is_pytorchs(capsys):
     torch.vmap(lambda t: print(t) or t)(torch.arange(6.0).reshape(2, 3))
     ours, theirs = capsys.readouterr().out.split("\n)\n")[:2]
     assert ours == theirs.lstrip("\n")
+
+
+def test_sort_and_topk_order_equal_values_as_pytorch_inside_vmap():
+    """Ties keep PyTorch's CPU order under vmap too: the stable sort and the replay of
+    std::sort's order run on the physical arrays (rows of 4 and of 40 elements)."""
+    rng = np.random.default_rng(0)
+    for shape in ((3, 2, 4), (2, 3, 40)):
+        x = rng.integers(0, 3, shape).astype(float)
+        for f in (lambda v: v.sort(1).indices, lambda v: v.sort(-1, descending=True).indices,
+                  lambda v: v.topk(2, -1).indices):
+            assert mt.vmap(f)(mt.tensor(x)).tolist() == torch.vmap(f)(torch.tensor(x)).tolist()

@@ -327,12 +327,8 @@ def test_grid_sample(device, dtype, mode, nd, padding_mode, align):
         np.testing.assert_allclose(u, v, rtol=t["rtol"],
                                    atol=t["atol"] * max(1.0, float(np.abs(v).max())))
 
-    for u, v in zip(outs[0][:2], outs[1][:2]):
+    for u, v in zip(outs[0], outs[1]):  # (nearest: the grid's gradient is zeros in both)
         close(u, v)
-    if mode == "nearest":  # PyTorch's grid gradient is zero; ours is absent (no path)
-        assert outs[0][2] is None and not np.any(outs[1][2])
-    else:
-        close(outs[0][2], outs[1][2])
 
 
 def test_grid_sample_finite_differences_and_errors():

@@ -22,7 +22,7 @@ from .grad_mode import (
 )
 
 __all__ = ["Function", "Variable", "gradcheck", "gradgradcheck", "functional", "forward_ad",
-           "backward",
+           "backward", "profiler", "DeviceType",
            "grad", "no_grad", "enable_grad",
            "set_grad_enabled", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "inference_mode",
@@ -147,8 +147,11 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
 
 # torch.autograd.anomaly_mode (detect_anomaly, set_detect_anomaly) lives in grad_mode here
 from .. import _module_aliases  # noqa: E402
-from . import forward_ad, functional, graph  # noqa: E402  (they use grad, defined above)
+
+# (they use grad, defined above)
+from . import forward_ad, functional, graph, profiler, profiler_util  # noqa: E402
 from . import grad_mode as _grad_mode  # noqa: E402
 from .gradcheck import gradcheck, gradgradcheck  # noqa: E402
+from .profiler_util import DeviceType  # noqa: E402
 
 _module_aliases.alias_modules(__name__, {"anomaly_mode": _grad_mode})

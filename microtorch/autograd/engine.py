@@ -9,8 +9,12 @@ import threading
 
 import numpy as np
 
+from ._profiler_record import backward_step
+from ._profiler_record import state as _profiling
 from .grad_mode import anomaly, set_grad_enabled
 from .node import AccumulateGrad, Node
+
+_LEAF = "torch::autograd::AccumulateGrad"  # PyTorch's event name of a leaf's accumulation
 
 
 def _priority(node) -> int:
@@ -289,6 +293,7 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
     """Run each pending node's backward, newest first, accumulating into leaves or capturing."""
     heappop, heappush = heapq.heappop, heapq.heappush
     ready = None  # the next node when it is the only one pending (a chain): no heap round trip
+    profiling = _profiling.active  # a profiler collects (in some thread): events per step
     with set_grad_enabled(bool(create_graph)):
         while ready is not None or pending:
             if ready is not None:
@@ -319,12 +324,20 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
             if is_leaf:
                 if targets is None:
                     if hooks and "_node_hooks" in node.__dict__:  # AccumulateGrad's own hooks
-                        _accumulate_leaf(node, grad, create_graph, node._node_hooks)
+                        if profiling:
+                            backward_step(_LEAF, None, grad, _accumulate_leaf, node, grad,
+                                          create_graph, node._node_hooks)
+                        else:
+                            _accumulate_leaf(node, grad, create_graph, node._node_hooks)
                         continue
                     # Counted here, where only this local and the call's argument refer to it.
                     owned = (sys.getrefcount(grad) == _OWNED_TENSOR_REFS
                              and sys.getrefcount(grad._data) == _OWNED_ARRAY_REFS)
-                    _accumulate(node, grad, create_graph, owned)
+                    if profiling:
+                        backward_step(_LEAF, None, grad, _accumulate, node, grad, create_graph,
+                                      owned)
+                    else:
+                        _accumulate(node, grad, create_graph, owned)
                     post = getattr(node, "_post_accumulate_hooks", None)
                     if post:
                         for hook in tuple(post.values()):
@@ -338,7 +351,10 @@ def _propagate(pending: list, buffers: dict, targets: dict | None, captured: lis
             # hooks, so unhooked nodes only test ``hooks``.
             if hooks and node._node_hooks is not None:
                 grad = _call_prehooks(node, node._node_hooks, grad)
-            out = node.backward(node, grad)
+            if profiling and node.profiled:
+                out = backward_step(node.name(), node, grad, node.backward, node, grad)
+            else:
+                out = node.backward(node, grad)
             if not isinstance(out, tuple):
                 out = (out,)
             if len(out) < len(node._next):

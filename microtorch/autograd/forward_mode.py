@@ -238,7 +238,11 @@ def _apply_keeping_node(cls, args: tuple, kwargs: dict):
 
 
 def _by_double_backward(node, args: tuple, out, tangents: list):
-    """J t from the op's vjp: d/du sum_i <vjp_i(u), t_i>, at u = 0."""
+    """J t from the op's vjp: d/du sum_i <vjp_i(u), t_i>, at u = 1.
+
+    The vjp is linear in u, so any point gives the slope; not u = 0, where a backward's
+    short-cut for a zero gradient (PyTorch's ``xlogy(grad, y)`` is 0 where grad == 0) would
+    hide it."""
     if node is None or all(t is None for t in tangents):
         return None
     if out._data.dtype.kind == "c":
@@ -246,7 +250,7 @@ def _by_double_backward(node, args: tuple, out, tangents: list):
                                   f"implemented")
     create = recording()
     with enable_grad():
-        u = ops.zeros_like(out).requires_grad_(True)
+        u = ops.ones_like(out).requires_grad_(True)
         grads = node.backward(node, u)
         if not isinstance(grads, tuple):
             grads = (grads,)

@@ -207,6 +207,10 @@ class Function(Node):
         if _fw_state.levels and forward_mode.touches(args, kwargs):
             return forward_mode.apply_user_function(cls, args, kwargs,
                                                     lambda: cls._run(args, kwargs))
+        if _profiling.active:  # a profiler collects: the Function as one event
+            out = _profiler_op(cls, None, args, kwargs)
+            if out is not _PROCEED:
+                return out
         return cls._run(args, kwargs)[1]
 
     @classmethod
@@ -326,6 +330,7 @@ class OutputSlot(Node):
     """
 
     lifted = True
+    profiled = False  # no event of its own in a profile: PyTorch has one node, the Function's
 
     @classmethod
     def _for(cls, ctx: Node, index: int) -> OutputSlot:
@@ -469,6 +474,9 @@ import traceback  # noqa: E402
 from .. import _dtype  # noqa: E402
 from .._tensor import Tensor  # noqa: E402
 from . import forward_mode, views  # noqa: E402
+from ._profiler_record import PROCEED as _PROCEED  # noqa: E402
+from ._profiler_record import op as _profiler_op  # noqa: E402
+from ._profiler_record import state as _profiling  # noqa: E402
 from .engine import OutputGrads  # noqa: E402
 from .forward_mode import state as _fw_state  # noqa: E402
 from .grad_mode import anomaly, inference_active  # noqa: E402

@@ -48,6 +48,7 @@ class Node:
     _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
     _stack: list | None = None  # forward traceback, kept in anomaly mode
     lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
+    profiled = True  # the engine gives its backward events in a profile (see _profiler_record)
     torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
     _out_data = None
     _out_vbox = None  # the output's version counter: in-place changes to it are detected
@@ -223,6 +224,10 @@ class Node:
         if _fw_state.levels and forward_mode.touches(args, kwargs):  # forward-mode AD
             return forward_mode.apply(cls, args, kwargs)
         ctx = object.__new__(cls)
+        if _profiling.active:  # a profiler collects: this op as one event (re-enters once)
+            out = _profiler_op(cls, ctx, args, kwargs)
+            if out is not _PROCEED:
+                return out
         first = None
         if not recording():  # no_grad: nothing to record, so no edges to collect
             for a in args:
@@ -516,6 +521,9 @@ from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402
 from . import forward_mode  # noqa: E402
+from ._profiler_record import PROCEED as _PROCEED  # noqa: E402
+from ._profiler_record import op as _profiler_op  # noqa: E402
+from ._profiler_record import state as _profiling  # noqa: E402
 from .forward_mode import state as _fw_state  # noqa: E402
 from .saved import SavedSlot, pack_values, unpack_values  # noqa: E402
 from .saved import hooks as _saved_hooks  # noqa: E402

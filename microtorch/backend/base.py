@@ -16,6 +16,10 @@ class _Tracking:
     """Whether buffers are being counted (off until someone asks for memory statistics)."""
 
     on = False
+    # The census that switches counting on, registered by the layer above (``microtorch.
+    # _memory.start_tracking``, which knows tensors and graphs) for callers that may not import
+    # it, such as the autograd profiler.
+    start = None
 
 
 tracking = _Tracking()

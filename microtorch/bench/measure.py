@@ -85,15 +85,41 @@ def _ratio(a: dict | None, b: dict | None) -> float | None:
 
 # ------------------------------------------------------------------------------ machine
 
-def _cpu_model() -> str:
+def _cpuinfo_field(name: str) -> str | None:
+    """The first ``name`` line of /proc/cpuinfo (None where there is none, as on macOS)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.startswith(name):
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def _cpu_model() -> str:
+    return _cpuinfo_field("model name") or platform.processor() or platform.machine()
+
+
+def _simd_family() -> str:
+    """The widest x86 vector family the CPU offers: it sets which GEMM and elementwise kernels
+    BLAS, NumPy and PyTorch pick, so speed ratios are only comparable within a family."""
+    flags = set((_cpuinfo_field("flags") or "").split())
+    if not flags:
+        return platform.machine()
+    if "avx512f" in flags:
+        return "AVX-512" + (" + AMX" if "amx_tile" in flags else "")
+    return "AVX2" if "avx2" in flags else "SSE"
+
+
+def _blas_kernel() -> str | None:
+    """The kernel family the loaded BLAS chose for this CPU (threadpoolctl's ``architecture``,
+    e.g. OpenBLAS's "SkylakeX" or "Haswell"; ``OPENBLAS_CORETYPE`` overrides it)."""
+    from threadpoolctl import threadpool_info
+
+    kernels = {i.get("architecture") for i in threadpool_info() if i.get("user_api") == "blas"}
+    kernels.discard(None)
+    return ", ".join(sorted(kernels)) or None
 
 
 def _blas() -> str:
@@ -105,7 +131,8 @@ def _blas() -> str:
 
 
 def machine_info(torch: Any = None) -> dict[str, Any]:
-    """What the numbers were measured on: CPU, cores, library versions, BLAS, GPU."""
+    """What the numbers were measured on: CPU and its vector family, cores, library versions,
+    BLAS and the kernels it picked, GPU."""
     info: dict[str, Any] = {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
@@ -113,6 +140,9 @@ def machine_info(torch: Any = None) -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "blas": _blas(),
+        "simd": _simd_family(),
+        "blas_kernel": _blas_kernel(),
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
         # microtorch's own release (what pip shows) and, apart, the PyTorch release whose API
         # and numbers it follows (``torch.__version__`` inside microtorch joins the two).
         "microtorch": mt.version.microtorch,
@@ -124,6 +154,7 @@ def machine_info(torch: Any = None) -> dict[str, Any]:
     if torch is not None:
         info["torch"] = torch.__version__
         info["torch_threads"] = torch.get_num_threads()
+        info["torch_cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     if mt.cuda.is_available():
         import cupy
 

@@ -305,8 +305,12 @@ def _machine_md(m: dict, with_torch: bool = True) -> list[str]:
     """The machine section; ``with_torch=False`` leaves out the PyTorch line (a study that
     never runs PyTorch)."""
     lines = ["## Machine", "",
-             f"- CPU: {m['cpu']}, {m['cores']} cores; {m['platform']}",
-             f"- Python {m['python']}, NumPy {m['numpy']} (BLAS: {m['blas']}), {_versions(m)}"]
+             f"- CPU: {m['cpu']}" + (f" ({m['simd']})" if m.get("simd") else "")
+             + f", {m['cores']} cores; {m['platform']}",
+             f"- Python {m['python']}, NumPy {m['numpy']} (BLAS: {m['blas']}"
+             + (f", kernels {m['blas_kernel']}" if m.get("blas_kernel") else "")
+             + (f", OPENBLAS_CORETYPE={m['openblas_coretype']}" if m.get("openblas_coretype")
+                else "") + f"), {_versions(m)}"]
     if with_torch:
         lines.append(f"- PyTorch: {m['torch'] or 'not installed'}"
                      + (f" ({m['torch_threads']} threads)" if m["torch"] else ""))

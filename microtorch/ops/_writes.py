@@ -11,6 +11,9 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd import forward_mode, saved, views
+from ..autograd._profiler_record import PROCEED as _PROCEED
+from ..autograd._profiler_record import inplace as _profiler_inplace
+from ..autograd._profiler_record import state as _profiling
 from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
 from . import indexing
@@ -143,8 +146,12 @@ def _frozen(self: Tensor) -> Tensor:
 
 def _inplace(op):
     """The in-place form of an out-of-place op: compute, then write into self."""
+    event = "aten::" + op.__name__ + "_"
 
     def method(self: Tensor, *args, **kwargs) -> Tensor:
+        if _profiling.active and (out := _profiler_inplace(
+                event, method, (self, *args), kwargs)) is not _PROCEED:
+            return out
         if _check_inplace(self, *args):
             return _write(self, op(_frozen(self), *args, **kwargs))
         with no_grad():
@@ -157,8 +164,14 @@ def _inplace(op):
 
 def _ufunc_inplace(name, op):
     """An in-place arithmetic op that writes straight into self's buffer when not recording."""
+    event = "aten::" + op.__name__ + "_"
+    with_alpha = name != "multiply"  # (PyTorch's add_/sub_ take alpha, mul_ does not)
 
     def method(self: Tensor, other, *, alpha=1) -> Tensor:
+        if _profiling.active and (out := _profiler_inplace(
+                event, method, (self, other), {"alpha": alpha} if with_alpha else {}
+        )) is not _PROCEED:
+            return out
         if _check_inplace(self, other):
             kwargs = {"alpha": alpha} if alpha != 1 else {}
             return _write(self, op(_frozen(self), other, **kwargs))
@@ -210,6 +223,9 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
 
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
+    if _profiling.active and (out := _profiler_inplace(
+            "aten::zero_", zero_, (self,), {})) is not _PROCEED:
+        return out
     if _check_inplace(self) and (self.requires_grad or self._fw_tangents):
         return _write(self, self * 0, fill=True)
     if saved.writes.count:
@@ -221,6 +237,9 @@ def zero_(self: Tensor) -> Tensor:
 
 def fill_(self: Tensor, value) -> Tensor:
     """Fill with ``value`` in place."""
+    if _profiling.active and (out := _profiler_inplace(
+            "aten::fill_", fill_, (self, value), {})) is not _PROCEED:
+        return out
     if is_scalar(value) and value == 0:
         return zero_(self)
     if isinstance(value, Tensor):  # PyTorch's fill_ with a tensor is a copy: no overlaps
@@ -237,6 +256,9 @@ def fill_(self: Tensor, value) -> Tensor:
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast, converted, possibly from another device) into self."""
+    if _profiling.active and (out := _profiler_inplace(
+            "aten::copy_", copy_, (self, src), {"non_blocking": non_blocking})) is not _PROCEED:
+        return out
     check_copy_source(self, src)
     assert_no_internal_overlap(self._data)
     if _check_inplace(self, src):

@@ -37,13 +37,20 @@ def _tensor_like(arr, ref: Tensor) -> Tensor:
     return Tensor._make(xp_of(ref._data).asarray(arr))
 
 
+def _stable_kind(xp) -> dict:
+    """argsort's keywords for a stable sort: NumPy's ``kind="stable"``; CuPy's sort is always
+    stable and takes no ``kind``. Inside vmap the module of the physical arrays decides."""
+    while getattr(xp, "batched", False):
+        xp = xp.inner
+    return {"kind": "stable"} if xp is np else {}
+
+
 def _sort_indices(arr, dim: int, descending: bool):
     """Stable sort indices along ``dim``; NaN counts as the largest value, as in PyTorch."""
     xp = xp_of(arr)
     if arr.ndim == 0:
         return xp.zeros((), np.int64)
-    # (CuPy's sort is always stable and takes no ``kind``)
-    stable = {"kind": "stable"} if xp is np else {}
+    stable = _stable_kind(xp)
     if not descending:
         return xp.argsort(arr, axis=dim, **stable).astype(np.int64)
     # Descending and stable: sort the reversed array ascending (stable), reverse the result;
@@ -70,8 +77,17 @@ def _replay(arr, d: int, idx, rows, order) -> None:
     where ``rows`` (a bool array over the other dims) holds with ``order(keys)``: the
     indices PyTorch's CPU algorithm leaves there (``_stl``), from the row's comparison keys.
     Rows are read to the host only where equal values meet (a sync on a GPU, then)."""
+    from .._functorch.batched_array import BatchedArray, materialize, unwrap
     from ..backend import backend_of
 
+    batched = [a for a in (arr, idx, rows) if type(a) is BatchedArray]
+    if batched:  # inside vmap: replay the rows of every sample on the physical arrays
+        level = max((a.level for a in batched), key=lambda lv: lv.id)
+        phys_idx = unwrap(idx, level)
+        if phys_idx is not None:
+            _replay(materialize(arr, level), d % max(arr.ndim, 1) + 1, phys_idx,
+                    materialize(rows, level), order)
+            return
     backend = backend_of(arr)
     picked = backend.to_numpy(rows) if type(rows) is not np.ndarray else rows
     if not picked.any():
@@ -332,8 +348,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     lead, n = rows.shape[:-1], rows.shape[-1]
     rows = rows.reshape(-1, n)
     m = rows.shape[0]
-    stable = {"kind": "stable"} if xp is np else {}
-    order = xp.argsort(rows, axis=1, **stable)
+    order = xp.argsort(rows, axis=1, **_stable_kind(xp))
     ranked = xp.take_along_axis(rows, order, 1)
     starts = xp.ones((m, n), dtype=bool)
     starts[:, 1:] = ranked[:, 1:] != ranked[:, :-1]  # (NaN != NaN: each NaN its own run)

@@ -1,5 +1,5 @@
-"""Graph node of constant padding and the index and weight tables of interpolation (NumPy
-arrays built from the shapes alone).
+"""Graph nodes of constant padding and of affine sampling grids, and the index and weight
+tables of interpolation (NumPy arrays built from the shapes alone).
 
 This module must not import ``microtorch.nn`` (one direction of dependency).
 """
@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function
-from ._util import xp_of
+from ..autograd.grad_mode import recording
+from ..backend import cpu_capability
+from ._util import Tensor, const, xp_of
+from .linalg import matmul
 
-__all__ = ["Pad", "source_scale", "nearest_indices", "linear_matrix", "cubic_matrix",
-           "uint8_matrix", "uint8_resample"]
+__all__ = ["Pad", "AffineGridGenerator", "source_scale", "nearest_indices", "linear_matrix",
+           "cubic_matrix", "uint8_matrix", "uint8_resample"]
 
 
 # -- padding ------------------------------------------------------------------------------------
@@ -30,6 +34,165 @@ class Pad(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad[ctx.crop], None, None
+
+
+# -- affine grids (PyTorch's AffineGridGenerator.cpp) ------------------------------------------
+def _plain(a, b, c):
+    return a * b + c
+
+
+def _linspace_from_neg_one(steps: int, align: bool, dtype: np.dtype) -> np.ndarray:
+    """One axis of the base grid as PyTorch builds it: ``linspace(-1, 1, steps)`` in the
+    dtype, by its CPU kernel (the first half -1 + step * i, the second 1 - step * (steps - 1 -
+    i), fused multiply-adds in the AVX2/AVX512 builds), then ``* (steps - 1) / steps``
+    unless ``align`` (two roundings, as written); 0 for a single step."""
+    ft = dtype.type
+    if steps <= 1:
+        return np.zeros(1, dtype)
+    ma = cpu_capability.fma if cpu_capability.build() != "DEFAULT" else _plain
+    step = ft(2) / ft(steps - 1)
+    i = np.arange(steps, dtype=dtype)
+    r = np.where(i < steps // 2, ma(step, i, -1.0), ma(-step, (steps - 1) - i, 1.0))
+    if not align:
+        r = r * ft(steps - 1) / ft(steps)
+    return r.astype(dtype)
+
+
+def _base_grid(spatial, align: bool, dtype: np.dtype) -> np.ndarray:
+    """(prod spatial, nd + 1) rows (x, y[, z], 1), x running along the last spatial dim."""
+    axes = [_linspace_from_neg_one(n, align, dtype) for n in reversed(spatial)]
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]
+    return np.stack([*mesh, np.ones(tuple(spatial), dtype)], -1).reshape(-1, len(spatial) + 1)
+
+
+def _family(xp, k: int, rows: int, cols: int) -> str:
+    """How PyTorch's CPU bmm sums a (rows, k) x (k, cols) product: below 400 multiply-adds a
+    plain loop ("plain": 0, then + each rounded product, no FMA); above, MKL's kernel family
+    (``cpu_capability.mkl``). On CUDA: plain (cuBLAS is another computation anyway)."""
+    if xp is not np or k * rows * cols < 400:
+        return "plain"
+    return cpu_capability.mkl()
+
+
+def _blocks(length: int, kc: int) -> np.ndarray:
+    """How MKL cuts a sum of ``length`` terms (measured with cancellation probes): blocks of
+    ``kc`` (384 in its AVX-512 kernel, 96 in its AVX2 one) while more than 2 kc terms remain,
+    then the rest as one block, or as two halves (the first rounded up) when over kc. As
+    (blocks, longest block) term indices, ``length`` marking padding."""
+    bounds, start = [], 0
+    while length - start > 2 * kc:
+        bounds.append((start, start + kc))
+        start += kc
+    rest = length - start
+    half = start + -(-rest // 2)
+    bounds += [(start, half), (half, length)] if rest > kc else [(start, length)]
+    index = np.full((len(bounds), max(hi - lo for lo, hi in bounds)), length)
+    for b, (lo, hi) in enumerate(bounds):
+        index[b, :hi - lo] = np.arange(lo, hi)
+    return index
+
+
+def _dot(xp, x, y, family: str):
+    """The sum over the first axis of x * y (the rest broadcast) in ``family``'s order:
+    "plain" and MKL's "SSE" kernels add the rounded products in order; its "AVX512" kernel
+    runs one FMA chain from 0 per block and adds the block sums in order; its "AVX2" kernel
+    runs two chains per block (even and odd terms), adds them, FMAs an odd block's last term
+    onto that, and adds the block sums in order. Blocks run side by side, padded with zero
+    terms (which change no sum)."""
+    if family in ("plain", "SSE"):
+        return xp.cumsum(x * y, axis=0)[-1] + 0.0  # cumsum adds in order; + 0.0: 0 + first
+    fma = cpu_capability.fma
+    length = x.shape[0]
+    index = _blocks(length, 384 if family == "AVX512" else 96)
+    kc = index.shape[1]
+    xb = np.concatenate([x, np.zeros_like(x[:1])])[index]  # (blocks, kc, ...)
+    yb = np.concatenate([y, np.zeros_like(y[:1])])[index]
+    zeros = np.zeros(np.broadcast_shapes(xb[:, 0].shape, yb[:, 0].shape), x.dtype)
+    if family == "AVX512":
+        acc = cpu_capability.fma_chain(xb.swapaxes(0, 1), yb.swapaxes(0, 1), zeros)
+    else:  # AVX2
+        count = (index < length).sum(1)
+        odd = (count % 2 == 1).reshape((-1,) + (1,) * (zeros.ndim - 1))
+        last = np.maximum(count - 1, 0)
+        rows = np.arange(len(index))
+        xl, yl = np.where(odd, xb[rows, last], 0), np.where(odd, yb[rows, last], 0)
+        pairs = count // 2 * 2  # terms in the two chains; past them: zero terms
+        live = (np.arange(kc) < pairs[:, None]).reshape(index.shape + odd.shape[1:])
+        xs = np.where(live, xb, 0).swapaxes(0, 1)  # (kc, blocks, ...), the odd tails zeroed
+        ys = yb.swapaxes(0, 1)
+        even = cpu_capability.fma_chain(xs[0::2], ys[0::2], zeros)
+        odd_sum = cpu_capability.fma_chain(xs[1::2], ys[1::2], zeros)
+        acc = fma(xl, yl, even + odd_sum)
+    return np.cumsum(acc, axis=0)[-1]
+
+
+def _leftover_rows(m: int, mc: int = 96, mr: int = 6) -> list[int]:
+    """The rows of an (m, K) x (K, N) product that MKL's AVX2 kernel sums on its own (for
+    K = 3 and 4, measured with torch.bmm over m = 30 .. 4,000): it cuts the m rows into
+    blocks of ``mc`` = 96 while more than 2 mc remain, then the rest as one block, or as two
+    halves (the first rounded up) when over 1.5 mc (``_blocks``' cut, another threshold); its
+    kernel takes ``mr`` = 6 rows at a time, and a block's last 1 or 2 rows (not 3 to 5) go
+    through other code."""
+    bounds, start = [], 0
+    while m - start > 2 * mc:
+        bounds.append((start, start + mc))
+        start += mc
+    rest = m - start
+    half = start + -(-rest // 2)
+    bounds += [(start, half), (half, m)] if 2 * rest > 3 * mc else [(start, m)]
+    return [r for lo, hi in bounds if (hi - lo) % mr in (1, 2)
+            for r in range(hi - (hi - lo) % mr, hi)]
+
+
+def _avx2_leftovers(out, base, theta) -> None:
+    """Redo, in ``out`` (N, P, J) = base (P, K) theta^T, the rows MKL's AVX2 kernel leaves
+    over (``_leftover_rows``) as it sums them: rounded products, no FMA, (p0 + p1) + p2 for
+    K = 3 and (p0 + p2) + (p1 + p3) for K = 4 (its two accumulators)."""
+    rows = _leftover_rows(base.shape[0])
+    if not rows:
+        return
+    p = [base[rows, i][None, :, None] * theta[:, None, :, i] for i in range(base.shape[1])]
+    out[:, rows] = (p[0] + p[1]) + p[2] if len(p) == 3 else (p[0] + p[2]) + (p[1] + p[3])
+
+
+class AffineGridGenerator(Function):
+    """``affine_grid_generator``: the base grid (P, K) times each theta^T, (N, P, J) -> the
+    (N, *spatial, J) sampling grid; its backward base^T grad (N, K, J), transposed."""
+
+    torch_name = "AffineGridGeneratorBackward0"
+
+    @staticmethod
+    def forward(ctx, theta, size, align):
+        ta = theta._data
+        xp = xp_of(ta)
+        work = np.dtype(np.float32) if ta.dtype in _dtype.REDUCED_FLOATS else ta.dtype
+        spatial = [int(v) for v in size[2:]]
+        base = _base_grid(spatial, align, work)
+        ctx.base, ctx.dtype = base, ta.dtype
+        p, k = base.shape
+        t = ta.astype(work, copy=False)
+        b = xp.asarray(base)  # grid[n, p, j] = sum over i of base[p, i] * theta[n, j, i]
+        family = _family(xp, k, p, k - 1)
+        out = _dot(xp, b.T[:, None, :, None], t.transpose(2, 0, 1)[:, :, None, :], family)
+        if family == "AVX2":
+            _avx2_leftovers(out, base, t)
+        return out.astype(ta.dtype, copy=False).reshape(ta.shape[0], *spatial, k - 1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        base = ctx.base
+        p, k = base.shape
+        n = grad.shape[0]
+        if recording():  # create_graph: the product as a differentiable node of grad
+            g = grad.reshape(n, p, k - 1)
+            return matmul(const(grad, base.T), g).transpose(1, 2), None, None
+        ga = grad._data
+        xp = xp_of(ga)
+        g = ga.reshape(n, p, k - 1).astype(base.dtype, copy=False)
+        b = xp.asarray(base)  # grad_theta[n, j, i] = sum over p of base[p, i] * g[n, p, j]
+        out = _dot(xp, b[:, None, None, :], g.transpose(1, 0, 2)[..., None],
+                   _family(xp, p, k, k - 1))
+        return Tensor._make(out.astype(ctx.dtype, copy=False), False, None), None, None
 
 
 # -- interpolation tables -------------------------------------------------------------------------

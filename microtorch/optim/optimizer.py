@@ -31,7 +31,9 @@ from typing import Any
 import numpy as np
 
 from .._tensor import SlotCount, Tensor, grad_epoch, only_grad_writes_since
+from ..autograd._profiler_record import state as _profiling
 from ..autograd.grad_mode import enable_grad
+from ..autograd.profiler import record_function
 
 __all__ = ["Optimizer", "StaleGradWarning", "ParamsT"]
 
@@ -257,6 +259,9 @@ class Optimizer:
                 return step(self, *args, **kwargs)
             marked_step._marks_opt_called = True
             cls.step = marked_step
+        for name in ("step", "zero_grad"):  # (in the profiler's range too, as PyTorch's)
+            if name in cls.__dict__:
+                setattr(cls, name, _profiled(cls.__dict__[name]))
 
     # -- parameter groups ---------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -588,6 +593,29 @@ class Optimizer:
                     lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _profiled(method):
+    """``method`` inside PyTorch's profiler range ``Optimizer.<method>#<Class>.<method>``
+    while a profiler records (one flag read otherwise)."""
+    if getattr(method, "_profiled", False):
+        return method
+    kind = method.__name__
+
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        if _profiling.active:
+            name = f"Optimizer.{kind}#{type(self).__name__}.{kind}"
+            with record_function(name):
+                return method(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    wrapped._profiled = True
+    return wrapped
+
+
+Optimizer.step = _profiled(Optimizer.step)
+Optimizer.zero_grad = _profiled(Optimizer.zero_grad)
 
 
 def _bad_grad_message(index: int, group_index: int, p: Tensor, g: Tensor) -> str:

@@ -9,7 +9,6 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from ...ops import matmul
 from ...ops import vision as V
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const, scalar_name
+from ...ops.grid_sampler import grid_sampler
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
@@ -310,13 +310,6 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
                   "behavior is desired. See the documentation of grid_sample for details.")
 
 
-def _linspace_from_neg_one(steps: int, align_corners: bool, dtype) -> np.ndarray:
-    if steps <= 1:
-        return np.zeros(1, dtype)
-    r = np.linspace(-1, 1, steps).astype(dtype)
-    return r if align_corners else (r * dtype.type((steps - 1) / steps)).astype(dtype)
-
-
 def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
     """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps ``theta``
     (N, 2, 3) (or (N, 3, 4)) over normalized [-1, 1] output coordinates, for ``grid_sample``."""
@@ -341,57 +334,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
                       stacklevel=2)
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
-    dt = theta._data.dtype
-    # base[..., :] = (x, y[, z], 1): x runs along the last spatial dim
-    axes = [_linspace_from_neg_one(n, align_corners, dt) for n in reversed(spatial)]
-    mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]
-    base = np.stack([*mesh, np.ones(tuple(spatial), dt)], axis=-1).reshape(-1, len(spatial) + 1)
-    grid = matmul(const(theta, base), theta.transpose(1, 2))
-    return named(grid.reshape(int(size[0]), *spatial, len(spatial)),
-                 "AffineGridGeneratorBackward0")
-
-
-def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
-    if align_corners:  # -1 and 1 are the centres of the corner pixels
-        return (coord + 1) * ((size - 1) / 2)
-    return ((coord + 1) * size - 1) / 2  # -1 and 1 are the outer edges of the corner pixels
-
-
-def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
-    """Reflect ``coord`` into [low, high] (bounds given doubled), as PyTorch's
-    ``reflect_coordinates``; differentiable (the reflections' signs reach the gradient)."""
-    if twice_low == twice_high:
-        return coord * 0
-    low, span = twice_low / 2, (twice_high - twice_low) / 2
-    dist = (coord - low).abs()
-    flips = (dist.detach() / span).floor()
-    extra = dist - flips * span
-    even = (flips.remainder(2) == 0).to(coord.dtype)
-    return even * (extra + low) + (1 - even) * (span - extra + low)
-
-
-def _pad_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    """A pixel coordinate moved into the image by ``padding_mode`` ('zeros' leaves it)."""
-    if padding_mode == "border":
-        coord = coord.clamp(0, size - 1)
-    elif padding_mode == "reflection":
-        coord = (_reflect(coord, 0, 2 * (size - 1)) if align_corners else
-                 _reflect(coord, -1, 2 * size - 1))
-        coord = coord.clamp(0, size - 1)
-    return coord
-
-
-def _cubic_coefficients(t: Tensor) -> list[Tensor]:
-    """Keys' cubic convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 for offset t."""
-    a = -0.75
-
-    def near(x):
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x):
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    return V.AffineGridGenerator.apply(theta, tuple(int(v) for v in size), bool(align_corners))
 
 
 @autocast_op("grid_sampler")
@@ -400,8 +343,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     """Sample ``input`` (N, C, H, W) at the normalized (x, y) locations of ``grid``
     (N, H_out, W_out, 2), or (N, C, D, H, W) input at (x, y, z) of an (N, D_out, H_out, W_out,
     3) grid: 'bilinear' (trilinear for 5-D), 'nearest' or 'bicubic' (4-D), with 'zeros',
-    'border' or 'reflection' padding. Differentiable in input and grid (gathers and
-    arithmetic); 'nearest' gives the grid no gradient path (PyTorch's gradient is zero)."""
+    'border' or 'reflection' padding: PyTorch's CPU kernels, bit for bit in float32 and
+    float64 (``ops.grid_sampler``); differentiable in input and grid to any order."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
@@ -411,57 +354,4 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
-    nd = input.ndim - 2
-    if nd not in (2, 3) or grid.ndim != input.ndim or grid.shape[0] != input.shape[0] \
-            or grid.shape[-1] != nd:
-        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
-                           f"of dimensions, the same batch size and size {max(nd, 2)} in the "
-                           f"grid's last dimension, but got input with sizes "
-                           f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if mode == "bicubic" and nd != 2:
-        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-    sizes = list(input.shape[:1:-1])  # (W, H[, D]): the order of the grid's coordinates
-    n = input.shape[0]
-    batch = const(input, np.arange(n).reshape((n,) + (1,) * nd)).long()
-
-    def tap(coords: list) -> Tensor:
-        """input at integer coordinates (x, y[, z]) as (N, *out, C); zero outside."""
-        inside = None
-        index = []
-        for c, size in zip(coords, sizes):
-            ok = (c >= 0) & (c <= size - 1)
-            inside = ok if inside is None else inside & ok
-            index.append(c.clamp(0, size - 1).long())
-        return input[(batch, slice(None), *index[::-1])] * inside.to(input.dtype).unsqueeze(-1)
-
-    raw = [_unnormalize(grid[..., k], size, align_corners) for k, size in enumerate(sizes)]
-    if mode == "bicubic":
-        lo = [r.detach().floor() for r in raw]
-        cx, cy = (_cubic_coefficients(r - f) for r, f in zip(raw, lo))
-        out = None
-        for i in range(4):
-            yc = _pad_coord(lo[1] + (i - 1), sizes[1], padding_mode, align_corners)
-            row = None
-            for j in range(4):
-                xc = _pad_coord(lo[0] + (j - 1), sizes[0], padding_mode, align_corners)
-                term = tap([xc, yc]) * cx[j].unsqueeze(-1)
-                row = term if row is None else row + term
-            term = row * cy[i].unsqueeze(-1)
-            out = term if out is None else out + term
-    else:
-        src = [_pad_coord(r, size, padding_mode, align_corners) for r, size in zip(raw, sizes)]
-        if mode == "nearest":  # round half to even, as std::nearbyint
-            out = tap([Tensor._make(input._backend.xp.rint(c._data), False, None) for c in src])
-        else:
-            lo = [c.detach().floor() for c in src]
-            out = None
-            for bits in itertools.product((0, 1), repeat=nd):  # (z,) y, x; x fastest
-                corner = [f + b for f, b in zip(lo, bits[::-1])]
-                weight = None
-                for c, f, b in zip(src, lo, bits[::-1]):
-                    w = (c - f) if b else (f + 1 - c)
-                    weight = w if weight is None else weight * w
-                term = tap(corner) * weight.unsqueeze(-1)
-                out = term if out is None else out + term
-    dims = (0, nd + 1, *range(1, nd + 1))
-    return named(out.permute(*dims), f"GridSampler{nd}DBackward0")
+    return grid_sampler(input, grid, mode, padding_mode, bool(align_corners))
