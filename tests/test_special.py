@@ -435,3 +435,15 @@ def test_top_level_and_tensor_forms(device):
     with pytest.raises(RuntimeError) as got:
         mt.tensor([1, 2]).i0_()
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", ["airy_ai", "bessel_y1", "i0e", "ndtri", "zeta",
+                                  "chebyshev_polynomial_u", "laguerre_polynomial_l"])
+def test_vmap_gives_the_unbatched_values(name, device):
+    """The Airy series runs a fixed number of steps and the recurrences of a number order a
+    known one, so no loop reads the data and vmap batches them."""
+    fn = getattr(mt.special, name)
+    call = {"zeta": lambda v: fn(v + 2.0, 1.5)}.get(
+        name, (lambda v: fn(v, 9)) if "polynomial" in name else fn)
+    x = mt.tensor([[0.25, 1.5, -2.5], [0.75, 3.0, -0.5]], dtype=mt.float64, device=device)
+    np.testing.assert_array_equal(mt.func.vmap(call)(x).cpu().numpy(), call(x).cpu().numpy())

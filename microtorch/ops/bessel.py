@@ -308,10 +308,11 @@ _AI_AGD = (9.30892908077441974853e+00, 1.98352928718312140417e+01, 1.55646628932
            4.91834570062930015649e-09)
 _AI_C1, _AI_C2 = 0.355028053887817239260, 0.258819403792806798405  # Ai(0), -Ai'(0)
 _1_SQRT_PI = 5.64189583547756286948e-01
-# Power-series terms per convergence check (a host read on CUDA); frozen elements keep their
-# values, so the result does not depend on this. The terms fall factorially: every element
-# has converged (or reached 0/0 = NaN) long before the cap.
-_SERIES_CHECK, _SERIES_CAP = 4, 1000
+# Steps of the power series: on |x| < 2.09, where it is used, every element meets PyTorch's
+# stopping rule within 14 steps in float64 (10 in float32; checked on a fine grid up to the
+# ends); the frozen elements keep their values, so a fixed count gives PyTorch's values with
+# no data-dependent loop (no host read on CUDA, and vmap can batch it).
+_SERIES_STEPS = 20
 
 
 def _airy_series(xp, x):
@@ -323,8 +324,7 @@ def _airy_series(xp, x):
     f, g, m, n = xp.ones_like(x), x.copy(), xp.ones_like(x), x.copy()
     active = xp.ones(x.shape, dtype=bool)
     k = dt(1.0)
-    step = 0
-    while True:
+    for _ in range(_SERIES_STEPS):
         m2 = m * z / (k + dt(1.0))
         n2 = n * z / (k + dt(2.0))
         m2 = m2 / (k + dt(2.0))
@@ -335,9 +335,6 @@ def _airy_series(xp, x):
         m, n = xp.where(active, m2, m), xp.where(active, n2, n)
         f, g = xp.where(active, f2, f), xp.where(active, g2, g)
         active = active & (xp.abs(m2 / f2) > eps)
-        step += 1
-        if step % _SERIES_CHECK == 0 and (step >= _SERIES_CAP or not bool(active.any())):
-            break
     return _AI_C1 * f - _AI_C2 * g
 
 

@@ -55,18 +55,22 @@ def _fused(a, q, c):
     return a * q + c
 
 
-def _recurrence(xp, x, n, need, q0, step, nan_stops: bool):
+def _recurrence(xp, x, n, need, q0, step, nan_stops: bool, last=None):
     """``q`` after ``n - 1`` steps ``(p, q) <- (q, step(j, p, q))`` from ``(1, q0)``, for the
-    elements in ``need`` (and only as far as the largest of their ``n``)."""
+    elements in ``need`` (and only as far as the largest of their ``n``). ``last``: that
+    largest order when it is known without reading the data (a number ``n``): the loop then
+    reads nothing (no host read on CUDA, and vmap can batch it)."""
     p, q = xp.ones_like(x), q0
-    if not need.any():
-        return q
-    last = int(xp.max(xp.where(need, n, 0)))
+    dynamic = last is None
+    if dynamic:
+        if not need.any():
+            return q
+        last = int(xp.max(xp.where(need, n, 0)))
     for j in range(1, last):
         active = need & (n > j)
         if nan_stops:
             active &= ~xp.isnan(q)
-        if j % _NAN_CHECK == 0 and not bool(active.any()):
+        if dynamic and j % _NAN_CHECK == 0 and not bool(active.any()):
             break
         r = step(float(j), p, q)
         p, q = xp.where(active, q, p), xp.where(active, r, q)
@@ -95,8 +99,13 @@ def _evaluate(input, n, kernel: str, cases, trig, q0, step, nan_stops=True, limi
         decided = xp.zeros(xa.shape, dtype=bool)
         for mask, _ in branches:
             decided |= mask
+        last = None
+        if not isinstance(n, Tensor):  # (the order as PyTorch casts it, from its dtype)
+            last = int(_orders(np, np.asarray(n, dtype=dt)))
+            if limit is not None:
+                last = min(last, limit[dt.itemsize] + 1)
         out = _recurrence(xp, xa, k, ~decided, first, lambda j, p, q: step(xa, j, p, q),
-                          nan_stops)
+                          nan_stops, last)
         for mask, value in reversed(branches):
             out = xp.where(mask, value, out)
     return Tensor._make(xp.asarray(out, dtype=dt))
