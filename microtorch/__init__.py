@@ -27,14 +27,21 @@ from ._dtype import (
     uint8,
 )
 from ._dtype import bool_ as bool  # noqa: A004
+from ._layout import (
+    layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from ._memory_format import (
     channels_last,
     channels_last_3d,
     contiguous_format,
-    layout,
     memory_format,
     preserve_format,
-    strided,
 )
 from ._tensor import Size, Tensor
 from ._type_promotion import can_cast, promote_types, result_type
@@ -91,6 +98,7 @@ from . import (  # noqa: E402
     optim,
     profiler,
     return_types,
+    sparse,
     special,
     utils,
     version,
@@ -181,9 +189,9 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
            "save", "load", "utils", "linalg", "fft", "special", "distributions", "amp",
-           "profiler", "e", "inf", "nan", "pi", "memory_format", "layout", "contiguous_format",
-           "channels_last",
-           "channels_last_3d", "preserve_format", "strided",
+           "profiler", "e", "inf", "nan", "pi", "sparse", "layout", "strided", "sparse_coo",
+           "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "memory_format",
+           "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
            "clear_autocast_cache", "get_autocast_dtype", "is_autocast_cache_enabled",
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",

@@ -13,7 +13,7 @@ import gc
 from ._tensor import Tensor
 from .autograd.node import Node
 from .backend import backend_of
-from .backend.base import tracking
+from .backend.base import ARRAY_CONTAINERS, tracking
 
 
 def start_tracking() -> None:
@@ -36,7 +36,7 @@ def start_tracking() -> None:
 
 
 def _register(arr) -> None:
-    if hasattr(arr, "nbytes") and hasattr(arr, "base"):
+    if (hasattr(arr, "nbytes") and hasattr(arr, "base")) or type(arr) in ARRAY_CONTAINERS:
         backend_of(arr).memory.register(arr)
 
 

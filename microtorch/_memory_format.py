@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._layout import layout, strided  # (one layout type: sparse ones live there too)
+
 __all__ = ["memory_format", "layout", "contiguous_format", "channels_last",
            "channels_last_3d", "preserve_format", "strided"]
 
@@ -37,28 +39,10 @@ class memory_format:  # noqa: N801 - torch's name
         return self._name  # (pickles as the module attribute of that name)
 
 
-class layout:  # noqa: N801 - torch's name
-    """A tensor layout; microtorch's tensors are all ``strided``."""
-
-    __module__ = "microtorch"
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return f"microtorch.{self._name}"
-
-    __str__ = __repr__
-
-    def __reduce__(self):
-        return self._name
-
-
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
-strided = layout("strided")
 
 # The dimension orders, innermost first, that the channels-last formats store.
 _ORDERS = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
@@ -73,6 +57,14 @@ def check(fmt, fn: str = "contiguous") -> memory_format:
         raise TypeError(f"{fn}(): argument 'memory_format' must be microtorch.memory_format, "
                         f"not {type(fmt).__name__}")
     return fmt
+
+
+def check_layout(lay, fn: str) -> None:
+    """Accept a factory's ``layout=`` argument: None or ``strided``, the one layout microtorch
+    stores (anything else raises PyTorch's TypeError)."""
+    if lay is not None and lay is not strided:
+        raise TypeError(f"{fn}(): argument 'layout' must be microtorch.layout, "
+                        f"not {type(lay).__name__}")
 
 
 def _element_strides(arr) -> tuple:

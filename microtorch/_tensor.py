@@ -11,6 +11,8 @@ import numpy as np
 
 from . import _dtype
 from ._hooks import RemovableHandle
+from ._layout import SPARSE_DATA
+from ._layout import dense_only as _dense_only
 from ._size import Size
 from .backend import backend_of, get_backend
 from .backend.base import ARRAY_WRAPPERS, tracking
@@ -182,7 +184,7 @@ class Tensor:
     @property
     def is_cpu(self) -> bool:
         """True for tensors in host memory."""
-        return type(self._data) is np.ndarray
+        return type(self._data) is np.ndarray or self._backend.device.type == "cpu"
 
     @property
     def ndim(self) -> int:
@@ -206,28 +208,27 @@ class Tensor:
     @property
     def nbytes(self) -> int:
         """Bytes of data viewed by this tensor."""
+        _dense_only(self, "nbytes")
         return int(self._data.nbytes)
 
     def stride(self, dim: int | None = None):
         """Strides in elements, as PyTorch reports them."""
+        if type(self._data) in SPARSE_DATA:
+            return _dense_only(self, "stride", dim)
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
         """True when the data is laid out without gaps in ``memory_format``'s order (row-major
-        by default; NHWC for ``channels_last``, NDHWC for ``channels_last_3d``)."""
+        by default; NHWC for ``channels_last``, NDHWC for ``channels_last_3d``); False for a
+        sparse COO tensor, PyTorch's error for other sparse layouts."""
+        if type(self._data) in SPARSE_DATA:
+            return _dense_only(self, "is_contiguous")
         if memory_format is None:
             return bool(self._data.flags.c_contiguous)
         from . import _memory_format as mf
 
         return mf.is_contiguous(self._data, mf.check(memory_format, "is_contiguous"))
-
-    @property
-    def layout(self):
-        """The layout: ``microtorch.strided`` (microtorch has no sparse tensors)."""
-        from ._memory_format import strided
-
-        return strided
 
     def is_floating_point(self) -> bool:
         """True for float16/bfloat16/float32/float64 tensors."""
@@ -394,10 +395,12 @@ class Tensor:
 
     def tolist(self):
         """Nested Python lists of the values."""
+        _dense_only(self, "tolist")
         return self._backend.to_numpy(self._data).tolist()
 
     def numpy(self, force: bool = False) -> np.ndarray:
         """The data as a NumPy array sharing memory (CPU only)."""
+        _dense_only(self, "numpy")
         if self.is_cuda:
             if force:
                 return self._backend.to_numpy(self._data)
@@ -414,6 +417,7 @@ class Tensor:
         if self.requires_grad and _grad_enabled():  # PyTorch's __array__ is numpy()
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        _dense_only(self, "numpy")
         arr = self._backend.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
@@ -485,7 +489,8 @@ class Tensor:
         its name as a string)."""
         if dtype is None:
             cuda = "cuda." if self.is_cuda else ""
-            return f"microtorch.{cuda}{_dtype.title(self.dtype)}Tensor"
+            sparse = "sparse." if type(self._data) in SPARSE_DATA else ""
+            return f"microtorch.{cuda}{sparse}{_dtype.title(self.dtype)}Tensor"
         if isinstance(dtype, str):  # "torch.DoubleTensor", "torch.cuda.FloatTensor"
             dev, dt = _dtype.parse_tensor_type(dtype)
             return self.to(dt) if dev is None else self.to(dev, dt)
@@ -493,53 +498,53 @@ class Tensor:
 
         return self.to(legacy_type_dtype(dtype))
 
-    def float(self) -> Tensor:
+    def float(self, memory_format=None) -> Tensor:
         """Converted to float32."""
-        return self.to(_dtype.float32)
+        return self.to(_dtype.float32, memory_format=memory_format)
 
-    def double(self) -> Tensor:
+    def double(self, memory_format=None) -> Tensor:
         """Converted to float64."""
-        return self.to(_dtype.float64)
+        return self.to(_dtype.float64, memory_format=memory_format)
 
-    def half(self) -> Tensor:
+    def half(self, memory_format=None) -> Tensor:
         """Converted to float16."""
-        return self.to(_dtype.float16)
+        return self.to(_dtype.float16, memory_format=memory_format)
 
-    def bfloat16(self) -> Tensor:
+    def bfloat16(self, memory_format=None) -> Tensor:
         """Converted to bfloat16."""
-        return self.to(_dtype.bfloat16)
+        return self.to(_dtype.bfloat16, memory_format=memory_format)
 
-    def cfloat(self) -> Tensor:
+    def cfloat(self, memory_format=None) -> Tensor:
         """Converted to complex64."""
-        return self.to(_dtype.complex64)
+        return self.to(_dtype.complex64, memory_format=memory_format)
 
-    def cdouble(self) -> Tensor:
+    def cdouble(self, memory_format=None) -> Tensor:
         """Converted to complex128."""
-        return self.to(_dtype.complex128)
+        return self.to(_dtype.complex128, memory_format=memory_format)
 
-    def long(self) -> Tensor:
+    def long(self, memory_format=None) -> Tensor:
         """Converted to int64."""
-        return self.to(_dtype.int64)
+        return self.to(_dtype.int64, memory_format=memory_format)
 
-    def int(self) -> Tensor:
+    def int(self, memory_format=None) -> Tensor:
         """Converted to int32."""
-        return self.to(_dtype.int32)
+        return self.to(_dtype.int32, memory_format=memory_format)
 
-    def short(self) -> Tensor:
+    def short(self, memory_format=None) -> Tensor:
         """Converted to int16."""
-        return self.to(_dtype.int16)
+        return self.to(_dtype.int16, memory_format=memory_format)
 
-    def char(self) -> Tensor:
+    def char(self, memory_format=None) -> Tensor:
         """Converted to int8."""
-        return self.to(_dtype.int8)
+        return self.to(_dtype.int8, memory_format=memory_format)
 
-    def byte(self) -> Tensor:
+    def byte(self, memory_format=None) -> Tensor:
         """Converted to uint8."""
-        return self.to(_dtype.uint8)
+        return self.to(_dtype.uint8, memory_format=memory_format)
 
-    def bool(self) -> Tensor:
+    def bool(self, memory_format=None) -> Tensor:
         """Converted to bool."""
-        return self.to(_dtype.bool_)
+        return self.to(_dtype.bool_, memory_format=memory_format)
 
     def type_as(self, other: Tensor) -> Tensor:
         """Converted to ``other``'s dtype."""
@@ -578,7 +583,8 @@ class Tensor:
         # array plus what makes it this tensor. The graph is not pickled: like PyTorch, a
         # non-leaf arrives as a leaf. microtorch.save writes PyTorch's format instead.
         arr = self._data
-        host = arr if type(arr) is np.ndarray else backend_of(arr).to_numpy(arr)
+        host = arr if type(arr) is np.ndarray else backend_of(arr).to_numpy(arr) if type(
+            arr) not in SPARSE_DATA else arr.arrays_on(lambda a, _: backend_of(a).to_numpy(a))
         # User attributes only: the internals kept in __dict__ (_grad, _base, _hooks ...)
         # describe this process's graph, not the value.
         state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)} or None
@@ -590,7 +596,8 @@ def _rebuild_pickled(cls: type, host: np.ndarray, where: str, requires_grad: boo
                      state: dict | None) -> Tensor:
     """The inverse of ``Tensor.__reduce_ex__``: a leaf on device ``where`` again."""
     dev = device(where)
-    arr = host if dev.type == "cpu" else get_backend(dev).asarray(host)
+    arr = host if dev.type == "cpu" else get_backend(dev).asarray(host) if type(
+        host) not in SPARSE_DATA else host.arrays_on(lambda a, _: get_backend(dev).asarray(a))
     t = cls._make(arr, bool(requires_grad))
     if grad is not None:
         t._grad = grad

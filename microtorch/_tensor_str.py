@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from . import _dtype
+from ._layout import SPARSE_DATA
 from .backend import is_array_wrapper
 from .backend.device import default_device_spec
 
@@ -170,15 +171,16 @@ def _nested_str(arr: np.ndarray, summarized: tuple, indent: int, fmt) -> str:
     return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
 
 
-def _add_suffixes(text: str, suffixes: list, indent: int) -> str:
+def _add_suffixes(text: str, suffixes: list, indent: int, force_newline: bool = False) -> str:
     parts = [text]
     last_line_len = len(text) - text.rfind("\n") + 1  # PyTorch's arithmetic, off by one and all
     for suffix in suffixes:
         # Measured as PyTorch's "torch.float64", so lines break where PyTorch breaks them.
         width = len(suffix.replace("microtorch.", "torch."))
-        if last_line_len + width + 2 > PRINT_OPTS.linewidth:
+        if force_newline or last_line_len + width + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             last_line_len = indent + width
+            force_newline = False  # (only the first suffix of a sparse tensor, as PyTorch)
         else:
             parts.append(", " + suffix)
             last_line_len += width + 2
@@ -216,6 +218,8 @@ def tensor_repr(t, tangent=None) -> str:
     suffixes = []
     if t.device.type != _default_device_type():  # (as PyTorch: only a non-default device)
         suffixes.append(f"device='{t.device}'")
+    if type(t._data) in SPARSE_DATA:
+        return _sparse_repr(t, prefix, indent, suffixes)
     if t._data.size == 0:
         if t._data.ndim != 1:
             suffixes.append(f"size={tuple(t._data.shape)}")
@@ -224,6 +228,13 @@ def tensor_repr(t, tangent=None) -> str:
     elif t.dtype not in (_dtype.get_default_dtype(), _dtype.default_complex(), _dtype.int64,
                          _dtype.bool_):
         suffixes.append(f"dtype={t.dtype}")
+    _grad_suffix(t, suffixes)
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
+    return _add_suffixes(prefix + tensor_str(t, indent), suffixes, indent)
+
+
+def _grad_suffix(t, suffixes: list) -> None:
     try:
         node = t.grad_fn
         name = None if node is None else node.name().rsplit("::", 1)[-1]
@@ -233,9 +244,42 @@ def tensor_repr(t, tangent=None) -> str:
         suffixes.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    if tangent is not None:
-        suffixes.append(f"tangent={tangent}")
-    return _add_suffixes(prefix + tensor_str(t, indent), suffixes, indent)
+
+
+class _Part:
+    """One array of a sparse tensor, as ``tensor_str`` reads a tensor."""
+
+    def __init__(self, arr, backend) -> None:
+        self._data, self._backend = arr, backend
+
+
+def _part_str(name: str, arr, backend, indent: int) -> str:
+    """``name=tensor([...])`` of one array of a sparse tensor, as PyTorch prints it."""
+    prefix = f"{name}=tensor("
+    text = tensor_str(_Part(arr, backend), indent + len(prefix))
+    if arr.size == 0:
+        text += f", size={tuple(arr.shape)}"
+    return prefix + text + ")"
+
+
+def _sparse_repr(t, prefix: str, indent: int, suffixes: list) -> str:
+    """A sparse tensor as PyTorch prints it: its index arrays and values, then size, nnz,
+    dtype (unless a default one), layout and the autograd suffix, starting on a new line."""
+    data = t._data
+    suffixes += [f"size={tuple(data.shape)}", f"nnz={data.nnz}"]
+    if t.dtype not in (_dtype.get_default_dtype(), _dtype.default_complex(), _dtype.int64,
+                       _dtype.bool_):
+        suffixes.append(f"dtype={t.dtype}")
+    if data.layout.name == "sparse_coo":
+        parts = [("indices", data.indices), ("values", data.values)]
+    else:
+        parts = [("crow_indices", data.crow), ("col_indices", data.col), ("values", data.values)]
+    body = (",\n" + " " * indent).join(_part_str(name, arr, data.backend, indent)
+                                       for name, arr in parts)
+    suffixes.append(f"layout={data.layout}")
+    _grad_suffix(t, suffixes)
+    return _add_suffixes(prefix + body, suffixes, indent,
+                         force_newline=data.layout.name == "sparse_coo")
 
 
 def _batched_repr(t) -> str:

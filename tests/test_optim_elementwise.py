@@ -394,9 +394,9 @@ def test_sparse_adam_refuses_dense_gradients_like_torch() -> None:
     ref.param_groups[0]["params"][0].grad = torch.ones(2)
     with pytest.raises(RuntimeError, match="does not support dense gradients") as ours:
         opt.step()
-    assert "no sparse tensors" in str(ours.value)
-    with pytest.raises(RuntimeError, match="does not support dense gradients"):
+    with pytest.raises(RuntimeError, match="does not support dense gradients") as theirs:
         ref.step()
+    assert str(ours.value) == str(theirs.value)
     np.testing.assert_array_equal(to_numpy(p), [1.0, 2.0])
     assert len(opt.state) == 0
 

@@ -89,6 +89,9 @@ def _accumulate(leaf, grad, create_graph: bool, owned: bool) -> None:
 
 def _accumulate_locked(leaf, grad, create_graph: bool, owned: bool) -> None:
     old = leaf._grad
+    if type(grad._data) in SPARSE_DATA or (old is not None and type(old._data) in SPARSE_DATA):
+        _accumulate_sparse(leaf, old, grad, create_graph, owned)
+        return
     if old is None:
         slot = leaf._grad_slot
         if slot is not None and not create_graph:
@@ -117,6 +120,40 @@ def _accumulate_locked(leaf, grad, create_graph: bool, owned: bool) -> None:
         leaf._grad = old + grad
     else:
         old._backend.accumulate(old._data, grad._data)
+        bump_grad_version(old)
+
+
+def _accumulate_sparse(leaf, old, grad, create_graph: bool, owned: bool) -> None:
+    """PyTorch's AccumulateGrad where a sparse gradient is involved: a first sparse gradient
+    is kept as it comes (a new tensor on its arrays when nobody else holds it, else a copy);
+    sparse + sparse is added in place (the sum stays sparse: PyTorch's ``grad += new``, its
+    merge of the two index lists on the CPU); a dense gradient into a sparse ``.grad`` makes
+    ``.grad`` dense (``new + grad``); a sparse gradient into a dense ``.grad`` is added in
+    place."""
+    from ..ops import sparse_kernels
+
+    data = grad._data
+    if old is None:  # (a sparse gradient: a dense first one takes the dense rules)
+        if owned and not create_graph:  # PyTorch's _sparse_coo_tensor_unsafe on its arrays
+            data = type(data)(*data.component_arrays(), data.shape, False) \
+                if type(data) is sparse_kernels.CooData else data
+        else:
+            data = data.copy()
+        leaf._grad = Tensor._make(data, False, None)
+        grad_epoch.bump()
+        return
+    sparse_new = type(data) in SPARSE_DATA
+    if type(old._data) in SPARSE_DATA and not sparse_new:
+        leaf._grad = grad + old  # (add(sparse, dense) does not exist: dense + sparse)
+        grad_epoch.bump()
+    elif create_graph:
+        leaf._grad = old + grad
+        grad_epoch.bump()
+    elif type(old._data) in SPARSE_DATA:
+        old._data = sparse_kernels.add_any(old._data, data, old._data.dtype)
+        bump_grad_version(old)
+    else:
+        sparse_kernels.add_into_dense(old._data, data, 1)
         bump_grad_version(old)
 
 
@@ -227,6 +264,8 @@ def _run_queued_callbacks() -> None:
 def _check_anomaly(node: Node, grads: tuple) -> None:
     for i, g in enumerate(grads):
         arr = g._data if isinstance(g, Tensor) else g
+        if type(arr) in SPARSE_DATA:
+            arr = arr.values
         # NaN only, as PyTorch: an infinite gradient (sqrt's at 0) is a legitimate value
         if arr is not None and bool(backend_of(arr).xp.isnan(arr).any()):
             where = "".join(node._stack or ["(forward trace unavailable)\n"])
@@ -512,6 +551,8 @@ def _add(a, b):
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         a = a if isinstance(a, Tensor) else Tensor._make(a)
         b = b if isinstance(b, Tensor) else Tensor._make(b)
+        if type(a._data) in SPARSE_DATA and type(b._data) not in SPARSE_DATA:
+            return b + a  # (PyTorch's InputBuffer: dense + sparse, never sparse + dense)
         return a + b
     out = a + b
     if isinstance(out, np.generic):  # NumPy turns 0-d sums into scalars
@@ -521,6 +562,7 @@ def _add(a, b):
 
 
 from .._hooks import RemovableHandle  # noqa: E402
+from .._layout import SPARSE_DATA  # noqa: E402
 from .._tensor import Tensor, bump_grad_version, grad_epoch  # noqa: E402
 from ..backend import backend_of, settled  # noqa: E402
 from ..backend.base import ARRAY_WRAPPERS  # noqa: E402

@@ -48,6 +48,7 @@ class Node:
     _retained = None  # weak reference to a non-leaf tensor that called retain_grad()
     _stack: list | None = None  # forward traceback, kept in anomaly mode
     lifted = False  # backward accepts and may return raw arrays in a plain backward (see lift)
+    takes_sparse = False  # forward handles sparse tensors itself (else they are routed)
     profiled = True  # the engine gives its backward events in a profile (see _profiler_record)
     torch_name: str | None = None  # PyTorch's name for this node (``repr``, ``grad_fn.name()``)
     _out_data = None
@@ -237,7 +238,12 @@ class Node:
                     elif type(a._data) is not type(first._data) or (
                             type(a._data) is not np.ndarray
                             and a._data.device != first._data.device):
-                        _check_devices(cls, first, a)
+                        routed = _mixed_operands(cls, first, a, args, kwargs)
+                        if routed is not None:
+                            return routed
+            if (first is not None and type(first._data) is not np.ndarray
+                    and type(first._data) in SPARSE_DATA and not cls.takes_sparse):
+                return _sparse_route(cls, args, kwargs)
             return Tensor._make(_forward(cls, ctx, first, args, kwargs), False, None)
         needs_grad = False
         # Where each argument's gradient goes: its node, the leaf itself, or nowhere. Built in
@@ -250,7 +256,9 @@ class Node:
                     first = a
                 elif type(a._data) is not type(first._data) or (
                         type(a._data) is not np.ndarray and a._data.device != first._data.device):
-                    _check_devices(cls, first, a)
+                    routed = _mixed_operands(cls, first, a, args, kwargs)
+                    if routed is not None:
+                        return routed
                 node = a.grad_fn  # (first: a tensor with a node requires grad; one read)
                 if node is not None:
                     needs_grad = True
@@ -265,6 +273,8 @@ class Node:
                 edges.append(None)
         try:  # (inline, not _forward: this is the hot path of every recorded op)
             if first is not None and type(first._data) is not np.ndarray:
+                if type(first._data) in SPARSE_DATA and not cls.takes_sparse:
+                    return _sparse_route(cls, args, kwargs)
                 with first._backend.context():
                     out = cls.forward(ctx, *args, **kwargs)
             elif kwargs:
@@ -275,6 +285,8 @@ class Node:
             if "broadcast" not in str(exc):
                 raise
             raise RuntimeError(broadcast_message(args)) from None
+        except SparseAccessError:  # a sparse tensor in a dense op (inside a list: cat, stack)
+            raise _sparse_error(cls, args) from None
         # An integer or bool result is never differentiable (PyTorch: x.long() does not
         # require grad, and no gradient flows back through it; "V": bfloat16)
         if not (needs_grad and recording()) or getattr(out, "dtype", _F).kind not in "fcV":
@@ -326,6 +338,35 @@ def _forward(cls, ctx, first, args: tuple, kwargs: dict):
         if "broadcast" not in str(exc):
             raise
         raise RuntimeError(broadcast_message(args)) from None
+    except SparseAccessError:  # a sparse tensor in a dense op (inside a list: cat, stack)
+        raise _sparse_error(cls, args) from None
+
+
+def _mixed_operands(cls, first, other, args: tuple, kwargs: dict):
+    """Tensor operands whose data differ in kind. Two devices: PyTorch's device error. Dense
+    arrays of one device (an array and vmap's wrapper of one): None (go on). A sparse tensor
+    among them: None when the op takes sparse tensors (go on), else the op's sparse kernel's
+    result (``ops.sparse_dispatch``), or PyTorch's error for an op without one."""
+    _check_devices(cls, first, other)
+    if type(first._data) not in SPARSE_DATA and type(other._data) not in SPARSE_DATA:
+        return None
+    if cls.takes_sparse:
+        return None
+    return _sparse_route(cls, args, kwargs)
+
+
+def _sparse_route(cls, args: tuple, kwargs: dict):
+    """The result of op ``cls`` on sparse operands, by its sparse kernel (PyTorch's dispatch
+    on the SparseCPU/SparseCUDA keys)."""
+    from ..ops.sparse_dispatch import route
+
+    return route(cls, args, kwargs)
+
+
+def _sparse_error(cls, args: tuple) -> NotImplementedError:
+    from ..ops.sparse_dispatch import unsupported
+
+    return unsupported(cls, args)
 
 
 def _check_devices(cls, first: Tensor, other: Tensor) -> None:
@@ -517,6 +558,7 @@ class NodeHooks:
 
 
 from .._hooks import RemovableHandle  # noqa: E402
+from .._layout import SPARSE_DATA, SparseAccessError  # noqa: E402
 from .._tensor import Tensor  # noqa: E402  (Tensor imports this module first)
 from ..backend import backend_of, xp_of  # noqa: E402
 from ..backend.base import tracking  # noqa: E402

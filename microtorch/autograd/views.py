@@ -27,6 +27,7 @@ import sys
 
 import numpy as np
 
+from .._layout import SPARSE_DATA
 from ..backend import xp_of
 from ..backend.base import dense_order, root_buffer
 from .grad_mode import recording
@@ -192,7 +193,8 @@ def as_view(out: Tensor, base: Tensor) -> Tensor:
     """Mark a view op's output as a view of ``base``'s storage: the shared version counter,
     the root base, and (when not the default) how it was made."""
     arr = out._data
-    if arr.size and xp_of(arr).may_share_memory(arr, base._data):
+    if arr.size and type(arr) not in SPARSE_DATA and xp_of(arr).may_share_memory(arr,
+                                                                                base._data):
         if type(arr) is np.ndarray and not arr.flags.writeable and base._data.flags.writeable:
             # NumPy makes some views read-only (broadcast_to, diagonal); a PyTorch view writes
             # through to its base, and the in-place ops refuse the overlapping writes.

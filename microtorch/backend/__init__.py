@@ -10,9 +10,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from .base import ARRAY_CONTAINERS, Backend
 from .base import ARRAY_WRAPPERS as _WRAPPERS
 from .base import DEVICE_NAMESPACE as _DEVICE_NS
-from .base import Backend
 from .device import CPU, default_device_spec, device, set_default_device
 
 __all__ = ["Backend", "device", "get_backend", "backend_of", "xp_of", "special_functions",
@@ -135,6 +135,8 @@ def backend_of(arr) -> Backend:
     """The backend owning an array (NumPy → CPU, CuPy → its GPU)."""
     if type(arr) is np.ndarray or type(arr).__module__ == "numpy":
         return _backends.get(CPU) or get_backend(CPU)
+    if type(arr) in ARRAY_CONTAINERS:  # a sparse tensor's data: the backend of its arrays
+        return arr.backend
     wrapper = _WRAPPERS.get(type(arr)) if _WRAPPERS else None
     if wrapper is not None:
         return backend_of(wrapper[0](arr))

@@ -24,6 +24,10 @@ class _Tracking:
 
 tracking = _Tracking()
 
+# Classes of objects that hold a tensor's arrays without being one (the sparse layouts' data,
+# ``microtorch.ops.sparse_layout``): they name their backend (``.backend``) and list their
+# arrays (``component_arrays()``), which the memory statistics count one by one.
+ARRAY_CONTAINERS: set = set()
 # Array-like wrappers over NumPy/CuPy arrays (vmap's BatchedArray): class -> (the array under
 # it, its array module). Registered by the layers above, so the backend imports none of them.
 ARRAY_WRAPPERS: dict = {}
@@ -89,6 +93,10 @@ class MemoryStats:
     def register(self, arr) -> None:
         """Count ``arr``'s root buffer if it is not counted yet (while tracking is on)."""
         if not tracking.on:
+            return
+        if type(arr) in ARRAY_CONTAINERS:
+            for part in arr.component_arrays():
+                self.register(part)
             return
         arr = root_buffer(arr)
         key = id(arr)

@@ -37,6 +37,9 @@ from . import (
     reduce,
     shape,
     sorting,
+    sparse_csr,
+    sparse_dispatch,
+    sparse_tensor,
     special,
     spectral,
     transcendental,
@@ -194,6 +197,8 @@ from .shape import (
     view,
 )
 from .sorting import *  # noqa: F403
+from .sparse_csr import sparse_csr_tensor
+from .sparse_tensor import sparse_coo_tensor
 from .special import *  # noqa: F403
 from .special import erf
 from .spectral import *  # noqa: F403
@@ -485,6 +490,8 @@ METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(pinned.METHODS)
 METHODS.update(spectral.METHODS)
+METHODS.update(sparse_tensor.METHODS)
+METHODS.update(sparse_csr.METHODS)
 METHODS.update(linalg_toplevel.METHODS)
 
 
@@ -552,6 +559,8 @@ def install_tensor_methods(cls) -> None:
     for name, fn in methods.items():
         setattr(cls, name, fn)
     complex_ops.install(cls)
+    for name, prop in sparse_tensor.PROPERTIES.items():
+        setattr(cls, name, prop)
     cls.T = property(lambda self: permute(self, tuple(range(self._data.ndim))[::-1]),
                      doc="The tensor with its dimensions reversed.")
     cls.mT = property(lambda self: transpose(self, -2, -1),
@@ -578,4 +587,10 @@ __all__ = [
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
     *gamma.__all__, *bessel.__all__, *integer.__all__, *spectral.__all__, *linalg_toplevel.__all__,
     *comparison.__all__, *transcendental.__all__, "aminmax", "index_put", "masked_scatter",
+    "sparse_coo_tensor", "sparse_csr_tensor", "spmm",
 ]
+
+
+def spmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Sparse matrix times dense matrix (``torch.spmm``: ``mm`` of a sparse ``input``)."""
+    return mm(input, mat2)

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from .._layout import SPARSE_DATA
 from ..autograd import forward_mode, saved, views
 from ..autograd._profiler_record import PROCEED as _PROCEED
 from ..autograd._profiler_record import inplace as _profiler_inplace
@@ -110,6 +111,10 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
     view: record the write on its base, ``autograd.views.rebase``). Only a ``fill`` (one
     value everywhere) may write into an expanded tensor, as in PyTorch."""
     res = result._data
+    if type(res) in SPARSE_DATA or type(self._data) in SPARSE_DATA:
+        from .sparse_dispatch import write_sparse
+
+        return write_sparse(self, result)
     _check_cast(res.dtype, self._data.dtype)
     if not fill:
         assert_no_internal_overlap(self._data)
@@ -176,6 +181,14 @@ def _ufunc_inplace(name, op):
             kwargs = {"alpha": alpha} if alpha != 1 else {}
             return _write(self, op(_frozen(self), other, **kwargs))
         arr = self._data
+        if (type(arr) is not np.ndarray or isinstance(other, Tensor) and type(other._data)
+                is not np.ndarray) and _sparse_operand(self, other):
+            if name in ("add", "subtract") and type(arr) not in SPARSE_DATA:
+                from .sparse_dispatch import add_into  # dense += sparse: only its entries
+
+                return add_into(self, other, -alpha if name == "subtract" else alpha)
+            with no_grad():  # (a sparse kernel's out-of-place result, stored into self)
+                return _write(self, op(self, other, **({"alpha": alpha} if alpha != 1 else {})))
         _, xb, dt = promote_operands(self, other)
         _check_cast(dt, arr.dtype)
         assert_no_internal_overlap(arr)
@@ -221,11 +234,21 @@ def masked_fill_(self: Tensor, mask: Tensor, value) -> Tensor:
     return self
 
 
+def _sparse_operand(self: Tensor, other) -> bool:
+    return type(self._data) in SPARSE_DATA or (isinstance(other, Tensor)
+                                               and type(other._data) in SPARSE_DATA)
+
+
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
     if _profiling.active and (out := _profiler_inplace(
             "aten::zero_", zero_, (self,), {})) is not _PROCEED:
         return out
+    if type(self._data) in SPARSE_DATA:
+        _check_inplace(self)
+        from .sparse_dispatch import zero_sparse
+
+        return zero_sparse(self)
     if _check_inplace(self) and (self.requires_grad or self._fw_tangents):
         return _write(self, self * 0, fill=True)
     if saved.writes.count:
@@ -237,6 +260,10 @@ def zero_(self: Tensor) -> Tensor:
 
 def fill_(self: Tensor, value) -> Tensor:
     """Fill with ``value`` in place."""
+    if type(self._data) in SPARSE_DATA:
+        from .sparse_dispatch import unsupported
+
+        raise unsupported("fill_.Scalar", (self,))
     if _profiling.active and (out := _profiler_inplace(
             "aten::fill_", fill_, (self, value), {})) is not _PROCEED:
         return out

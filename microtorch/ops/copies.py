@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 from .. import _memory_format as _mf
+from .._layout import SPARSE_DATA
 from ..autograd.function import Function
 from ..backend import get_backend
 from ._util import Tensor
@@ -38,6 +39,10 @@ def contiguous(input: Tensor, memory_format=None) -> Tensor:
     """Self when already contiguous in ``memory_format`` (row-major by default), else a copy
     laid out so."""
     arr = input._data
+    if type(arr) in SPARSE_DATA:  # (PyTorch's error: sparse tensors have no dense format)
+        from .sparse_dispatch import unsupported_format
+
+        raise unsupported_format(_mf.check(memory_format or _mf.contiguous_format))
     if memory_format is None:
         return input if arr.flags.c_contiguous else Clone.apply(input, _mf.contiguous_format)
     fmt = _mf.check(memory_format)
@@ -79,8 +84,8 @@ def to(input: Tensor, device, dtype, copy: bool = False, memory_format=None) -> 
     fmt = None
     if memory_format is not None:
         fmt = _mf.check(memory_format, "to")
-        if fmt is _mf.preserve_format:
-            fmt = None
+        if fmt is _mf.preserve_format or type(input._data) in SPARSE_DATA:
+            fmt = None  # (PyTorch's to() keeps a sparse tensor sparse whatever the format)
     if backend is input._backend and np_dtype == input._data.dtype and not copy and (
             fmt is None or _mf.suggest(input._data) is fmt):
         return input

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _dtype
+from .._layout import SPARSE_DATA
 from ..backend import canonical_device, get_backend, is_array_wrapper, xp_of
 from ..backend.device import device as Device
 from ._util import Tensor, sizes_arg, wrapped_int
@@ -266,10 +267,16 @@ def _laid_out_like(input: Tensor, out: Tensor, memory_format) -> Tensor:
     return out
 
 
-def zeros_like(input: Tensor, *, dtype=None, device=None, requires_grad: bool = False,
-               memory_format=None) -> Tensor:
-    """Zeros with the shape (and by default dtype, device and layout) of ``input``."""
+def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None,
+               requires_grad: bool = False, memory_format=None) -> Tensor:
+    """Zeros shaped as ``input``, by default with its dtype, layout and device (no entries)."""
     dt, dev = _like(input, dtype, device, "zeros_like")
+    if type(input._data) in SPARSE_DATA:
+        if layout in (None, input.layout):
+            from .sparse_tensor import zeros_like_sparse
+
+            return zeros_like_sparse(input, dtype, device, requires_grad)
+        return zeros(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
     batched = _batched_like(input, dt, dev, requires_grad, "zeros_like")
     if batched is not None:
         return batched

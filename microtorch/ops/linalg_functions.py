@@ -47,8 +47,15 @@ class LinalgMatrixExp(Function):
     def forward(ctx, A):
         ctx.save_for_backward(A)
         a = A._data
+        # Single precision is computed in double and rounded once: the squarings multiply
+        # the Pade step's rounding error by up to 2^s, and in float32 that left results
+        # several times farther from the exact exponential than PyTorch's (its Taylor
+        # scheme needs fewer products); half precision goes through float32 likewise.
         if a.dtype.kind == "V" or a.dtype.itemsize == 2 and a.dtype.kind == "f":
             return lapack.expm(a.astype(np.float32)).astype(a.dtype)  # float16, bfloat16
+        if a.dtype in (np.float32, np.complex64):
+            wide = np.complex128 if a.dtype.kind == "c" else np.float64
+            return lapack.expm(a.astype(wide)).astype(a.dtype)
         return lapack.expm(a)
 
     @staticmethod

@@ -15,6 +15,7 @@ import collections
 import numpy as np
 
 from .. import _dtype
+from .._layout import SPARSE_DATA
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
 from ._autocast import autocast_op
@@ -231,6 +232,12 @@ def _beta_alpha(input: Tensor, prod: Tensor, beta, alpha) -> Tensor:
 @autocast_op("addmm")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); with beta == 0 ``input`` is ignored (NaNs too)."""
+    if type(mat1._data) in SPARSE_DATA:  # sparse @ dense: PyTorch's dense gradient for mat1
+        from .sparse_coo import SparseAddmm
+        from .sparse_dispatch import check_spmm
+
+        check_spmm(mat1, mat2)
+        return SparseAddmm.apply(input, mat1, mat2, beta, alpha, False, "AddmmBackward0")
     if mat1._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError("mat1 must be a matrix" if mat1._data.ndim != 2 else
                            "mat2 must be a matrix")
@@ -527,11 +534,12 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
     first dims, or two lists), as one matrix product of the rearranged operands."""
     da, db = _tensordot_dims(a, b, dims)
     for i, j in zip(da, db):
-        # a size-1 dim broadcasts against the other, which is summed right away (PyTorch's)
+        # a size-1 dim broadcasts against the other, which is summed right away in its own
+        # dtype (PyTorch's; a plain sum would widen integers to int64)
         if a._data.shape[i] != b._data.shape[j] and b._data.shape[j] == 1:
-            a = a.sum(i, keepdim=True)
+            a = a.sum(i, keepdim=True, dtype=a.dtype)
         elif a._data.shape[i] != b._data.shape[j] and a._data.shape[i] == 1:
-            b = b.sum(j, keepdim=True)
+            b = b.sum(j, keepdim=True, dtype=b.dtype)
         elif a._data.shape[i] != b._data.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a._data.shape[i]} in dim {i} and second has size "

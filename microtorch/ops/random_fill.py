@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from .._memory_format import check_layout
 from ..autograd import saved
 from ..autograd.function import Function
 from ..backend import is_array_wrapper
@@ -285,7 +286,7 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
 
 
 # -- functions -----------------------------------------------------------------------------------
-def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None, device=None,
            requires_grad: bool = False) -> Tensor:
     """Samples of N(mean, std^2): ``normal(mean_tensor, std_tensor)`` (broadcast, one draw of
     the broadcast shape scaled by std and shifted by mean, as PyTorch computes it),
@@ -315,6 +316,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     if size is None:
         raise TypeError("normal() received an invalid combination of arguments: with a "
                         "number mean and std, give the output's size")
+    check_layout(layout, "normal")
     out = empty(size, dtype=dtype, device=device)
     return normal_(out, mean, std, generator=generator).requires_grad_(requires_grad)
 

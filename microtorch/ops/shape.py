@@ -442,6 +442,10 @@ def zero_padded(t: Tensor, shape: tuple) -> Tensor:
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim``."""
     d = wrap_dim(dim, input._data.ndim)
+    if index._data.size == 0:  # PyTorch checks neither the dtype nor the dims of no indices
+        none = Tensor._make(xp_of(index._data).zeros((0,), np.int64))
+        flat = input.reshape(-1) if input._data.ndim != 1 else input
+        return Gather.apply(flat, 0, none).reshape(index.shape)
     if input._data.ndim == 0:  # one element: PyTorch counts a 0-d tensor as one of size 1
         _scalar_index(index, "gather", "input")
         return Gather.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)

@@ -4,7 +4,7 @@ from .. import _module_aliases
 from . import adam, adam_family, adaptive, averaged, lr_scheduler, quasi_newton
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
-from .adam_family import Adamax, NAdam, RAdam, SparseAdam
+from .adam_family import Adamax, NAdam, RAdam
 from .adaptive import Adadelta, Rprop
 from .averaged import ASGD
 from .muon import Muon
@@ -12,6 +12,7 @@ from .optimizer import Optimizer, StaleGradWarning
 from .quasi_newton import LBFGS
 from .rmsprop import RMSprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "StaleGradWarning", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
            "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam", "LBFGS",
@@ -20,5 +21,5 @@ __all__ = ["Optimizer", "StaleGradWarning", "SGD", "Adam", "AdamW", "RMSprop", "
 # PyTorch's one module per optimizer, for the ones that share a module here
 _module_aliases.alias_modules(__name__, {
     "adamw": adam, "adamax": adam_family, "nadam": adam_family, "radam": adam_family,
-    "sparse_adam": adam_family, "adadelta": adaptive, "rprop": adaptive, "asgd": averaged,
+    "adadelta": adaptive, "rprop": adaptive, "asgd": averaged,
     "lbfgs": quasi_newton})

@@ -19,6 +19,8 @@ class Adam(Optimizer):
     gradient storage strategy (see ``Optimizer``).
     """
 
+    _sparse_refusal = ("Adam does not support sparse gradients, please consider SparseAdam "
+                       "instead")  # (AdamW's words too, as PyTorch's)
     _ranges = (("lr", None, "learning rate", None), ("eps", None, "epsilon value", None),
                ("betas", 0, "beta parameter at index 0", 1.0),
                ("betas", 1, "beta parameter at index 1", 1.0),

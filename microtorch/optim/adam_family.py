@@ -1,5 +1,4 @@
-"""The Adam variants as presets of one moment rule: Adamax, NAdam, RAdam (and SparseAdam,
-which needs sparse gradients that microtorch does not have).
+"""The Adam variants as presets of one moment rule: Adamax, NAdam, RAdam.
 
 The shared rule (``MomentOptimizer``): the effective gradient (``maximize``, coupled or
 decoupled weight decay), the first moment ``exp_avg = lerp(exp_avg, g, 1 - beta1)``, a second
@@ -12,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tensor import Tensor
 from ..ops._util import xp_of
 from ._rules import ElementwiseOptimizer, addcdiv_, compat_doc, effective_grad, ema_square_
 from .adam import lerp_
-from .optimizer import Optimizer, ParamsT
+from .optimizer import ParamsT
 
-__all__ = ["MomentOptimizer", "Adamax", "NAdam", "RAdam", "SparseAdam"]
+__all__ = ["MomentOptimizer", "Adamax", "NAdam", "RAdam"]
 
 _ADAM_RANGES = (("lr", None, "learning rate", None), ("eps", None, "epsilon value", None),
                 ("betas", 0, "beta parameter at index 0", 1.0),
@@ -175,39 +173,3 @@ class RAdam(MomentOptimizer):
             update *= ((rho_t - 4) * (rho_t - 2) * rho_inf
                        / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
         p -= update
-
-
-class SparseAdam(Optimizer):
-    """``torch.optim.SparseAdam``'s constructor, hyperparameter checks and state-dict format;
-    its ``step()`` raises, as PyTorch's does for dense gradients.
-
-    SparseAdam updates only the rows a sparse gradient touches. microtorch has no sparse
-    tensors (``nn.Embedding(sparse=True)`` produces dense gradients), so every gradient is
-    dense and a step with any gradient raises RuntimeError before changing anything; use
-    ``Adam`` (or ``AdamW``) instead. A step where every gradient is None does nothing.
-    """
-
-    _ranges = (("betas", 0, "beta parameter at index 0", 1.0),
-               ("betas", 1, "beta parameter at index 1", 1.0))
-
-    def __init__(self, params: ParamsT, lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 maximize: bool = False) -> None:
-        defaults = {"lr": lr, "betas": betas, "eps": eps, "maximize": maximize}
-        super().__init__(params, defaults)
-
-    def _check_hyperparameters(self, group: dict[str, Any]) -> None:
-        if not 0.0 < group["lr"]:
-            raise ValueError(f"Invalid learning rate: {group['lr']}")
-        if not 0.0 < group["eps"]:
-            raise ValueError(f"Invalid epsilon value: {group['eps']}")
-        super()._check_hyperparameters(group)
-
-    def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
-        return ("step", "exp_avg", "exp_avg_sq")
-
-    def _step_group(self, group: dict[str, Any], params: list[Tensor],
-                    grads: list[Tensor]) -> None:
-        raise RuntimeError("SparseAdam does not support dense gradients, please consider Adam "
-                           "instead (microtorch has no sparse tensors, so every gradient is "
-                           "dense)")

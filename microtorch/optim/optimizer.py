@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .._layout import SPARSE_DATA
 from .._tensor import SlotCount, Tensor, grad_epoch, only_grad_writes_since
 from ..autograd._profiler_record import state as _profiling
 from ..autograd.grad_mode import enable_grad
@@ -162,6 +163,9 @@ class _FlatGradBuffer:
             if g is None:
                 continue
             _detach_grad(g)
+            if type(g._data) in SPARSE_DATA:  # a sparse gradient: no entries left
+                g.zero_()
+                continue
             g._backend.fill_zero(g._data)
             if g._data is not slot:  # a gradient the user assigned: zero it where it is
                 g._vbox[0] += 1
@@ -378,6 +382,9 @@ class Optimizer:
                     continue
                 if g.requires_grad:  # a grad_fn implies requires_grad
                     _detach_grad(g)
+                if type(g._data) in SPARSE_DATA:  # PyTorch zeroes sparse gradients one by one
+                    g.zero_()
+                    continue
                 arrays.setdefault(g._backend, []).append(g._data)
                 g._vbox[0] += 1
         foreach = self.defaults.get("foreach")
@@ -430,6 +437,14 @@ class Optimizer:
                 g = p._grad
                 if g is not None:
                     pa, ga = p._data, g._data
+                    if type(ga) in SPARSE_DATA:
+                        self._check_sparse_grad(index, group_index, p, g)
+                        params.append(p)
+                        grads.append(g)
+                        index += 1
+                        continue
+                    if not self._takes_dense:
+                        raise RuntimeError(self._dense_refusal)
                     if (ga.shape != pa.shape or type(ga) is not type(pa)
                             or (type(pa) is not np.ndarray and ga.device != pa.device)):
                         raise RuntimeError(_bad_grad_message(index, group_index, p, g))
@@ -446,6 +461,20 @@ class Optimizer:
             if params:
                 batches.append((group, params, grads))
         return batches
+
+    # Whether step() takes sparse gradients (SGD, Adagrad, SparseAdam, LBFGS); the others
+    # raise PyTorch's error, ``_sparse_refusal`` or "<Name> does not support sparse gradients".
+    _takes_sparse = False
+    _sparse_refusal: str | None = None
+    _takes_dense = True  # (False: SparseAdam, which raises ``_dense_refusal``)
+    _dense_refusal = ""
+
+    def _check_sparse_grad(self, index: int, group_index: int, p: Tensor, g: Tensor) -> None:
+        if not self._takes_sparse:
+            raise RuntimeError(self._sparse_refusal
+                               or f"{type(self).__name__} does not support sparse gradients")
+        if g.shape != p.shape or g.device != p.device or g.dtype != p.dtype:
+            raise RuntimeError(_bad_grad_message(index, group_index, p, g))
 
     def _check_stale(self, params: list[Tensor], grads: list[Tensor]) -> None:
         """Warn if a gradient was consumed by an earlier step and not reset (see the class)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
 from ._rules import loaded_scalar
@@ -127,6 +128,12 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, dot, c1=1e-4, c2=0.9, tolerance_
     return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], ls_func_evals
 
 
+def _dense_array(g: Tensor):
+    """A gradient's dense array (a sparse gradient made dense, as PyTorch's
+    ``p.grad.to_dense()`` in ``_gather_flat_grad``)."""
+    return g.to_dense()._data if type(g._data) in SPARSE_DATA else g._data
+
+
 class LBFGS(Optimizer):
     """L-BFGS exactly as ``torch.optim.LBFGS``; ``step(closure)`` requires the closure.
 
@@ -145,6 +152,7 @@ class LBFGS(Optimizer):
     """
 
     _ranges = (("lr", None, "learning rate", None),)
+    _takes_sparse = True  # (a sparse gradient is read dense, as PyTorch's _gather_flat_grad)
 
     def __init__(self, params: ParamsT, lr: float = 1, max_iter: int = 20,
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
@@ -176,7 +184,7 @@ class LBFGS(Optimizer):
         first = self._params[0]
         xp = first._backend.xp
         with first._backend.context():
-            views = [p._grad._data.reshape(-1) if p._grad is not None
+            views = [_dense_array(p._grad).reshape(-1) if p._grad is not None
                      else xp.zeros(p.numel(), dtype=p._data.dtype) for p in self._params]
             return xp.concatenate(views)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._layout import SPARSE_DATA
 from .._tensor import Tensor
+from ..autograd.grad_mode import no_grad
 from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _zeros_like
 
@@ -32,6 +34,7 @@ class SGD(Optimizer):
     _ranges = (("lr", None, "learning rate", None), ("momentum", None, "momentum value", None),
                ("weight_decay", None, "weight_decay value", None))
     _nan_passes = True  # torch.optim.SGD tests ``value < 0.0``
+    _takes_sparse = True  # (sparse gradients take PyTorch's single-tensor steps: _sgd_sparse)
 
     def _check_hyperparameters(self, group: dict[str, Any]) -> None:
         super()._check_hyperparameters(group)
@@ -41,15 +44,46 @@ class SGD(Optimizer):
     def _required_state(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("momentum_buffer",) if group["momentum"] != 0 else ()
 
+    def _check_sparse_grad(self, index: int, group_index: int, p: Tensor, g: Tensor) -> None:
+        super()._check_sparse_grad(index, group_index, p, g)
+        if self.param_groups[group_index]["weight_decay"] != 0:  # PyTorch's grad.add(param)
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
+                               "instead.")
+
     def _step_group(self, group: dict[str, Any], params: list[Tensor],
                     grads: list[Tensor]) -> None:
         lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), \
             float(group["dampening"])
-        weight_decay, nesterov, maximize = float(group["weight_decay"]), group["nesterov"], \
-            group["maximize"]
+        nesterov, maximize = group["nesterov"], group["maximize"]
         state = self.state
         bufs: list[Tensor | None] = ([state[p].get("momentum_buffer") for p in params]
                                      if momentum != 0 else [None] * len(params))
+        sparse = [type(g._data) in SPARSE_DATA for g in grads]
+        if any(sparse):
+            for i in [i for i, s in enumerate(sparse) if s]:
+                bufs[i] = _sgd_sparse(params[i], grads[i], bufs[i], lr=lr, momentum=momentum,
+                                      dampening=dampening, nesterov=nesterov,
+                                      maximize=maximize)
+            dense = [i for i, s in enumerate(sparse) if not s]
+            rest = [bufs[i] for i in dense]
+            self._step_dense(group, [params[i] for i in dense], [grads[i] for i in dense], rest)
+            for i, buf in zip(dense, rest):
+                bufs[i] = buf
+        else:
+            self._step_dense(group, params, grads, bufs)
+        if momentum != 0:
+            for p, buf in zip(params, bufs):
+                state[p]["momentum_buffer"] = buf
+
+    def _step_dense(self, group: dict[str, Any], params: list[Tensor], grads: list[Tensor],
+                    bufs: list[Tensor | None]) -> None:
+        """The update of the parameters with dense gradients (``bufs`` filled in place)."""
+        if not params:
+            return
+        lr, momentum, dampening = float(group["lr"]), float(group["momentum"]), \
+            float(group["dampening"])
+        weight_decay, nesterov, maximize = float(group["weight_decay"]), group["nesterov"], \
+            group["maximize"]
         if self._use_fused(group, params) and _fused_sgd(
                 params, grads, bufs, lr=lr, momentum=momentum, dampening=dampening,
                 weight_decay=weight_decay, nesterov=nesterov, maximize=maximize):
@@ -65,9 +99,23 @@ class SGD(Optimizer):
                 _sgd_update(p._data, g._data, None if buf is None else buf._data, first,
                             lr=lr, momentum=momentum, dampening=dampening,
                             weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+
+
+def _sgd_sparse(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum: float,
+                dampening: float, nesterov: bool, maximize: bool) -> Tensor | None:
+    """PyTorch's single-tensor SGD step with a sparse gradient, in its operations: the
+    momentum buffer starts as a (sparse) copy of the gradient and is updated with sparse
+    arithmetic; only the parameter's rows the gradient names change. Returns the buffer."""
+    with no_grad():
+        grad = -g if maximize else g
         if momentum != 0:
-            for p, buf in zip(params, bufs):
-                state[p]["momentum_buffer"] = buf
+            if buf is None:
+                buf = grad.clone().detach()
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+            grad = grad.add(buf, alpha=momentum) if nesterov else buf
+        p.add_(grad, alpha=-lr)
+    return buf
 
 
 def _sgd_update(p, g, buf, first: bool, *, lr: float, momentum: float, dampening: float,

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype
+from .._layout import SPARSE_DATA
 from .._tensor import Size, Tensor
 from ..backend import backend_of
 from ..backend.base import root_buffer
@@ -51,6 +52,8 @@ _REBUILD_TENSOR = TorchGlobal("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = TorchGlobal("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAMETER_WITH_STATE = TorchGlobal("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE = TorchGlobal("torch._tensor", "_rebuild_from_type_v2")
+_REBUILD_SPARSE = TorchGlobal("torch._utils", "_rebuild_sparse_tensor")
+_GET_LAYOUT = TorchGlobal("torch.serialization", "_get_layout")
 
 
 class _Call:
@@ -175,6 +178,31 @@ class StoragePlan:
             self.layout[id(t)] = (storage, offset - lo, strides)
 
 
+def sparse_parts(obj: Tensor, parts: dict) -> tuple:
+    """The dense tensors a sparse tensor is saved as (PyTorch's ``_rebuild_sparse_tensor``
+    arguments): (indices, values) of COO, (crow, col, values) of CSR; made once per save, so
+    both passes over the object see the same tensors."""
+    entry = parts.get(id(obj))
+    if entry is None:
+        data = obj._data
+        arrays = (data.indices, data.values) if data.layout.name == "sparse_coo" else \
+            (data.crow, data.col, data.values)
+        entry = parts[id(obj)] = (obj, tuple(Tensor._make(a) for a in arrays))
+    return entry[1]
+
+
+def _sparse_reduce(obj: Tensor, parts: dict):
+    """``torch._utils._rebuild_sparse_tensor(layout, data)``, as PyTorch pickles sparse
+    tensors (the layout through ``torch.serialization._get_layout``)."""
+    data = obj._data
+    layout = _Call(_GET_LAYOUT, (f"torch.{data.layout.name}",))
+    tensors = sparse_parts(obj, parts)
+    size = Size(data.shape)
+    args = (*tensors, size, data.coalesced) if data.layout.name == "sparse_coo" else \
+        (*tensors, size)
+    return (_REBUILD_SPARSE, (layout, args))
+
+
 class _TensorCollector(pickle._Pickler):
     """A first pass over the object: finds every tensor it holds (nothing is written)."""
 
@@ -182,8 +210,11 @@ class _TensorCollector(pickle._Pickler):
         super().__init__(io.BytesIO(), protocol=2)
         self.tensors: list[Tensor] = []
         self._seen: set[int] = set()
+        self.parts: dict = {}  # sparse tensors' parts (sparse_parts)
 
     def reducer_override(self, obj):
+        if isinstance(obj, Tensor) and type(obj._data) in SPARSE_DATA:
+            return (collections.OrderedDict, (sparse_parts(obj, self.parts),))
         if isinstance(obj, Tensor):
             if id(obj) not in self._seen:
                 self._seen.add(id(obj))
@@ -211,9 +242,11 @@ class TorchPickler(pickle._Pickler):
 
     dispatch = pickle._Pickler.dispatch.copy()
 
-    def __init__(self, fh, plan: StoragePlan, protocol: int = 2) -> None:
+    def __init__(self, fh, plan: StoragePlan, protocol: int = 2, parts: dict | None = None
+                 ) -> None:
         super().__init__(fh, protocol=protocol)
         self.plan = plan
+        self.parts = {} if parts is None else parts
 
     def persistent_id(self, obj) -> Any:
         if isinstance(obj, _Storage):
@@ -222,6 +255,8 @@ class TorchPickler(pickle._Pickler):
         return None
 
     def reducer_override(self, obj):
+        if isinstance(obj, Tensor) and type(obj._data) in SPARSE_DATA:
+            return _sparse_reduce(obj, self.parts)
         if isinstance(obj, Tensor):
             from ..nn.parameter import Parameter
 
@@ -266,5 +301,5 @@ def pickle_for_torch(obj: Any, protocol: int = 2) -> tuple[bytes, list]:
     collector.dump(obj)
     plan = StoragePlan(collector.tensors)
     buf = io.BytesIO()
-    TorchPickler(buf, plan, protocol).dump(obj)
+    TorchPickler(buf, plan, protocol, collector.parts).dump(obj)
     return buf.getvalue(), plan.storages

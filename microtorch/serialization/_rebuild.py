@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from .._tensor import Tensor
 from ._archive import ArchiveReader
 from ._placement import MapLocation, place_storage, view_of
@@ -182,6 +182,83 @@ class LoadContext:
                 t = new_type._make(t._data, t.requires_grad)
         _set_attributes(t, state, self)
         return t
+
+
+    # -- sparse tensors ---------------------------------------------------------------------
+    def get_layout(self, name):
+        """``torch.serialization._get_layout``: a layout by its name (``"torch.sparse_coo"``)."""
+        layout = {f"torch.{lay.name}": lay for lay in _layout.ALL}.get(name) \
+            if isinstance(name, str) else None
+        if layout is None:
+            raise self.error(f"unknown layout {str(name)[:80]!r}")
+        return layout
+
+    def rebuild_sparse_tensor(self, layout, data) -> Tensor:
+        """``torch._utils._rebuild_sparse_tensor(layout, data)``: a COO tensor from (indices,
+        values, size[, is_coalesced]) or a CSR matrix from (crow, col, values, size), every
+        index checked against the size (PyTorch checks them only when asked) and a claim of
+        being coalesced checked too, so no later op reads out of bounds or trusts a wrong
+        order."""
+        from ..ops import sparse_kernels
+        from ..ops.sparse_layout import CooData, CsrData
+
+        if not isinstance(data, tuple):
+            raise self.error("invalid sparse tensor record")
+        if layout is _layout.sparse_coo and len(data) in (3, 4):
+            indices, values, size = data[:3]
+            coalesced = data[3] if len(data) == 4 else None
+            if coalesced is not None and not isinstance(coalesced, bool):
+                raise self.error("invalid sparse tensor record (is_coalesced)")
+            idx, vals, shape = self._sparse_parts(indices, values, size, 2)
+            sd, nnz = idx.shape
+            if vals.ndim < 1 or vals.shape[0] != nnz or len(shape) != sd + vals.ndim - 1 or \
+                    tuple(vals.shape[1:]) != shape[sd:]:
+                raise self.error(f"sparse tensor record: indices {list(idx.shape)} and values "
+                                 f"{list(vals.shape)} do not fit size {list(shape)}")
+            host = self._host_indices(idx, shape[:sd])
+            keys = sparse_kernels.flat_keys(host, shape[:sd])
+            if coalesced and keys.size > 1 and not bool((keys[1:] > keys[:-1]).all()):
+                raise self.error("sparse tensor record claims to be coalesced, but its indices "
+                                 "are not sorted and unique")
+            return Tensor._make(CooData(idx, vals, shape, bool(coalesced) or nnz <= 1))
+        if layout is _layout.sparse_csr and len(data) == 4:
+            crow, col = data[0], data[1]
+            crow_a, vals, shape = self._sparse_parts(crow, data[2], data[3], 1)
+            col_a = self._sparse_parts(col, data[2], data[3], 1)[0]
+            if len(shape) != 2 or vals.ndim != 1 or crow_a.shape[0] != shape[0] + 1 or \
+                    col_a.shape[0] != vals.shape[0]:
+                raise self.error(f"sparse CSR record: crow {list(crow_a.shape)}, col "
+                                 f"{list(col_a.shape)} and values {list(vals.shape)} do not fit "
+                                 f"size {list(shape)} (microtorch reads 2-D CSR matrices)")
+            c = self._host_indices(crow_a[None], (col_a.shape[0] + 1,))[0]
+            if c.size and (c[0] != 0 or c[-1] != col_a.shape[0] or (np.diff(c) < 0).any()):
+                raise self.error("sparse CSR record: crow_indices do not run from 0 to nnz")
+            self._host_indices(col_a[None], (shape[1],))
+            return Tensor._make(CsrData(crow_a, col_a, vals, shape))
+        raise self.error(f"sparse tensor record of layout {layout!r} is not supported")
+
+    def _sparse_parts(self, indices, values, size, index_ndim: int):
+        if not (isinstance(indices, Tensor) and isinstance(values, Tensor)
+                and isinstance(size, tuple) and all(_is_int(n) and n >= 0 for n in size)):
+            raise self.error("invalid sparse tensor record")
+        idx = indices._data
+        if idx.dtype.kind not in "iu" or idx.ndim != index_ndim:
+            raise self.error(f"sparse tensor record: indices of dtype {idx.dtype} and "
+                             f"{idx.ndim} dimensions")
+        return idx.astype(np.int64, copy=False), values._data, tuple(size)
+
+    def _host_indices(self, idx, sizes: tuple) -> np.ndarray:
+        """The indices on the host, each row checked to lie in [0, size)."""
+        host = idx if type(idx) is np.ndarray else Tensor._make(idx)._backend.to_numpy(idx)
+        if host.shape[0] != len(sizes):
+            raise self.error(f"sparse tensor record: {host.shape[0]} index rows for "
+                             f"{len(sizes)} sparse dimensions")
+        for d, n in enumerate(sizes):
+            row = host[d]
+            if row.size and (row.min() < 0 or row.max() >= n):
+                raise self.error(f"sparse tensor record: an index of dimension {d} lies "
+                                 f"outside [0, {n})")
+        return host
 
 
 def _name_of(func: Any) -> str:

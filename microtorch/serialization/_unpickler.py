@@ -132,6 +132,8 @@ def torch_globals(ctx: LoadContext) -> dict[str, Any]:
         "torch._utils._rebuild_parameter": ctx.rebuild_parameter,
         "torch._utils._rebuild_parameter_with_state": ctx.rebuild_parameter_with_state,
         "torch._tensor._rebuild_from_type_v2": ctx.rebuild_from_type_v2,
+        "torch._utils._rebuild_sparse_tensor": ctx.rebuild_sparse_tensor,
+        "torch.serialization._get_layout": ctx.get_layout,
         "torch.device": Device,
         "torch.Size": Size,
         "torch.Tensor": Tensor,

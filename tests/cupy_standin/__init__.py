@@ -23,7 +23,7 @@ import types
 
 import numpy as np
 
-from . import _array, _cuda, _names, _rng
+from . import _array, _cuda, _names, _rng, _sparse
 from ._array import IMPLICIT, ndarray
 from ._sync import syncs, waits
 
@@ -71,6 +71,14 @@ def _scatter_add(a, slices, value) -> None:
         raise TypeError(f"Unsupported type {type(a)}")
     key = _array._index(slices, a)
     np.add.at(a._a, key, value._a if isinstance(value, ndarray) else value)
+
+
+def _scatter_max(a, slices, value) -> None:
+    """``cupyx.scatter_max``: ``a[slices] = max(a[slices], value)``, repeated indices too."""
+    if not isinstance(a, ndarray):
+        raise TypeError(f"Unsupported type {type(a)}")
+    key = _array._index(slices, a)
+    np.maximum.at(a._a, key, value._a if isinstance(value, ndarray) else value)
 
 
 def _empty_pinned(shape, dtype=float, order="C"):
@@ -155,11 +163,13 @@ def build() -> dict[str, types.ModuleType]:
     })
     mods["cupy"] = _names.module("cupy", top)
     special = _special_module()
-    scipy = _names.module("cupyx.scipy", {"special": special})
+    sparse = _sparse.build()
+    scipy = _names.module("cupyx.scipy", {"special": special, "sparse": sparse})
     mods["cupyx.scipy.special"] = special
+    mods["cupyx.scipy.sparse"] = sparse
     mods["cupyx.scipy"] = scipy
     mods["cupyx"] = _names.module("cupyx", {
-        "scatter_add": _scatter_add, "empty_pinned": _empty_pinned,
+        "scatter_add": _scatter_add, "scatter_max": _scatter_max, "empty_pinned": _empty_pinned,
         "zeros_pinned": _zeros_pinned, "errstate": _linalg_errstate, "scipy": scipy})
     _array._module = mods["cupy"]
     return mods

@@ -39,6 +39,8 @@ OBJECTS = {
     "cupyx": "cupyx",
     "cupyx.scipy": "cupyx.scipy",
     "cupyx.scipy.special": "cupyx.scipy.special",
+    "cupyx.scipy.sparse": "cupyx.scipy.sparse",
+    "cupyx.scipy.sparse.csr_matrix": "cupyx.scipy.sparse.csr_matrix",
 }
 
 OUT = Path(__file__).with_name("cupy_api.json")
@@ -64,11 +66,15 @@ def main() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # CuPy warns that libnccl is missing
         import cupy
+        import cupyx.scipy.sparse  # noqa: F401
         import cupyx.scipy.special  # noqa: F401
 
         objects = {key: _resolve(path) for key, path in OBJECTS.items()}  # imports them all
         # (first: a package lists a lazily imported submodule only once it is imported)
-        names = {key: sorted(dir(obj)) for key, obj in objects.items()}
+        # A package's lazily imported submodules (``cupyx.scipy._submodules``, reached through
+        # its ``__getattr__``) are its attributes even where dir() does not list them yet.
+        names = {key: sorted(set(dir(obj)) | set(getattr(obj, "_submodules", ())))
+                 for key, obj in objects.items()}
     data = {"cupy_version": cupy.__version__, "names": names}
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {OUT} (CuPy {cupy.__version__}, {sum(map(len, names.values()))} names)")

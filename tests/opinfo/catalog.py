@@ -86,3 +86,22 @@ def comparable(op) -> bool:
     """False where PyTorch's OpInfo says the op's output "is not comparable" (the ``empty``
     family: uninitialised memory); only shapes and dtypes are compared then."""
     return not any("not comparable" in r for r in skip_reasons(op))
+
+
+# Entries whose outputs PyTorch defines only up to a gauge: singular vectors and eigenvectors
+# are unique up to sign (a phase for complex ones), so two correct LAPACK builds may differ
+# (torch.linalg.svd, eig, eigh docs). Their samples' ``output_process_fn_grad`` gives the
+# gauge-invariant form (|U|, |V|, U @ Vh, eigenvalues with |eigenvectors|).
+GAUGE_DEFINED = frozenset({"svd", "linalg.svd", "linalg.eig", "linalg.eigh"})
+
+
+def gauge_defined(op) -> bool:
+    """The op's outputs are defined up to a gauge (:data:`GAUGE_DEFINED`)."""
+    return entry_id(op) in GAUGE_DEFINED
+
+
+def default_wrapper(op) -> bool:
+    """The OpInfo differentiates its op as it is (no ``gradcheck_wrapper`` of its own)."""
+    from torch.testing._internal.opinfo.core import OpInfo
+
+    return op.gradcheck_wrapper is OpInfo.__dataclass_fields__["gradcheck_wrapper"].default

@@ -11,6 +11,12 @@ per sample and variant (``op`` = the function, ``method``, ``inplace``, ``out``)
   output element, the same in both) differ, for any input tensor that requires grad;
 - ``convert``: a sample holds a value microtorch has no counterpart for.
 
+Gradients go through the entry's ``gradcheck_wrapper`` where it has one (the projections
+PyTorch's own gradient tests apply: a Hermitian input for ``eigh``, a triangular one for
+``cholesky_inverse``), on both sides. The outputs of decompositions defined only up to a gauge
+(``catalog.gauge_defined``: the signs of singular vectors and eigenvectors) are compared after
+the sample's ``output_process_fn_grad``, the gauge-invariant form PyTorch's tests use.
+
 PyTorch on the CPU is the oracle on every device; a sample PyTorch itself rejects is dropped.
 A float32 result outside the tolerance still passes when it lies no farther from PyTorch's
 float64 computation of the same sample than twice PyTorch's float32 result does: PyTorch's
@@ -178,6 +184,8 @@ class _Runner:
         if op.method_variant is not None and op.method_variant is not op.op:
             self.method = porting.variant_function(op.method_variant)
         self.inplace = porting.variant_function(op.inplace_variant)
+        self.wrapper = None if catalog.default_wrapper(op) else op.gradcheck_wrapper
+        self.gauge = catalog.gauge_defined(op)
         self.run = EntryRun()
 
     def seed(self, index: int) -> None:
@@ -228,6 +236,13 @@ class _Runner:
         return bool(distance(got, precise) <= PRECISE_FACTOR * distance(want, precise))
 
     def outcome(self, s: _Sample, variant: str, got, want) -> None:
+        if self.gauge:  # compare what the decomposition defines, not its arbitrary signs
+            try:
+                want = s.sample.output_process_fn_grad(want)
+                got = porting.to_mt(s.sample.output_process_fn_grad, "cpu", {})(got)
+            except Exception as e:
+                self.fail(s, f"{variant}.value", _error_message(e))
+                return
         try:
             compare(got, want, self.tol, self.values)
         except Mismatch as e:
@@ -261,7 +276,7 @@ class _Runner:
         else:
             self.outcome(s, "op", m_out, t_out)
             if self.grad:
-                self.check_grad(s, t_out, m_out, memo)
+                self.check_grad(s, t_out, m_out, (m_in, m_args, m_kwargs), memo)
         if self.method is not None:
             self.variant(s, "method", self.op.method_variant, self.method)
         if self.inplace is not None:
@@ -269,10 +284,25 @@ class _Runner:
         if self.op.supports_out:
             self.out(s, t_out)
 
-    def check_grad(self, s: _Sample, t_out, m_out, memo: dict) -> None:
-        """Gradients of sum(w * output) for every input tensor that requires grad."""
+    def check_grad(self, s: _Sample, t_out, m_out, m_values, memo: dict) -> None:
+        """Gradients of sum(w * output) for every input tensor that requires grad (through
+        the entry's gradcheck_wrapper where it has one)."""
         sample = s.sample
         values = (sample.input, sample.args, sample.kwargs)
+        if self.wrapper is not None:
+            m_in, m_args, m_kwargs = m_values
+            self.seed(s.index)
+            try:
+                t_out = _call(self.wrapper, (self.op.op, sample.input, *sample.args),
+                              sample.kwargs)
+            except Exception:  # PyTorch's wrapper refuses its own sample
+                return
+            self.seed(s.index)
+            try:
+                m_out = _call(porting.translate(self.wrapper), (self.fn, m_in, *m_args), m_kwargs)
+            except Exception as e:
+                self.fail(s, "op.grad", _error_message(e))
+                return
         try:
             t_grads, s.weights = _torch_grads(values, sample.output_process_fn_grad, t_out)
         except Exception:  # PyTorch cannot differentiate its own sample

@@ -7,7 +7,8 @@ Some OpInfos wrap their op in a lambda written in ``torch.testing`` (``lambda x,
 x.view(shape)``, ``lambda x, n: torch.polygamma(n, x)``): ``port`` copies such a function with
 its global ``torch`` (and any torch submodule) rebound to microtorch's, so the same lambda
 runs on microtorch. ``to_mt`` converts a sample's values (tensors, dtypes, sizes, memory
-formats, nested lists/tuples/dicts) to microtorch objects on the device under test.
+formats, parameter-free modules, nested lists/tuples/dicts) to microtorch objects on the device
+under test.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import types
+import weakref
 
 import numpy as np
 import torch
@@ -146,21 +148,25 @@ class _Absent:
         raise Unportable(self._why)
 
 
-_PORTED: dict[int, types.FunctionType] = {}
+# Ported copies by the original function, dropped with it: keyed by the function itself, not
+# its id() (the samples' output_process_fn_grad closures are made afresh per sample, and a
+# freed one's id is soon another's: an id cache handed svd's sample the identity of another
+# entry's sample).
+_PORTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def port(fn: types.FunctionType) -> types.FunctionType:
     """A copy of ``fn`` whose globals and closure name microtorch where ``fn``'s name torch."""
-    key = id(fn)
-    if key in _PORTED:
-        return _PORTED[key]
+    hit = _PORTED.get(fn)
+    if hit is not None:
+        return hit
     glob = dict(fn.__globals__)
     cells = None
     if fn.__closure__:
         cells = tuple(types.CellType(translate(c.cell_contents)) for c in fn.__closure__)
     new = types.FunctionType(fn.__code__, glob, fn.__name__, fn.__defaults__, cells)
     new.__kwdefaults__ = fn.__kwdefaults__
-    _PORTED[key] = new  # before the globals are translated: a recursive helper finds itself
+    _PORTED[fn] = new  # before the globals are translated: a recursive helper finds itself
     for name in _code_names(fn.__code__):
         if name in fn.__globals__:
             try:
@@ -217,6 +223,8 @@ def to_mt(obj, device: str, memo: dict):
         return found
     if isinstance(obj, torch.Generator):
         raise Unportable("a torch.Generator argument")
+    if isinstance(obj, torch.nn.Module):
+        return _module_instance(obj)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return type(obj)(*(to_mt(v, device, memo) for v in obj))
     if isinstance(obj, (list, tuple)):
@@ -227,6 +235,20 @@ def to_mt(obj, device: str, memo: dict):
     if isinstance(obj, types.FunctionType) and obj.__module__.startswith("torch.testing"):
         return translate(obj)
     return obj
+
+
+def _module_instance(module: torch.nn.Module):
+    """microtorch's module of the same class and settings (a sample's ``distance_function=
+    nn.PairwiseDistance()``): parameter-free modules only, their plain attributes copied."""
+    cls = getattr(mt.nn, type(module).__name__, None)
+    if cls is None or any(True for _ in module.parameters()) or any(
+            True for _ in module.buffers()):
+        raise Unportable(f"no microtorch twin of the module {type(module).__name__}")
+    twin = cls()
+    for key, value in vars(module).items():
+        if not key.startswith("_") and isinstance(value, (bool, int, float, str, type(None))):
+            setattr(twin, key, value)
+    return twin
 
 
 def _device_arg(value, device: str):

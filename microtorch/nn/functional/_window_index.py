@@ -105,5 +105,18 @@ def flat_positions(arg: np.ndarray, sizes, kernel, stride, pad, dil) -> np.ndarr
     return flat
 
 
+def inside(sizes, out, kernel, stride, pad, dil) -> np.ndarray:
+    """(*out, prod(kernel)) booleans: which elements of each window lie in the unpadded
+    input (PyTorch's pooling loops visit only those)."""
+    n = len(kernel)
+    ok = np.ones((*out, *kernel), bool)
+    for i in range(n):
+        o = np.arange(out[i]).reshape([-1 if j == i else 1 for j in range(2 * n)])
+        k = np.arange(kernel[i]).reshape([-1 if j == n + i else 1 for j in range(2 * n)])
+        pos = o * stride[i] + k * dil[i] - pad[i]
+        ok &= (pos >= 0) & (pos < sizes[i])
+    return ok.reshape(*out, numel(kernel))
+
+
 def numel(shape) -> int:
     return math.prod(shape)

@@ -73,9 +73,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     In training the running stats are updated in place: mean with the batch mean, var with the
     *unbiased* batch variance, both blended by ``momentum`` as PyTorch does.
     """
-    if input.ndim < 2:
-        raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
-    c = input.shape[1]
+    if input.ndim < 2 and (input.ndim == 0 or input.numel()):
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    c = input.shape[1] if input.ndim > 1 else 0  # an empty vector: PyTorch's 0 channels
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != c:  # before the running stats are touched
@@ -83,7 +83,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     dims = (0,) + tuple(range(2, input.ndim))
     view = (1, c) + (1,) * (input.ndim - 2)
     n = math.prod(input.shape[:1] + input.shape[2:])
-    if training and n == 0:  # an empty batch: an empty result, the running stats untouched
+    if input.ndim < 2 or training and n == 0:  # an empty batch: an empty result, the running
+        # stats untouched
         out = input.clone()
     elif training:
         if n == 1:

@@ -97,8 +97,11 @@ def _integer_average(pool, kernel: str, input: Tensor, kernel_size, stride, padd
         ones = x.new_ones(x.shape)
         divisor = xp_of(sums).rint(pool(ones, *args, divisor_override=1)._data
                                    / pool(ones, *args)._data).astype(np.int64)
-    s = xp_of(sums).rint(sums).astype(np.int64)
-    return Tensor._make(xp_of(s).sign(s) * (xp_of(s).abs(s) // divisor))
+    xp = xp_of(sums)
+    s = xp.rint(sums).astype(np.int64)
+    # C++'s integer division truncates toward zero for either sign (divisor_override < 0).
+    d = xp.asarray(divisor, dtype=np.int64)
+    return Tensor._make(xp.sign(s) * xp.sign(d) * (xp.abs(s) // xp.abs(d)))
 
 
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
@@ -156,14 +159,21 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     x, unbatched = _as_5d(input, "max_pool3d")
     kernel, stride, pad, dil, out, extra = W.pool_geometry(x, kernel_size, stride, padding,
                                                           dilation, ceil_mode, 3)
-    values, arg = _windows(x, pad, extra, -float("inf"), out, kernel, stride, dil).max(-1)
+    lowest = -float("inf") if x.dtype.is_floating_point else int(np.iinfo(x._data.dtype).min)
+    win = _windows(x, pad, extra, lowest, out, kernel, stride, dil)
+    values, arg = win.max(-1)
     named(values, "MaxPool3DWithIndicesBackward0")
     if unbatched:
         values = values.squeeze(0)
     if not return_indices:
         return values
-    flat = W.flat_positions(x._backend.to_numpy(arg._data), x.shape[2:], kernel, stride, pad,
-                            dil)
+    arg = x._backend.to_numpy(arg._data)
+    if any(pad) or any(extra):  # the padding may equal the maximum: the first real element
+        w, v = x._backend.to_numpy(win._data), x._backend.to_numpy(values._data)
+        v = v[None] if unbatched else v
+        hit = (w == v[..., None]) & W.inside(x.shape[2:], out, kernel, stride, pad, dil)
+        arg = np.where(hit.any(-1), hit.argmax(-1), arg)
+    flat = W.flat_positions(arg, x.shape[2:], kernel, stride, pad, dil)
     indices = Tensor._make(x._backend.asarray(flat), False, None)
     return values, (indices.squeeze(0) if unbatched else indices)
 

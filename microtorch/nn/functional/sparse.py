@@ -23,13 +23,15 @@ __all__ = ["embedding", "embedding_bag", "one_hot"]
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """Rows of ``weight`` for each index in ``input``; the ``padding_idx`` row gets no grad."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+    """Rows of ``weight`` for each index in ``input``; the ``padding_idx`` row gets no grad.
+    With ``sparse=True`` the gradient of ``weight`` is a sparse COO tensor (one entry per
+    index, PyTorch's layout)."""
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not "
                                   "supported")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
-    return Embedding.apply(weight, input, padding_idx)
+    return Embedding.apply(weight, input, padding_idx, bool(sparse))
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -87,11 +89,13 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     """Sum, mean or max of the embedding rows of each bag: the rows of 2-D ``input``, or the
     runs of 1-D ``input`` that ``offsets`` start. ``per_sample_weights`` (mode 'sum') scale each
     row; ``padding_idx`` entries belong to no bag; an empty bag gives zeros."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: max_norm, scale_grad_by_freq and sparse are "
-                                  "not supported")
+    if max_norm is not None or scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: max_norm and scale_grad_by_freq are not "
+                                  "supported")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
@@ -105,7 +109,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     flat, bag, n_bags = _bags(input, offsets, include_last_offset)
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
-    rows = Embedding.apply(weight, flat, None)  # (N, D); checks the index range
+    # (N, D); checks the index range. A sparse gradient leaves the padding rows out, as
+    # PyTorch's _embedding_bag_sparse_backward (their dense gradient is zero: in no bag).
+    rows = Embedding.apply(weight, flat, padding_idx if sparse else None, bool(sparse))
     idx = flat._backend.to_numpy(flat._data).astype(np.int64)
     member = bag >= 0
     if padding_idx is not None:

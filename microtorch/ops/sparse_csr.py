@@ -1,0 +1,243 @@
+"""Sparse CSR matrices: ``sparse_csr_tensor``, ``Tensor.to_sparse_csr``, ``crow_indices`` /
+``col_indices`` / ``values``, conversions to dense and COO, with PyTorch's checks and
+gradients; products with dense matrices run through ``SparseAddmm`` (``sparse_coo``) on
+scipy.sparse / cupyx.scipy.sparse CSR matrices.
+
+microtorch's CSR tensors are 2-D matrices of scalars (PyTorch's also allow batch and dense
+dimensions: those raise here).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Function
+from ..backend import get_backend
+from . import sparse_kernels as K
+from ._util import Tensor
+from .creation import as_tensor
+from .sparse_coo import dense_of, first_order, wrap
+from .sparse_layout import CooData, CsrData, is_sparse_data
+from .sparse_tensor import _host, _layout_name, checks_wanted
+
+__all__ = ["sparse_csr_tensor"]
+
+_BETA = []
+
+
+def _beta_warning() -> None:
+    if not _BETA:
+        _BETA.append(True)
+        warnings.warn("Sparse CSR tensor support is in beta state. If you miss a "
+                      "functionality in the sparse tensor support, please submit a feature "
+                      "request to https://github.com/pytorch/pytorch/issues.", UserWarning,
+                      stacklevel=3)
+
+
+def csr_masked_grad(grad: Tensor, data: CsrData) -> Tensor:
+    """A CSR tensor with ``data``'s pattern holding ``grad`` (dense or sparse) there."""
+    g = grad._data
+    rows = K.csr_rows(data.crow)
+    if is_sparse_data(g):
+        src = K.coalesce(g if type(g) is CooData else K.csr_to_coo(g))
+        idx = data.backend.xp.stack([rows, data.col])
+        vals = K.gather_sparse(src, idx, data.shape)
+    else:
+        vals = g[rows, data.col]
+    return wrap(CsrData(data.crow, data.col, vals, data.shape))
+
+
+class SparseCsrTensor(Function):
+    """A CSR matrix made of ``values`` at fixed (crow, col) indices; the gradient reaches the
+    values."""
+
+    takes_sparse = True
+    torch_name = "SparseCompressedTensorBackward0"
+
+    @staticmethod
+    def forward(ctx, values, crow, col, shape):
+        data = CsrData(crow, col, values._data, shape)
+        ctx.data = data
+        return data
+
+    @staticmethod
+    def backward(ctx, grad):
+        first_order("sparse_csr_tensor")
+        return wrap(csr_masked_grad(grad, ctx.data)._data.values), None, None, None
+
+
+class ToSparseCsr(Function):
+    """The CSR form of a dense matrix or a COO tensor; the gradient comes back in the
+    input's layout."""
+
+    takes_sparse = True
+    torch_name = "ToSparseCsrBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        data = x._data
+        ctx.coo = type(data) is CooData
+        if ctx.coo:
+            ctx.sparse_dim = data.sparse_dim
+            return K.coo_to_csr(data)
+        return K.coo_to_csr(K.from_dense(data, 2))
+
+    @staticmethod
+    def backward(ctx, grad):
+        first_order("to_sparse_csr")
+        if not ctx.coo:
+            return dense_of(grad)
+        g = grad._data
+        if type(g) is CsrData:
+            return wrap(K.csr_to_coo(g))
+        return wrap(K.from_dense(g, ctx.sparse_dim)) if not is_sparse_data(g) else grad
+
+
+class CsrToCoo(Function):
+    """The COO form of a CSR matrix (``to_sparse()``); the gradient comes back as CSR."""
+
+    takes_sparse = True
+    torch_name = "ToSparseBackward1"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.data = x._data
+        return K.csr_to_coo(x._data)
+
+    @staticmethod
+    def backward(ctx, grad):
+        first_order("to_sparse")
+        return csr_masked_grad(grad, ctx.data)
+
+
+class CsrValues(Function):
+    """``values()`` of a CSR matrix; the gradient is a CSR matrix of the same pattern."""
+
+    takes_sparse = True
+    torch_name = "ValuesBackward0"
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.data = x._data
+        return x._data.values
+
+    @staticmethod
+    def backward(ctx, grad):
+        first_order("values")
+        data = ctx.data
+        return wrap(CsrData(data.crow, data.col, grad._data, data.shape))
+
+
+def csr_values(t: Tensor) -> Tensor:
+    """``t.values()`` for a CSR tensor (differentiable)."""
+    return CsrValues.apply(t)
+
+
+def csr_to_coo_tensor(t: Tensor) -> Tensor:
+    """``t.to_sparse()`` for a CSR tensor (differentiable)."""
+    return CsrToCoo.apply(t)
+
+
+def to_sparse_csr(self: Tensor, dense_dim: int | None = None) -> Tensor:
+    """This matrix in the sparse CSR layout (from dense or COO; itself when already CSR)."""
+    data = self._data
+    if type(data) is CsrData:
+        return self
+    _beta_warning()
+    if dense_dim:
+        raise RuntimeError("to_sparse_csr: dense dimensions are not supported by microtorch")
+    if data.ndim != 2:
+        raise RuntimeError(f"to_sparse_csr: expected a 2-D tensor, got {data.ndim}-D "
+                           f"(microtorch's CSR tensors are matrices)")
+    if type(data) is CooData and data.dense_dim:
+        raise RuntimeError("to_sparse_csr: hybrid COO tensors are not supported by microtorch")
+    return ToSparseCsr.apply(self)
+
+
+def _csr_only(t: Tensor, what: str) -> CsrData:
+    if type(t._data) is not CsrData:
+        raise RuntimeError(f"{what} expected sparse row compressed tensor layout but got "
+                           f"{_layout_name(t)}")
+    return t._data
+
+
+def crow_indices(self: Tensor) -> Tensor:
+    """The compressed row indices of a CSR matrix (rows + 1, shared)."""
+    return wrap(_csr_only(self, "crow_indices").crow)
+
+
+def col_indices(self: Tensor) -> Tensor:
+    """The column index of each entry of a CSR matrix (shared)."""
+    return wrap(_csr_only(self, "col_indices").col)
+
+
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None,
+                      device=None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants: bool | None = None) -> Tensor:
+    """A sparse CSR matrix from its compressed row indices, column indices and values (used
+    as given when their dtype and device fit); ``size`` defaults to (rows, max column + 1)."""
+    want = checks_wanted(check_invariants)
+    _beta_warning()
+    if not isinstance(values, Tensor):
+        values = as_tensor(values, dtype=dtype, device=device)
+    dev = values.device if device is None else get_backend(device).device
+    values = values.to(dev, None if dtype is None else _dtype.as_dtype(dtype))
+    arrays = []
+    for name, idx in (("crow_indices", crow_indices), ("col_indices", col_indices)):
+        t = idx if isinstance(idx, Tensor) else as_tensor(idx, device=dev)
+        if t._data.dtype.kind not in "iu":
+            raise RuntimeError(f"{name} must be an int32 or int64 type, but got: "
+                               f"{_dtype.title(t.dtype)}")
+        if t._data.ndim != 1:
+            raise RuntimeError(f"{name} must have dimensionality 1 (microtorch's CSR tensors "
+                               f"are matrices), but got {t._data.ndim}")
+        arrays.append(t.to(dev, _dtype.int64)._data)
+    crow, col = arrays
+    vals = values._data
+    if vals.ndim != 1:
+        raise RuntimeError(f"values must have dimensionality 1 (microtorch's CSR tensors hold "
+                           f"scalars), but got {vals.ndim}")
+    if col.shape[0] != vals.shape[0]:
+        raise RuntimeError(f"col_indices and values nnz must be equal, but got "
+                           f"{col.shape[0]} != {vals.shape[0]}")
+    if size is None:
+        ncols = int(_host(col).max()) + 1 if col.size else 0
+        shape = (crow.shape[0] - 1, ncols)
+    else:
+        shape = tuple(int(n) for n in size)
+        if len(shape) != 2:
+            raise RuntimeError(f"sparse_csr_tensor: expected a 2-D size (microtorch's CSR "
+                               f"tensors are matrices), got {list(shape)}")
+    if crow.shape[0] != shape[0] + 1:
+        raise RuntimeError(f"crow_indices.shape[-1] must be equal to the number of rows + 1 "
+                           f"(={shape[0] + 1}), but got {crow.shape[0]}")
+    if want:
+        _check_csr(_host(crow), _host(col), shape)
+    if requires_grad or not values.requires_grad:
+        out = wrap(CsrData(crow, col, vals, shape))
+        return out.requires_grad_(True) if requires_grad else out
+    return SparseCsrTensor.apply(values, crow, col, shape)
+
+
+def _check_csr(crow: np.ndarray, col: np.ndarray, shape: tuple) -> None:
+    """PyTorch's invariants of compressed indices (``_validate_sparse_compressed_tensor``)."""
+    if crow.size and crow[0] != 0:
+        raise RuntimeError("`crow_indices[..., 0] == 0` is not satisfied.")
+    if crow.size and crow[-1] != col.size:
+        raise RuntimeError("`crow_indices[..., -1] == nnz` is not satisfied.")
+    if np.any(np.diff(crow) < 0) or np.any(np.diff(crow) > shape[1]):
+        raise RuntimeError("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is "
+                           "not satisfied.")
+    if col.size and (col.min() < 0 or col.max() >= shape[1]):
+        raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
+    rows = np.repeat(np.arange(crow.size - 1), np.diff(crow))
+    if col.size > 1 and np.any((rows[1:] == rows[:-1]) & (col[1:] <= col[:-1])):
+        raise RuntimeError("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] "
+                           "for all i = 1, ..., nrows are sorted and distinct along the last "
+                           "dimension values` is not satisfied.")
+
+
+METHODS = dict(to_sparse_csr=to_sparse_csr, crow_indices=crow_indices, col_indices=col_indices)
