@@ -4,7 +4,7 @@
 Most are the ``Tensor`` method of the same name called as a function; a few exist only as
 functions, for in-place functional ops (PyTorch's ``_VF`` entry points), and call
 ``nn.functional``'s op with ``inplace=True``. PyTorch names that microtorch has no op for
-(``addmv_``, ``as_strided_``, ``i0_``, ``ldexp_``, ``resize_as_``, ``embedding_renorm_``,
+(``addmv_``, ``as_strided_``, ``ldexp_``, ``resize_as_``, ``embedding_renorm_``,
 ``resize_as_sparse_``) are left out rather than defined to raise.
 """
 

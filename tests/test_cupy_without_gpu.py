@@ -209,7 +209,10 @@ cupy.searchsorted
 cupy.cumsum cupy.log1p cupy.sin cupy.stack cupy.nextafter cupy.broadcast_arrays cupy.array
 cupy.linalg.cholesky cupy.linalg.eigvalsh cupyx.errstate cupyx.scipy.special.gammaln
 cupyx.scipy.special.digamma cupyx.scipy.special.polygamma cupyx.scipy.special.gammainc
-cupyx.scipy.special.gammaincc
+cupyx.scipy.special.gammaincc cupyx.scipy.special.i0 cupyx.scipy.special.i0e
+cupyx.scipy.special.i1 cupyx.scipy.special.i1e cupyx.scipy.special.k0 cupyx.scipy.special.k0e
+cupyx.scipy.special.k1 cupyx.scipy.special.k1e cupyx.scipy.special.ndtri
+cupyx.scipy.special.erfcx cupyx.scipy.special.zeta
 """.split()
 
 # The NCCL API of microtorch/distributed/_nccl.py (only there when CuPy finds libnccl).

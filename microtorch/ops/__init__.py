@@ -19,6 +19,7 @@ from ..autograd.node import broadcast_message
 from . import (
     _writes,
     arrange,
+    bessel,
     comparison,
     counting,
     creation,
@@ -69,6 +70,7 @@ from ._writes import (
 from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .arrange import unfold
+from .bessel import i0
 from .comparison import *  # noqa: F403
 from .comparison import (
     allclose,
@@ -491,8 +493,16 @@ METHODS.update(spectral.METHODS)
 METHODS.update(sparse_tensor.METHODS)
 METHODS.update(sparse_csr.METHODS)
 METHODS.update(linalg_toplevel.METHODS)
+
+
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    """``polygamma(n, self)``."""
+    return polygamma(n, self)  # noqa: F405
+
+
+_polygamma_method.__name__ = "polygamma"
 METHODS.update(lgamma=lgamma, digamma=digamma, mvlgamma=mvlgamma,  # noqa: F405
-               polygamma=lambda self, n: polygamma(n, self))  # noqa: F405
+               polygamma=_polygamma_method, i0=i0, igamma=igamma, igammac=igammac)  # noqa: F405
 
 
 def _checked(method, check):
@@ -518,6 +528,7 @@ def install_tensor_methods(cls) -> None:
                  "scatter_reduce", "atan2", "lerp", "erf",
                  "erfc", "erfinv", "nan_to_num", "cumprod", "hypot", "copysign", "put",
                  "logit", "xlogy", "sinc", "frac", "heaviside", "cumsum", "lgamma", "digamma",
+                 "i0", "igamma", "igammac", "mvlgamma", "polygamma",
                  "addcmul", "addcdiv", "fmod", "float_power", "sgn", "fix", "deg2rad", "rad2deg",
                  "logical_and", "logical_or", "logical_xor", "true_divide", "floor_divide",
                  "remainder", "negative", "gcd", "lcm", "log2", "log10", "tan",
@@ -574,7 +585,7 @@ __all__ = [
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
-    *gamma.__all__, *integer.__all__, *spectral.__all__, *linalg_toplevel.__all__,
+    *gamma.__all__, *bessel.__all__, *integer.__all__, *spectral.__all__, *linalg_toplevel.__all__,
     *comparison.__all__, *transcendental.__all__, "aminmax", "index_put", "masked_scatter",
     "sparse_coo_tensor", "sparse_csr_tensor", "spmm",
 ]

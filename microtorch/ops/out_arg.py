@@ -35,7 +35,8 @@ OUT_FUNCTIONS = (
     "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
     "logaddexp", "logaddexp2", "fmax", "fmin", "isposinf", "isneginf", "isin", "aminmax",
     "mode", "nanmedian", "cross", "column_stack", "logspace", "bitwise_left_shift",
-    "bitwise_right_shift", "linspace", "arange",
+    "bitwise_right_shift", "linspace", "arange", "i0", "igamma", "igammac", "lgamma", "digamma",
+    "polygamma", "mvlgamma", "xlogy", "sinc", "logit",
 )
 # Creation functions take their dtype and device from ``out`` unless given.
 CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn", "logspace", "linspace",

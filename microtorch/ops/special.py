@@ -20,9 +20,9 @@ from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
 from ..backend import special_functions
 from ._autocast import autocast_op
+from ._special_util import float_input
 from ._util import (
     Tensor,
-    _float_array,
     is_scalar,
     promote_operands,
     reduce_grad,
@@ -144,7 +144,7 @@ class Erfc(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _special("erfc", _float_array(x))
+        return _special("erfc", float_input(x, "erfc_vml"))
 
     @staticmethod
     def backward(ctx, grad):
@@ -158,7 +158,7 @@ class Erfinv(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_output()
-        return _special("erfinv", _float_array(x))
+        return _special("erfinv", float_input(x, "erfinv_vml"))
 
     @staticmethod
     def backward(ctx, grad):
@@ -514,8 +514,8 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 # -- erf (for the exact GELU) -------------------------------------------------------------------
 def _erf_array(arr):
     xp = xp_of(arr)
-    if xp is not np:
-        return special_functions(xp).erf(arr)
+    if xp is not np:  # (CuPy computes 16-bit floats in float32: round back)
+        return special_functions(xp).erf(arr).astype(arr.dtype, copy=False)
     try:
         from scipy.special import erf as scipy_erf
     except ImportError:  # scipy is optional: fall back to libm's erf one element at a time
@@ -529,7 +529,7 @@ class Erf(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return _erf_array(_float_array(x))
+        return _erf_array(float_input(x, "erf_vml"))
 
     @staticmethod
     def backward(ctx, grad):
