@@ -37,7 +37,9 @@ from typing import Any
 
 import microtorch as mt
 
-from .report import _bytes, _table, format_us
+from .markdown import format_bytes as _bytes
+from .markdown import format_us
+from .markdown import markdown_table as _table
 from .verdict import SAME, change, compare
 
 __all__ = ["PLAIN", "MODES", "MIN_PEAK_CUT", "memory_mode", "is_plain", "prepare",

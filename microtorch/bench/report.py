@@ -11,10 +11,13 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .markdown import format_bytes as _bytes
+from .markdown import format_us
+from .markdown import markdown_table as _table
 from .measure import STORAGES, machine_busy, rows_on
 from .verdict import at_least, at_most, interval, ratio_interval
 
@@ -23,17 +26,6 @@ __all__ = ["render_markdown", "format_us", "headline", "targets", "summary", "bu
 
 # The cases benchmarks/README.md quotes reference PyTorch numbers for.
 REFERENCE_CASES = ((1000, [64]), (100, [1024, 1024]))
-
-
-def format_us(us: float | None) -> str:
-    """Microseconds in the most readable unit."""
-    if us is None:
-        return "-"
-    if us >= 1e6:
-        return f"{us / 1e6:.2f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:.2f} ms"
-    return f"{us:.1f} µs" if us < 100 else f"{us:.0f} µs"
 
 
 def _cell(stats: dict | None) -> str:
@@ -49,26 +41,8 @@ def _ratio(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}×"
 
 
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    if n >= 1 << 20:
-        return f"{n / (1 << 20):.2f} MiB"
-    if n >= 1 << 10:
-        return f"{n / (1 << 10):.1f} KiB"
-    return f"{n} B"
-
-
 def _shape(shape: list[int]) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _table(head: list[str], rows: Iterable[list[str]]) -> list[str]:
-    """A markdown table: the header, its rule, one line per row of cells."""
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cells) + " |"
-
-    return [line(head), "|" + "---|" * len(head)] + [line(cells) for cells in rows]
 
 
 def _headline_steps(results: dict, dev: str) -> list[dict]:
