@@ -256,3 +256,40 @@ def test_large_relu_over_threads_is_bit_identical_and_checks_in_place_changes() 
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(results[0][0], np.maximum(x0, 0))
     np.testing.assert_array_equal(results[0][1], g0 * (x0 > 0))
+
+
+@pytest.mark.parametrize("case", [  # (input shape, weight shape, pads (t, b, l, r), dilation)
+    ((64, 16, 14, 14), (32, 16, 3, 3), (1, 1, 1, 1), (1, 1)),
+    ((5, 4, 9, 7), (6, 2, 3, 2), (2, 0, 1, 3), (1, 2)),
+    ((3, 2, 8, 8), (4, 2, 5, 3), (3, 2, 1, 1), (2, 1)),
+    ((2, 6, 6, 5), (6, 3, 2, 2), (1, 1, 0, 0), (1, 1)),
+])
+@pytest.mark.parametrize("images_per_block", [1, "all", "rule"])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_stride1_col2im_by_whole_images_is_bit_identical_to_the_windows(case, images_per_block,
+                                                                        threads) -> None:
+    """The stride-1 input gradient by whole padded images (long shifted additions, a wider
+    product) gives every bit of the strided-window col2im, whatever the block layout and the
+    share of images between threads."""
+    xs, ws, pads, dilation = case
+    groups = xs[1] // ws[1]
+    rng = np.random.default_rng(0)
+    wa = rng.standard_normal(ws).astype(np.float32)
+    oh, ow = conv._conv_out_hw(*xs[2:], *ws[2:], (1, 1), pads, dilation)
+    ga = rng.standard_normal((xs[0], ws[0], oh, ow)).astype(np.float32)
+    nb = {1: 1, "all": xs[0], "rule": conv._images_per_block(xs[0], oh * ow)}[images_per_block]
+    gm = conv._grad_columns(ga, groups, nb)
+    before, old_min = microtorch.get_num_threads(), conv._MOVES_MIN_WORK
+    try:
+        microtorch.set_num_threads(threads)
+        conv._MOVES_MIN_WORK = 1  # share even these small images between the threads
+        rows = conv._conv_input_grad_rows(gm, wa, xs, pads, dilation, groups, oh, ow, nb)
+        windows = conv._conv_input_grad_windows(gm, wa, xs, (1, 1), pads, dilation, groups,
+                                                oh, ow, nb)
+    finally:
+        conv._MOVES_MIN_WORK = old_min
+        microtorch.set_num_threads(before)
+    assert rows.shape == windows.shape == xs and rows.flags.c_contiguous
+    np.testing.assert_array_equal(rows, windows)
+    assert conv._rows_pay(ws, groups, (64, 16, 14, 14), (1, 1), (1, 1, 1, 1), 14, 14, 4)
+    assert not conv._rows_pay(ws, groups, xs, (2, 1), pads, oh, ow, nb)  # stride 1 only
