@@ -107,7 +107,6 @@ class Others:
 
 class _Settings:
     wait_idle_s = 0.0  # --wait-idle: how long to wait for the other processes to go quiet
-    others: list[float] = []  # every comparison's share of the machine used by others
 
 
 def wait_until_idle(limit_s: float, threshold: float = 0.1) -> None:
@@ -124,30 +123,37 @@ def wait_until_idle(limit_s: float, threshold: float = 0.1) -> None:
 def compare(variants: dict[str, Variant], rounds: int, budget_s: float) -> dict[str, float]:
     """Median seconds per call of each variant (setting context, work), the variants' order
     reversed every other round so that drift in the machine's speed hits them alike. The
-    share of the machine other processes used meanwhile is under the key "others"."""
-    if _Settings.wait_idle_s:
-        wait_until_idle(_Settings.wait_idle_s)
-    pooled: dict[str, list[float]] = {v: [] for v in variants}
+    share of the machine other processes used meanwhile is under the key "others"; under
+    --wait-idle, a comparison they disturbed (over 10%) is measured again, up to 3 times."""
     names = list(variants)
-    with Others() as o:
-        for r in range(rounds):
-            for name in names if r % 2 == 0 else names[::-1]:
-                setting, fn = variants[name]
-                with setting():
-                    pooled[name] += _samples(fn, budget_s)
+    for _attempt in range(3):  # (measured again while others used over 10% of the machine)
+        if _Settings.wait_idle_s:
+            wait_until_idle(_Settings.wait_idle_s)
+        pooled: dict[str, list[float]] = {v: [] for v in variants}
+        with Others() as o:
+            for r in range(rounds):
+                for name in names if r % 2 == 0 else names[::-1]:
+                    setting, fn = variants[name]
+                    with setting():
+                        pooled[name] += _samples(fn, budget_s)
+        if not _Settings.wait_idle_s or o.fraction is None or o.fraction < 0.1:
+            break
     out = {v: float(np.median(s)) for v, s in pooled.items()}
-    if o.fraction is not None:
-        _Settings.others.append(o.fraction)
     out["others"] = o.fraction
     return out
 
 
+class _Margin:
+    win = 0.05  # --margin: a setting wins where it is this much faster (a fraction)
+
+
 def crossover(sizes: list[float], ratios: list[float]) -> dict[str, float | None]:
-    """The bracket (lo, hi] where ``ratio`` (new setting / old, sizes ascending) falls below 1
-    for good: hi the first size from which it is below 1 at every larger size, lo the size
-    before (None: it wins from the smallest size on; hi None: it never wins for good)."""
+    """The bracket (lo, hi] where ``ratio`` (new setting / old, sizes ascending) wins for
+    good (below ``1 - --margin``): hi the first size from which it wins at every larger size,
+    lo the size before (None: it wins from the smallest size on; hi None: it never wins for
+    good)."""
     i = len(sizes)
-    while i > 0 and ratios[i - 1] < 1.0:
+    while i > 0 and ratios[i - 1] < 1.0 - _Margin.win:
         i -= 1
     return {"lo": sizes[i - 1] if i > 0 else None, "hi": sizes[i] if i < len(sizes) else None}
 
@@ -262,6 +268,8 @@ def section_small_gemm(args: argparse.Namespace, progress: Progress) -> dict:
     # (the one value must serve every family: the bracket of the latest family)
     return {"constant": "SMALL_GEMM", "where": "backend/threads.py", "value": value,
             "unit": "multiply-adds (m·k·n) below which a product runs on one BLAS thread",
+            "workload": "float32 matmul, 1 vs --threads BLAS threads, shapes of 2^17..2^24 "
+                        "multiply-adds",
             "families": families, "models": models, "crossover": whole,
             "crossover_text": "; ".join(f"{fam} {_bracket_text(f['crossover'])}"
                                         for fam, f in families.items()),
@@ -503,7 +511,7 @@ def section_blas_spin(args: argparse.Namespace, progress: Progress) -> dict:
         progress.section(f"blas_spin: {case}")
         step = _train_step(case)
         t = compare({str(e): (lambda e=e: _spin(e), step) for e in exponents},
-                    args.rounds, args.budget * 2)
+                    args.rounds, args.budget * 8)
         times = {e: t[str(e)] for e in exponents}
         workloads[case] = {"us": {str(e): s * 1e6 for e, s in times.items()},
                            **_best_of(value, times), "others": t["others"]}
@@ -560,7 +568,7 @@ def section_gc(args: argparse.Namespace, progress: Progress) -> dict:
 
     levels = (700, 2000, 5000, 20000)
     t = compare({str(y): (lambda y=y: _gc_threshold(y), work) for y in levels},
-                args.rounds, args.budget * 2)
+                args.rounds, args.budget * 8)
     times = {y: t[str(y)] for y in levels}
     return {"constant": "GC_THRESHOLD", "where": "backend/process_tuning.py", "value": value,
             "unit": "young-generation collection threshold (CPython's default: 700)",
@@ -601,7 +609,7 @@ def section_malloc(args: argparse.Namespace, progress: Progress) -> dict:
     rows = []
     for size in (256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20):
         progress.section(f"malloc: buffers of {size >> 10} KiB")
-        medians = {}
+        medians, first = {}, {}
         for tuned in ("1", "0"):
             env = {**os.environ, "MICROTORCH_MALLOC_TUNE": tuned}
             env.pop("GLIBC_TUNABLES", None)
@@ -609,13 +617,17 @@ def section_malloc(args: argparse.Namespace, progress: Progress) -> dict:
                                  env=env, capture_output=True, text=True, check=True)
             times = json.loads(out.stdout.splitlines()[-1])["times"]
             medians[tuned] = float(np.median(times[1:]))  # (round 1: a fresh heap either way)
+            first[tuned] = times[0]
         rows.append({"size": size, "tuned_us": medians["1"] * 1e6,
-                     "default_us": medians["0"] * 1e6, "ratio": medians["1"] / medians["0"]})
+                     "default_us": medians["0"] * 1e6, "ratio": medians["1"] / medians["0"],
+                     "first_tuned_us": first["1"] * 1e6, "first_default_us": first["0"] * 1e6})
 
     def mib(v: int) -> str:
         return f"{v / (1 << 20):g} MiB"
 
-    wins = [mib(r["size"]) for r in rows if r["ratio"] < 1]
+    below = [r for r in rows if r["size"] < host_allocator.MMAP_THRESHOLD]
+    wins = [mib(r["size"]) for r in below if r["ratio"] < 1 - _Margin.win]
+    losses = [mib(r["size"]) for r in below if r["ratio"] > 1 + _Margin.win]
     return {"constant": "MMAP_THRESHOLD / TRIM_THRESHOLD", "where": "backend/host_allocator.py",
             "value": f"{mib(host_allocator.MMAP_THRESHOLD)} / "
                      f"{mib(host_allocator.TRIM_THRESHOLD)}",
@@ -623,10 +635,11 @@ def section_malloc(args: argparse.Namespace, progress: Progress) -> dict:
             "workload": f"allocate, touch, free {MALLOC_TOTAL >> 20} MiB in buffers of a size, "
                         "rounds 2-6 (fresh process per setting)",
             "rows": rows, "crossover": None,
-            "crossover_text": "none: the thresholds win at " + (", ".join(wins) or "no size"),
-            "verdict": "holds" if all(r["ratio"] < 1 for r in rows
-                                      if r["size"] < host_allocator.MMAP_THRESHOLD)
-            else "differs: no gain at some size below the mmap threshold"}
+            "crossover_text": "none; the thresholds win (by more than the margin) at "
+                              + (", ".join(wins) or "no size") + ", lose at "
+                              + (", ".join(losses) or "no size"),
+            "verdict": "differs: slower here" if losses else "holds" if wins
+            else "no difference here (steady state)"}
 
 
 # ------------------------------------------------------------------------------- report
@@ -686,6 +699,18 @@ def _others_text(result: dict) -> str:
             f"(median over the comparisons; at most {100 * result['others_max']:.0f}%)")
 
 
+def _first_round(row: dict) -> str:
+    if "first_tuned_us" not in row:  # (a row saved before round 1 was recorded)
+        return "-"
+    return f"{row['first_tuned_us']:.0f} / {row['first_default_us']:.0f}"
+
+
+def _pct(row: dict) -> str:
+    """Other processes' share of the machine while a row was measured."""
+    f = row.get("others")
+    return "-" if f is None else f"{100 * f:.0f}%"
+
+
 def render(result: dict) -> str:
     """The Markdown report: the machine, the summary table, each section's figures."""
     m = result["machine"]
@@ -696,9 +721,11 @@ def render(result: dict) -> str:
              f"{m['openblas_coretype'] or 'unset'}), Python {m['python']}; {m['threads']} "
              f"threads; {result['rounds']} alternating rounds of {result['budget_s']} s per "
              f"setting, medians; load average {m['load_start']:.2f} at the start, "
-             f"{result['load_end']:.2f} at the end; {_others_text(result)}. Crossover: the "
+             f"{result['load_end']:.2f} at the end; {_others_text(result)}; column "
+             f"\"others\": their share while a row was measured. Crossover: the "
              f"sizes between which the threaded (parallel, wider) setting starts to win for "
-             f"good; a constant holds unless it lies more than 2× outside it.", ""]
+             f"good (by more than {100 * result['margin']:.0f}%); a constant holds unless it "
+             f"lies more than 2× outside it.", ""]
     lines += markdown_table(["constant", "where", "value", "workload", "crossover here",
                              "verdict"],
                             [[r["constant"], r["where"], r["value"], r["workload"],
@@ -709,33 +736,34 @@ def render(result: dict) -> str:
         body = []
         for fam, f in s["small_gemm"]["families"].items():
             body += [[fam, f"{r['m']}×{r['k']}×{r['n']}", _p2(r["mnk"]),
-                      f"{r['one_us']:.1f}", f"{r['threads_us']:.1f}", f"{r['ratio']:.2f}"]
-                     for r in f["rows"]]
+                      f"{r['one_us']:.1f}", f"{r['threads_us']:.1f}", f"{r['ratio']:.2f}",
+                      _pct(r)] for r in f["rows"]]
         body += [["model", r["name"], _p2(r["mnk"]), f"{r['one_us']:.1f}",
-                  f"{r['threads_us']:.1f}", f"{r['ratio']:.2f}"]
+                  f"{r['threads_us']:.1f}", f"{r['ratio']:.2f}", _pct(r)]
                  for r in s["small_gemm"]["models"]]
         lines += markdown_table(["family", "m×k×n", "mnk", "1 thread µs",
-                                 f"{m['threads']} threads µs", "ratio"], body)
+                                 f"{m['threads']} threads µs", "ratio", "others"], body)
     for r in s.get("min_work", []):
         lines += ["", f"## {r['constant']} ({r['where']}): {r['workload']}", ""]
-        lines += markdown_table(["size", "work per thread", "one call µs", "split µs", "ratio"],
+        lines += markdown_table(["size", "work per thread", "one call µs", "split µs", "ratio",
+                                 "others"],
                                 [[str(x["size"]), _p2(x["per_thread"]), f"{x['one_us']:.1f}",
-                                  f"{x['threads_us']:.1f}", f"{x['ratio']:.2f}"]
+                                  f"{x['threads_us']:.1f}", f"{x['ratio']:.2f}", _pct(x)]
                                  for x in r["rows"]])
     if "gemm_columns" in s:
         r = s["gemm_columns"]
         lines += ["", f"## _GEMM_COLUMNS: {r['workload']}", ""]
         lines += markdown_table(["columns", "µs (1 thread)", "µs (by rule)", "GFLOP/s (by rule)",
-                                 "of the best"],
+                                 "of the best", "others"],
                                 [[str(x["columns"]), f"{x['one_us']:.1f}", f"{x['us']:.1f}",
-                                  f"{x['gflops']:.1f}", f"{x['of_best']:.2f}"]
+                                  f"{x['gflops']:.1f}", f"{x['of_best']:.2f}", _pct(x)]
                                  for x in r["rows"]])
     if "parallel_fill" in s:
         r = s["parallel_fill"]
         lines += ["", f"## _PARALLEL_FILL_BYTES: {r['workload']}", ""]
-        lines += markdown_table(["bytes", "one thread µs", "fill pool µs", "ratio"],
+        lines += markdown_table(["bytes", "one thread µs", "fill pool µs", "ratio", "others"],
                                 [[f"{x['bytes'] >> 20} MiB", f"{x['one_us']:.0f}",
-                                  f"{x['threads_us']:.0f}", f"{x['ratio']:.2f}"]
+                                  f"{x['threads_us']:.0f}", f"{x['ratio']:.2f}", _pct(x)]
                                  for x in r["rows"]])
     if "blas_spin" in s:
         r = s["blas_spin"]
@@ -752,11 +780,58 @@ def render(result: dict) -> str:
     if "malloc" in s:
         r = s["malloc"]
         lines += ["", f"## MMAP_THRESHOLD / TRIM_THRESHOLD: {r['workload']}", ""]
-        lines += markdown_table(["buffer", "tuned µs per round", "glibc default µs", "ratio"],
+        lines += markdown_table(["buffer", "tuned µs per round", "glibc default µs", "ratio",
+                                 "round 1: tuned / default µs"],
                                 [[f"{x['size'] >> 10} KiB", f"{x['tuned_us']:.0f}",
-                                  f"{x['default_us']:.0f}", f"{x['ratio']:.2f}"]
+                                  f"{x['default_us']:.0f}", f"{x['ratio']:.2f}",
+                                  _first_round(x)]
                                  for x in r["rows"]])
     return "\n".join(lines) + "\n"
+
+
+def _merged(old: dict, new: dict, parser: argparse.ArgumentParser) -> dict:
+    """An earlier run's result with ``new``'s sections added (or replacing its own)."""
+    for key in ("rounds", "budget_s", "margin"):
+        if old.get(key) != new[key]:
+            parser.error(f"--update: the saved run used {key} {old.get(key)}, this one "
+                         f"{new[key]}")
+    if old["machine"].get("threads") != new["machine"]["threads"]:
+        parser.error("--update: the saved run used another --threads")
+    merged = {**new, "sections": {**old["sections"], **new["sections"]}}
+    merged["machine"] = {**new["machine"], "load_start": old["machine"]["load_start"]}
+    return merged
+
+
+def _all_others(node: Any) -> list[float]:
+    """Every comparison's "others" share recorded anywhere in the sections."""
+    if isinstance(node, list):
+        return [x for item in node for x in _all_others(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["others"]] if isinstance(node.get("others"), float) else []
+    return own + [x for k, v in node.items() if k != "others" for x in _all_others(v)]
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                     argparse.RawDescriptionHelpFormatter):
+    """Defaults shown, and the epilog's lines kept."""
+
+
+EPILOG = """sections (what each times, against which constant):
+  small_gemm     float32 products of 2^17..2^24 multiply-adds (square, 128 and 32 rows) and
+                 the benchmark models' products, on 1 vs --threads BLAS threads: SMALL_GEMM
+  min_work       real ops (relu, cross_entropy, max_pool2d, conv2d's im2col, its col2im,
+                 LSTM) at sizes around each *_MIN_WORK, rows shared between threads vs one
+                 call (the constant patched for the run): _RELU_MIN_WORK, loss/rnn
+                 _ROWS_MIN_WORK, _IMAGES_MIN_WORK, _MOVES_MIN_WORK
+  gemm_columns   GEMM speed of the CNN's second convolution against its width: _GEMM_COLUMNS
+  parallel_fill  zeroing gradients on one thread vs the fill pool: _PARALLEL_FILL_BYTES
+  blas_spin      the MLP's and the embedding LM's training step under OpenBLAS spins of
+                 2^16..2^22 and 2^28 cycles: BLAS_SPIN_EXPONENT
+  gc             a 1,000-op chain under GC thresholds 700..20,000: GC_THRESHOLD
+  malloc         a step's large buffers under glibc's defaults and microtorch's thresholds,
+                 each in a fresh process: MMAP_THRESHOLD / TRIM_THRESHOLD
+"""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -765,7 +840,7 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__.split("\n\n")[0] + " For each constant: the alternatives timed at "
         "sizes around it (alternating rounds, medians), the crossover bracket, and whether "
         "the constant holds here (within 2x of the bracket). Progress on stderr; the table "
-        "on stdout.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        "on stdout.", epilog=EPILOG, formatter_class=_HelpFormatter)
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help=f"comma-separated sections, of: {', '.join(SECTIONS)}")
     parser.add_argument("--threads", type=int, default=2,
@@ -773,11 +848,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3,
                         help="alternating rounds per comparison")
     parser.add_argument("--budget", type=float, default=0.05,
-                        help="seconds of calls per setting per round (training steps: 2x)")
+                        help="seconds of calls per setting per round (training steps and the "
+                             "GC's op chain: 8x)")
+    parser.add_argument("--margin", type=float, default=0.05,
+                        help="a setting wins at a size where it is at least this fraction "
+                             "faster (medians; below it, the difference is noise)")
     parser.add_argument("--wait-idle", type=float, default=30.0,
                         help="before each comparison, wait up to this many seconds until "
-                             "other processes use under 10%% of the machine (0: never wait)")
+                             "other processes use under 10%% of the machine, and measure a "
+                             "comparison they disturbed again, up to 3 times (0: never)")
     parser.add_argument("--out", type=Path, help="write tuning.json and tuning.md here")
+    parser.add_argument("--update", action="store_true",
+                        help="with --out: keep the other sections of the tuning.json there "
+                             "(measure a few sections per run; same --threads, --rounds, "
+                             "--budget and --margin)")
     parser.add_argument("--malloc-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.malloc_worker:
@@ -787,10 +871,13 @@ def main(argv: list[str] | None = None) -> None:
     unknown = sorted(set(chosen) - set(SECTIONS))
     if unknown:
         parser.error(f"unknown sections {unknown}; choose from {list(SECTIONS)}")
+    if args.update and not args.out:
+        parser.error("--update needs --out (the folder whose tuning.json it adds to)")
     if args.threads < 2 or args.rounds < 1 or args.budget <= 0:
         parser.error("--threads must be >= 2, --rounds >= 1 and --budget > 0")
     info = machine(args)
     _Settings.wait_idle_s = args.wait_idle
+    _Margin.win = args.margin
     sections: dict[str, Any] = {}
     with Progress(len(chosen), "tuning", enabled=None) as progress:
         for name in chosen:
@@ -799,10 +886,13 @@ def main(argv: list[str] | None = None) -> None:
             progress.note(f"{name}: {time.perf_counter() - t0:.0f} s")
             progress.update(1)
     result = {"machine": info, "rounds": args.rounds, "budget_s": args.budget,
-              "load_end": os.getloadavg()[0], "others_max": max(_Settings.others, default=None),
-              "others_median": (float(np.median(_Settings.others)) if _Settings.others
-                                else None), "sections": sections,
-              "summary": summary_rows(sections)}
+              "margin": args.margin, "load_end": os.getloadavg()[0], "sections": sections}
+    if args.update and args.out and (args.out / "tuning.json").exists():
+        result = _merged(json.loads((args.out / "tuning.json").read_text()), result, parser)
+    others = _all_others(result["sections"])
+    result["others_max"] = max(others, default=None)
+    result["others_median"] = float(np.median(others)) if others else None
+    result["summary"] = summary_rows(result["sections"])
     report = render(result)
     print(report)
     if args.out:
