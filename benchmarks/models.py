@@ -11,6 +11,7 @@ time (below 1: microtorch is faster).
     python3 benchmarks/models.py                               # prints the table
     python3 benchmarks/models.py --out benchmarks/results      # also models.json + models.md
     python3 benchmarks/models.py --cases cnn,lstm --rounds 3   # a subset
+    python3 benchmarks/models.py --busy-cores 1   # robustness: one core kept busy meanwhile
     python3 benchmarks/models.py --worker microtorch --case cnn --weights DIR   # one worker
 """
 
@@ -264,8 +265,9 @@ def worker(framework: str, case: str, weights: Path, cpu_benchmark: bool = False
 # ----------------------------------------------------------------------------------- driver
 
 def run(cases: list[str], rounds: int, threads: int, workdir: Path,
-        cpu_benchmark: bool = False) -> list[dict]:
-    """Every case under both frameworks, each alone in its process; one row per case/phase."""
+        cpu_benchmark: bool = False, busy_cores: int = 0) -> list[dict]:
+    """Every case under both frameworks, each alone in its process (but for ``busy_cores``
+    processes spinning while it runs); one row per case/phase."""
     from microtorch.bench.isolated import python_command, run_isolated
 
     rows = []
@@ -278,7 +280,7 @@ def run(cases: list[str], rounds: int, threads: int, workdir: Path,
                                   *(["--cpu-benchmark"] if cpu_benchmark else []))
 
         # Round 0 starts with microtorch, whose worker writes the shared weights.
-        result = run_isolated(command, rounds, threads)
+        result = run_isolated(command, rounds, threads, busy_cores=busy_cores)
         title = MODELS[case][0] if case in MODELS else OTHER_CASES[case]
         for phase, stats in result["phases"].items():
             row = {"case": case, "title": title, "phase": phase,
@@ -296,16 +298,29 @@ def run(cases: list[str], rounds: int, threads: int, workdir: Path,
     return rows
 
 
+def busy_phrase(busy_cores: int) -> str:
+    """How a report names the cores kept busy during the run ("" for none)."""
+    if not busy_cores:
+        return ""
+    return ("1 core kept busy by another process" if busy_cores == 1 else
+            f"{busy_cores} cores kept busy by other processes")
+
+
 def render(rows: list[dict], info: dict) -> str:
     """The Markdown report of one run."""
-    lines = ["# microtorch / PyTorch, each framework alone in its own process", "",
+    busy = busy_phrase(info.get("busy_cores", 0))
+    title = f"each framework in its own process, {busy}" if busy else \
+        "each framework alone in its own process"
+    busy_detail = (f"{busy} (a pure-Python loop each, not pinned, started before each worker "
+                   f"and stopped after it); ") if busy else ""
+    lines = [f"# microtorch / PyTorch, {title}", "",
              f"One run, {info['cpu']} ({info['simd']}), {info['cores']} cores, Python "
              f"{info['python']}, NumPy {info['numpy']} ({info['blas']}, kernels "
              f"{info['blas_kernel']}, OPENBLAS_CORETYPE {info['openblas_coretype'] or 'unset'}), "
              f"PyTorch {info['torch']} (CPU capability {info.get('torch_cpu_capability')}); "
-             f"{info['threads']} "
-             f"threads each; {info['rounds']} rounds per case, alternating which framework "
-             f"runs first; load average {info['load']} (start, end); microtorch's formulations "
+             f"{info['threads']} threads each; {busy_detail}{info['rounds']} rounds per "
+             f"case, alternating which framework runs first; load average {info['load']} "
+             f"(start, end); microtorch's formulations "
              f"chosen by {info.get('choices', 'timing')}. Medians (quartiles) over "
              f"all rounds' samples; ratio = microtorch median / PyTorch median (below 1: "
              f"microtorch is faster). Training steps: zero_grad, forward, cross-entropy, "
@@ -338,6 +353,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="microtorch chooses formulations by timing "
                              "(backends.cpu.benchmark = True) instead of its deterministic "
                              "shape rules: the cost of determinism, measured")
+    parser.add_argument("--busy-cores", type=int, default=0,
+                        help="processes spinning in a pure-Python loop while each worker "
+                             "runs, so the frameworks compete for cores as on a shared "
+                             "machine (a robustness figure)")
     parser.add_argument("--worker", choices=("microtorch", "torch"), help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--weights", type=Path, help=argparse.SUPPRESS)
@@ -349,12 +368,16 @@ def main(argv: list[str] | None = None) -> None:
     unknown = sorted(set(cases) - set(CASES))
     if unknown:
         parser.error(f"unknown cases {unknown}; choose from {CASES}")
+    if args.busy_cores < 0:
+        parser.error(f"--busy-cores must be >= 0, got {args.busy_cores}")
     from microtorch.bench import load_torch, machine_info
 
     load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = run(cases, args.rounds, args.threads, Path(tmp), args.cpu_benchmark)
+        rows = run(cases, args.rounds, args.threads, Path(tmp), args.cpu_benchmark,
+                   args.busy_cores)
     info = {**machine_info(load_torch()), "threads": args.threads, "rounds": args.rounds,
+            "busy_cores": args.busy_cores,
             "load": f"{load_start:.2f}, {os.getloadavg()[0]:.2f}",
             "choices": "timing (backends.cpu.benchmark)" if args.cpu_benchmark
             else "shape rules (default, deterministic)"}

@@ -348,6 +348,115 @@ def test_run_isolated_alternates_and_pools_rounds() -> None:
     assert result["losses"]["torch"] == [[0], [1], [2]]
 
 
+# Source of busy_children(parent, loop): the processes whose parent is ``parent`` running the
+# code ``loop``, from /proc (also run inside a worker process, so plain Python only).
+_BUSY_SCAN = """
+def busy_children(parent, loop):
+    import pathlib
+    found = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes().replace(b"\\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue  # (a process that ended meanwhile)
+        if ppid == parent and loop in cmd:
+            found.append(int(stat.parent.name))
+    return found
+"""
+
+
+def _busy_children(parent: int) -> list[int]:
+    """The busy processes (isolated.BUSY_LOOP) whose parent is ``parent``."""
+    from microtorch.bench.isolated import BUSY_LOOP
+
+    scope: dict = {}
+    exec(_BUSY_SCAN, scope)  # noqa: S102 - the test's own code, shared with the worker probe
+    return scope["busy_children"](parent, BUSY_LOOP)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_busy_processes_spin_while_the_body_runs_and_are_gone_after_it() -> None:
+    from microtorch.bench.isolated import busy_processes
+
+    with busy_processes(2) as procs:
+        assert len(procs) == 2 and all(p.poll() is None for p in procs)
+        assert sorted(_busy_children(os.getpid())) == sorted(p.pid for p in procs)
+    assert all(p.returncode is not None for p in procs) and not _busy_children(os.getpid())
+    with pytest.raises(RuntimeError, match="body failed"):  # killed when the body raises too
+        with busy_processes(1) as procs:
+            raise RuntimeError("body failed")
+    assert procs[0].returncode is not None and not _busy_children(os.getpid())
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="busy process count must be an int >= 0"):
+            with busy_processes(bad):
+                pass
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_run_isolated_keeps_busy_cores_spinning_beside_each_worker() -> None:
+    """Each worker sees ``busy_cores`` spinning siblings (children of the driver; the probe's
+    own command line holds the loop's text too, so it leaves itself out); none is left once
+    the run is over."""
+    import json
+    import sys
+
+    from microtorch.bench.isolated import BUSY_LOOP, run_isolated
+
+    probe = (f"import json, os\n{_BUSY_SCAN}\n"
+             f"busy = len(set(busy_children(os.getppid(), {BUSY_LOOP!r})) - {{os.getpid()}})\n"
+             "print(json.dumps({'phases': {'step': [1.0]}, 'extra': {'busy': busy}}))")
+    result = run_isolated(lambda fw, r: [sys.executable, "-c", probe], rounds=2, threads=1,
+                          busy_cores=1)
+    assert result["busy_cores"] == 1
+    assert result["extra"] == {"microtorch": [{"busy": 1}] * 2, "torch": [{"busy": 1}] * 2}
+    assert not _busy_children(os.getpid())
+    assert json.loads(json.dumps(result))["busy_cores"] == 1
+
+
+def _models_script():
+    """benchmarks/models.py as a module (it is a script, not a package module)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_models_script",
+                                                  REPO / "benchmarks" / "models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_models_busy_cores_reaches_every_worker_and_the_report(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """``--busy-cores`` is passed to run_isolated for every case and named in the header."""
+    from microtorch.bench import isolated
+
+    models = _models_script()
+    seen = []
+
+    def fake_run_isolated(command, rounds, threads, busy_cores=0):
+        seen.append(busy_cores)
+        stats = {"median_us": 1.0, "q1_us": 1.0, "q3_us": 1.0}
+        return {"phases": {"step": {"microtorch": stats, "torch": stats, "ratio": 1.0}},
+                "losses": {"microtorch": [[0.5]], "torch": [[0.5]]}}
+
+    monkeypatch.setattr(isolated, "run_isolated", fake_run_isolated)
+    rows = models.run(["mlp", "op_chain"], 1, 2, REPO, busy_cores=1)
+    assert seen == [1, 1] and len(rows) == 2
+    info = {"cpu": "cpu", "simd": "AVX2", "cores": 2, "python": "3", "numpy": "2",
+            "blas": "openblas", "blas_kernel": "Haswell", "openblas_coretype": None,
+            "torch": "2", "threads": 2, "rounds": 1, "load": "0, 0",
+            "choices": "shape rules"}
+    assert "busy" not in models.render(rows, {**info, "busy_cores": 0})
+    header = models.render(rows, {**info, "busy_cores": 1}).splitlines()[0]
+    assert header.endswith("each framework in its own process, 1 core kept busy by another "
+                           "process")
+    assert "2 cores kept busy by other processes (a pure-Python loop each" in models.render(
+        rows, {**info, "busy_cores": 2})
+    with pytest.raises(SystemExit):
+        models.main(["--busy-cores", "-1"])
+    assert "--busy-cores must be >= 0" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------- isolated workers
 
 def test_worker_command_runs_a_named_bench_function_in_another_process() -> None:

@@ -7,7 +7,9 @@ warm heap) is the other's too. ``run_isolated`` therefore starts one worker proc
 ones), each with the same thread count, PyTorch's without microtorch's import-time process
 settings (``UNTUNED_ENV``); a worker prints one JSON object on its last stdout line
 (``{"phases": {name: [seconds, ...]}, "losses": ..., "pid": ...}``). The figures are medians
-over every round's samples; the ratio is of medians.
+over every round's samples; the ratio is of medians. ``busy_cores`` keeps that many cores busy
+with other processes while each worker runs (``busy_processes``): the frameworks then compete
+for cores as on a shared machine, a robustness figure.
 
 Workers of ``microtorch bench`` are bench functions run by name:
 ``python -m microtorch.bench.isolated MODULE:FUNCTION JSON`` calls the function of a
@@ -26,7 +28,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -133,9 +136,34 @@ def run_worker(command: Sequence[str], threads: int | None, timeout: float = 600
     return json.loads(lines[-1])
 
 
+# What a busy process runs: a pure-Python loop, one core's worth of work, never yielding.
+BUSY_LOOP = "while True: pass"
+
+
+@contextmanager
+def busy_processes(n: int) -> Iterator[list[subprocess.Popen]]:
+    """Context manager: ``n`` processes (not pinned to a core) spin in ``BUSY_LOOP`` for the
+    body, started before it and killed (and reaped) after it, also when it raises. Yields
+    their ``Popen`` objects."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"busy process count must be an int >= 0, got {n!r}")
+    procs: list[subprocess.Popen] = []
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen([sys.executable, "-c", BUSY_LOOP],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
 def run_isolated(command_for: Any, rounds: int, threads: int | None,
                  frameworks: Sequence[str] = FRAMEWORKS, progress: Any = None,
-                 label: str = "worker") -> dict[str, Any]:
+                 label: str = "worker", busy_cores: int = 0) -> dict[str, Any]:
     """Time ``frameworks`` in separate processes over ``rounds`` alternating rounds.
 
     ``command_for(framework, round)`` gives the worker's command line. Returns, per framework,
@@ -143,7 +171,8 @@ def run_isolated(command_for: Any, rounds: int, threads: int | None,
     ratio of medians (first framework over the second), the workers' losses by round and the
     process ids the workers reported (``pids``: one per round). ``progress`` (a
     ``measure.Progress``) hears of each worker: ``section`` as it starts and for each of its
-    progress lines, ``update(1)`` as it ends.
+    progress lines, ``update(1)`` as it ends. ``busy_cores``: processes kept spinning while
+    each worker runs (``busy_processes``), each worker's own set.
     """
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -159,9 +188,10 @@ def run_isolated(command_for: Any, rounds: int, threads: int | None,
             where = f"{label}: {fw} alone, round {r + 1}/{rounds}"
             if progress is not None:
                 progress.section(where)
-            out = run_worker(command_for(fw, r), threads, framework=fw,
-                             on_progress=None if progress is None else
-                             (lambda text, where=where: progress.section(f"{where}: {text}")))
+            heard = (None if progress is None else
+                     (lambda text, where=where: progress.section(f"{where}: {text}")))
+            with busy_processes(busy_cores):
+                out = run_worker(command_for(fw, r), threads, framework=fw, on_progress=heard)
             for phase, times in out["phases"].items():
                 samples[fw].setdefault(phase, []).extend(times)
             losses[fw].append(out.get("losses", []))
@@ -170,7 +200,8 @@ def run_isolated(command_for: Any, rounds: int, threads: int | None,
                 extra[fw].append(out["extra"])
             if progress is not None:
                 progress.update(1)
-    result: dict[str, Any] = {"rounds": rounds, "threads": threads, "phases": {}}
+    result: dict[str, Any] = {"rounds": rounds, "threads": threads, "busy_cores": busy_cores,
+                              "phases": {}}
     for phase in samples[frameworks[0]]:
         row = {fw: summarize(samples[fw][phase]) for fw in frameworks if phase in samples[fw]}
         if len(row) == len(frameworks) and len(frameworks) == 2:
