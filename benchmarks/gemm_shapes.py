@@ -7,8 +7,9 @@ and which BLAS is faster at those shapes depends on the CPU: OpenBLAS's kernels 
 This separates that part of a model's ratio from microtorch's own work (elementwise passes,
 autograd, Python): for every Linear of a model (M rows, K inputs, N outputs) it times the three
 products of a step, forward ``x @ W.T``, input gradient ``g @ W`` and weight gradient
-``g.T @ x``, and (LSTM) the recurrence's per-step products; each model's row adds its
-products up, weighted by how many its step runs.
+``g.T @ x``, and (LSTM) the recurrence's per-step products, which microtorch runs on
+(features, rows) arrays; each model's row adds its products up, weighted by how many its step
+runs.
 
     python3 benchmarks/gemm_shapes.py                     # prints the table
     python3 benchmarks/gemm_shapes.py --out DIR           # also gemm_shapes.json/.md
@@ -40,6 +41,9 @@ MODELS = {
              ("recurrent step 128->512", 32, 128, 512, 100), ("head 128->10", 32, 128, 10, 1)],
 }
 PRODUCTS = ("forward", "input_grad", "weight_grad")
+# Products microtorch runs feature-major (ops/rnn.py: the LSTM recurrence); PyTorch's in its
+# own orientation.
+FEATURE_MAJOR = {"recurrent step 128->512"}
 
 
 def _shapes() -> list[tuple[str, str, int, int, int, int]]:
@@ -64,6 +68,12 @@ def worker(framework: str, repeats: int) -> dict:
             g = lib.from_numpy(rng.standard_normal((m, n), dtype=np.float32))
             calls = {"forward": (linear, x, w), "input_grad": (matmul, g, w),
                      "weight_grad": (matmul, g.t(), x)}
+            if framework == "microtorch" and label in FEATURE_MAJOR:
+                # microtorch's LSTM runs its step products on (features, rows) arrays:
+                # W (N, K) @ h.T (K, M), W.T (K, N) @ g.T (N, M), g.T (N, M) @ x (M, K)
+                calls = {"forward": (matmul, w, x.t().contiguous()),
+                         "input_grad": (matmul, w.t().contiguous(), g.t().contiguous()),
+                         "weight_grad": (matmul, g.t().contiguous(), x)}
             for product, (call, a, b) in calls.items():
                 for _ in range(3):
                     call(a, b)  # warm-up: pages, BLAS threads
