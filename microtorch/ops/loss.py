@@ -45,49 +45,54 @@ _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
 
 
 def _softmax_rows(xa):
-    """(x - row max, log of each row's sum of exp, softmax) of the (M, C) array ``xa``. On
-    the CPU (NumPy's own floats) the rows are shared between threads when large. ``shifted -
-    log_sum`` is bit for bit ``_log_softmax_array``; the softmax is ``exp(shifted) / sum``, as
-    ``Softmax`` computes it (one exponential per element, not a second one of the
-    log-softmax)."""
+    """(x - row max, log of each row's sum of exp, exp(x - row max), that sum) of the (M, C)
+    array ``xa``. On the CPU (NumPy's own floats) the rows are shared between threads when
+    large. ``shifted - log_sum`` is bit for bit ``_log_softmax_array``; ``exp / total`` is the
+    softmax bit for bit as ``Softmax`` computes it. The division is left to the backward,
+    which folds it into the one pass it makes anyway (``_nll_softmax_grad``)."""
     xp = xp_of(xa)
     m, c = xa.shape
     shifted = xp.empty_like(xa)
-    p = xp.empty_like(xa)
+    e = xp.empty_like(xa)
+    total = xp.empty((m, 1), xa.dtype)
     log_sum = xp.empty((m, 1), xa.dtype)
 
     def rows(lo: int, hi: int) -> None:
-        x, out, e = xa[lo:hi], shifted[lo:hi], p[lo:hi]
+        x, out = xa[lo:hi], shifted[lo:hi]
         # (per thread: NumPy's error state is the calling thread's)
         with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
             xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
-            total = xp.exp(out, out=e).sum(axis=1, keepdims=True)
-            xp.log(total, out=log_sum[lo:hi])
-            e /= total
+            xp.exp(out, out=e[lo:hi]).sum(axis=1, keepdims=True, out=total[lo:hi])
+            xp.log(total[lo:hi], out=log_sum[lo:hi])
 
     if xp is np and xa.dtype in _ROW_DTYPES:
         split_rows(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c, _ROWS_MIN_WORK)
     else:  # (CuPy, 16-bit floats: one call)
         rows(0, m)
-    return shifted, log_sum, p
+    return shifted, log_sum, e, total
 
 
-def _nll_softmax_grad(p, a, targets, g, reduction):
-    """``(p * a[:, None] - B) * g`` with B zero but ``a`` at each row's target: the gradient of
-    cross entropy without label smoothing, computed row block by row block (bit-identical:
-    subtracting zero changes nothing)."""
-    m, c = p.shape
-    out = np.empty_like(p)
-    g = g.reshape(-1, 1) if reduction == "none" else g
+def _nll_softmax_grad(e, total, a, targets, g, reduction):
+    """``(softmax * a[:, None] - B) * g`` with B zero but ``a`` at each row's target: the
+    gradient of cross entropy without label smoothing, as ``e * (a * g / total)[:, None]``
+    less ``a * g`` at each target (one pass over the logits; softmax = e / total), row block
+    by row block (the blocks' results are the same bits however they are split)."""
+    xp = xp_of(e)
+    m, c = e.shape
+    out = xp.empty_like(e)
+    ag = a * g  # (per row: g is per row for reduction="none", else a scalar)
+    coef = ag / total[:, 0]
 
     def rows(lo: int, hi: int) -> None:
         block = out[lo:hi]
-        np.multiply(p[lo:hi], a[lo:hi, None], out=block)
-        block[np.arange(hi - lo), targets[lo:hi]] -= a[lo:hi]
-        np.multiply(block, g[lo:hi] if reduction == "none" else g, out=block)
+        xp.multiply(e[lo:hi], coef[lo:hi, None], out=block)
+        block[xp.arange(hi - lo), targets[lo:hi]] -= ag[lo:hi]
 
-    split_rows(_ROWS["backward"], (p.shape, p.dtype.str, reduction), rows, m, m * c,
-               _ROWS_MIN_WORK)
+    if xp is np:
+        split_rows(_ROWS["backward"], (e.shape, e.dtype.str, reduction), rows, m, m * c,
+                   _ROWS_MIN_WORK)
+    else:
+        rows(0, m)
     return out
 
 
@@ -111,7 +116,7 @@ class CrossEntropy(Function):
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
         safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
         rows = xp.arange(m)
-        shifted, log_sum, softmax = _softmax_rows(xa)
+        shifted, log_sum, exps, total = _softmax_rows(xa)
         # (each picked log-probability is the element of shifted - log_sum: bit-identical)
         picked = shifted[rows, safe_t] - log_sum[:, 0]
         logp = shifted - log_sum if eps else None  # the whole array only when smoothing
@@ -130,23 +135,32 @@ class CrossEntropy(Function):
                     loss = nll.sum() / denom
                     if eps:
                         loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
-        ctx.save_for_backward(x, softmax)  # freed after backward
+        ctx.save_for_backward(x, exps)  # freed after backward
+        ctx.total = total
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
         return xp.asarray(loss, dtype=xa.dtype)
 
     @staticmethod
     def backward(ctx, grad):
-        x, p = ctx.saved_tensors
+        x, exps = ctx.saved_tensors
         safe_t, keep, row_w, w, denom, eps, reduction = ctx.parts
-        xp = xp_of(p)
-        m, c = p.shape
+        xp = xp_of(exps)
+        m, c = exps.shape
         # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
         a = (1 - eps) * row_w
-        if not eps and xp is np and p.dtype in _ROW_DTYPES and not recording():
+        if reduction == "mean":
+            # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
+            if xp is np:
+                scale = 1 / denom if denom else 0.0
+            else:  # a device-side select: reading ``denom`` on the host would sync
+                nonzero = denom != 0
+                scale = xp.where(nonzero, 1 / xp.where(nonzero, denom, 1), 0)
+        if not eps and exps.dtype in _ROW_DTYPES and not recording():  # (both devices alike)
             if reduction == "mean":
-                a = a * (1 / denom if denom else 0.0)
-            return finish(_nll_softmax_grad(p, a, safe_t, lift(grad)[0], reduction), None,
-                          None, None, None, None)
+                a = a * scale
+            return finish(_nll_softmax_grad(exps, ctx.total, a, safe_t, lift(grad)[0],
+                                            reduction), None, None, None, None, None)
+        p = exps / ctx.total
         b = xp.zeros_like(p)
         b[xp.arange(m), safe_t] = a
         if eps:
@@ -155,12 +169,6 @@ class CrossEntropy(Function):
             a = a + (eps / c) * w_sum * keep.astype(p.dtype)
             b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
         if reduction == "mean":
-            # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
-            if xp is np:
-                scale = 1 / denom if denom else 0.0
-            else:  # a device-side select: reading ``denom`` on the host would sync
-                nonzero = denom != 0
-                scale = xp.where(nonzero, 1 / xp.where(nonzero, denom, 1), 0)
             a, b = a * scale, b * scale
         a = a[:, None]
         (g,) = lift(grad)
