@@ -424,9 +424,11 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
             xp.matmul(whh_t, dg[t, :, lo:e], out=dh[:, lo:e])
 
     _over_rows(xp, lstm_rows, n, steps * n * g, "backward", ("LSTM", xw.shape, dt.str))
-    by_row = lambda arr: xp.ascontiguousarray(arr.transpose(0, 2, 1))  # noqa: E731
-    projection = None if dhs is None else (by_row(dhs), by_row(ms))
-    return by_row(dg), dh.T, dc.T, projection
+    def batch_major(arr):  # (..., features, rows) -> C-contiguous (..., rows, features)
+        return xp.ascontiguousarray(xp.swapaxes(arr, -1, -2))
+
+    projection = None if dhs is None else (batch_major(dhs), batch_major(ms))
+    return batch_major(dg), batch_major(dh), batch_major(dc), projection
 
 
 # Gate elements per thread below which one thread runs a recurrence faster (the Python
