@@ -506,3 +506,33 @@ def test_in_place_ops_on_outputs_leave_backward_intact(name):
         grads.append([xx.grad.numpy()] + [p.grad.numpy() for p in module.parameters()])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_lstm_state_gradients_are_contiguous(num_layers):
+    """The LSTM runs its loops feature-major; the gradients it hands back (input, h0, c0,
+    weights) are C-contiguous, as PyTorch's are, so views of them work."""
+    mt.manual_seed(0)
+    lstm = mt.nn.LSTM(4, 6, num_layers=num_layers)
+    x = mt.randn(5, 3, 4, requires_grad=True)
+    h0 = mt.randn(num_layers, 3, 6, requires_grad=True)
+    c0 = mt.randn(num_layers, 3, 6, requires_grad=True)
+    out, (h, c) = lstm(x, (h0, c0))
+    (out.sum() + h.sum() + c.sum()).backward()
+    for t in (x, h0, c0, *lstm.parameters()):
+        assert t.grad.is_contiguous()
+        assert t.grad.view(-1).numel() == t.numel()
+
+
+def test_recurrence_state_gradients_are_contiguous():
+    """The fused node's own gradients of h0 and c0 (leaves here, no slicing in between)."""
+    rng = _rng(3)
+    steps, n, hid = 4, 3, 5
+    xw = mt.tensor(rng.standard_normal((steps, n, 4 * hid)), requires_grad=True)
+    h0 = mt.tensor(rng.standard_normal((n, hid)), requires_grad=True)
+    c0 = mt.tensor(rng.standard_normal((n, hid)), requires_grad=True)
+    w_hh = mt.tensor(rng.standard_normal((4 * hid, hid)), requires_grad=True)
+    out, h_n, c_n = rnn_ops.recurrence("LSTM", xw, h0, c0, w_hh, None)
+    (out.sum() + c_n.sum()).backward()
+    for t in (xw, h0, c0, w_hh):
+        assert t.grad.is_contiguous() and t.grad.view(-1).numel() == t.numel()
