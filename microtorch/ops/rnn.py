@@ -240,17 +240,16 @@ class Recurrence(Function):
             dout = dout[::-1]
         if xp is np:
             gemm_threads(n * p * g)  # (each step's product; backend.threads' size rule)
-        dh = xp.zeros((n, p), grad.dtype)  # gradient reaching h_t through the recurrence
+        if mode != "LSTM":  # (the LSTM keeps its own, feature-major: _lstm_backward)
+            dh = xp.zeros((n, p), grad.dtype)  # gradient reaching h_t through the recurrence
         bs = ctx.bs  # active rows per processing step (finished rows: dh passes through)
         # Gradients of the pre-activations: zero for rows that did not step (packed input).
         empty = xp.empty if ctx.batch_sizes is None else xp.zeros
         gc0 = gwhr = None
         if mode == "LSTM":
-            dg, dh, gc0, whr_parts = _lstm_backward(xp, ctx, dout, grad[steps * n * p:],
-                                                    saved, empty)
+            dg, dh, gc0, gwhr = _lstm_backward(xp, ctx, dout, grad[steps * n * p:], saved,
+                                               empty)
             dgh = dg
-            if whr_parts is not None and _needs(ctx, 5):
-                gwhr = whr_parts[0].reshape(-1, p).T @ whr_parts[1].reshape(-1, g // 4)
         elif mode == "GRU":
             acts, ghs = saved[7:]
             hid = g // 3
@@ -367,8 +366,8 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
 
     ``dout`` (L, N, P): the outputs' gradients in processing order; ``dc_n``: the final cell
     state's, flat. Returns the pre-activations' gradients (L, N, G), the gradients of h0
-    (N, P) and c0 (N, H), and (for a projection) the arrays of its weight's gradient
-    (d h (L, N, P), m (L, N, H)), or None.
+    (N, P) and c0 (N, H), and the projection weight's gradient (P, H) when it has one and
+    it is needed, else None.
     """
     xw, w_hh, w_hr = saved[0], saved[3], saved[5]
     acts, cs, tcs, ms = saved[7:]
@@ -405,7 +404,7 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     dc = xp.ascontiguousarray(dc_n.reshape(n, hid).T)
     whh_t = xp.ascontiguousarray(w_hh._data.T)  # (P, G)
     whr_t = xp.ascontiguousarray(w_hr._data.T) if w_hr is not None else None
-    dhs = empty((steps, p, n), dt) if w_hr is not None else None
+    dhs = empty((steps, p, n), dt) if w_hr is not None and _needs(ctx, 5) else None
 
     def lstm_rows(lo: int, hi: int) -> None:  # rows (columns here) lo:hi, every step back
         for t in reversed(range(steps)):
@@ -415,7 +414,8 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
                 continue
             dm, dcb = dh[:, lo:e], dc[:, lo:e]
             if whr_t is not None:
-                dhs[t, :, lo:e] = dm
+                if dhs is not None:
+                    dhs[t, :, lo:e] = dm
                 dm = whr_t @ dm  # through the projection: gradient of o * tanh(c)
             dcb += dm * kc[t, :, lo:e]
             xp.multiply(dcb, k[t, :3, :, lo:e], out=dg4[t, :3, :, lo:e])
@@ -427,8 +427,9 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     def batch_major(arr):  # (..., features, rows) -> C-contiguous (..., rows, features)
         return xp.ascontiguousarray(xp.swapaxes(arr, -1, -2))
 
-    projection = None if dhs is None else (batch_major(dhs), batch_major(ms))
-    return batch_major(dg), batch_major(dh), batch_major(dc), projection
+    gwhr = None if dhs is None else batch_major(dhs).reshape(-1, p).T @ \
+        batch_major(ms).reshape(-1, hid)
+    return batch_major(dg), batch_major(dh), batch_major(dc), gwhr
 
 
 # Gate elements per thread below which one thread runs a recurrence faster (the Python
