@@ -258,6 +258,21 @@ def test_large_relu_over_threads_is_bit_identical_and_checks_in_place_changes() 
     np.testing.assert_array_equal(results[0][1], g0 * (x0 > 0))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("size", [1024, 5000, (1 << 16) + 3, 3 * (1 << 16)])
+def test_relu_against_blocks_of_zeros_matches_the_scalar_maximum(dtype, size) -> None:
+    # The SIMD path (maximum against an array of zeros) must give the scalar loop's bits:
+    # NaN of either sign kept, -0.0 to +0.0, infinities, across block boundaries.
+    rng = np.random.default_rng(size)
+    x0 = rng.standard_normal(size).astype(dtype)
+    specials = np.array([np.nan, -np.nan, -0.0, 0.0, np.inf, -np.inf], dtype)
+    x0[rng.integers(0, size, 60)] = np.resize(specials, 60)
+    y = microtorch.relu(microtorch.tensor(x0)).numpy()
+    expected = np.maximum(x0, 0)
+    assert y.dtype == expected.dtype
+    np.testing.assert_array_equal(y.view(np.uint8), expected.view(np.uint8))
+
+
 @pytest.mark.parametrize("case", [  # (input shape, weight shape, pads (t, b, l, r), dilation)
     ((64, 16, 14, 14), (32, 16, 3, 3), (1, 1, 1, 1), (1, 1)),
     ((5, 4, 9, 7), (6, 2, 3, 2), (2, 0, 1, 3), (1, 2)),
