@@ -85,7 +85,9 @@ def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: i
 # are independent, so the result is exact either way.
 _MOVES = {"im2col": choice("conv2d_im2col_images", ("threads", "one")),
           "col2im": choice("conv2d_col2im_images", ("threads", "one"))}
-_MOVES_MIN_WORK = 1 << 16  # elements per thread below which one thread is faster
+# Elements per thread below which one thread is faster: set inside the crossovers measured on
+# both CPU families (docs/architecture.md, "Tuning constants").
+_MOVES_MIN_WORK = 1 << 17
 
 
 def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
@@ -119,7 +121,7 @@ def _grad_columns(ga, g: int, nb: int):
 def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
                      nb: int):
     """The input gradient (N, C, H, W) of a convolution from its gradient columns (col2im):
-    by whole padded images for stride 1, by strided windows otherwise (same bits)."""
+    by whole padded images for stride 1 (when ``_rows_pay``), by strided windows otherwise."""
     if _rows_pay(wa.shape, g, x_shape, stride, pads, oh, ow, nb):
         return _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g, oh, ow, nb)
     return _conv_input_grad_windows(gm, wa, x_shape, stride, pads, dilation, g, oh, ow, nb)
@@ -180,8 +182,11 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
     a row of every channel's and image's columns in the target's order: the offset's slice-add
     is one contiguous addition per channel, shifted, instead of one per row of OW elements
     (NumPy pays some 0.1 us per row). The zero columns land in the next row or image; adding
-    +0.0 changes no sum, and every position receives its other terms in ``_col2im``'s order,
-    so the result is the same, bit for bit. An image's data columns end before
+    +0.0 changes no sum, and every position receives its other terms in ``_col2im``'s order.
+    So the result is the windows' bit for bit whenever BLAS rounds each column of the wider
+    product as it does in the narrower one (OpenBLAS's SkylakeX kernels do; its Haswell kernels
+    need not, which moves the last bits: either way the rule of shapes makes the choice, so a
+    machine gives the same bits every run). An image's data columns end before
     (OH-1)*WP + OW = HP*WP - (largest shift), so a share of images may leave out its last
     columns' spill into the next share: threads never write the same element.
     """

@@ -480,7 +480,7 @@ _Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o
 # thread gets _RELU_MIN_WORK elements (or by timing, opted in); elementwise, so exact.
 _RELU = {"forward": choice("relu_forward_chunks", ("threads", "one")),
          "backward": choice("relu_backward_chunks", ("threads", "one"))}
-_RELU_MIN_WORK = 1 << 17  # elements per thread below which one thread is faster
+_RELU_MIN_WORK = 1 << 19  # per thread (both CPU families: docs/architecture.md, "Tuning ...")
 
 
 # NumPy's maximum against a scalar runs a loop without SIMD, about 3x slower than against an
@@ -494,10 +494,9 @@ _zero_blocks: dict = {}
 def _max_with_zero(src: np.ndarray, dst: np.ndarray) -> None:
     """dst = maximum(src, 0) for 1-D contiguous float arrays, a block of zeros at a time."""
     zeros = _zero_blocks.get(src.dtype)
-    if zeros is None:
-        zeros = np.zeros(_ZERO_BLOCK, src.dtype)
+    if zeros is None:  # (read-only: shared by every call)
+        zeros = _zero_blocks.setdefault(src.dtype, np.zeros(_ZERO_BLOCK, src.dtype))
         zeros.flags.writeable = False
-        zeros = _zero_blocks.setdefault(src.dtype, zeros)
     for lo in range(0, src.size, _ZERO_BLOCK):
         hi = min(lo + _ZERO_BLOCK, src.size)
         np.maximum(src[lo:hi], zeros[:hi - lo], out=dst[lo:hi])

@@ -50,7 +50,9 @@ def _may_be_set(mask) -> bool:
 # _IMAGES_MIN_WORK input elements (or by timing, opted in); exact either way.
 _IMAGES = {"forward": choice("max_pool2d_forward_images", ("threads", "one")),
            "backward": choice("max_pool2d_backward_images", ("threads", "one"))}
-_IMAGES_MIN_WORK = 1 << 16  # input elements per thread below which one thread is faster
+# Input elements per thread below which one thread is faster (inside the crossovers measured on
+# both CPU families: docs/architecture.md, "Tuning constants").
+_IMAGES_MIN_WORK = 1 << 18
 
 
 def _over_images(xp, phase: str, key: tuple, fn, n: int, work: int) -> None:
