@@ -318,19 +318,22 @@ def _affine_both(lib, theta, size, align, dtype):
 
 
 @functools.cache
-def _torch_mkl_family():
-    """The MKL kernel family PyTorch's bmm runs here, found by running it: the family whose
-    replayed sum order gives its bits for affine_grid's theta gradient (2-D and 3-D: sums of
-    1,000 terms, MKL by any rule) (None: none of those microtorch replays)."""
+def _torch_mkl_family(dtype: str = "float32"):
+    """The MKL kernel family PyTorch's bmm runs here for ``dtype``, found by running it: the
+    family whose replayed sum order gives its bits for affine_grid's theta gradient (2-D and
+    3-D: sums of 1,000 and 60 terms, MKL by any rule) (None: none of those microtorch replays;
+    MKL's float64 kernels need not follow its float32 ones, e.g. on an AMD Zen 5 at PyTorch's
+    scalar SIMD level)."""
     rng = np.random.default_rng(0)
     cases = [((1, 1, 40, 25), rng.standard_normal((1, 2, 3))),
-             ((1, 1, 10, 10, 10), rng.standard_normal((1, 3, 4)))]
-    theirs = [_affine_both(torch, theta, size, False, "float32")[0][1] for size, theta in cases]
+             ((1, 1, 10, 10, 10), rng.standard_normal((1, 3, 4))),
+             ((2, 1, 3, 4, 5), rng.standard_normal((2, 3, 4)))]
+    theirs = [_affine_both(torch, theta, size, False, dtype)[0][1] for size, theta in cases]
     detected = cpu_capability.mkl
     try:
         for family in ("AVX512", "AVX2", "SSE"):
             cpu_capability.mkl = lambda family=family: family
-            if all(np.array_equal(_affine_both(mt, theta, size, False, "float32")[0][1], t)
+            if all(np.array_equal(_affine_both(mt, theta, size, False, dtype)[0][1], t)
                    for (size, theta), t in zip(cases, theirs)):
                 return family
     finally:
@@ -359,7 +362,7 @@ def test_affine_grid_bit_for_bit(dtype, size, align):
     _assert_affine(ours, theirs, theta, w, size, align, dtype)
 
 
-def _affine_exact(size) -> tuple[bool, bool]:
+def _affine_exact(size, dtype: str = "float32") -> tuple[bool, bool]:
     """Whether affine_grid's grid and its theta gradient for ``size`` are PyTorch's bits by
     design here: where PyTorch's bmm runs its plain loop, or the MKL family microtorch
     detects."""
@@ -370,7 +373,7 @@ def _affine_exact(size) -> tuple[bool, bool]:
     k = len(size) - 1  # the base grid's columns: (x, y[, z], 1)
     points = int(np.prod(size[2:]))
     grid_family, grad_family = V._family(np, k, points, k - 1), V._family(np, points, k, k - 1)
-    found = _torch_mkl_family()
+    found = _torch_mkl_family(dtype)
     return grid_family in ("plain", found), grad_family in ("plain", found)
 
 
@@ -379,7 +382,7 @@ def _assert_affine(ours, theirs, theta, w, size, align, dtype) -> None:
     where ``_affine_exact``, else within twice the rounding bound of a sum in any order."""
     k = len(size) - 1
     points = int(np.prod(size[2:]))
-    exact = _affine_exact(size)
+    exact = _affine_exact(size, dtype)
     if all(exact):
         for u, v, what in zip(ours, theirs, ("grid", "theta gradient")):
             _assert_same(u, v, what)

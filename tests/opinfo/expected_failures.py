@@ -6,7 +6,9 @@ listed op_db entries, in the listed dtypes (None: every dtype the entry runs), t
 indices (None: any sample; the samples are the same every run, torch being seeded before they
 are made) and on the listed device (None: every device). It is strict both ways: a failure no
 entry covers fails the test, and so does a check that no longer fails in a test the entry
-applies to (each listed sample must still fail), so the table only shrinks as bugs are fixed.
+applies to (each listed sample must still fail), so the table only shrinks as bugs are fixed;
+except for a rounding difference that only some CPUs show (``some_cpus``: PyTorch's result
+follows the SIMD level), which may pass elsewhere.
 
 A reason is one of: a tie order PyTorch does not document (``TIE``), a documented float
 rounding difference (``ROUNDING``: the comparison with PyTorch's float64 result of the same
@@ -33,6 +35,7 @@ class XFail:
     dtypes: tuple[str, ...] | None = None
     samples: tuple[int, ...] | None = None
     device: str | None = None
+    some_cpus: bool = False  # a rounding difference some CPUs do not show: may pass
 
     def applies(self, entry: str, dtype: str, device: str) -> bool:
         return (
@@ -55,6 +58,8 @@ def judge(entry: str, dtype: str, device: str, failures: list) -> tuple[list, li
     unexpected = [f for f in failures if not any(x.covers(f) for x in table)]
     fixed = []
     for x in table:
+        if x.some_cpus:
+            continue
         for check in x.checks:
             hit = {f.sample for f in failures if f.check == check and x.covers(f)}
             if not hit or (x.samples is not None and hit != set(x.samples)):
@@ -73,7 +78,7 @@ LRN_ROUNDING = ROUNDING + (
 )
 NORMALIZE_ROUNDING = ROUNDING + (
     "over a dim of size 1 the gradient is 0 by cancellation of two float32 terms of size "
-    "1/|x|; ~1 ulp of them is left"
+    "1/|x|; ~1 ulp of them is left (not on an AMD Zen 5, where both sides cancel alike)"
 )
 CONV3D_ROUNDING = ROUNDING + (
     "the weight gradient of this 1-channel conv3d (padding='same', dilation 3) is one float32 "
@@ -98,7 +103,8 @@ SPARSE_MM_REDUCE = (
 
 XFAILS: list[XFail] = [
     XFail(("sparse.mm.reduce",), ("op.convert",), SPARSE_MM_REDUCE),
-    XFail(("nn.functional.normalize",), ("op.grad",), NORMALIZE_ROUNDING, dtypes=("float32",)),
+    XFail(("nn.functional.normalize",), ("op.grad",), NORMALIZE_ROUNDING, dtypes=("float32",),
+          some_cpus=True),
     XFail(("nn.functional.local_response_norm",), ("op.value",), LRN_ROUNDING, dtypes=("int64",)),
     XFail(("nn.functional.conv3d",), ("op.grad",), CONV3D_ROUNDING, dtypes=("float32",),
           samples=(12,), device="cpu"),

@@ -50,3 +50,21 @@ def test_the_table_names_only_existing_entries():
     known = {catalog.entry_id(op) for op in catalog.load()}
     unknown = [e for x in expected_failures.XFAILS for e in x.entries if e not in known]
     assert not unknown, f"expected failures for entries op_db does not have: {unknown}"
+
+
+def test_the_table_is_strict_both_ways_except_for_cpu_dependent_rounding(monkeypatch):
+    from types import SimpleNamespace as Failure
+
+    if not _HAVE:
+        pytest.skip(TORCH_REASON)
+    table = [expected_failures.XFail(("a",), ("op.grad",), "strict"),
+             expected_failures.XFail(("b",), ("op.grad",), "rounding", some_cpus=True)]
+    monkeypatch.setattr(expected_failures, "XFAILS", table)
+    failing = [Failure(check="op.grad", sample=0)]
+    for entry in ("a", "b"):  # failing as listed: nothing to report
+        assert expected_failures.judge(entry, "float32", "cpu", failing) == ([], [])
+    unexpected, fixed = expected_failures.judge("a", "float32", "cpu", [])
+    assert unexpected == [] and fixed == ["strict [op.grad]"]  # gone: remove it
+    assert expected_failures.judge("b", "float32", "cpu", []) == ([], [])  # may pass
+    other = [Failure(check="op.value", sample=0)]
+    assert expected_failures.judge("b", "float32", "cpu", other)[0] == other  # not covered
