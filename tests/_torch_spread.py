@@ -2,8 +2,9 @@
 
 A float32 result that goes through many steps (a training run, an example script) rounds
 differently with the thread count and the SIMD width, in PyTorch as in microtorch, and training
-amplifies those ulps: PyTorch itself prints ``after RMSprop 15.368`` at 1 thread and 15.354 at 2
-on the same machine. A constant tuned on one CPU fails on the next; so such a comparison runs
+amplifies those ulps: PyTorch itself printed ``after RMSprop 15.368`` at 1 thread and 15.354 at 2
+on one machine (an oscillating fit in examples/polynomial_nn.py, since calmed). A constant tuned
+on one CPU fails on the next; so such a comparison runs
 PyTorch's side several ways on the machine at hand (:func:`torch_configs`: thread counts,
 SIMD levels) and allows, per value,
 
