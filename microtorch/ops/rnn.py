@@ -218,8 +218,12 @@ class Recurrence(Function):
         ctx.save_for_backward(xw, h0, c0, w_hh, b_hh, w_hr, hs, *extra)
         ctx.mode, ctx.reverse, ctx.batch_sizes, ctx.bs = mode, reverse, batch_sizes, bs
         out = hs[1:][::-1] if reverse else hs[1:]
-        if mode == "LSTM":
-            return xp.concatenate([out.reshape(-1), extra[1][steps].T.reshape(-1)])
+        if mode == "LSTM":  # outputs and final cell state, each copied once into one array
+            c_n = extra[1][steps].T
+            packed = xp.empty(out.size + c_n.size, dt)
+            packed[:out.size].reshape(out.shape)[...] = out
+            packed[out.size:].reshape(c_n.shape)[...] = c_n
+            return packed
         return out.copy()  # not a view of hs: in-place ops on the output must not reach it
 
     @staticmethod
