@@ -428,11 +428,13 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
             xp.matmul(whh_t, dg[t, :, lo:e], out=dh[:, lo:e])
 
     _over_rows(xp, lstm_rows, n, steps * n * g, "backward", ("LSTM", xw.shape, dt.str))
+
     def batch_major(arr):  # (..., features, rows) -> C-contiguous (..., rows, features)
         return xp.ascontiguousarray(xp.swapaxes(arr, -1, -2))
 
-    gwhr = None if dhs is None else batch_major(dhs).reshape(-1, p).T @ \
-        batch_major(ms).reshape(-1, hid)
+    gwhr = None
+    if dhs is not None:  # sum over steps and rows of dh_t m_t^T, as one product
+        gwhr = batch_major(dhs).reshape(-1, p).T @ batch_major(ms).reshape(-1, hid)
     return batch_major(dg), batch_major(dh), batch_major(dc), gwhr
 
 
