@@ -337,8 +337,8 @@ def _min_work_cases() -> list[dict]:
 
     pow2 = [1 << i for i in range(8)]
     return [
-        {"constant": "_RELU_MIN_WORK", "module": "microtorch.ops.elementwise",
-         "where": "ops/elementwise.py", "workload": "relu forward + backward, flat float32",
+        {"constant": "_RELU_MIN_WORK", "module": "microtorch.ops.rectifier",
+         "where": "ops/rectifier.py", "workload": "relu forward + backward, flat float32",
          "sizes": [1 << e for e in range(15, 23)], "make": relu},
         {"constant": "_ROWS_MIN_WORK", "module": "microtorch.ops.loss", "where": "ops/loss.py",
          "workload": "cross_entropy forward + backward, (m, 1000) logits",

@@ -185,13 +185,14 @@ def test_common_ops_have_tangent_rules():
         indexing,
         linalg,
         linear,
+        rectifier,
         reduce,
         shape,
     )
 
     x = mt.ones(2)
     for cls in (elementwise.Add, elementwise.Mul, elementwise.Div, elementwise.Exp,
-                elementwise.Tanh, elementwise.Relu, elementwise.Maximum, elementwise.Where,
+                elementwise.Tanh, rectifier.Relu, elementwise.Maximum, elementwise.Where,
                 activation.Softmax, activation.LogSoftmax, activation.Elu, linalg.MatMul,
                 linear.Linear, conv.Conv2d, reduce.Sum, reduce.Mean, shape.Reshape,
                 shape.Permute, shape.Expand, indexing.Index, shape.Gather, shape.Cat):

@@ -117,7 +117,6 @@ from .elementwise import (
     Neg,
     Pow,
     Reciprocal,
-    Relu,
     Round,
     Rsqrt,
     Sigmoid,
@@ -143,6 +142,7 @@ from .linalg import bmm, dot, matmul, mm, mv, outer
 from .linalg_toplevel import *  # noqa: F403
 from .matrix import *  # noqa: F403
 from .random_fill import *  # noqa: F403
+from .rectifier import Relu
 from .reduce import (
     all,
     amax,

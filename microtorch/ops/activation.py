@@ -18,8 +18,8 @@ from ._autocast import autocast_op
 from ._util import Tensor, _float_array, wrap_dim, xp_of
 
 __all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "Elu", "Softplus",
-           "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Hardshrink",
-           "Softshrink", "RreluWithNoise"]
+           "LeakyRelu", "Silu", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid",
+           "Hardshrink", "Softshrink", "RreluWithNoise"]
 
 
 # -- softmax family -----------------------------------------------------------------------------
@@ -182,6 +182,37 @@ class Softplus(_Pointwise):
         # backward masks y < threshold.
         # (y >= threshold, not its negation, picks the constant: NaN stays NaN, as PyTorch's)
         return F.where(y > threshold, g, g * _sigmoid(F, F.where(y >= threshold, threshold, y)))
+
+
+class LeakyRelu(_Pointwise):
+    """x where x > 0, else negative_slope * x (NaN takes the slope and stays NaN). The
+    gradient is selected the same way, g or g * negative_slope, as PyTorch's kernel: a
+    composition of ``where`` would add the two branches' gradients, turning a -0.0 into 0.0."""
+
+    @staticmethod
+    def compute(xp, x, slope):
+        return xp.where(x > 0, x, x * slope)
+
+    @staticmethod
+    def derivative(g, x, F, slope):
+        return F.where(x > 0, g, g * slope)
+
+
+class Silu(_Pointwise):
+    """x / (1 + exp(-x)), PyTorch's formula; its derivative, as PyTorch's kernel writes it,
+    ``g * s * (1 + x * (1 - s))`` with s = 1 / (1 + exp(-x)): one product of g with the
+    derivative (x * sigmoid(x) composed gives g s + g x s (1 - s), NaN for an infinite g where
+    the two terms' signs differ)."""
+
+    @staticmethod
+    def compute(xp, x):
+        return x / (1 + xp.exp(-x))
+
+    @staticmethod
+    def derivative(g, x, F):
+        # (under create_graph the Sigmoid node, whose own derivative cannot overflow)
+        s = F.sigmoid(x) if hasattr(F, "sigmoid") else 1 / (1 + F.exp(-x))
+        return g * s * (1 + x * (1 - s))
 
 
 class Hardtanh(_Pointwise):

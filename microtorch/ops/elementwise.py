@@ -9,7 +9,6 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
-from ..backend.autotune import choice, split_rows
 from ._util import (
     Tensor,
     _cast,
@@ -471,81 +470,6 @@ def _abs_derivative(g, x, o, F):
 
 Abs = _unary("Abs", _no_bool("abs_cpu", lambda xp, x: xp.abs(x)), _abs_derivative,
              floating=False, holomorphic=False)
-# PyTorch passes the gradient where not (out <= 0): also where out is NaN. out = max(x, 0) is
-# never negative, so that is out != 0 (as cheap as out > 0).
-_Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0), lambda g, x, o, F: g * (o != 0),
-               "output", False)
-
-# Whether a large ReLU (forward, backward) shares its elements between threads: whenever each
-# thread gets _RELU_MIN_WORK elements (or by timing, opted in); elementwise, so exact.
-_RELU = {"forward": choice("relu_forward_chunks", ("threads", "one")),
-         "backward": choice("relu_backward_chunks", ("threads", "one"))}
-_RELU_MIN_WORK = 1 << 19  # per thread (both CPU families: docs/architecture.md, "Tuning ...")
-
-
-# NumPy's maximum against a scalar runs a loop without SIMD, about 3x slower than against an
-# array; so a contiguous ReLU takes its zeros from one small read-only block per dtype, reused
-# from cache (same bits: NaN propagates, -0.0 gives +0.0, as against the scalar).
-_ZERO_BLOCK = 1 << 16
-_RELU_BLOCKS_MIN = 1 << 10  # elements below which the scalar loop's fewer calls win
-_zero_blocks: dict = {}
-
-
-def _max_with_zero(src: np.ndarray, dst: np.ndarray) -> None:
-    """dst = maximum(src, 0) for 1-D contiguous float arrays, a block of zeros at a time."""
-    zeros = _zero_blocks.get(src.dtype)
-    if zeros is None:  # (read-only: shared by every call)
-        zeros = _zero_blocks.setdefault(src.dtype, np.zeros(_ZERO_BLOCK, src.dtype))
-        zeros.flags.writeable = False
-    for lo in range(0, src.size, _ZERO_BLOCK):
-        hi = min(lo + _ZERO_BLOCK, src.size)
-        np.maximum(src[lo:hi], zeros[:hi - lo], out=dst[lo:hi])
-
-
-class Relu(_Relu):
-    """max(x, 0); contiguous float arrays on the CPU against blocks of zeros, large ones in
-    chunks over threads."""
-
-    @classmethod
-    def forward(cls, ctx, x):
-        arr = x._data
-        if arr.dtype.kind == "b":
-            raise RuntimeError("Boolean inputs not supported for relu")
-        if type(arr) is not np.ndarray or arr.size < _RELU_BLOCKS_MIN or \
-                arr.dtype.kind != "f" or not arr.flags.c_contiguous:
-            return super().forward(ctx, x)
-        ctx.save_output()
-        out = np.empty_like(arr)
-        src, dst = arr.reshape(-1), out.reshape(-1)
-
-        def chunk(lo: int, hi: int) -> None:
-            _max_with_zero(src[lo:hi], dst[lo:hi])
-
-        split_rows(_RELU["forward"], (arr.size, arr.dtype.str), chunk, src.size, src.size,
-                   _RELU_MIN_WORK)
-        return out
-
-    @classmethod
-    def backward(cls, ctx, grad):
-        g = grad._data if isinstance(grad, Tensor) else grad
-        o = ctx._out_data
-        plain = not recording() and type(g) is np.ndarray and type(o) is np.ndarray
-        if not (plain and g.shape == o.shape and g.dtype == o.dtype
-                and g.size >= 2 * _RELU_MIN_WORK and g.flags.c_contiguous
-                and o.flags.c_contiguous):
-            return super().backward(ctx, grad)
-        _ = ctx.saved_output  # the in-place check: raises if the output was modified since
-        res = np.empty_like(g)
-        gf, of, rf = g.reshape(-1), o.reshape(-1), res.reshape(-1)
-
-        def chunk(lo: int, hi: int) -> None:
-            np.multiply(gf[lo:hi], of[lo:hi] != 0, out=rf[lo:hi])  # (NaN: see _Relu)
-
-        split_rows(_RELU["backward"], (g.size, g.dtype.str), chunk, gf.size, gf.size,
-                   _RELU_MIN_WORK)
-        return finish(res)
-
-
 def _sigmoid(xp, x):
     # Split by sign so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
     if x.dtype.kind == "c":  # (complex numbers have no sign to split by)

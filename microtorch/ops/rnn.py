@@ -25,8 +25,9 @@ from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows, timing_active
 from ..backend.threads import blas_threads, gemm_threads, run_rows
 from ._util import Tensor, xp_of
-from .elementwise import Relu, Sigmoid, Tanh
+from .elementwise import Sigmoid, Tanh
 from .linear import Linear
+from .rectifier import Relu
 from .shape import cat, stack
 
 __all__ = []

@@ -22,7 +22,8 @@ from ...ops import activation as A
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, wrap_dim
 from ...ops.activation import floating_only
-from ...ops.elementwise import Relu, Sigmoid, Tanh
+from ...ops.elementwise import Sigmoid, Tanh
+from ...ops.rectifier import Relu
 from ...ops.special import erf
 
 __all__ = ["softmax", "log_softmax", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
@@ -33,13 +34,6 @@ __all__ = ["softmax", "log_softmax", "relu", "relu_", "leaky_relu", "gelu", "sil
 
 
 # -- activations ---------------------------------------------------------------------------------
-def _inplace_result(input: Tensor, out: Tensor, torch_name: str) -> Tensor:
-    """``out`` written into ``input``, named as PyTorch's in-place op (a view written in place
-    reads AsStrided, as in PyTorch)."""
-    input.copy_(out)
-    return input if input._base is not None else named(input, torch_name)
-
-
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     """max(x, 0)."""
     return input.relu_() if inplace else Relu.apply(input)
@@ -50,12 +44,15 @@ def relu_(input: Tensor) -> Tensor:
     return input.relu_()
 
 
+def _leaky_relu(x: Tensor, negative_slope: float) -> Tensor:
+    floating_only(x, "leaky_relu_cpu")
+    return A.LeakyRelu.apply(x, negative_slope)
+
+
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x."""
-    floating_only(input, "leaky_relu_cpu")
-    out = where(input > 0, input, input * negative_slope)
-    return _inplace_result(input, out, "LeakyReluBackward1") if inplace else \
-        named(out, "LeakyReluBackward0", input)
+    return _maybe_inplace(_leaky_relu, input, inplace, float(negative_slope),
+                          names=(None, "LeakyReluBackward1"))
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -70,12 +67,14 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
+def _silu(x: Tensor) -> Tensor:
+    floating_only(x, "silu_cpu")
+    return A.Silu.apply(x)
+
+
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
-    floating_only(input, "silu_cpu")
-    out = input * Sigmoid.apply(input)
-    return _inplace_result(input, out, "SiluBackward0") if inplace else \
-        named(out, "SiluBackward0", input)
+    return _maybe_inplace(_silu, input, inplace)
 
 
 def sigmoid(input: Tensor) -> Tensor:
@@ -400,8 +399,7 @@ def _rrelu_noise(input: Tensor, lower: float, upper: float):
 
 def _rrelu(x: Tensor, lower: float, upper: float, training: bool) -> Tensor:
     if not training:
-        slope = (float(lower) + float(upper)) / 2
-        return where(x > 0, x, x * slope)
+        return A.LeakyRelu.apply(x, (float(lower) + float(upper)) / 2)
     if x._data.dtype == np.float16 and x._backend.device.type == "cpu":
         raise NotImplementedError("\"rrelu_with_noise_out_cpu\" not implemented for 'Half'")
     return A.RreluWithNoise.apply(x, *_rrelu_noise(x, lower, upper))

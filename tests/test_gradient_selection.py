@@ -1,0 +1,143 @@
+"""Gradients that PyTorch selects rather than multiplies, bit for bit against PyTorch.
+
+ReLU's backward is ``threshold_backward``: the incoming gradient where the output is not <= 0,
++0.0 elsewhere; leaky ReLU's is g or g * slope. A product with a 0/1 mask differs: -0.0 where
+the gradient is negative (printed as ``-0.``), NaN where it is infinite or NaN. SiLU's
+derivative is one factor times g; its composition x * sigmoid(x) gives NaN for an infinite g.
+The incoming gradients here hold signed zeros, infinities and NaN on purpose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import microtorch as mt
+import microtorch.nn as nn
+import microtorch.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+pytestmark = pytest.mark.torch
+
+X = np.array([-2.0, -1.0, -0.0, 0.0, 0.5, 1.0, 3.0, 7.0, -7.0, 6.0, -0.5, 2.0, np.nan, -np.inf,
+              np.inf, 1e-30])
+G = np.array([-1.0, np.inf, -2.0, np.nan, -3.0, 1.0, -1.0, -4.0, np.inf, -np.inf, np.nan, -0.0,
+              -5.0, -1.0, np.inf, -0.0])
+
+
+def _cases(size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The table above, then random values with every 7th gradient negative zero and every
+    11th infinite: ``size`` elements each."""
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([X, rng.standard_normal(max(size - X.size, 0))])[:size]
+    g = np.concatenate([G, rng.standard_normal(max(size - G.size, 0))])[:size]
+    g[X.size::7] = -0.0
+    g[X.size + 3::11] = np.inf
+    return x, g
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal bit for bit (zeros' signs included); NaN where PyTorch has NaN."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    ints = {2: np.int16, 4: np.int32, 8: np.int64}[got.dtype.itemsize]
+    mismatched = np.flatnonzero((got.view(ints) != want.view(ints)) & ~nan)
+    assert mismatched.size == 0, (f"{mismatched.size} elements differ, first at "
+                                  f"{mismatched[0]}: {got.flat[mismatched[0]]!r} vs "
+                                  f"{want.flat[mismatched[0]]!r}")
+
+
+def _grads(fn_mt, fn_torch, x, g, dtype, device, shape=None):
+    """x's gradient in microtorch and in PyTorch of ``fn(x)`` against incoming ``g``."""
+    shape = shape or x.shape
+    xm = mt.tensor(x.astype(dtype).reshape(shape), device=device, requires_grad=True)
+    xt = torch.tensor(x.astype(dtype).reshape(shape), requires_grad=True)
+    ym, yt = fn_mt(xm), fn_torch(xt)
+    ym.backward(mt.tensor(g.astype(dtype).reshape(ym.shape), device=device))
+    yt.backward(torch.tensor(g.astype(dtype).reshape(tuple(yt.shape))))
+    return xm.grad.cpu().numpy(), xt.grad.numpy()
+
+
+RELUS = [
+    ("F.relu", F.relu, TF.relu),
+    ("relu", lambda x: x.relu(), lambda x: x.relu()),
+    ("relu_", lambda x: (x * 1).relu_(), lambda x: (x * 1).relu_()),
+    ("module", nn.ReLU(), torch.nn.ReLU()),
+    # the gradient reaching ReLU is a transposed (non-contiguous) view
+    ("transposed", lambda x: F.relu(x).t(), lambda x: TF.relu(x).t()),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("size", [16, 3000, (1 << 21) + 6])  # (the last: shared by threads)
+@pytest.mark.parametrize("case", RELUS, ids=[c[0] for c in RELUS])
+def test_relu_gradient_is_selected_as_pytorch(device, dtype, size, case):
+    _, fn_mt, fn_torch = case
+    x, g = _cases(size)
+    shape = (2, size // 2)
+    _same_bits(*_grads(fn_mt, fn_torch, x, g, dtype, device, shape))
+
+
+def test_relu_gradient_prints_as_pytorch(device):
+    """No ``-0.`` where PyTorch prints ``0.``: a negative gradient below the kink."""
+    x = mt.tensor([-1.0, 2.0], device=device, requires_grad=True)
+    (mt.relu(x) * -3.0).sum().backward()
+    xt = torch.tensor([-1.0, 2.0], requires_grad=True)
+    (torch.relu(xt) * -3.0).sum().backward()
+    assert repr(x.grad.cpu()) == repr(xt.grad)
+
+
+LEAKY = [
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.1), lambda x: TF.leaky_relu(x, 0.1)),
+    ("leaky_relu_default", F.leaky_relu, TF.leaky_relu),
+    ("rrelu_eval", lambda x: F.rrelu(x, 0.1, 0.3), lambda x: TF.rrelu(x, 0.1, 0.3)),
+    ("leaky_relu_inplace", lambda x: F.leaky_relu(x * 1, 0.2, inplace=True),
+     lambda x: TF.leaky_relu(x * 1, 0.2, inplace=True)),
+]
+SILUS = [("silu", F.silu, TF.silu),
+         ("silu_inplace", lambda x: F.silu(x * 1, inplace=True),
+          lambda x: TF.silu(x * 1, inplace=True))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", LEAKY, ids=[c[0] for c in LEAKY])
+def test_leaky_relu_values_and_gradient_bits(device, dtype, case):
+    _, fn_mt, fn_torch = case
+    x, g = _cases(400, seed=1)
+    xm = mt.tensor(x.astype(dtype), device=device)
+    _same_bits(fn_mt(xm).cpu().numpy(), fn_torch(torch.tensor(x.astype(dtype))).numpy())
+    _same_bits(*_grads(fn_mt, fn_torch, x, g, dtype, device))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", SILUS, ids=[c[0] for c in SILUS])
+def test_silu_gradient_keeps_infinite_gradients(device, dtype, case):
+    """An infinite incoming gradient gives PyTorch's +-inf (0 where the derivative is 0), no
+    NaN; finite ones agree to rounding."""
+    x, g = _cases(500, seed=2)
+    x = x[np.isfinite(x)]
+    g = g[:x.size]
+    got, want = _grads(case[1], case[2], x, g, dtype, device)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    infinite = np.isinf(want)
+    np.testing.assert_array_equal(got[infinite], want[infinite])
+    tol = {"float32": 1e-6, "float64": 1e-13}[dtype]
+    np.testing.assert_allclose(got[~infinite], want[~infinite], rtol=tol, atol=tol)
+
+
+def test_silu_double_backward_matches_pytorch(device):
+    """Under create_graph the sigmoid is microtorch's node (its own derivative cannot
+    overflow): finite second derivatives at large |x| too."""
+    x0 = np.array([-100.0, -30.0, -3.0, -0.5, 0.0, 0.5, 2.0, 30.0, 100.0])
+    xm = mt.tensor(x0, device=device, requires_grad=True)
+    xt = torch.tensor(x0, requires_grad=True)
+    (gm,) = mt.autograd.grad(F.silu(xm).sum(), xm, create_graph=True)
+    (gt,) = torch.autograd.grad(TF.silu(xt).sum(), xt, create_graph=True)
+    np.testing.assert_allclose(gm.detach().cpu().numpy(), gt.detach().numpy(), rtol=1e-12,
+                               atol=1e-300)
+    (ggm,) = mt.autograd.grad(gm.sum(), xm)
+    (ggt,) = torch.autograd.grad(gt.sum(), xt)
+    np.testing.assert_allclose(ggm.cpu().numpy(), ggt.numpy(), rtol=1e-12, atol=1e-300)
