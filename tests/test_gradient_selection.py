@@ -4,7 +4,9 @@ ReLU's backward is ``threshold_backward``: the incoming gradient where the outpu
 +0.0 elsewhere; leaky ReLU's is g or g * slope. A product with a 0/1 mask differs: -0.0 where
 the gradient is negative (printed as ``-0.``), NaN where it is infinite or NaN. SiLU's
 derivative is one factor times g; its composition x * sigmoid(x) gives NaN for an infinite g.
-The incoming gradients here hold signed zeros, infinities and NaN on purpose.
+PReLU selects both its gradients; the value-selecting reductions (sort, topk, max along a dim,
+...) write their gradient into zeros instead of adding it. The incoming gradients here hold
+signed zeros, infinities and NaN on purpose.
 """
 
 from __future__ import annotations
@@ -141,3 +143,62 @@ def test_silu_double_backward_matches_pytorch(device):
     (ggm,) = mt.autograd.grad(gm.sum(), xm)
     (ggt,) = torch.autograd.grad(gt.sum(), xt)
     np.testing.assert_allclose(ggm.cpu().numpy(), ggt.numpy(), rtol=1e-12, atol=1e-300)
+
+
+SELECTING = [
+    ("sort", lambda x: x.sort(1).values),
+    ("sort_descending_stable", lambda x: x.sort(dim=1, descending=True, stable=True).values),
+    ("topk", lambda x: x.topk(3, 1).values),
+    ("kthvalue", lambda x: x.kthvalue(2, 1).values),
+    ("median_dim", lambda x: x.median(1).values),
+    ("nanmedian_dim", lambda x: x.nanmedian(1).values),
+    ("mode", lambda x: x.mode(1).values),
+    ("max_dim", lambda x: x.max(1).values),
+    ("min_dim_keepdim", lambda x: x.min(1, keepdim=True).values),
+    ("max_dim_0d", lambda x: x[0, 0].max(0).values),
+]
+
+
+@pytest.mark.parametrize("case", SELECTING, ids=[c[0] for c in SELECTING])
+def test_value_selecting_gradients_are_written_not_added(device, case):
+    """PyTorch scatters a value-selecting reduction's gradient into zeros: a -0.0 stays -0.0
+    (added to 0.0 it would be 0.0)."""
+    _, fn = case
+    x0 = np.array([[3.0, -1.0, 2.0, 0.5, 2.0], [1.0, 1.0, -2.0, 7.0, np.nan]], np.float32)
+    grads = []
+    for lib in (mt, torch):
+        x = lib.tensor(x0, requires_grad=True) if lib is torch else \
+            mt.tensor(x0, device=device, requires_grad=True)
+        y = fn(x)
+        g = np.full(tuple(y.shape), -0.0, np.float32)
+        g.reshape(-1)[:1] = -1.5
+        y.backward(torch.tensor(g) if lib is torch else mt.tensor(g, device=device))
+        grads.append(x.grad.cpu().numpy() if lib is mt else x.grad.numpy())
+    _same_bits(*grads)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("channels", [1, 3])
+def test_prelu_gradients_are_selected(device, dtype, channels):
+    """g or w * g for the input, 0 or x * g (summed) for the weight, as PyTorch's kernel: an
+    infinite input gives its weight no NaN, a -0.0 gradient stays -0.0."""
+    x0, g0 = _cases(48, seed=3)
+    x0 = x0.reshape(4, 3, 4)
+    g0 = g0.reshape(4, 3, 4)
+    x0[1, :, 1] = np.inf  # positive: no share in the weight's gradient
+    w0 = np.array([0.25, -0.5, 2.0][:channels])
+    out = []
+    for lib in (mt, torch):
+        def make(a, lib=lib):
+            a = a.astype(dtype)
+            return torch.tensor(a, requires_grad=True) if lib is torch else \
+                mt.tensor(a, device=device, requires_grad=True)
+        x, w = make(x0), make(w0)
+        y = (torch.nn.functional if lib is torch else F).prelu(x, w)
+        y.backward(torch.tensor(g0.astype(dtype)) if lib is torch else
+                   mt.tensor(g0.astype(dtype), device=device))
+        out.append([t.grad.cpu().numpy() if lib is mt else t.grad.numpy() for t in (x, w)])
+    _same_bits(out[0][0], out[1][0])
+    # the weight's gradient is a sum: its order may differ; its NaN-ness may not
+    np.testing.assert_array_equal(np.isnan(out[0][1]), np.isnan(out[1][1]))
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-5 if dtype == "float32" else 1e-12)

@@ -15,11 +15,11 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ._autocast import autocast_op
-from ._util import Tensor, _float_array, wrap_dim, xp_of
+from ._util import Tensor, _float_array, _needs, reduce_grad, wrap_dim, xp_of
 
 __all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "Elu", "Softplus",
-           "LeakyRelu", "Silu", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid",
-           "Hardshrink", "Softshrink", "RreluWithNoise"]
+           "LeakyRelu", "Silu", "Prelu", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish",
+           "LogSigmoid", "Hardshrink", "Softshrink", "RreluWithNoise"]
 
 
 # -- softmax family -----------------------------------------------------------------------------
@@ -213,6 +213,31 @@ class Silu(_Pointwise):
         # (under create_graph the Sigmoid node, whose own derivative cannot overflow)
         s = F.sigmoid(x) if hasattr(F, "sigmoid") else 1 / (1 + F.exp(-x))
         return g * s * (1 + x * (1 - s))
+
+
+class Prelu(Function):
+    """x where x > 0, else w * x, ``w`` broadcast against x (PyTorch's _prelu_kernel). Both
+    gradients are selected as PyTorch's backward selects them: g or w * g for x, 0 or x * g
+    for w (summed to w's shape); a composition of ``where`` would add the branches (-0.0
+    becoming 0.0; 0 * inf, a NaN, in the weight's gradient at an infinite input)."""
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, x, w):
+        xa, wa = x._data, w._data
+        ctx.save_for_backward(x, w)
+        ctx.w_meta = wa.shape, wa.dtype
+        return xp_of(xa).where(xa > 0, xa, wa * xa)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, x, w = lift(grad, *ctx.saved_tensors)
+        F = namespace(g)
+        positive = x > 0
+        gx = F.where(positive, g, w * g) if _needs(ctx, 0) else None
+        gw = reduce_grad(F.where(positive, 0.0, x * g), *ctx.w_meta) if _needs(ctx, 1) else None
+        return finish(gx, gw)
 
 
 class Hardtanh(_Pointwise):

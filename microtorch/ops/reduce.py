@@ -11,6 +11,7 @@ from ..autograd.grad_mode import recording
 from ._autocast import autocast_op
 from ._util import Tensor, dims_arg, reduce_grad, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
+from .shape import gather_unique
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -241,7 +242,7 @@ def _extreme(op: str, input: Tensor, dim=None, keepdim=False):
     d = wrap_dim(dim, input._data.ndim)
     _check_nonempty(op, input._data, (d,))
     indices = argmax(input, d, True) if op == "max" else argmin(input, d, True)
-    values = input.gather(d, indices)
+    values = gather_unique(input, d, indices)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
     return values_indices(named(values, "MaxBackward0" if op == "max" else "MinBackward0",

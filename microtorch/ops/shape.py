@@ -408,6 +408,20 @@ class Gather(Function):
         return ScatterAdd.apply(grad.new_zeros(ctx.shape), ctx.dim, index, grad), None, None
 
 
+class GatherUnique(Gather):
+    """``gather`` with an index that names each position along ``dim`` at most once (the
+    values that sort, topk, kthvalue and median select). Its gradient is written into zeros,
+    as PyTorch's value_selecting_reduction_backward scatters it, not added to them: the same
+    values, but a -0.0 stays -0.0 (0.0 + -0.0 is 0.0)."""
+
+    torch_name = "GatherBackward0"  # (a gather: so the profiler names it)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (index,) = ctx.saved_tensors
+        return grad.new_zeros(ctx.shape).scatter(ctx.dim, index, grad), None, None
+
+
 class ScatterAdd(Function):
     @staticmethod
     def forward(ctx, x, dim, index, src):
@@ -451,6 +465,16 @@ def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
         return Gather.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     _util.check_index_arg(input, d, index, "gather")
     return Gather.apply(input, d, index)
+
+
+def gather_unique(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """``gather`` of an index that names each position along ``dim`` at most once, built by
+    the caller (no checks): its gradient is scattered, not added (``GatherUnique``)."""
+    if index._data.size == 0:
+        return gather(input, dim, index)
+    if input._data.ndim == 0:  # (one element, as gather counts it)
+        return GatherUnique.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
+    return GatherUnique.apply(input, dim, index)
 
 
 def _scalar_index(index: Tensor, fn: str, name: str) -> None:

@@ -19,6 +19,7 @@ from ..autograd.function import named
 from . import _stl
 from ._util import Tensor, wrap_dim, xp_of
 from .counting import no_derivative
+from .shape import gather_unique
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "unique", "unique_consecutive",
            "searchsorted", "bucketize", "quantile", "nanquantile", "nanmedian", "mode"]
@@ -123,7 +124,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     if input._data.ndim == 0:
         values = input.clone()
     else:
-        values = input.gather(d, idx)
+        values = gather_unique(input, d, idx)
     return sort_result(named(values, "SortBackward1" if stable else "SortBackward0", input), idx)
 
 
@@ -163,7 +164,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
             rows = xp_of(arr).ones(arr.shape[:d] + arr.shape[d + 1:], dtype=bool)
         _replay(input._data, d, arr, rows, _topk_order(k, largest, sorted, partial))
     idx = idx.narrow(d, 0, k).contiguous() if k < size else idx
-    return topk_result(named(input.gather(d, idx), "TopkBackward0", input), idx)
+    return topk_result(named(gather_unique(input, d, idx), "TopkBackward0", input), idx)
 
 
 def _topk_order(k: int, largest: bool, sorted_: bool, partial: bool):
@@ -211,7 +212,7 @@ def _kthvalue(input: Tensor, k: int, dim: int, keepdim: bool, replayed: bool):
         rows = same[..., builtins.max(k - 2, 0):k].any(-1)
         _replay(input._data, d, idx._data, rows, _kth_order(k))
     idx = idx.narrow(d, k - 1, 1).contiguous()
-    values = input.gather(d, idx)
+    values = gather_unique(input, d, idx)
     if not keepdim:
         values, idx = values.squeeze(d), idx.squeeze(d)
     return kthvalue_result(named(values, "KthvalueBackward0", input), idx)
@@ -248,7 +249,7 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
         if bool(has_nan.any()):
             first_nan = nan.to(_dtype.int64).argmax(d, keepdim=True)
             indices = indices.where(~has_nan, first_nan)
-            values = input.gather(d, indices)
+            values = gather_unique(input, d, indices)
     if not keepdim and input._data.ndim:
         values, indices = values.squeeze(d), indices.squeeze(d)
     return median_result(named(values, "MedianBackward1", input), indices)
@@ -323,7 +324,7 @@ def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
     n = arr.shape[d]
     picked = xp.where(count == 0, _all_nan_position(n), picked).astype(np.int64)
     indices = Tensor._make(picked)
-    values = input.gather(d, indices)
+    values = gather_unique(input, d, indices)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
     return nanmedian_result(named(values, "NanmedianBackward1", input), indices)
@@ -359,7 +360,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     best = xp.argmax(xp.where(ends, length, 0), axis=1)[:, None]  # the first longest run
     picked = xp.take_along_axis(order, best, 1).astype(np.int64).reshape(lead + (1,))
     indices = Tensor._make(xp.moveaxis(picked, -1, d))
-    values = input.gather(d, indices)
+    values = gather_unique(input, d, indices)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
     return mode_result(named(values, "ModeBackward0", input), indices)

@@ -302,7 +302,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         w = weight.reshape((1,) * input.ndim)
     # (PyTorch's prelu kernel gets the weight through a view)
     shown = ShownNode("ViewBackward0", edge_of(weight)) if weight.requires_grad else None
-    return named(where(input > 0, input, w * input), "PreluKernelBackward0", input, shown)
+    return named(A.Prelu.apply(input, w), "PreluKernelBackward0", input, shown)
 
 
 def softsign(input: Tensor) -> Tensor:
