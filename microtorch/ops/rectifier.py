@@ -101,8 +101,9 @@ class Relu(_Relu):
             return super().backward(ctx, grad)  # (the selection as np/cupy/Tensor where)
         _ = ctx.saved_output  # the in-place check: raises if the output was modified since
         res = np.empty_like(g)
-        if not (g.flags.c_contiguous and o.flags.c_contiguous and res.flags.c_contiguous):
-            _select_nonzero(g, o, res)
+        if g.size < 2 * _RELU_MIN_WORK or not (g.flags.c_contiguous and o.flags.c_contiguous
+                                                and res.flags.c_contiguous):
+            _select_nonzero(g, o, res)  # (one call: too small to share, or not flat)
             return finish(res)
         gf, of, rf = g.reshape(-1), o.reshape(-1), res.reshape(-1)
 
