@@ -16,9 +16,10 @@ from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ._autocast import autocast_op
 from ._util import Tensor, _float_array, _needs, reduce_grad, wrap_dim, xp_of
+from .special import _erf_array
 
 __all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "Elu", "Softplus",
-           "LeakyRelu", "Silu", "Prelu", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish",
+           "LeakyRelu", "Silu", "Prelu", "Gelu", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish",
            "LogSigmoid", "Hardshrink", "Softshrink", "RreluWithNoise"]
 
 
@@ -238,6 +239,56 @@ class Prelu(Function):
         gx = F.where(positive, g, w * g) if _needs(ctx, 0) else None
         gw = reduce_grad(F.where(positive, 0.0, x * g), *ctx.w_meta) if _needs(ctx, 1) else None
         return finish(gx, gw)
+
+
+# C's M_SQRT1_2, M_2_SQRTPI and M_SQRT2, from which PyTorch's GELU kernels derive theirs
+_SQRT1_2 = 0.70710678118654752440
+_2_SQRTPI = 1.12837916709551257390
+_SQRT2 = 1.41421356237309504880
+_GELU_PDF = _2_SQRTPI * _SQRT1_2 * 0.5  # 1 / sqrt(2 pi), rounded once to the dtype
+_GELU_TANH_BETA = _SQRT2 * _2_SQRTPI * 0.5  # sqrt(2 / pi)
+_GELU_TANH_KAPPA = 0.044715
+
+
+def _wide(a):
+    """16-bit floats in float32 (PyTorch's kernels compute them so, rounding once)."""
+    return a.astype(np.float32) if not isinstance(a, Tensor) and a.dtype.itemsize == 2 else a
+
+
+class Gelu(_Pointwise):
+    """x Phi(x), exactly (erf) or by its tanh approximation, each with PyTorch's kernel
+    formulas: forward and derivative are one expression each, so the gradient is one product
+    of g with the derivative (x * 0.5 * (1 + erf(...)) composed adds two terms: NaN for an
+    infinite g)."""
+
+    @staticmethod
+    def compute(xp, x, approximate):
+        v = _wide(x)
+        if approximate == "tanh":
+            inner = _GELU_TANH_BETA * (v + _GELU_TANH_KAPPA * (v * v * v))
+            return 0.5 * v * (1 + xp.tanh(inner))
+        return v * 0.5 * (1 + _erf(xp, v * _SQRT1_2))
+
+    @staticmethod
+    def derivative(g, x, F, approximate):
+        dy, v = _wide(g), _wide(x)
+        if approximate == "tanh":
+            dt = v._data.dtype if isinstance(v, Tensor) else v.dtype
+            three_kappa = float(dt.type(3) * dt.type(_GELU_TANH_KAPPA))  # (in the dtype)
+            v_sq = v * v
+            t = F.tanh(_GELU_TANH_BETA * (v + _GELU_TANH_KAPPA * (v_sq * v)))
+            left_derivative = 0.5 * (1 + t)
+            right_derivative = 0.5 * v * (1 - t * t) * (_GELU_TANH_BETA * (1 + three_kappa * v_sq))
+            out = dy * (left_derivative + right_derivative)
+        else:
+            cdf = 0.5 * (1 + _erf(F, v * _SQRT1_2))
+            out = dy * (cdf + v * (_GELU_PDF * F.exp(v * v * -0.5)))
+        return out if isinstance(out, Tensor) else out.astype(g.dtype, copy=False)
+
+
+def _erf(F, v):
+    """erf: microtorch's op under create_graph, SciPy's (cupyx's on CUDA) on arrays."""
+    return F.erf(v) if hasattr(F, "erf") else _erf_array(v)
 
 
 class Hardtanh(_Pointwise):

@@ -36,7 +36,7 @@ def _select_nonzero(g: np.ndarray, o: np.ndarray, res: np.ndarray) -> None:
     bitwise and of g's bits with a mask of all ones or all zeros, branch-free and vectorised:
     2 passes and a byte-wide one, as fast as the product it replaces.
     """
-    keep = np.not_equal(o, 0)
+    keep = np.not_equal(o, 0, out=np.empty(o.shape, np.bool_))  # (an array also when 0-d)
     mask = keep.view(np.int8)
     np.negative(mask, out=mask)  # 1 -> -1: all bits set (sign-extended to g's width)
     ints = _SAME_WIDTH_INT[g.dtype.itemsize]

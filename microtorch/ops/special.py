@@ -65,9 +65,13 @@ class Atan2(Function):
     @staticmethod
     def backward(ctx, grad):
         y, x = ctx.saved_tensors
-        r2 = x * x + y * y
-        gy = grad * x / r2 if ctx.meta[0] else None
-        gx = grad * -y / r2 if ctx.meta[1] else None
+        # PyTorch's atan2_backward: times the reciprocal of y^2 + x^2, which is 0 where that
+        # is 0 (the gradient at the origin is 0, not 0/0)
+        denom = y * y + x * x
+        zero = denom == 0  # (1 in place of 0 first: no division by zero to warn about)
+        recip = denom.masked_fill(zero, 1.0).reciprocal().masked_fill(zero, 0.0)
+        gy = grad * x * recip if ctx.meta[0] else None
+        gx = grad * -y * recip if ctx.meta[1] else None
         return (None if gy is None else reduce_grad(gy, *ctx.meta[0]),
                 None if gx is None else reduce_grad(gx, *ctx.meta[1]))
 

@@ -9,7 +9,6 @@ Each follows PyTorch's signature, defaults, error types and messages; graph node
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -24,7 +23,6 @@ from ...ops._util import Tensor, wrap_dim
 from ...ops.activation import floating_only
 from ...ops.elementwise import Sigmoid, Tanh
 from ...ops.rectifier import Relu
-from ...ops.special import erf
 
 __all__ = ["softmax", "log_softmax", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid",
            "tanh", "softmin", "glu", "elu", "elu_", "selu", "selu_", "celu", "celu_", "softplus",
@@ -58,13 +56,10 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x) (exact, via erf) or its tanh approximation (``approximate='tanh'``)."""
     floating_only(input, "GeluKernelImpl")
-    if approximate == "none":
-        return named(input * 0.5 * (1.0 + erf(input * (1.0 / math.sqrt(2.0)))),
-                     "GeluBackward0", input)
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return named(input * 0.5 * (1.0 + inner.tanh()), "GeluBackward0", input)
-    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got "
+                           f"{approximate!r}")
+    return A.Gelu.apply(input, approximate)
 
 
 def _silu(x: Tensor) -> Tensor:
