@@ -237,3 +237,35 @@ def test_atan2_gradient_is_pytorchs_at_the_origin_and_elsewhere(device):
         got.append([t.grad.cpu().numpy() if lib is mt else t.grad.numpy() for t in (y, x)])
     for mine, theirs in zip(*got):
         _same_bits(mine, theirs)
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weights", ["none", "weight", "pos_weight", "both"])
+def test_bce_with_logits_gradient_is_one_product_with_g(device, reduction, weights):
+    """(sigmoid(x) - y) g for the input, -x g for the target (PyTorch's formulas, pos_weight's
+    too): an infinite incoming gradient stays infinite (the composition gave NaN), the rest
+    agrees to rounding."""
+    rng = np.random.default_rng(5)
+    x0 = np.concatenate([[-1.0, 2.0, -30.0, 0.0], rng.standard_normal(36) * 3]).reshape(8, 5)
+    y0 = rng.random((8, 5))
+    extra = {"weight": rng.random(5) + 0.5, "pos_weight": rng.random(5) * 3}
+    chosen = {"none": [], "weight": ["weight"], "pos_weight": ["pos_weight"],
+              "both": ["weight", "pos_weight"]}[weights]
+    g0 = rng.standard_normal((8, 5)) if reduction == "none" else np.array(2.5)
+    if reduction == "none":
+        g0[0, :2] = np.inf
+    got = []
+    for lib in (mt, torch):
+        kw = {} if lib is torch else {"device": device}
+        x = lib.tensor(x0, requires_grad=True, **kw)
+        y = lib.tensor(y0, requires_grad=True, **kw)
+        opts = {k: lib.tensor(extra[k], **kw) for k in chosen}
+        fn = F if lib is mt else TF
+        loss = fn.binary_cross_entropy_with_logits(x, y, reduction=reduction, **opts)
+        loss.backward(lib.tensor(g0, **kw))
+        got.append([t.grad.cpu().numpy() if lib is mt else t.grad.numpy() for t in (x, y)])
+    for mine, theirs in zip(*got):
+        np.testing.assert_array_equal(np.isnan(mine), np.isnan(theirs))
+        infinite = np.isinf(theirs)
+        np.testing.assert_array_equal(mine[infinite], theirs[infinite])
+        np.testing.assert_allclose(mine[~infinite], theirs[~infinite], rtol=1e-12, atol=1e-15)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.function import Function, finish, lift
+from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, split_rows
-from ._util import _needs, _wrap, reduce_grad, xp_of
-from .activation import Softmax
+from ._util import Tensor, _needs, _wrap, reduce_grad, xp_of
+from .activation import LogSigmoid, Softmax, _sigmoid
 
-__all__ = ["CrossEntropy", "BinaryCrossEntropy", "class_targets"]
+__all__ = ["CrossEntropy", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "class_targets"]
 
 
 # -- cross entropy with class indices -----------------------------------------------------------
@@ -207,3 +207,55 @@ class BinaryCrossEntropy(Function):
         if _needs(ctx, 1):
             gy = grad * ((1 - x).log().clamp(min=-100) - x.log().clamp(min=-100))
         return gx, gy
+
+
+# -- binary cross entropy with logits -----------------------------------------------------------
+class BinaryCrossEntropyWithLogits(Function):
+    """The elementwise loss ``(1 - y) x - w_y log_sigmoid(x)`` (w_y = (pos_weight - 1) y + 1,
+    times ``weight``) with PyTorch's gradients: ``(sigmoid(x) - y) g`` for x (with a
+    pos_weight: ``((p y + 1 - y) sigmoid(x) - p y) g``), ``-x g`` for y (with one:
+    ``(log_sigmoid(-x) - log_sigmoid(x) p) g``), each then times ``weight``. One product with
+    g, so an infinite g stays infinite (the composition added (1 - y) g and -g sigmoid(-x):
+    inf - inf). ``weight`` and ``pos_weight`` get no gradient here (PyTorch has none)."""
+
+    lifted = True
+    torch_name = "BinaryCrossEntropyWithLogitsBackward0"
+
+    @staticmethod
+    def forward(ctx, x, y, weight, pos_weight):
+        xa, ya = x._data, y._data
+        xp = xp_of(xa)
+        w = None if weight is None else weight._data
+        p = None if pos_weight is None else pos_weight._data
+        ctx.save_for_backward(x, y, weight, pos_weight)
+        ctx.meta = (xa.shape, xa.dtype), (ya.shape, ya.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):  # (PyTorch's NaNs are silent)
+            softplus_neg = -LogSigmoid.compute(xp, xa)
+            if p is not None:
+                softplus_neg = ((p - 1) * ya + 1) * softplus_neg
+            loss = (1 - ya) * xa + softplus_neg
+            return loss if w is None else loss * w
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, x, y, w, p = lift(grad, *ctx.saved_tensors)
+        F = namespace(g)
+        gx = gy = None
+        with np.errstate(invalid="ignore", over="ignore"):
+            if _needs(ctx, 0):
+                s = _sigmoid(F, x)
+                if p is None:
+                    gx = (s - y) * g
+                else:
+                    py = p * y
+                    gx = ((py + 1 - y) * s - py) * g
+                gx = reduce_grad(gx if w is None else gx * w, *ctx.meta[0])
+            if _needs(ctx, 1):
+                if p is None:
+                    gy = -x * g
+                else:
+                    log_sig = LogSigmoid.apply if isinstance(x, Tensor) else \
+                        (lambda v: LogSigmoid.compute(F, v))
+                    gy = (log_sig(-x) - log_sig(x) * p) * g
+                gy = reduce_grad(gy if w is None else gy * w, *ctx.meta[1])
+        return finish(gx, gy, None, None)

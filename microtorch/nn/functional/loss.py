@@ -221,6 +221,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not any(t is not None and t.requires_grad for t in (weight, pos_weight)):
+        loss = L.BinaryCrossEntropyWithLogits.apply(input, target, weight, pos_weight)
+        return named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0", input,
+                     target)
+    # A weight that wants a gradient (PyTorch has none for it): the composition, whose
+    # gradients are the same for input and target except at an infinite g (NaN there).
     # softplus(-x) = -log_sigmoid(x), PyTorch's form; the LogSigmoid node's own derivative
     # (sigmoid(-x)) keeps the gradient finite at x = +-inf (sigmoid(x) - y, as PyTorch's), where
     # a composition would meet inf - inf. Its errors stay silent, as PyTorch's NaNs are.
@@ -233,8 +240,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
             loss = (1 - target) * input + softplus_neg
         if weight is not None:
             loss = loss * weight
-    return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
-                 "BinaryCrossEntropyWithLogitsBackward0", input, target)
+    return named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0", input,
+                 target)
 
 
 
