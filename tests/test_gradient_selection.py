@@ -110,7 +110,8 @@ SMOOTH = [("silu", F.silu, TF.silu),
            lambda x: TF.silu(x * 1, inplace=True)),
           ("gelu", F.gelu, TF.gelu),
           ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"),
-           lambda x: TF.gelu(x, approximate="tanh"))]
+           lambda x: TF.gelu(x, approximate="tanh")),
+          ("sinc", mt.sinc, torch.sinc)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -126,7 +127,7 @@ def test_leaky_relu_values_and_gradient_bits(device, dtype, case):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", SMOOTH, ids=[c[0] for c in SMOOTH])
 def test_smooth_activation_gradient_keeps_infinite_gradients(device, dtype, case):
-    """SiLU's and GELU's gradients are one product of g with the derivative: an infinite
+    """SiLU's, GELU's and sinc's gradients are one product of g with the derivative: an infinite
     incoming gradient gives PyTorch's +-inf, no NaN; finite ones agree to rounding (PyTorch's
     vectorised float32 erf is an approximation good to about 1e-7 in absolute terms)."""
     x, g = _cases(500, seed=2)

@@ -484,15 +484,30 @@ def xlogy(input, other) -> Tensor:
     return named(Xlogy.apply(x, y), name, *(t for t in (input, other) if isinstance(t, Tensor)))
 
 
+class Sinc(Function):
+    """sin(pi x) / (pi x), 1 at x = 0; the gradient PyTorch's sinc_backward, one product with
+    g: ``g * conj((pi x cos(pi x) - sin(pi x)) / (pi x^2))``, 0 where pi x^2 is 0."""
+
+    @staticmethod
+    def forward(ctx, x):
+        xa, xp = x._data, xp_of(x._data)
+        ctx.save_for_backward(x)
+        with np.errstate(invalid="ignore", divide="ignore"):  # (x = 0: replaced by 1 below)
+            out = xp.sin(xa * math.pi) / (xa * math.pi)
+        return xp.where(xa == 0, xp.ones((), xa.dtype), out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        x_pi, x_sq_pi = x * math.pi, x * x * math.pi
+        zero = x_sq_pi == 0  # (1 in place of 0 in the denominator: no division by zero)
+        out = grad * ((x_pi * x_pi.cos() - x_pi.sin()) / x_sq_pi.masked_fill(zero, 1.0)).conj()
+        return out.masked_fill(zero, 0.0)
+
+
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), and 1 at x = 0 (gradient 0 there)."""
-    x = _as_float(input)
-    xp = xp_of(x._data)
-    at_zero = Tensor._make(x._data == 0)
-    one = Tensor._make(xp.ones((), x._data.dtype))
-    safe = x.where(~at_zero, one)  # keeps 0/0 out of the gradient at x = 0
-    scaled = safe * math.pi
-    return named((scaled.sin() / scaled).where(~at_zero, one), "SincBackward0", input)
+    return Sinc.apply(_as_float(input))
 
 
 def frac(input: Tensor) -> Tensor:
