@@ -270,3 +270,16 @@ def test_bce_with_logits_gradient_is_one_product_with_g(device, reduction, weigh
         infinite = np.isinf(theirs)
         np.testing.assert_array_equal(mine[infinite], theirs[infinite])
         np.testing.assert_allclose(mine[~infinite], theirs[~infinite], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["weight", "pos_weight"])
+def test_bce_with_logits_refuses_a_weight_that_requires_grad(device, name):
+    """PyTorch has no derivative for weight and pos_weight and says so when they require
+    grad (not under no_grad)."""
+    x = mt.randn(3, 4, device=device, requires_grad=True)
+    y = mt.rand(3, 4, device=device)
+    w = mt.rand(4, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=f"with respect to argument '{name}'"):
+        F.binary_cross_entropy_with_logits(x, y, **{name: w})
+    with mt.no_grad():
+        F.binary_cross_entropy_with_logits(x, y, **{name: w})

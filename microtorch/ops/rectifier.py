@@ -42,6 +42,7 @@ def _select_nonzero(g: np.ndarray, o: np.ndarray, res: np.ndarray) -> None:
     ints = _SAME_WIDTH_INT[g.dtype.itemsize]
     np.bitwise_and(g.view(ints), mask, out=res.view(ints))
 
+
 # Whether a large ReLU (forward, backward) shares its elements between threads: whenever each
 # thread gets _RELU_MIN_WORK elements (or by timing, opted in); elementwise, so exact.
 _RELU = {"forward": choice("relu_forward_chunks", ("threads", "one")),

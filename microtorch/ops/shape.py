@@ -455,26 +455,26 @@ def zero_padded(t: Tensor, shape: tuple) -> Tensor:
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values of ``input`` at ``index`` along ``dim``."""
+    return _gather(Gather, input, dim, index)
+
+
+def gather_unique(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """``gather`` of an index that names each position along ``dim`` at most once (what the
+    value-selecting reductions build): its gradient is written, not added (``GatherUnique``)."""
+    return _gather(GatherUnique, input, dim, index)
+
+
+def _gather(node, input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = wrap_dim(dim, input._data.ndim)
     if index._data.size == 0:  # PyTorch checks neither the dtype nor the dims of no indices
         none = Tensor._make(xp_of(index._data).zeros((0,), np.int64))
         flat = input.reshape(-1) if input._data.ndim != 1 else input
-        return Gather.apply(flat, 0, none).reshape(index.shape)
+        return node.apply(flat, 0, none).reshape(index.shape)
     if input._data.ndim == 0:  # one element: PyTorch counts a 0-d tensor as one of size 1
         _scalar_index(index, "gather", "input")
-        return Gather.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
+        return node.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     _util.check_index_arg(input, d, index, "gather")
-    return Gather.apply(input, d, index)
-
-
-def gather_unique(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    """``gather`` of an index that names each position along ``dim`` at most once, built by
-    the caller (no checks): its gradient is scattered, not added (``GatherUnique``)."""
-    if index._data.size == 0:
-        return gather(input, dim, index)
-    if input._data.ndim == 0:  # (one element, as gather counts it)
-        return GatherUnique.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
-    return GatherUnique.apply(input, dim, index)
+    return node.apply(input, d, index)
 
 
 def _scalar_index(index: Tensor, fn: str, name: str) -> None:

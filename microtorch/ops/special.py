@@ -492,8 +492,9 @@ class Sinc(Function):
     def forward(ctx, x):
         xa, xp = x._data, xp_of(x._data)
         ctx.save_for_backward(x)
+        product = xa * math.pi
         with np.errstate(invalid="ignore", divide="ignore"):  # (x = 0: replaced by 1 below)
-            out = xp.sin(xa * math.pi) / (xa * math.pi)
+            out = xp.sin(product) / product
         return xp.where(xa == 0, xp.ones((), xa.dtype), out)
 
     @staticmethod

@@ -15,12 +15,13 @@ import numpy as np
 
 from ..._user_warnings import warn_at_caller
 from ...autograd.function import named
+from ...autograd.grad_mode import is_grad_enabled
 from ...autograd.node import ShownNode, edge_of
 from ...ops import loss as L
 from ...ops import masked_fill, where
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, xp_of
-from ...ops.activation import LogSigmoid, log_softmax
+from ...ops.activation import log_softmax
 from ...ops.elementwise import ClampMinValueOnly, Exp, Log, Log1p
 from ...ops.special import Xlogy
 from ._util import _size
@@ -217,32 +218,20 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
-    """Sigmoid + binary cross entropy in the stable form (1-y) x + w_y softplus(-x)."""
+    """Sigmoid + binary cross entropy in the stable form (1-y) x + w_y softplus(-x), one node
+    (``ops.loss.BinaryCrossEntropyWithLogits``) with PyTorch's gradients."""
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if not any(t is not None and t.requires_grad for t in (weight, pos_weight)):
-        loss = L.BinaryCrossEntropyWithLogits.apply(input, target, weight, pos_weight)
-        return named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0", input,
-                     target)
-    # A weight that wants a gradient (PyTorch has none for it): the composition, whose
-    # gradients are the same for input and target except at an infinite g (NaN there).
-    # softplus(-x) = -log_sigmoid(x), PyTorch's form; the LogSigmoid node's own derivative
-    # (sigmoid(-x)) keeps the gradient finite at x = +-inf (sigmoid(x) - y, as PyTorch's), where
-    # a composition would meet inf - inf. Its errors stay silent, as PyTorch's NaNs are.
-    with np.errstate(invalid="ignore", over="ignore"):
-        softplus_neg = -LogSigmoid.apply(input)
-        if pos_weight is not None:
-            log_weight = (pos_weight - 1) * target + 1
-            loss = (1 - target) * input + log_weight * softplus_neg
-        else:
-            loss = (1 - target) * input + softplus_neg
-        if weight is not None:
-            loss = loss * weight
-    return named(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0", input,
-                 target)
-
+    if is_grad_enabled():  # (PyTorch's check: it has no derivative for them)
+        for name, t in (("weight", weight), ("pos_weight", pos_weight)):
+            if t is not None and t.requires_grad:
+                raise RuntimeError(f"The function 'binary_cross_entropy_with_logits' is not "
+                                   f"differentiable with respect to argument '{name}'. This "
+                                   f"input cannot have requires_grad True.")
+    loss = L.BinaryCrossEntropyWithLogits.apply(input, target, weight, pos_weight)
+    return named(_reduce(loss, _legacy_reduction(size_average, reduce, reduction)),
+                 "BinaryCrossEntropyWithLogitsBackward0", input, target)
 
 
 # -- robust regression, divergence, margin and likelihood losses ----------------------------------
