@@ -193,6 +193,34 @@ def test_value_selecting_gradients_are_written_not_added(device, case):
     _same_bits(*grads)
 
 
+POOLS = [  # (kernel, stride, padding, dilation, ceil_mode), input (N, C, 12, 12)
+    ("tiled_2x2", 2, 2, 0, 1, False),
+    ("disjoint_gaps", 2, 3, 0, 1, False),
+    ("padded", 3, 3, 1, 1, False),
+    ("overlapping", 3, 1, 1, 1, False),
+    ("dilated", 2, 3, 0, 2, False),
+    ("ceil_mode", 2, 2, 0, 1, True),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", POOLS, ids=[c[0] for c in POOLS])
+def test_max_pool_gradient_is_written_into_zeros(device, dtype, case):
+    """max_pool2d's backward puts each output gradient on its window's maximum and +0.0 on the
+    other elements (PyTorch's zeros), whatever the gradient: a negative one gives no -0.0
+    beside it, an infinite or NaN one no NaN; overlapping windows add their shares."""
+    _, k, s, p, d, ceil = case
+    x, g = _cases(2 * 3 * 12 * 12, seed=3)
+
+    def pool(lib_f):
+        return lambda t: lib_f.max_pool2d(t, k, s, p, d, ceil)
+
+    xm = mt.tensor(x.reshape(2, 3, 12, 12).astype(dtype), device=device)
+    out_shape = tuple(pool(F)(xm).shape)
+    g = g[:int(np.prod(out_shape))]
+    _same_bits(*_grads(pool(F), pool(TF), x, g, dtype, device, (2, 3, 12, 12)))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("channels", [1, 3])
 def test_prelu_gradients_are_selected(device, dtype, channels):

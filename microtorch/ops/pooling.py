@@ -17,7 +17,7 @@ from .. import _dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend.autotune import choice, split_rows
-from ._util import _wrap, xp_of
+from ._util import _wrap, select_bits, selects_by_bits, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw, _window_slices, _windows
 
 __all__ = ["pool_output_size", "MaxPool2d", "max_pool_flat_indices", "MaxPoolScatter",
@@ -176,26 +176,49 @@ def max_pool_flat_indices(idx, x_shape, kernel, stride, pads, dilation):
 
 
 def _max_pool_scatter(ga, idx, x_shape, kernel, stride, pads, dilation):
-    """Each output gradient written to the input element its window's index points to."""
+    """Each output gradient written to the input element its window's index points to.
+
+    PyTorch adds each gradient into zeros at its index. Windows that do not overlap write
+    each offset's elements once instead: 0.0 + the gradient where the index is that offset
+    (-0.0 becomes 0.0, as added into zeros), else +0.0 (a product with the 0/1 mask would give
+    -0.0 beside a negative gradient and NaN beside an infinite one), by bit masks on NumPy
+    (``select_bits``). Overlapping windows add each offset's selection into zeros.
+    """
     xp = xp_of(ga)
     n, c, h, w = x_shape
     top, bottom, left, right = pads
-    gpad = xp.zeros((n, c, h + top + bottom, w + left + right), dtype=ga.dtype)
-    # ga * hit is exact for finite ga (not 0 * inf) and several times faster than
-    # where on NumPy.
-    product = xp is np and bool(np.isfinite(ga).all())
+    hp, wp = h + top + bottom, w + left + right
     disjoint = _disjoint(kernel, stride, dilation)
+    by_bits = xp is np and selects_by_bits(ga)
+    # Windows tiling the padded image leave no element unwritten: no zero fill.
+    tiled = all(s == k and d == 1 and o * s == size for k, s, d, o, size in zip(
+        kernel, stride, dilation, ga.shape[2:], (hp, wp)))
+    gpad = (xp.empty if tiled else xp.zeros)((n, c, hp, wp), dtype=ga.dtype)
+
+    def selected(g, hit):  # g where hit, else +0.0
+        if not by_bits:
+            return xp.where(hit, g, 0)
+        share = np.empty_like(g)
+        select_bits(g, hit, share)
+        return share
+
+    if disjoint:
+        ga = xp.add(ga, 0)  # (what adding into zeros makes of each gradient: -0.0 to 0.0)
 
     def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
         g, ix = ga[lo:hi], idx[lo:hi]
-        for k, gv in _window_slices(gpad[lo:hi], *kernel, *stride, *dilation, *ga.shape[2:]):
-            hit = ix == k
-            if disjoint and product:
-                xp.multiply(g, hit, out=gv)
+        # Last offset first: an element's overlapping windows then add in PyTorch's order,
+        # row-major over the windows (a later window reaches it at an earlier offset).
+        windows = list(_window_slices(gpad[lo:hi], *kernel, *stride, *dilation,
+                                      *ga.shape[2:]))
+        for k, gv in reversed(windows):
+            hit = xp.equal(ix, k)
+            if disjoint and by_bits:
+                select_bits(g, hit, gv)  # (written in place)
             elif disjoint:
-                gv[...] = xp.where(hit, g, 0)
+                gv[...] = selected(g, hit)
             else:
-                gv += g * hit if product else xp.where(hit, g, 0)
+                gv += selected(g, hit)
 
     _over_images(xp, "backward", (x_shape, ga.dtype.str, kernel, stride, pads, dilation),
                  images, n, gpad.size)
@@ -207,7 +230,7 @@ def _max_pool_gather(xa, idx, kernel, stride, pads, dilation):
     xp = xp_of(xa)
     out = xp.zeros(idx.shape, dtype=xa.dtype)
     for k, v in _window_slices(_pad_hw(xa, pads), *kernel, *stride, *dilation, *idx.shape[2:]):
-        out += xp.where(idx == k, v, 0)
+        xp.copyto(out, v, where=idx == k)  # (copied, not added into zeros: -0.0 stays)
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..autograd.function import finish
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows
-from ._util import Tensor
+from ._util import Tensor, select_bits, selects_by_bits
 from .elementwise import _unary
 
 __all__ = ["Relu"]
@@ -25,22 +25,10 @@ __all__ = ["Relu"]
 _Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0),
                lambda g, x, o, F: F.where(o != 0, g, 0.0), "output", False)
 
-# The integer type of each float width, to select by bit masks.
-_SAME_WIDTH_INT = {2: np.int16, 4: np.int32, 8: np.int64}
-
 
 def _select_nonzero(g: np.ndarray, o: np.ndarray, res: np.ndarray) -> None:
-    """res = g where o != 0, else +0.0, for real float arrays of one shape and width.
-
-    ``np.where`` branches per element (some 3 ns each on a random ReLU mask); this is a
-    bitwise and of g's bits with a mask of all ones or all zeros, branch-free and vectorised:
-    2 passes and a byte-wide one, as fast as the product it replaces.
-    """
-    keep = np.not_equal(o, 0, out=np.empty(o.shape, np.bool_))  # (an array also when 0-d)
-    mask = keep.view(np.int8)
-    np.negative(mask, out=mask)  # 1 -> -1: all bits set (sign-extended to g's width)
-    ints = _SAME_WIDTH_INT[g.dtype.itemsize]
-    np.bitwise_and(g.view(ints), mask, out=res.view(ints))
+    """res = g where o != 0, else +0.0, for real float arrays of one shape and width."""
+    select_bits(g, np.not_equal(o, 0, out=np.empty(o.shape, np.bool_)), res)  # (0-d: an array)
 
 
 # Whether a large ReLU (forward, backward) shares its elements between threads: whenever each
@@ -96,9 +84,7 @@ class Relu(_Relu):
     def backward(cls, ctx, grad):
         g = grad._data if isinstance(grad, Tensor) else grad
         o = ctx._out_data
-        plain = not recording() and type(g) is np.ndarray and type(o) is np.ndarray
-        if not (plain and g.shape == o.shape and g.dtype == o.dtype
-                and g.dtype.itemsize in _SAME_WIDTH_INT and g.dtype.kind in "fV"):
+        if recording() or not (selects_by_bits(g, o) and g.shape == o.shape):
             return super().backward(ctx, grad)  # (the selection as np/cupy/Tensor where)
         _ = ctx.saved_output  # the in-place check: raises if the output was modified since
         res = np.empty_like(g)
