@@ -23,6 +23,7 @@ import numpy as np
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows, timing_active
+from ..backend.blas import transpose_into
 from ..backend.threads import blas_threads, gemm_threads, run_rows
 from ._util import Tensor, xp_of
 from .elementwise import Sigmoid, Tanh
@@ -431,6 +432,10 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     _over_rows(xp, lstm_rows, n, steps * n * g, "backward", ("LSTM", xw.shape, dt.str))
 
     def batch_major(arr):  # (..., features, rows) -> C-contiguous (..., rows, features)
+        if xp is np:  # (large matrices: OpenBLAS's blocked copy, exact for these values)
+            out = np.empty(arr.shape[:-2] + arr.shape[-1:] + arr.shape[-2:-1], arr.dtype)
+            if transpose_into(out, arr):
+                return out
         return xp.ascontiguousarray(xp.swapaxes(arr, -1, -2))
 
     gwhr = None
