@@ -57,27 +57,33 @@ def _is_pointwise(nb: int, kh: int, kw: int, stride, pads) -> bool:
     return nb == 1 and kh == kw == 1 and tuple(stride) == (1, 1) and not any(pads)
 
 
-def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: int, nb: int):
-    """The (B, G, KH*KW*Cg, Nb*OH*OW) columns of the input: kernel offset before channel."""
+def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: int, nb: int,
+            ones_row: bool = False):
+    """The (B, G, KH*KW*Cg, Nb*OH*OW) columns of the input: kernel offset before channel.
+    ``ones_row``: with one more row of ones at the end (the bias's, see ``Conv2d.forward``)."""
     n, c = xa.shape[:2]
     cg, p, b = c // g, oh * ow, n // nb
     if _is_pointwise(nb, kh, kw, stride, pads):
         return xa.reshape(n, g, cg, p)
     xp = xp_of(xa)
+    k = kh * kw * cg
     xpad = _pad_hw(xa, pads)
     s0, s1, s2, s3 = xpad.strides
     win = xp.lib.stride_tricks.as_strided(  # (B, G, KH, KW, Cg, Nb, OH, OW), no copy
         xpad, (b, g, kh, kw, cg, nb, oh, ow),
         (nb * s0, cg * s1, dilation[0] * s2, dilation[1] * s3, s1, s0, stride[0] * s2,
          stride[1] * s3))
-    cols = xp.empty(win.shape, dtype=xa.dtype)
+    full = xp.empty((b, g, k + ones_row, nb * p), dtype=xa.dtype)
+    if ones_row:
+        full[:, :, k] = 1
+    cols = full[:, :, :k].reshape(win.shape)  # (a view: only axes split)
 
     def copy(sl) -> None:
         cols[sl] = win[sl]  # the one copy of the input
 
     _over_images(xp, "im2col", (xa.shape, cols.shape, xa.dtype.str), copy, b, nb, 5,
                  cols.size)
-    return cols.reshape(b, g, kh * kw * cg, nb * p)
+    return full
 
 
 # Whether the data movement of a convolution (im2col, col2im) shares its images between
@@ -274,11 +280,23 @@ class Conv2d(Function):
         if xp is np:  # (backend.threads: the product's size decides BLAS's threads)
             gemm_threads(o * cg * kh * kw * n * p)
         t0 = time.perf_counter()
-        cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb)
-        out = xp.matmul(_conv_weight(wa, g), cols)  # (B, G, Og, Nb*P)
+        # One image per block: the GEMM's output is the result, and the bias goes into it as
+        # one more column of the weights against a row of ones in the columns, the last term
+        # of each sum (no pass over the result after it; with a single block of K the same
+        # bits as adding it after the product).
+        bias_in_gemm = (nb == 1 and bias is not None
+                        and not _is_pointwise(nb, kh, kw, stride, pads))
+        cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb, bias_in_gemm)
+        wmat = _conv_weight(wa, g)
+        if bias_in_gemm:
+            wmat = xp.concatenate([wmat, bias._data.reshape(g, o // g, 1).astype(
+                wmat.dtype, copy=False)], axis=2)
+        out = xp.matmul(wmat, cols)  # (B, G, Og, Nb*P)
+        if bias_in_gemm:
+            cols = cols[:, :, :-1]  # (the input's columns, for the weight gradient)
         if nb == 1:
             out = out.reshape(n, o, oh, ow)
-            if bias is not None:
+            if bias is not None and not bias_in_gemm:
                 out += bias._data.reshape(1, o, 1, 1)
         else:  # (B, O, Nb, P) -> (B, Nb, O, P), the bias added on the way
             blocks = out.reshape(b, o, nb, p).transpose(0, 2, 1, 3)
