@@ -21,6 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
+
+from microtorch.bench.measure import median_seconds  # noqa: E402
+
 
 def numpy_step(a, sh, c_prev, c, fc, tc, h, hid):
     """microtorch's passes (``ops/rnn.py``, ``_lstm_forward``), a = W_hh h already in ``a``."""
@@ -37,14 +41,7 @@ def numpy_step(a, sh, c_prev, c, fc, tc, h, hid):
 
 
 def median_us(fn, reps: int) -> float:
-    for _ in range(20):
-        fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e6)
+    return median_seconds(fn, reps, warmup=20) * 1e6
 
 
 def main() -> int:

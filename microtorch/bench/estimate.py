@@ -18,7 +18,7 @@ import gc
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from .measure import (
     _sync,
     _to_lib,
     _torch_on,
+    median_seconds,
 )
 
 __all__ = ["study_spread", "estimate_study", "calibrate_bench", "estimate_bench",
@@ -57,18 +58,6 @@ def format_seconds(seconds: float) -> str:
 
 def _median(samples: Sequence[float]) -> float:
     return float(statistics.median(samples))
-
-
-def _timed(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
-    """The median seconds of ``repeats`` calls of ``fn`` after ``warmup`` untimed ones."""
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return _median(samples)
 
 
 # ------------------------------------------------------------------------ bench --model
@@ -145,7 +134,7 @@ def _zero_grad_call(lib: Any, dev: str, n: int, shape: tuple[int, ...]) -> float
         optimizer.zero_grad(set_to_none=False)
         sync()
 
-    return _timed(call, 2)
+    return median_seconds(call, 2)
 
 
 def _chain_op(lib: Any, dev: str, numel: int) -> float:
@@ -159,7 +148,7 @@ def _chain_op(lib: Any, dev: str, numel: int) -> float:
         x.grad = None
         sync()
 
-    return _timed(run, 2) / length
+    return median_seconds(run, 2) / length
 
 
 def _mlp_steps(lib: Any, dev: str, cfg: Any) -> tuple[float, float]:
@@ -177,7 +166,7 @@ def _mlp_steps(lib: Any, dev: str, cfg: Any) -> tuple[float, float]:
             train_step(model, optimizer, lib.nn.functional.cross_entropy, batches, True)
             sync()
 
-        out.append(_timed(step, 3, warmup=2))
+        out.append(median_seconds(step, 3, warmup=2))
     return out[0], out[1]
 
 

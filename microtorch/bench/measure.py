@@ -332,6 +332,18 @@ def _timed(fn: Callable[[], Any], sync: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
+def median_seconds(fn: Callable[[], Any], calls: int, warmup: int = 1) -> float:
+    """The median seconds of ``calls`` calls of ``fn`` after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return float(np.median(samples))
+
+
 
 
 class Progress:
