@@ -6,16 +6,20 @@ This module must not import ``microtorch.nn`` (one direction of dependency).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, split_rows
-from ._util import Tensor, _needs, _wrap, reduce_grad, xp_of
+from ._util import Tensor, _needs, _wrap, promote_operands, reduce_grad, xp_of
 from .activation import LogSigmoid, Softmax, _sigmoid
+from .reduce import _widened
 
-__all__ = ["CrossEntropy", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "class_targets"]
+__all__ = ["CrossEntropy", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits",
+           "RegressionLoss", "class_targets"]
 
 
 # -- cross entropy with class indices -----------------------------------------------------------
@@ -259,3 +263,84 @@ class BinaryCrossEntropyWithLogits(Function):
                     gy = (log_sig(-x) - log_sig(x) * p) * g
                 gy = reduce_grad(gy if w is None else gy * w, *ctx.meta[1])
         return finish(gx, gy, None, None)
+
+
+# -- regression losses -------------------------------------------------------------------------
+def _norm(scale: float, n: int, mean: bool) -> float:
+    """PyTorch's ``norm`` of a pointwise loss's backward: scale / N for the mean (in double;
+    inf for no elements, whose gradient is empty anyway), else scale."""
+    if not mean:
+        return scale
+    return scale / n if n else math.inf
+
+
+class RegressionLoss(Function):
+    """mse, smooth L1 (beta > 0) and Huber losses of ``input - target`` as one node each, with
+    the gradients PyTorch's CPU kernels compute: ``norm * (x - t) * g`` for mse's input and
+    ``norm * (t - x) * g`` for its target (norm = 2 / N for the mean, else 2); for smooth L1
+    ``norm * out * g`` with out = +-1 where |d| >= beta, else d / beta, and Huber with
+    out = +-delta, else d (norm = 1 / N or 1), d = x - t; their targets' the same with
+    d = t - x (the negation, but at ties, where both are -0.0 for a negative g).
+
+    The compositions these replace gave the same values but +0.0 where PyTorch gives -0.0 at
+    exact ties (input == target, negative incoming gradient), and rounded mse's through g / N.
+    ``param``: beta or delta. The losses' values are the compositions' (same bits).
+    """
+
+    lifted = True
+    _NAMES = {"mse": "MseLossBackward0", "smooth_l1": "SmoothL1LossBackward0",
+              "huber": "HuberLossBackward0"}
+
+    @staticmethod
+    def forward(ctx, x, t, kind, reduction, param):
+        xa, ta, dt = promote_operands(x, t)
+        xp = xp_of(xa)
+        d = xp.subtract(xa, ta)
+        if kind == "mse":
+            loss = d * d
+        else:
+            ad = xp.abs(d)
+            small = ~(ad > param)  # (NaN: the quadratic branch, as PyTorch's backward)
+            dq = xp.where(small, d, 0)  # (only where taken: inf * 0 would be NaN)
+            quadratic = 0.5 * dq * dq
+            if kind == "smooth_l1":
+                loss = xp.where(small, quadratic / param, ad - 0.5 * param)
+            else:
+                loss = xp.where(small, quadratic, param * (ad - 0.5 * param))
+        loss = loss.astype(dt, copy=False)
+        ctx.torch_name = RegressionLoss._NAMES[kind]
+        ctx.save_for_backward(x, t)
+        ctx.how = kind, reduction, param, dt, loss.size
+        ctx.meta = (x._data.shape, x._data.dtype), (t._data.shape, t._data.dtype)
+        if reduction == "none":
+            return loss
+        return _widened(loss.__class__.mean if reduction == "mean" else loss.__class__.sum,
+                        loss)
+
+    @staticmethod
+    def backward(ctx, grad):
+        g, x, t = lift(grad, *ctx.saved_tensors)
+        kind, reduction, param, dt, n = ctx.how
+        F = namespace(g)
+        if not isinstance(g, Tensor):  # (arrays: the operands in the computation's dtype)
+            x, t = x.astype(dt, copy=False), t.astype(dt, copy=False)
+        mean = reduction == "mean"
+        if kind == "mse":
+            norm = dt.type(_norm(2.0, n, mean))
+            gx = norm * (x - t) * g if _needs(ctx, 0) else None
+            gt = norm * (t - x) * g if _needs(ctx, 1) else None
+        else:
+            norm, p = dt.type(_norm(1.0, n, mean)), dt.type(param)
+
+            def slope(d):  # norm * (+-1 or d / beta; +-delta or d) * g, as PyTorch's kernel
+                unit = F.where(d > 0, dt.type(1), dt.type(-1))
+                if kind == "smooth_l1":
+                    return norm * F.where(F.abs(d) >= p, unit, d / p) * g
+                return norm * F.where(F.abs(d) >= p, unit * p, d) * g
+
+            # (the target's is the input's with the operands swapped, as in PyTorch: t - x,
+            # not -(x - t), so a tie gives -0.0 for a negative g on both sides)
+            gx = slope(x - t) if _needs(ctx, 0) else None
+            gt = slope(t - x) if _needs(ctx, 1) else None
+        return finish(None if gx is None else reduce_grad(gx, *ctx.meta[0]),
+                      None if gt is None else reduce_grad(gt, *ctx.meta[1]), None, None, None)

@@ -49,6 +49,12 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
+def _real_floats(*tensors: Tensor) -> bool:
+    """Whether every tensor holds real floating-point numbers (the regression losses' node;
+    other dtypes keep the composition and its errors)."""
+    return all(isinstance(t, Tensor) and t.dtype.is_floating_point for t in tensors)
+
+
 # -- losses --------------------------------------------------------------------------------------
 def _legacy_reduction(size_average, reduce, reduction: str) -> str:
     if size_average is None and reduce is None:
@@ -75,6 +81,9 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     """(input - target)^2, reduced; with ``weight`` (input's shape), a weighted mean."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_size(input, target)
+    if weight is None and _real_floats(input, target):
+        _check_reduction(reduction)
+        return L.RegressionLoss.apply(input, target, "mse", reduction, None)
     diff = input - target
     loss = diff * diff
     if weight is not None:  # PyTorch's weighted form is a composition too
@@ -252,6 +261,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     _warn_size(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta > 0 and _real_floats(input, target):
+        return L.RegressionLoss.apply(input, target, "smooth_l1", reduction, float(beta))
     d = input - target
     ad = d.abs()
     if beta == 0:
@@ -270,6 +281,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _warn_size(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is None and _real_floats(input, target):
+        return L.RegressionLoss.apply(input, target, "huber", reduction, float(delta))
     d = input - target
     ad = d.abs()
     small = ~(ad > delta)  # (NaN: the quadratic branch, as PyTorch's backward)
