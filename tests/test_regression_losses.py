@@ -143,3 +143,21 @@ def test_grad_fn_names_are_pytorchs():
     assert F.mse_loss(x, t).grad_fn.name() == "MseLossBackward0"
     assert F.smooth_l1_loss(x, t).grad_fn.name() == "SmoothL1LossBackward0"
     assert F.huber_loss(x, t).grad_fn.name() == "HuberLossBackward0"
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_weighted_huber_goes_through_the_node_as_pytorchs(device, reduction):
+    """PyTorch weights the unreduced huber_loss node: values and both gradients bit for bit."""
+    x, t = _inputs(200, "float64", seed=4)
+    w = np.random.default_rng(5).random(200)
+    out = []
+    for lib, fn in ((mt, F.huber_loss), (torch, TF.huber_loss)):
+        kw = {"device": device} if lib is mt else {}
+        a = lib.tensor(x, requires_grad=True, **kw)
+        b = lib.tensor(t, requires_grad=True, **kw)
+        loss = fn(a, b, reduction=reduction, delta=0.7, weight=lib.tensor(w, **kw))
+        (loss.sum() * -1.0).backward()
+        out.append([v.detach().cpu().numpy() if lib is mt else v.detach().numpy()
+                    for v in (loss, a.grad, b.grad)])
+    for ours, theirs in zip(*out):
+        _same_bits(ours, theirs)

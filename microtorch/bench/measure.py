@@ -344,8 +344,6 @@ def median_seconds(fn: Callable[[], Any], calls: int, warmup: int = 1) -> float:
     return float(np.median(samples))
 
 
-
-
 class Progress:
     """Progress of long work on stderr: a tqdm bar on a terminal, and otherwise one flushed
     line per piece of work with the elapsed time (and, given ``expected_s``, the time

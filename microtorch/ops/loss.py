@@ -19,7 +19,7 @@ from .activation import LogSigmoid, Softmax, _sigmoid
 from .reduce import _widened
 
 __all__ = ["CrossEntropy", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits",
-           "RegressionLoss", "class_targets"]
+           "RegressionLoss", "class_targets", "robust_regression"]
 
 
 # -- cross entropy with class indices -----------------------------------------------------------
@@ -274,6 +274,19 @@ def _norm(scale: float, n: int, mean: bool) -> float:
     return scale / n if n else math.inf
 
 
+def robust_regression(F, d, kind: str, param: float):
+    """Smooth L1 (``kind`` "smooth_l1", ``param`` beta > 0) or Huber ("huber", delta) loss of
+    the differences ``d``, elementwise, with ``F`` the array module or microtorch's ops: the
+    quadratic branch where ``|d| <= param`` (NaN included, as PyTorch's backward), computed
+    only where taken (elsewhere inf * 0 would be NaN)."""
+    ad = F.abs(d)
+    small = ~(ad > param)
+    dq = F.where(small, d, 0.0)
+    if kind == "smooth_l1":
+        return F.where(small, 0.5 * dq * dq / param, ad - 0.5 * param)
+    return F.where(small, 0.5 * dq * dq, param * (ad - 0.5 * param))
+
+
 class RegressionLoss(Function):
     """mse, smooth L1 (beta > 0) and Huber losses of ``input - target`` as one node each, with
     the gradients PyTorch's CPU kernels compute: ``norm * (x - t) * g`` for mse's input and
@@ -296,17 +309,7 @@ class RegressionLoss(Function):
         xa, ta, dt = promote_operands(x, t)
         xp = xp_of(xa)
         d = xp.subtract(xa, ta)
-        if kind == "mse":
-            loss = d * d
-        else:
-            ad = xp.abs(d)
-            small = ~(ad > param)  # (NaN: the quadratic branch, as PyTorch's backward)
-            dq = xp.where(small, d, 0)  # (only where taken: inf * 0 would be NaN)
-            quadratic = 0.5 * dq * dq
-            if kind == "smooth_l1":
-                loss = xp.where(small, quadratic / param, ad - 0.5 * param)
-            else:
-                loss = xp.where(small, quadratic, param * (ad - 0.5 * param))
+        loss = d * d if kind == "mse" else robust_regression(xp, d, kind, param)
         loss = loss.astype(dt, copy=False)
         ctx.torch_name = RegressionLoss._NAMES[kind]
         ctx.save_for_backward(x, t)

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ... import ops
 from ..._user_warnings import warn_at_caller
 from ...autograd.function import named
 from ...autograd.grad_mode import is_grad_enabled
@@ -261,16 +262,12 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
     _warn_size(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    if beta > 0 and _real_floats(input, target):
-        return L.RegressionLoss.apply(input, target, "smooth_l1", reduction, float(beta))
-    d = input - target
-    ad = d.abs()
     if beta == 0:
-        return _reduce(ad, reduction)
-    small = ~(ad > beta)  # (NaN: the quadratic branch, as PyTorch's backward)
-    dq = where(small, d, 0.0)  # (the quadratic branch only where taken: inf * 0 would be NaN)
-    return named(_reduce(where(small, 0.5 * dq * dq / beta, ad - 0.5 * beta), reduction),
-                 "SmoothL1LossBackward0", input, target)
+        return _reduce((input - target).abs(), reduction)
+    if _real_floats(input, target):
+        return L.RegressionLoss.apply(input, target, "smooth_l1", reduction, float(beta))
+    loss = L.robust_regression(ops, input - target, "smooth_l1", beta)  # (other dtypes)
+    return named(_reduce(loss, reduction), "SmoothL1LossBackward0", input, target)
 
 
 @autocast_op("huber_loss")
@@ -281,17 +278,16 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _warn_size(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    if weight is None and _real_floats(input, target):
-        return L.RegressionLoss.apply(input, target, "huber", reduction, float(delta))
-    d = input - target
-    ad = d.abs()
-    small = ~(ad > delta)  # (NaN: the quadratic branch, as PyTorch's backward)
-    dq = where(small, d, 0.0)  # (the quadratic branch only where taken: inf * 0 would be NaN)
-    loss = where(small, 0.5 * dq * dq, delta * (ad - 0.5 * delta))
+    if weight is not None and weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    if _real_floats(input, target):
+        # PyTorch's weighted form: the unreduced loss's node, times the weight, reduced
+        loss = L.RegressionLoss.apply(input, target, "huber",
+                                      reduction if weight is None else "none", float(delta))
+        return loss if weight is None else _reduce(loss * weight, reduction)
+    loss = L.robust_regression(ops, input - target, "huber", delta)  # (other dtypes)
     if weight is not None:
-        if weight.shape != input.shape:
-            raise ValueError("Weights and input must have the same size.")
-        return _reduce(loss * weight, reduction)  # (PyTorch's weighted form is composite)
+        return _reduce(loss * weight, reduction)
     return named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
 
 
