@@ -2,10 +2,11 @@
 
 microtorch's CPU speed rests on a few constants chosen by measuring one machine (see
 docs/architecture.md, "Tuning constants"): when a matrix product gets a second BLAS thread
-(``SMALL_GEMM``), when row-parallel work is shared between threads (the ``*_MIN_WORK``
-constants of the ops), how wide a convolution's GEMM blocks are (``_GEMM_COLUMNS``), when
-zeroing gradients uses threads (``_PARALLEL_FILL_BYTES``), how long OpenBLAS's idle threads
-spin (``BLAS_SPIN_EXPONENT``), the garbage collector's threshold (``GC_THRESHOLD``) and glibc's
+(``SMALL_GEMM``; ``LONE_GEMM`` for a product after other work, its second thread asleep),
+when row-parallel work is shared between threads (the ``*_MIN_WORK`` constants of the ops),
+how wide a convolution's GEMM blocks are (``_GEMM_COLUMNS``), when zeroing gradients uses
+threads (``_PARALLEL_FILL_BYTES``), how long OpenBLAS's idle threads spin
+(``BLAS_SPIN_EXPONENT``), the garbage collector's threshold (``GC_THRESHOLD``) and glibc's
 malloc thresholds (``MMAP_THRESHOLD`` / ``TRIM_THRESHOLD``). This script measures, here, where
 each alternative starts to win, so a constant can be checked (and, where it does not hold,
 expressed as a rule of what can be detected: BLAS kernel family, cores, cache sizes).
@@ -49,8 +50,8 @@ from microtorch.backend import threads  # noqa: E402
 from microtorch.bench.markdown import markdown_table  # noqa: E402
 from microtorch.bench.measure import Progress, machine_info  # noqa: E402
 
-SECTIONS = ("small_gemm", "min_work", "gemm_columns", "parallel_fill", "blas_spin", "gc",
-            "malloc")
+SECTIONS = ("small_gemm", "lone_gemm", "min_work", "gemm_columns", "parallel_fill",
+            "blas_spin", "gc", "malloc")
 NEVER = 1 << 62  # a minimum-work constant no workload reaches: always one call
 
 
@@ -273,6 +274,74 @@ def section_small_gemm(args: argparse.Namespace, progress: Progress) -> dict:
             "families": families, "models": models, "crossover": whole,
             "crossover_text": "; ".join(f"{fam} {_bracket_text(f['crossover'])}"
                                         for fam, f in families.items()),
+            "verdict": verdict(value, whole)}
+
+
+# ------------------------------------------------------ LONE_GEMM (BLAS threads, after a gap)
+
+def _gap_samples(fn: Callable[[], Any], gap_s: float, budget_s: float) -> list[float]:
+    """Seconds of each call of ``fn``, each after ``gap_s`` of sleep (OpenBLAS's idle threads
+    have gone to sleep by then, as after a model's other work), for ``budget_s``."""
+    fn()
+    out: list[float] = []
+    end = time.perf_counter() + budget_s
+    while len(out) < 3 or time.perf_counter() < end:
+        time.sleep(gap_s)
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _lone_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float) -> dict:
+    """One product after a 2 ms gap, on 1 and on ``nthreads`` BLAS threads, alternating."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    out = np.empty((m, n), np.float32)
+    settings = {"1": 1, str(nthreads): nthreads}
+    pooled: dict[str, list[float]] = {v: [] for v in settings}
+    with Others() as o:
+        for r in range(rounds):
+            for name in list(settings) if r % 2 == 0 else list(settings)[::-1]:
+                with threads.blas_threads(settings[name]):
+                    pooled[name] += _gap_samples(lambda: np.matmul(a, b, out=out), 0.002,
+                                                 budget)
+    one, many = (float(np.median(pooled[v])) for v in settings)
+    return {"m": m, "k": k, "n": n, "mnk": m * k * n, "one_us": one * 1e6,
+            "threads_us": many * 1e6, "ratio": many / one, "others": o.fraction}
+
+
+def section_lone_gemm(args: argparse.Namespace, progress: Progress) -> dict:
+    """1 vs ``--threads`` BLAS threads on products that follow a pause (the second thread
+    asleep), around LONE_GEMM: shapes of 2^21..2^27 multiply-adds."""
+    mt.set_num_threads(args.threads)
+    value = _constant("microtorch.backend.threads", "LONE_GEMM")
+    families: dict[str, list[tuple[int, int, int]]] = {"square": [], "128 rows": [],
+                                                       "512 rows": []}
+    for e in range(21, 28):
+        side = round(2 ** (e / 3))
+        families["square"].append((side, side, side))
+        for rows, fam in ((128, "128 rows"), (512, "512 rows")):
+            kn = round(math.sqrt(2 ** e / rows))
+            families[fam].append((rows, kn, kn))
+    measured = {}
+    for fam, shapes in families.items():
+        progress.section(f"lone_gemm: {fam}")
+        rows = [_lone_pair(*sh, args.threads, args.rounds, args.budget) for sh in shapes]
+        measured[fam] = {"rows": rows, "crossover": crossover([r["mnk"] for r in rows],
+                                                              [r["ratio"] for r in rows])}
+    his = [f["crossover"]["hi"] for f in measured.values()]
+    los = [f["crossover"]["lo"] for f in measured.values()]
+    whole = {"lo": max((x for x in los if x is not None), default=None),
+             "hi": None if None in his else max(his)}
+    return {"constant": "LONE_GEMM", "where": "backend/threads.py", "value": value,
+            "unit": "multiply-adds below which a product after other work runs on one thread",
+            "workload": "float32 matmul after a 2 ms pause, 1 vs --threads BLAS threads, "
+                        "shapes of 2^21..2^27 multiply-adds",
+            "families": measured, "crossover": whole,
+            "crossover_text": "; ".join(f"{fam} {_bracket_text(f['crossover'])}"
+                                        for fam, f in measured.items()),
             "verdict": verdict(value, whole)}
 
 
@@ -644,7 +713,8 @@ def section_malloc(args: argparse.Namespace, progress: Progress) -> dict:
 
 # ------------------------------------------------------------------------------- report
 
-RUNNERS = {"small_gemm": section_small_gemm, "min_work": section_min_work,
+RUNNERS = {"small_gemm": section_small_gemm, "lone_gemm": section_lone_gemm,
+           "min_work": section_min_work,
            "gemm_columns": section_gemm_columns, "parallel_fill": section_parallel_fill,
            "blas_spin": section_blas_spin, "gc": section_gc, "malloc": section_malloc}
 
@@ -743,6 +813,16 @@ def render(result: dict) -> str:
                  for r in s["small_gemm"]["models"]]
         lines += markdown_table(["family", "m×k×n", "mnk", "1 thread µs",
                                  f"{m['threads']} threads µs", "ratio", "others"], body)
+    if "lone_gemm" in s:
+        lines += ["", "## LONE_GEMM: a product after a 2 ms pause, one BLAS thread vs "
+                  + str(m["threads"]), ""]
+        lines += markdown_table(["family", "m×k×n", "mnk", "1 thread µs",
+                                 f"{m['threads']} threads µs", "ratio", "others"],
+                                [[fam, f"{r['m']}×{r['k']}×{r['n']}", _p2(r["mnk"]),
+                                  f"{r['one_us']:.1f}", f"{r['threads_us']:.1f}",
+                                  f"{r['ratio']:.2f}", _pct(r)]
+                                 for fam, f in s["lone_gemm"]["families"].items()
+                                 for r in f["rows"]])
     for r in s.get("min_work", []):
         lines += ["", f"## {r['constant']} ({r['where']}): {r['workload']}", ""]
         lines += markdown_table(["size", "work per thread", "one call µs", "split µs", "ratio",

@@ -129,7 +129,8 @@ def test_row_work_runs_in_a_forked_child(restore_threads) -> None:
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_gemm_threads_puts_small_products_on_one_blas_thread(restore_threads) -> None:
+def test_gemm_threads_puts_small_products_and_short_runs_on_one_blas_thread(
+        restore_threads) -> None:
     blas = threads._blas_controller()
     if blas is None or not threads._openblas_setter():
         pytest.skip("needs NumPy on OpenBLAS")
@@ -139,10 +140,12 @@ def test_gemm_threads_puts_small_products_on_one_blas_thread(restore_threads) ->
         return next(i["num_threads"] for i in threads._blas_controller().info()
                     if i["internal_api"] == "openblas" and "numpy" in i["filepath"])
 
-    threads.gemm_threads(threads.SMALL_GEMM - 1)
-    assert numpys_threads() == 1
-    threads.gemm_threads(threads.SMALL_GEMM)
-    assert numpys_threads() == 2
+    small, lone = threads.SMALL_GEMM, threads.LONE_GEMM
+    # (products, each of multiply-adds, run back to back) -> BLAS threads
+    for (mnk, count), want in {(lone, 1): 2, (lone - 1, 1): 1, (small, lone // small): 2,
+                               (small, lone // small - 1): 1, (small - 1, 1 << 30): 1}.items():
+        threads.gemm_threads(mnk, count)
+        assert numpys_threads() == want, (mnk, count)
     x = microtorch.randn(8, 4, requires_grad=True)  # a small Linear: one thread, same values
     w = microtorch.randn(3, 4, requires_grad=True)
     out = microtorch.nn.functional.linear(x, w)
@@ -160,7 +163,7 @@ def test_products_do_not_depend_on_the_previous_products_threads(restore_threads
         pytest.skip("needs NumPy on OpenBLAS")
     microtorch.set_num_threads(2)
     microtorch.manual_seed(0)
-    a, b = microtorch.randn(96, 160), microtorch.randn(160, 96)  # above SMALL_GEMM
+    a, b = microtorch.randn(96, 160), microtorch.randn(160, 96)  # (between SMALL and LONE_GEMM)
     lstm = microtorch.nn.LSTM(8, 16)
     xs = microtorch.randn(5, 3, 8)
     run = {"matmul": lambda: a @ b,

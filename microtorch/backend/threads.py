@@ -88,14 +88,26 @@ def _blas_controller(refresh: bool = False):
 
 
 # Matrix products with fewer multiply-adds (m * n * k) than this run on one BLAS thread. Above
-# it two threads win on an idle machine, even for the small products of an MLP or a recurrence
-# step (measured on 2 cores: 128x64 @ 64x256 takes 38 us on one thread, 23 us on two; 32x128 @
-# 128x512 44 vs 28 us), now that idle BLAS threads sleep soon (``shorten_blas_spin``). On a
-# machine busy with other processes a second thread may have to wait for a core, and small
-# products then slow down far more than large ones: ``set_num_threads(1)`` avoids that. The
-# rule depends on the shape only, so results do not change from run to run (OpenBLAS rounds
-# a product differently on one thread and on two).
+# it two threads win while OpenBLAS's second thread is awake, spinning between products (the
+# steps of a recurrence: measured on 2 cores, 32x128 @ 128x512 takes 31 us on one thread, 18
+# us on two). On a machine busy with other processes a second thread may have to wait for a
+# core, and small products then slow down far more than large ones: ``set_num_threads(1)``
+# avoids that. The rules depend on shapes only, so results do not change from run to run
+# (OpenBLAS rounds a product differently on one thread and on two).
 SMALL_GEMM = 1 << 20
+
+# A run of products with fewer multiply-adds in all than this stays on one BLAS thread too.
+# After other work OpenBLAS's second thread has gone to sleep (``shorten_blas_spin``), and
+# waking it costs more than it saves on all but large products: measured on 2 cores (Intel
+# Xeon VM, 2026-12-03), a product after 1 ms of other work, one thread against two: 128x256 @
+# 256x256 (2^23) 98 vs 114 us, 512x64 @ 64x512 (2^24) 192 vs 190 us, 512x64 @ 64x2048 (2^26)
+# 935 vs 607 us, where back-to-back products take 96 vs 72, 187 vs 142 and 918 vs 530 us.
+# The woken thread then spins, taking a share of the core from what follows (the MLP's Adam
+# step 0.29 ms after its two-thread products, 0.22 ms after one-thread ones), hence 2^25, not
+# the break-even 2^24: the MLP step 1.20 -> 1.00 ms. A run (a recurrence's steps, a
+# backward's two products, a batch of matrices) pays the wake-up once: its total counts.
+# ``benchmarks/tuning.py`` measures both crossovers (sections small_gemm and lone_gemm).
+LONE_GEMM = 1 << 25
 
 
 def _openblas_libraries() -> list:
@@ -164,11 +176,13 @@ def shorten_blas_spin(exponent: int = BLAS_SPIN_EXPONENT) -> bool:
     return done
 
 
-def gemm_threads(mnk: int) -> None:
-    """Set NumPy's OpenBLAS to the threads a product of ``mnk`` multiply-adds should use:
-    one below ``SMALL_GEMM``, else ``get_num_threads()``. One ctypes call when that changes,
-    nothing otherwise (no-op without OpenBLAS)."""
-    want = 1 if mnk < SMALL_GEMM else get_num_threads()
+def gemm_threads(mnk: int, count: int = 1) -> None:
+    """Set NumPy's OpenBLAS to the threads ``count`` products of ``mnk`` multiply-adds each,
+    run back to back, should use: ``get_num_threads()`` when each reaches ``SMALL_GEMM`` and
+    all together ``LONE_GEMM``, else one. One ctypes call when that changes, nothing
+    otherwise (no-op without OpenBLAS)."""
+    threaded = mnk >= SMALL_GEMM and mnk * count >= LONE_GEMM
+    want = get_num_threads() if threaded else 1
     if want == _threads.blas_now:
         return
     if _threads.blas_setter is None:

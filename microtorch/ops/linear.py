@@ -84,8 +84,8 @@ class Linear(Function):
         g, x, w = lift(grad, *ctx.saved_tensors)  # arrays, or tensors under create_graph
         out_f, in_f = w.shape
         g2 = g.reshape(-1, out_f)
-        if type(g2) is np.ndarray:
-            gemm_threads(g2.size * in_f)
+        if type(g2) is np.ndarray:  # (the two products back to back: one BLAS wake-up)
+            gemm_threads(g2.size * in_f, int(_needs(ctx, 0)) + int(_needs(ctx, 1)))
         # (complex: the conjugates of the other factor, PyTorch's convention)
         gx = None
         if _needs(ctx, 0):  # (>2-D: one GEMM over all leading dims)

@@ -164,7 +164,7 @@ class Recurrence(Function):
             hs[0] = h0._data
         extra = ()
         if xp is np:
-            gemm_threads(n * p * g)  # (each step's product; backend.threads' size rule)
+            gemm_threads(n * p * g, steps)  # (a product per step, back to back)
         if mode == "LSTM":
             hs_by_feature, extra = _lstm_forward(xp, xs, h0._data, c0._data, whh, b_hh, w_hr,
                                                  bs, empty, (mode, xs.shape, dt.str))
@@ -245,7 +245,7 @@ class Recurrence(Function):
         if reverse:
             dout = dout[::-1]
         if xp is np:
-            gemm_threads(n * p * g)  # (each step's product; backend.threads' size rule)
+            gemm_threads(n * p * g, steps)  # (a product per step, back to back)
         if mode != "LSTM":  # (the LSTM keeps its own, feature-major: _lstm_backward)
             dh = xp.zeros((n, p), grad.dtype)  # gradient reaching h_t through the recurrence
         bs = ctx.bs  # active rows per processing step (finished rows: dh passes through)
