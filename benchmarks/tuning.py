@@ -280,13 +280,16 @@ def section_small_gemm(args: argparse.Namespace, progress: Progress) -> dict:
 # ------------------------------------------------------ LONE_GEMM (BLAS threads, after a gap)
 
 def _gap_samples(fn: Callable[[], Any], gap_s: float, budget_s: float) -> list[float]:
-    """Seconds of each call of ``fn``, each after ``gap_s`` of sleep (OpenBLAS's idle threads
-    have gone to sleep by then, as after a model's other work), for ``budget_s``."""
+    """Seconds of each call of ``fn``, each after ``gap_s`` of other work on this thread
+    (a busy loop, as a model's elementwise ops: OpenBLAS's idle threads have gone to sleep by
+    then), for ``budget_s``."""
     fn()
     out: list[float] = []
     end = time.perf_counter() + budget_s
     while len(out) < 3 or time.perf_counter() < end:
-        time.sleep(gap_s)
+        busy_until = time.perf_counter() + gap_s
+        while time.perf_counter() < busy_until:
+            pass
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)
@@ -294,7 +297,8 @@ def _gap_samples(fn: Callable[[], Any], gap_s: float, budget_s: float) -> list[f
 
 
 def _lone_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float) -> dict:
-    """One product after a 2 ms gap, on 1 and on ``nthreads`` BLAS threads, alternating."""
+    """One product after 1 ms of other work, on 1 and on ``nthreads`` BLAS threads,
+    alternating."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
@@ -305,7 +309,7 @@ def _lone_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float
         for r in range(rounds):
             for name in list(settings) if r % 2 == 0 else list(settings)[::-1]:
                 with threads.blas_threads(settings[name]):
-                    pooled[name] += _gap_samples(lambda: np.matmul(a, b, out=out), 0.002,
+                    pooled[name] += _gap_samples(lambda: np.matmul(a, b, out=out), 0.001,
                                                  budget)
     one, many = (float(np.median(pooled[v])) for v in settings)
     return {"m": m, "k": k, "n": n, "mnk": m * k * n, "one_us": one * 1e6,
@@ -337,7 +341,7 @@ def section_lone_gemm(args: argparse.Namespace, progress: Progress) -> dict:
              "hi": None if None in his else max(his)}
     return {"constant": "LONE_GEMM", "where": "backend/threads.py", "value": value,
             "unit": "multiply-adds below which a product after other work runs on one thread",
-            "workload": "float32 matmul after a 2 ms pause, 1 vs --threads BLAS threads, "
+            "workload": "float32 matmul after 1 ms of other work, 1 vs --threads BLAS threads, "
                         "shapes of 2^21..2^27 multiply-adds",
             "families": measured, "crossover": whole,
             "crossover_text": "; ".join(f"{fam} {_bracket_text(f['crossover'])}"
@@ -814,7 +818,7 @@ def render(result: dict) -> str:
         lines += markdown_table(["family", "m×k×n", "mnk", "1 thread µs",
                                  f"{m['threads']} threads µs", "ratio", "others"], body)
     if "lone_gemm" in s:
-        lines += ["", "## LONE_GEMM: a product after a 2 ms pause, one BLAS thread vs "
+        lines += ["", "## LONE_GEMM: a product after 1 ms of other work, one BLAS thread vs "
                   + str(m["threads"]), ""]
         lines += markdown_table(["family", "m×k×n", "mnk", "1 thread µs",
                                  f"{m['threads']} threads µs", "ratio", "others"],
