@@ -3,6 +3,10 @@ row-parallel work giving bit-identical results whatever the thread count."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -109,11 +113,9 @@ def test_cross_entropy_gradient_matches_torch() -> None:
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-8)
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_row_work_runs_in_a_forked_child(restore_threads) -> None:
     """A child forked after the pool started makes its own pool (no hang on dead threads)."""
-    import os
-
     microtorch.set_num_threads(2)
     threads.run_rows(lambda lo, hi: None, 10, work=10**9, min_work=1)  # the pool exists
     pid = os.fork()
@@ -176,3 +178,19 @@ def test_products_do_not_depend_on_the_previous_products_threads(restore_threads
             results.append(run().numpy().copy())
     for other in results[1:]:
         np.testing.assert_array_equal(other, results[0])
+
+
+def test_default_thread_count_survives_a_first_small_product() -> None:
+    """The default thread count (OMP_NUM_THREADS unset: the BLAS pool's) is read before a
+    one-thread product lowers the pool: otherwise a process whose first product is small ran
+    every later product on one thread, and its results depended on the environment."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    code = ("import microtorch\n"
+            "from microtorch.backend import threads\n"
+            "if threads._openblas_setter():\n"
+            "    threads.gemm_threads(1)\n"
+            "    assert microtorch.get_num_threads() == 2, microtorch.get_num_threads()\n"
+            "    threads.gemm_threads(threads.LONE_GEMM)\n"
+            "    assert threads._threads.blas_now == 2\n")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
