@@ -220,17 +220,38 @@ MODEL_GEMMS = (("MLP 128x64 @ 64x256", 128, 64, 256), ("MLP 128x256 @ 256x256", 
                ("CNN conv2 32x144 @ 144x12544", 32, 144, 12544))
 
 
-def _gemm_families() -> dict[str, list[tuple[int, int, int]]]:
-    """Shapes (m, k, n) of 2^17..2^24 multiply-adds: square, and with 128 or 32 rows (an MLP
-    batch, an LSTM batch)."""
-    fams: dict[str, list[tuple[int, int, int]]] = {"square": [], "128 rows": [], "32 rows": []}
-    for e in range(17, 25):
+def _gemm_families(exponents: range, row_counts: tuple[int, ...]
+                   ) -> dict[str, list[tuple[int, int, int]]]:
+    """Shapes (m, k, n) of 2^e multiply-adds for each e of ``exponents``: square, and with
+    each of ``row_counts`` rows (128: an MLP batch, 32: an LSTM batch, 512: a Transformer's
+    tokens)."""
+    fams: dict[str, list[tuple[int, int, int]]] = {"square": []}
+    fams.update({f"{rows} rows": [] for rows in row_counts})
+    for e in exponents:
         side = round(2 ** (e / 3))
         fams["square"].append((side, side, side))
-        for rows, fam in ((128, "128 rows"), (32, "32 rows")):
+        for rows in row_counts:
             kn = round(math.sqrt(2 ** e / rows))
-            fams[fam].append((rows, kn, kn))
+            fams[f"{rows} rows"].append((rows, kn, kn))
     return fams
+
+
+def _families_crossover(section: str, families: dict[str, list[tuple[int, int, int]]],
+                        pair: Callable[..., dict], args: argparse.Namespace,
+                        progress: Progress) -> tuple[dict, dict]:
+    """Each family's shapes timed by ``pair`` (one thread against --threads) and its
+    crossover; and the bracket the one constant must serve: that of the latest family."""
+    measured = {}
+    for fam, shapes in families.items():
+        progress.section(f"{section}: {fam}")
+        rows = [pair(*sh, args.threads, args.rounds, args.budget) for sh in shapes]
+        measured[fam] = {"rows": rows, "crossover": crossover([r["mnk"] for r in rows],
+                                                              [r["ratio"] for r in rows])}
+    his = [f["crossover"]["hi"] for f in measured.values()]
+    los = [f["crossover"]["lo"] for f in measured.values()]
+    whole = {"lo": max((x for x in los if x is not None), default=None),
+             "hi": None if None in his else max(his)}
+    return measured, whole
 
 
 def _gemm_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float) -> dict:
@@ -253,20 +274,11 @@ def section_small_gemm(args: argparse.Namespace, progress: Progress) -> dict:
     """1 vs ``--threads`` BLAS threads on products around SMALL_GEMM."""
     mt.set_num_threads(args.threads)  # (BLAS at --threads; blas_threads(1) lowers it)
     value = _constant("microtorch.backend.threads", "SMALL_GEMM")
-    families = {}
-    for fam, shapes in _gemm_families().items():
-        progress.section(f"small_gemm: {fam}")
-        rows = [_gemm_pair(*s, args.threads, args.rounds, args.budget) for s in shapes]
-        b = crossover([r["mnk"] for r in rows], [r["ratio"] for r in rows])
-        families[fam] = {"rows": rows, "crossover": b}
+    families, whole = _families_crossover("small_gemm", _gemm_families(range(17, 25), (128, 32)),
+                                          _gemm_pair, args, progress)
     progress.section("small_gemm: the models' products")
     models = [{"name": name, **_gemm_pair(m, k, n, args.threads, args.rounds, args.budget)}
               for name, m, k, n in MODEL_GEMMS]
-    his = [f["crossover"]["hi"] for f in families.values()]
-    los = [f["crossover"]["lo"] for f in families.values()]
-    whole = {"lo": max((x for x in los if x is not None), default=None),
-             "hi": None if None in his else max(his)}
-    # (the one value must serve every family: the bracket of the latest family)
     return {"constant": "SMALL_GEMM", "where": "backend/threads.py", "value": value,
             "unit": "multiply-adds (m·k·n) below which a product runs on one BLAS thread",
             "workload": "float32 matmul, 1 vs --threads BLAS threads, shapes of 2^17..2^24 "
@@ -321,24 +333,8 @@ def section_lone_gemm(args: argparse.Namespace, progress: Progress) -> dict:
     asleep), around LONE_GEMM: shapes of 2^21..2^27 multiply-adds."""
     mt.set_num_threads(args.threads)
     value = _constant("microtorch.backend.threads", "LONE_GEMM")
-    families: dict[str, list[tuple[int, int, int]]] = {"square": [], "128 rows": [],
-                                                       "512 rows": []}
-    for e in range(21, 28):
-        side = round(2 ** (e / 3))
-        families["square"].append((side, side, side))
-        for rows, fam in ((128, "128 rows"), (512, "512 rows")):
-            kn = round(math.sqrt(2 ** e / rows))
-            families[fam].append((rows, kn, kn))
-    measured = {}
-    for fam, shapes in families.items():
-        progress.section(f"lone_gemm: {fam}")
-        rows = [_lone_pair(*sh, args.threads, args.rounds, args.budget) for sh in shapes]
-        measured[fam] = {"rows": rows, "crossover": crossover([r["mnk"] for r in rows],
-                                                              [r["ratio"] for r in rows])}
-    his = [f["crossover"]["hi"] for f in measured.values()]
-    los = [f["crossover"]["lo"] for f in measured.values()]
-    whole = {"lo": max((x for x in los if x is not None), default=None),
-             "hi": None if None in his else max(his)}
+    measured, whole = _families_crossover("lone_gemm", _gemm_families(range(21, 28), (128, 512)),
+                                          _lone_pair, args, progress)
     return {"constant": "LONE_GEMM", "where": "backend/threads.py", "value": value,
             "unit": "multiply-adds below which a product after other work runs on one thread",
             "workload": "float32 matmul after 1 ms of other work, 1 vs --threads BLAS threads, "
