@@ -42,8 +42,23 @@ MODELS = {
 }
 PRODUCTS = ("forward", "input_grad", "weight_grad")
 # Products microtorch runs feature-major (ops/rnn.py: the LSTM recurrence); PyTorch's in its
-# own orientation.
+# own orientation. microtorch runs them as one of a run of RECURRENCE_STEPS products back to
+# back (its BLAS thread rule for a recurrence: backend.threads.gemm_threads), not as a lone
+# matmul.
 FEATURE_MAJOR = {"recurrent step 128->512"}
+RECURRENCE_STEPS = 50  # the LSTM model's sequence length
+
+
+def _recurrence_step(mnk: int):
+    """A product as microtorch's recurrence runs one of its steps: BLAS's threads set for a
+    run of RECURRENCE_STEPS products, then NumPy's matmul on the arrays."""
+    from microtorch.backend.threads import gemm_threads
+
+    def step(a, b):
+        gemm_threads(mnk, RECURRENCE_STEPS)
+        return np.matmul(a.numpy(), b.numpy())
+
+    return step
 
 
 def _shapes() -> list[tuple[str, str, int, int, int, int]]:
@@ -71,9 +86,10 @@ def worker(framework: str, repeats: int) -> dict:
             if framework == "microtorch" and label in FEATURE_MAJOR:
                 # microtorch's LSTM runs its step products on (features, rows) arrays:
                 # W (N, K) @ h.T (K, M), W.T (K, N) @ g.T (N, M), g.T (N, M) @ x (M, K)
-                calls = {"forward": (matmul, w, x.t().contiguous()),
-                         "input_grad": (matmul, w.t().contiguous(), g.t().contiguous()),
-                         "weight_grad": (matmul, g.t().contiguous(), x)}
+                step = _recurrence_step(m * k * n)
+                calls = {"forward": (step, w, x.t().contiguous()),
+                         "input_grad": (step, w.t().contiguous(), g.t().contiguous()),
+                         "weight_grad": (step, g.t().contiguous(), x)}
             for product, (call, a, b) in calls.items():
                 for _ in range(3):
                     call(a, b)  # warm-up: pages, BLAS threads
