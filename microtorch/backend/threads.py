@@ -181,8 +181,8 @@ def gemm_threads(mnk: int, count: int = 1) -> None:
     run back to back, should use: ``get_num_threads()`` when each reaches ``SMALL_GEMM`` and
     all together ``LONE_GEMM``, else one. One ctypes call when that changes, nothing
     otherwise (no-op without OpenBLAS)."""
-    threads = get_num_threads()  # (first: its default reads BLAS's count before a change)
-    want = threads if mnk >= SMALL_GEMM and mnk * count >= LONE_GEMM else 1
+    available = get_num_threads()  # (first: its default reads BLAS's count before a change)
+    want = available if mnk >= SMALL_GEMM and mnk * count >= LONE_GEMM else 1
     if want == _threads.blas_now:
         return
     if _threads.blas_setter is None:
