@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import importlib
 import json
@@ -57,13 +58,19 @@ NEVER = 1 << 62  # a minimum-work constant no workload reaches: always one call
 
 # ------------------------------------------------------------------------------- timing
 
-def _samples(fn: Callable[[], Any], budget_s: float, min_calls: int = 3) -> list[float]:
+def _samples(fn: Callable[[], Any], budget_s: float, min_calls: int = 3,
+             gap_s: float = 0.0) -> list[float]:
     """Seconds of each call of ``fn`` after one warm-up call, for ``budget_s`` (at least
-    ``min_calls`` calls)."""
+    ``min_calls`` calls); with ``gap_s``, each call after that long of other work on this
+    thread (a busy loop, as a model's elementwise ops: OpenBLAS's idle threads have gone to
+    sleep by then)."""
     fn()
     out: list[float] = []
     end = time.perf_counter() + budget_s
     while len(out) < min_calls or time.perf_counter() < end:
+        busy_until = time.perf_counter() + gap_s
+        while time.perf_counter() < busy_until:
+            pass
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)
@@ -121,11 +128,13 @@ def wait_until_idle(limit_s: float, threshold: float = 0.1) -> None:
             return
 
 
-def compare(variants: dict[str, Variant], rounds: int, budget_s: float) -> dict[str, float]:
+def compare(variants: dict[str, Variant], rounds: int, budget_s: float,
+            gap_s: float = 0.0) -> dict[str, float]:
     """Median seconds per call of each variant (setting context, work), the variants' order
-    reversed every other round so that drift in the machine's speed hits them alike. The
-    share of the machine other processes used meanwhile is under the key "others"; under
-    --wait-idle, a comparison they disturbed (over 10%) is measured again, up to 3 times."""
+    reversed every other round so that drift in the machine's speed hits them alike; each
+    call after ``gap_s`` of other work when given (``_samples``). The share of the
+    machine other processes used meanwhile is under the key "others"; under --wait-idle, a
+    comparison they disturbed (over 10%) is measured again, up to 3 times."""
     names = list(variants)
     for _attempt in range(3):  # (measured again while others used over 10% of the machine)
         if _Settings.wait_idle_s:
@@ -136,7 +145,7 @@ def compare(variants: dict[str, Variant], rounds: int, budget_s: float) -> dict[
                 for name in names if r % 2 == 0 else names[::-1]:
                     setting, fn = variants[name]
                     with setting():
-                        pooled[name] += _samples(fn, budget_s)
+                        pooled[name] += _samples(fn, budget_s, gap_s=gap_s)
         if not _Settings.wait_idle_s or o.fraction is None or o.fraction < 0.1:
             break
     out = {v: float(np.median(s)) for v, s in pooled.items()}
@@ -254,7 +263,10 @@ def _families_crossover(section: str, families: dict[str, list[tuple[int, int, i
     return measured, whole
 
 
-def _gemm_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float) -> dict:
+def _gemm_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float,
+               gap_s: float = 0.0) -> dict:
+    """One product on 1 and on ``nthreads`` BLAS threads, alternating; each call after
+    ``gap_s`` of other work when given (the second thread asleep by then)."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
@@ -264,7 +276,7 @@ def _gemm_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float
         np.matmul(a, b, out=out)
 
     t = compare({"1": (lambda: threads.blas_threads(1), work),
-                 str(nthreads): (contextlib.nullcontext, work)}, rounds, budget)
+                 str(nthreads): (contextlib.nullcontext, work)}, rounds, budget, gap_s)
     return {"m": m, "k": k, "n": n, "mnk": m * k * n, "one_us": t["1"] * 1e6,
             "threads_us": t[str(nthreads)] * 1e6, "ratio": t[str(nthreads)] / t["1"],
             "others": t["others"]}
@@ -291,50 +303,14 @@ def section_small_gemm(args: argparse.Namespace, progress: Progress) -> dict:
 
 # ------------------------------------------------------ LONE_GEMM (BLAS threads, after a gap)
 
-def _gap_samples(fn: Callable[[], Any], gap_s: float, budget_s: float) -> list[float]:
-    """Seconds of each call of ``fn``, each after ``gap_s`` of other work on this thread
-    (a busy loop, as a model's elementwise ops: OpenBLAS's idle threads have gone to sleep by
-    then), for ``budget_s``."""
-    fn()
-    out: list[float] = []
-    end = time.perf_counter() + budget_s
-    while len(out) < 3 or time.perf_counter() < end:
-        busy_until = time.perf_counter() + gap_s
-        while time.perf_counter() < busy_until:
-            pass
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
-def _lone_pair(m: int, k: int, n: int, nthreads: int, rounds: int, budget: float) -> dict:
-    """One product after 1 ms of other work, on 1 and on ``nthreads`` BLAS threads,
-    alternating."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((m, k), dtype=np.float32)
-    b = rng.standard_normal((k, n), dtype=np.float32)
-    out = np.empty((m, n), np.float32)
-    settings = {"1": 1, str(nthreads): nthreads}
-    pooled: dict[str, list[float]] = {v: [] for v in settings}
-    with Others() as o:
-        for r in range(rounds):
-            for name in list(settings) if r % 2 == 0 else list(settings)[::-1]:
-                with threads.blas_threads(settings[name]):
-                    pooled[name] += _gap_samples(lambda: np.matmul(a, b, out=out), 0.001,
-                                                 budget)
-    one, many = (float(np.median(pooled[v])) for v in settings)
-    return {"m": m, "k": k, "n": n, "mnk": m * k * n, "one_us": one * 1e6,
-            "threads_us": many * 1e6, "ratio": many / one, "others": o.fraction}
-
-
 def section_lone_gemm(args: argparse.Namespace, progress: Progress) -> dict:
     """1 vs ``--threads`` BLAS threads on products that follow a pause (the second thread
     asleep), around LONE_GEMM: shapes of 2^21..2^27 multiply-adds."""
     mt.set_num_threads(args.threads)
     value = _constant("microtorch.backend.threads", "LONE_GEMM")
     measured, whole = _families_crossover("lone_gemm", _gemm_families(range(21, 28), (128, 512)),
-                                          _lone_pair, args, progress)
+                                          functools.partial(_gemm_pair, gap_s=0.001), args,
+                                          progress)
     return {"constant": "LONE_GEMM", "where": "backend/threads.py", "value": value,
             "unit": "multiply-adds below which a product after other work runs on one thread",
             "workload": "float32 matmul after 1 ms of other work, 1 vs --threads BLAS threads, "
@@ -781,6 +757,18 @@ def _pct(row: dict) -> str:
     return "-" if f is None else f"{100 * f:.0f}%"
 
 
+def _gemm_header(nthreads: int) -> list[str]:
+    return ["family", "m×k×n", "mnk", "1 thread µs", f"{nthreads} threads µs", "ratio",
+            "others"]
+
+
+def _gemm_rows(families: dict) -> list[list[str]]:
+    """A table row per product of each family (small_gemm, lone_gemm)."""
+    return [[fam, f"{r['m']}×{r['k']}×{r['n']}", _p2(r["mnk"]), f"{r['one_us']:.1f}",
+             f"{r['threads_us']:.1f}", f"{r['ratio']:.2f}", _pct(r)]
+            for fam, f in families.items() for r in f["rows"]]
+
+
 def render(result: dict) -> str:
     """The Markdown report: the machine, the summary table, each section's figures."""
     m = result["machine"]
@@ -803,26 +791,16 @@ def render(result: dict) -> str:
     s = result["sections"]
     if "small_gemm" in s:
         lines += ["", "## SMALL_GEMM: one BLAS thread vs " + str(m["threads"]), ""]
-        body = []
-        for fam, f in s["small_gemm"]["families"].items():
-            body += [[fam, f"{r['m']}×{r['k']}×{r['n']}", _p2(r["mnk"]),
-                      f"{r['one_us']:.1f}", f"{r['threads_us']:.1f}", f"{r['ratio']:.2f}",
-                      _pct(r)] for r in f["rows"]]
+        body = _gemm_rows(s["small_gemm"]["families"])
         body += [["model", r["name"], _p2(r["mnk"]), f"{r['one_us']:.1f}",
                   f"{r['threads_us']:.1f}", f"{r['ratio']:.2f}", _pct(r)]
                  for r in s["small_gemm"]["models"]]
-        lines += markdown_table(["family", "m×k×n", "mnk", "1 thread µs",
-                                 f"{m['threads']} threads µs", "ratio", "others"], body)
+        lines += markdown_table(_gemm_header(m["threads"]), body)
     if "lone_gemm" in s:
         lines += ["", "## LONE_GEMM: a product after 1 ms of other work, one BLAS thread vs "
                   + str(m["threads"]), ""]
-        lines += markdown_table(["family", "m×k×n", "mnk", "1 thread µs",
-                                 f"{m['threads']} threads µs", "ratio", "others"],
-                                [[fam, f"{r['m']}×{r['k']}×{r['n']}", _p2(r["mnk"]),
-                                  f"{r['one_us']:.1f}", f"{r['threads_us']:.1f}",
-                                  f"{r['ratio']:.2f}", _pct(r)]
-                                 for fam, f in s["lone_gemm"]["families"].items()
-                                 for r in f["rows"]])
+        lines += markdown_table(_gemm_header(m["threads"]),
+                                _gemm_rows(s["lone_gemm"]["families"]))
     for r in s.get("min_work", []):
         lines += ["", f"## {r['constant']} ({r['where']}): {r['workload']}", ""]
         lines += markdown_table(["size", "work per thread", "one call µs", "split µs", "ratio",

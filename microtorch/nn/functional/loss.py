@@ -281,14 +281,15 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     if weight is not None and weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
     if _real_floats(input, target):
-        # PyTorch's weighted form: the unreduced loss's node, times the weight, reduced
         loss = L.RegressionLoss.apply(input, target, "huber",
                                       reduction if weight is None else "none", float(delta))
-        return loss if weight is None else _reduce(loss * weight, reduction)
-    loss = L.robust_regression(ops, input - target, "huber", delta)  # (other dtypes)
-    if weight is not None:
-        return _reduce(loss * weight, reduction)
-    return named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
+        if weight is None:
+            return loss
+    else:
+        loss = L.robust_regression(ops, input - target, "huber", delta)  # (other dtypes)
+        if weight is None:
+            return named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
+    return _reduce(loss * weight, reduction)  # (PyTorch's weighted form: the unreduced loss's)
 
 
 @autocast_op("kl_div")
