@@ -161,3 +161,39 @@ def test_weighted_huber_goes_through_the_node_as_pytorchs(device, reduction):
                     for v in (loss, a.grad, b.grad)])
     for ours, theirs in zip(*out):
         _same_bits(ours, theirs)
+
+
+# Operand dtype pairs: promoted to a float (computed), to an integer, bool or complex (PyTorch
+# has no kernel), and Huber's loss written in the input's dtype (float16 kept, an integer input
+# refused when the promoted dtype cannot be cast to it).
+DTYPE_PAIRS = [("float16", "float32"), ("float32", "float16"), ("int64", "float32"),
+               ("float32", "int64"), ("int32", "float16"), ("bool", "float32"),
+               ("float32", "bool"), ("float64", "complex64"), ("int64", "int64"),
+               ("uint8", "int8"), ("bool", "bool"), ("complex64", "complex64")]
+DTYPE_LOSSES = [("mse", "mse_loss"), ("smooth_l1", "smooth_l1_loss"), ("huber", "huber_loss")]
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("pair", DTYPE_PAIRS, ids=["-".join(p) for p in DTYPE_PAIRS])
+@pytest.mark.parametrize("loss", DTYPE_LOSSES, ids=[c[0] for c in DTYPE_LOSSES])
+def test_operand_dtypes_follow_pytorchs_rules(device, loss, pair, reduction):
+    """The result's dtype and values, or PyTorch's error type and message, for each pair."""
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        x = lib.tensor([3.0, -1.0, 0.25], **kw).to(getattr(lib, pair[0]))
+        t = lib.tensor([1.0, 1.0, 0.0], **kw).to(getattr(lib, pair[1]))
+        try:
+            out = getattr(lib.nn.functional, loss[1])(x, t, reduction=reduction)
+        except (RuntimeError, NotImplementedError) as err:
+            msg = str(err).replace("_cuda", "_cpu")  # (the kernel's name carries the device)
+            results.append((type(err), msg))
+        else:
+            results.append((str(out.dtype).split(".")[-1],
+                            np.asarray(out.detach().cpu().float().numpy())))
+    ours, theirs = results
+    assert ours[0] == theirs[0]
+    if isinstance(theirs[0], str):
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-3)
+    else:
+        assert ours[1] == theirs[1]

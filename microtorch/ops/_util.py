@@ -117,6 +117,17 @@ def scalar_name(t: Tensor) -> str:
     return _dtype.title(t.dtype)
 
 
+def check_cast(result: np.dtype, target: np.dtype) -> None:
+    """PyTorch's canCast for a result written into a tensor of another dtype (in-place ops,
+    ``out=``, Huber's loss): no complex -> real, no float -> integer, no non-bool -> bool."""
+    if result == target:
+        return
+    res, tgt = _dtype.from_numpy_dtype(result), _dtype.from_numpy_dtype(target)
+    if res._category > tgt._category:
+        raise RuntimeError(f"result type {_dtype.title(res)} can't be cast to the desired "
+                           f"output type {_dtype.title(tgt)}")
+
+
 def _keeps_dtype(dt, scalar) -> bool:
     """Fast path: a Python float with a float tensor, or an int with an int/float tensor."""
     kind = dt.kind

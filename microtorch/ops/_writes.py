@@ -9,7 +9,6 @@ import warnings
 
 import numpy as np
 
-from .. import _dtype
 from .._layout import SPARSE_DATA
 from ..autograd import forward_mode, saved, views
 from ..autograd._profiler_record import PROCEED as _PROCEED
@@ -21,6 +20,7 @@ from . import indexing
 from ._util import (
     Tensor,
     assert_no_internal_overlap,
+    check_cast,
     has_internal_overlap,
     is_scalar,
     promote_operands,
@@ -77,17 +77,6 @@ def check_setitem_value(self: Tensor, arr_key: tuple, value) -> None:
 
 
 # -- the in-place forms of ops, and __setitem__ ------------------------------------------------
-def _check_cast(result: np.dtype, target: np.dtype) -> None:
-    """PyTorch's canCast for in-place results: no complex -> real, no float -> integer, no
-    non-bool -> bool."""
-    if result == target:
-        return
-    res, tgt = _dtype.from_numpy_dtype(result), _dtype.from_numpy_dtype(target)
-    if res._category > tgt._category:
-        raise RuntimeError(f"result type {_dtype.title(res)} can't be cast to the desired "
-                           f"output type {_dtype.title(tgt)}")
-
-
 def _check_inplace(self: Tensor, *others) -> bool:
     """Raise for in-place ops autograd cannot record; True when the op must be recorded (or
     carries forward-mode tangents: it then runs out of place and is written back)."""
@@ -115,7 +104,7 @@ def _write(self: Tensor, result: Tensor, fill: bool = False) -> Tensor:
         from .sparse_dispatch import write_sparse
 
         return write_sparse(self, result)
-    _check_cast(res.dtype, self._data.dtype)
+    check_cast(res.dtype, self._data.dtype)
     if not fill:
         assert_no_internal_overlap(self._data)
     if res.shape != self._data.shape:
@@ -190,7 +179,7 @@ def _ufunc_inplace(name, op):
             with no_grad():  # (a sparse kernel's out-of-place result, stored into self)
                 return _write(self, op(self, other, **({"alpha": alpha} if alpha != 1 else {})))
         _, xb, dt = promote_operands(self, other)
-        _check_cast(dt, arr.dtype)
+        check_cast(dt, arr.dtype)
         assert_no_internal_overlap(arr)
         shape_b = getattr(xb, "shape", ())
         if shape_b and shape_b != arr.shape:  # checked before the write (NumPy's may be partial)

@@ -10,11 +10,13 @@ import math
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, split_rows
-from ._util import Tensor, _needs, _wrap, promote_operands, reduce_grad, xp_of
+from ._special_util import kernel_error
+from ._util import Tensor, _needs, _wrap, check_cast, promote_operands, reduce_grad, xp_of
 from .activation import LogSigmoid, Softmax, _sigmoid
 from .reduce import _widened
 
@@ -298,6 +300,11 @@ class RegressionLoss(Function):
     The compositions these replace gave the same values but +0.0 where PyTorch gives -0.0 at
     exact ties (input == target, negative incoming gradient), and rounded mse's through g / N.
     ``param``: beta or delta. The losses' values are the compositions' (same bits).
+
+    PyTorch's dtype rules: each kernel computes in the operands' promoted dtype, which must be
+    a real floating type (its NotImplementedError otherwise: integers, bool, complex); Huber
+    writes its loss into a tensor of the input's dtype (so a float16 input gives a float16
+    loss, and an integer input a RuntimeError when the promoted dtype cannot be cast to it).
     """
 
     lifted = True
@@ -307,10 +314,14 @@ class RegressionLoss(Function):
     @staticmethod
     def forward(ctx, x, t, kind, reduction, param):
         xa, ta, dt = promote_operands(x, t)
+        out_dt = x._data.dtype if kind == "huber" else dt
+        check_cast(dt, out_dt)
+        if _dtype.kind_of(dt) != "f":
+            raise kernel_error(kind, x, dt)
         xp = xp_of(xa)
         d = xp.subtract(xa, ta)
         loss = d * d if kind == "mse" else robust_regression(xp, d, kind, param)
-        loss = loss.astype(dt, copy=False)
+        loss = loss.astype(out_dt, copy=False)
         ctx.torch_name = RegressionLoss._NAMES[kind]
         ctx.save_for_backward(x, t)
         ctx.how = kind, reduction, param, dt, loss.size

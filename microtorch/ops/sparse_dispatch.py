@@ -16,7 +16,7 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ..autograd.grad_mode import no_grad, recording
 from . import copies, elementwise, linalg, reduce, shape
-from ._util import Tensor, _promotion_key, is_scalar
+from ._util import Tensor, _promotion_key, assert_no_internal_overlap, check_cast, is_scalar
 from .sparse_coo import (
     DenseSparseAdd,
     SparseAdd,
@@ -275,8 +275,6 @@ def add_into(self: Tensor, other: Tensor, alpha) -> Tensor:
     """``dense.add_(sparse, alpha=alpha)``: the sparse tensor's entries added in place (PyTorch's
     add_out_dense_sparse with the result in self), nothing else of ``self`` touched."""
     from . import sparse_kernels
-    from ._util import assert_no_internal_overlap
-    from ._writes import _check_cast
 
     if type(other._data) is not CooData and type(other._data) is not CsrData:
         raise unsupported("add_.Tensor", (self, other))
@@ -288,7 +286,7 @@ def add_into(self: Tensor, other: Tensor, alpha) -> Tensor:
     if self.device != other.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
                            f"two devices, {self.device} and {other.device}!")
-    _check_cast(_result_dtype(self, other), self._data.dtype)
+    check_cast(_result_dtype(self, other), self._data.dtype)
     assert_no_internal_overlap(self._data)
     sparse_kernels.add_into_dense(self._data, other._data, alpha)
     self._vbox[0] += 1
@@ -310,9 +308,7 @@ def write_sparse(self: Tensor, result: Tensor) -> Tensor:
                                   "are not supported by microtorch")
     data, target = result._data, self._data.dtype
     if data.dtype != target:
-        from ._writes import _check_cast
-
-        _check_cast(data.dtype, target)
+        check_cast(data.dtype, target)
         data = data.arrays_on(lambda a, is_index: a if is_index else a.astype(target))
     self._data = data
     self._vbox[0] += 1

@@ -50,10 +50,10 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def _real_floats(*tensors: Tensor) -> bool:
-    """Whether every tensor holds real floating-point numbers (the regression losses' node;
-    other dtypes keep the composition and its errors)."""
-    return all(isinstance(t, Tensor) and t.dtype.is_floating_point for t in tensors)
+def _tensors(*values) -> bool:
+    """Whether every value is a Tensor (the regression losses' node, which applies PyTorch's
+    dtype rules; other values keep the composition and its errors)."""
+    return all(isinstance(v, Tensor) for v in values)
 
 
 # -- losses --------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
     """(input - target)^2, reduced; with ``weight`` (input's shape), a weighted mean."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_size(input, target)
-    if weight is None and _real_floats(input, target):
+    if weight is None and _tensors(input, target):
         _check_reduction(reduction)
         return L.RegressionLoss.apply(input, target, "mse", reduction, None)
     diff = input - target
@@ -264,9 +264,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
         return _reduce((input - target).abs(), reduction)
-    if _real_floats(input, target):
+    if _tensors(input, target):
         return L.RegressionLoss.apply(input, target, "smooth_l1", reduction, float(beta))
-    loss = L.robust_regression(ops, input - target, "smooth_l1", beta)  # (other dtypes)
+    loss = L.robust_regression(ops, input - target, "smooth_l1", beta)  # (other values)
     return named(_reduce(loss, reduction), "SmoothL1LossBackward0", input, target)
 
 
@@ -280,13 +280,13 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     if weight is not None and weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
-    if _real_floats(input, target):
+    if _tensors(input, target):
         loss = L.RegressionLoss.apply(input, target, "huber",
                                       reduction if weight is None else "none", float(delta))
         if weight is None:
             return loss
     else:
-        loss = L.robust_regression(ops, input - target, "huber", delta)  # (other dtypes)
+        loss = L.robust_regression(ops, input - target, "huber", delta)  # (other values)
         if weight is None:
             return named(_reduce(loss, reduction), "HuberLossBackward0", input, target)
     return _reduce(loss * weight, reduction)  # (PyTorch's weighted form: the unreduced loss's)
