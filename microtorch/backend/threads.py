@@ -182,7 +182,19 @@ def gemm_threads(mnk: int, count: int = 1) -> None:
     all together ``LONE_GEMM``, else one. One ctypes call when that changes, nothing
     otherwise (no-op without OpenBLAS)."""
     available = get_num_threads()  # (first: its default reads BLAS's count before a change)
-    want = available if mnk >= SMALL_GEMM and mnk * count >= LONE_GEMM else 1
+    _set_blas_threads(available if mnk >= SMALL_GEMM and mnk * count >= LONE_GEMM else 1)
+
+
+def one_blas_thread() -> None:
+    """Set NumPy's OpenBLAS to one thread: for BLAS calls inside microtorch's row-parallel
+    work (``run_rows``: each worker calls BLAS on its own rows, and two threads must not share
+    BLAS's pool) and for products too small to gain from a second thread."""
+    get_num_threads()  # (first: its default reads BLAS's count before a change)
+    _set_blas_threads(1)
+
+
+def _set_blas_threads(want: int) -> None:
+    """OpenBLAS's thread count to ``want``: one ctypes call when it changes, else nothing."""
     if want == _threads.blas_now:
         return
     if _threads.blas_setter is None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
+from ..backend.blas import last_axis_sums
 from ._autocast import autocast_op
 from ._util import Tensor, _float_array, _needs, reduce_grad, wrap_dim, xp_of
 from .special import _erf_array
@@ -29,7 +30,13 @@ def _log_softmax_array(xa, dim: int):
     if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
         return xa.copy()
     shifted = xa - xa.max(axis=dim, keepdims=True)
-    return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    return shifted - xp.log(_sums(xp.exp(shifted), dim))
+
+
+def _sums(e, dim: int):
+    """``e.sum(axis=dim, keepdims=True)``; over the last axis by BLAS (``last_axis_sums``),
+    the one order the softmax family and cross entropy share (same bits for the same row)."""
+    return last_axis_sums(e) if dim == e.ndim - 1 else e.sum(axis=dim, keepdims=True)
 
 
 class Softmax(Function):
@@ -44,7 +51,7 @@ class Softmax(Function):
         if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
             return xa.copy()
         e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
-        e /= e.sum(axis=dim, keepdims=True)
+        e /= _sums(e, dim)
         return e
 
     @staticmethod

@@ -18,6 +18,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend.autotune import choice, split_rows
+from ..backend.blas import last_axis_sums
 from ..backend.threads import gemm_threads, get_num_threads
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
@@ -239,18 +240,11 @@ def _conv_weight_grad(cols, gm, w_shape, g: int):
 
 def _channel_sums(ga):
     """Per channel, the sum over images and pixels of an (N, C, H, W) output gradient: the
-    bias gradient. On NumPy's float32/float64 each image's channel sums are one matrix-vector
-    product with ones (OpenBLAS's gemv: each row summed on one thread, in the same order
-    whatever the thread count or alignment: the same bits every run), then summed over the
-    images: 6x faster than NumPy's reduction over the strided axes here (64x16x28x28: 24 vs
-    148 us), and as accurate (blocked SIMD sums, as PyTorch's)."""
+    bias gradient. Each image's channels summed over their pixels by BLAS
+    (``last_axis_sums``), then over the images: 6x faster than NumPy's reduction over the
+    strided axes (64x16x28x28: 24 vs 148 us), and as accurate."""
     n, c = ga.shape[:2]
-    if type(ga) is not np.ndarray or ga.dtype.char not in "fd" or not ga.size or \
-            not ga.flags.c_contiguous:
-        return ga.sum(axis=(0, 2, 3))
-    pixels = ga.size // (n * c)
-    per_image = ga.reshape(n * c, pixels) @ np.ones(pixels, ga.dtype)
-    return per_image.reshape(n, c).sum(0)
+    return last_axis_sums(ga.reshape(n, c, -1))[..., 0].sum(0)
 
 
 def _in_dtype(arr, dtype):

@@ -15,6 +15,8 @@ from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, split_rows
+from ..backend.blas import last_axis_sums
+from ..backend.threads import one_blas_thread
 from ._special_util import kernel_error
 from ._util import Tensor, _needs, _wrap, check_cast, promote_operands, reduce_grad, xp_of
 from .activation import LogSigmoid, Softmax, _sigmoid
@@ -68,10 +70,11 @@ def _softmax_rows(xa):
         # (per thread: NumPy's error state is the calling thread's)
         with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
             xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
-            xp.exp(out, out=e[lo:hi]).sum(axis=1, keepdims=True, out=total[lo:hi])
+            last_axis_sums(xp.exp(out, out=e[lo:hi]), out=total[lo:hi])
             xp.log(total[lo:hi], out=log_sum[lo:hi])
 
     if xp is np and xa.dtype in _ROW_DTYPES:
+        one_blas_thread()  # (each thread's row sums call BLAS: not on a shared pool)
         split_rows(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c, _ROWS_MIN_WORK)
     else:  # (CuPy, 16-bit floats: one call)
         rows(0, m)
