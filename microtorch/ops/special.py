@@ -18,11 +18,13 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
+from ..autograd.grad_mode import recording
 from ..backend import special_functions
 from ._autocast import autocast_op
 from ._special_util import float_input
 from ._util import (
     Tensor,
+    _wrap,
     is_scalar,
     promote_operands,
     reduce_grad,
@@ -197,8 +199,9 @@ def nan_to_num(input: Tensor, nan=0.0, posinf=None, neginf=None) -> Tensor:
 
 
 class Cumprod(Function):
-    """Cumulative product; the backward is exact with zeros in the input (then O(n^2) along
-    the dim: one cumprod per position)."""
+    """Cumulative product; the backward is exact with zeros in the input: PyTorch's O(n)
+    formula on arrays (``_cumprod_grad_with_zeros``), or under ``create_graph`` its O(n^2)
+    differentiable one (one cumprod per position)."""
 
     torch_name = "CumprodBackward0"
 
@@ -222,6 +225,8 @@ class Cumprod(Function):
             # no zeros: d out_j / d x_i = out_j / x_i, so the gradient is a reversed cumsum
             out = cumprod(x, d)  # (recomputed rather than saved: the input is saved anyway)
             return (grad * conj_of(out)).flip(d).cumsum(d).flip(d) / conj_of(x), None
+        if not recording():
+            return _wrap(_cumprod_grad_with_zeros(x._data, grad._data, d)), None
         n = x.shape[d]
         xm, gm = x.movedim(d, -1), grad.movedim(d, -1)
         # d out_j / d x_i = prod_{k <= j, k != i} x_k (j >= i): the cumprod of x with x_i
@@ -233,6 +238,32 @@ class Cumprod(Function):
         zero = Tensor._make(xp.zeros((), x._data.dtype))
         terms = (conj_of(cumprod(rows, -1)) * gm.unsqueeze(-2)).where(upper, zero)
         return terms.sum(-1).movedim(-1, d), None
+
+
+def _cumprod_grad_with_zeros(xa, ga, d: int):
+    """The gradient of cumprod along ``d`` for input arrays with zeros, as PyTorch's O(n)
+    formula computes it: before a slice's first zero z1, the reversed cumsum of out * g
+    divided by x (terms from z1 on left out); at z1, prod(x[:z1]) times the sum over
+    [z1, z2) of g_j * prod(x[z1+1 : j+1]) (z2 the second zero); after z1, zero. Terms that
+    are zero by structure are left out, not multiplied by their g: an infinite or NaN g there
+    changes nothing, as in PyTorch (which warns about none of the NaN or inf it makes)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        xp = xp_of(xa)
+        xc, out = xp.conj(xa), xp.conj(xa.cumprod(axis=d))  # (complex: the conjugates)
+        zeros_so_far = (xa == 0).cumsum(axis=d)
+        before = zeros_so_far == 0
+        w = xp.where(before, out * ga, 0)
+        tail = xp.flip(xp.flip(w, d).cumsum(axis=d), d) / xc  # (x = 0 only off ``before``)
+        result = xp.where(before, tail, 0).astype(ga.dtype, copy=False)
+        from_first = zeros_so_far == 1  # [z1, z2)
+        first = xp.expand_dims(xp.argmax(from_first, axis=d), d)  # (0 in a slice without)
+        positions = xp.arange(xa.shape[d]).reshape((-1,) + (1,) * (xa.ndim - 1 - d))
+        at_first = from_first & (positions == first)
+        inner = xp.where(from_first & ~at_first, xc, 1).cumprod(axis=d)
+        value = (inner * xp.where(from_first, ga, 0)).sum(axis=d, keepdims=True)
+        before_first = xp.take_along_axis(out, xp.maximum(first - 1, 0), axis=d)
+        value = value * xp.where(first == 0, 1, before_first)
+        return xp.where(at_first, value, result).astype(ga.dtype, copy=False)
 
 
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
