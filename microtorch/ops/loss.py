@@ -23,7 +23,7 @@ from .activation import LogSigmoid, Softmax, _sigmoid
 from .reduce import _widened
 
 __all__ = ["CrossEntropy", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits",
-           "RegressionLoss", "class_targets", "robust_regression"]
+           "MarginRows", "RegressionLoss", "class_targets", "robust_regression"]
 
 
 # -- cross entropy with class indices -----------------------------------------------------------
@@ -361,3 +361,37 @@ class RegressionLoss(Function):
             gt = slope(t - x) if _needs(ctx, 1) else None
         return finish(None if gx is None else reduce_grad(gx, *ctx.meta[0]),
                       None if gt is None else reduce_grad(gt, *ctx.meta[1]), None, None, None)
+
+
+# -- margin losses over class scores ----------------------------------------------------------
+class MarginRows(Function):
+    """Per-sample margin losses (N,) of class scores (N, C) as one node, with the gradient
+    PyTorch's multi_margin and multilabel_margin kernels compute: a coefficient per score (zero
+    where no hinge is active) times its row's incoming gradient. A composition's selection
+    would give 0 there for an infinite or NaN incoming gradient, PyTorch's product NaN.
+
+    ``apply(x, rows, composed, name)``: ``rows(xa)`` gives (losses, coefficients) as arrays;
+    ``composed(x)`` the same losses from differentiable ops, whose gradient is taken under
+    ``create_graph`` (the coefficients then depend on x, as for p = 2).
+    """
+
+    lifted = True
+
+    @staticmethod
+    def forward(ctx, x, rows, composed, name):
+        per, coef = rows(x._data)
+        ctx.coef, ctx.composed, ctx.torch_name = coef, composed, name
+        ctx.save_for_backward(x)
+        return per
+
+    @staticmethod
+    def backward(ctx, grad):
+        if recording():  # create_graph: differentiate the composition
+            from ..autograd import grad as autograd_grad
+
+            (x,) = ctx.saved_tensors
+            (gx,) = autograd_grad(ctx.composed(x), (x,), grad, create_graph=True)
+            return gx, None, None, None
+        (g,) = lift(grad)
+        with np.errstate(invalid="ignore"):  # (0 * inf: NaN, silently as in PyTorch)
+            return finish(ctx.coef * g[:, None], None, None, None)

@@ -11,9 +11,10 @@ gradients match PyTorch's backward kernels and have gradients of their own.
 from __future__ import annotations
 
 from ...autograd.function import named
+from ...ops import loss as L
 from ...ops import minimum
 from ...ops._autocast import autocast_op
-from ...ops._util import Tensor, check_bounds, scalar_name
+from ...ops._util import Tensor, check_bounds, scalar_name, xp_of
 from .activation import logsigmoid
 from .distance import pairwise_distance
 from .loss import _legacy_reduction, _reduce
@@ -110,15 +111,37 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None and weight.numel() != dim:
         raise RuntimeError(f"inconsistent weight size, expected {dim} but got "
                            f"{list(weight.shape)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_name(input)} but found "
+                           f"{scalar_name(weight)}")
     check_bounds(target._data, 0, dim, RuntimeError, lambda bad: "target out of range")
-    x = input.reshape(nframe, dim)
     y = target.reshape(nframe, 1)
-    z = x - x.gather(1, y) + margin
-    h = z if p == 1 else z * z
-    if weight is not None:
-        h = h * weight.detach()[y]  # (PyTorch gives the weight no gradient)
-    others = Tensor._make(input._backend.xp.arange(dim)[None, :] != y._data)
-    per = h.where(others & (z > 0), 0.0).sum(1) / dim
+    w_y = None if weight is None else weight.detach()[y]  # (PyTorch gives the weight no grad)
+
+    def composed(x: Tensor) -> Tensor:  # (differentiable: under create_graph)
+        z = x - x.gather(1, y) + margin
+        h = z if p == 1 else z * z
+        if w_y is not None:
+            h = h * w_y
+        others = Tensor._make(input._backend.xp.arange(dim)[None, :] != y._data)
+        return h.where(others & (z > 0), 0.0).sum(1) / dim
+
+    def rows(xa):  # (the same losses on arrays, and PyTorch's kernel's coefficients)
+        xp, ya = xp_of(xa), y._data
+        z = xa - xp.take_along_axis(xa, ya, 1) + margin
+        h = z if p == 1 else z * z
+        slope = xp.ones_like(z) if p == 1 else 2 * z
+        if w_y is not None:
+            h, slope = h * w_y._data, slope * w_y._data
+        is_target = xp.arange(dim)[None, :] == ya
+        active = ~is_target & (z > 0)
+        coef = xp.where(active, slope, 0.0) / dim
+        # the target's: minus the others' (from +0.0, as PyTorch's kernel subtracts them)
+        coef = xp.where(is_target, 0.0 - coef.sum(1, keepdims=True), coef)
+        return xp.where(active, h, 0.0).sum(1) / dim, coef
+
+    per = L.MarginRows.apply(input.reshape(nframe, dim), rows, composed,
+                             "MultiMarginLossBackward0")
     if reduction == "none":
         out = per if target.ndim > 0 else per.reshape(())
     else:
@@ -148,13 +171,24 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     # the target classes: the entries before the first -1
     valid = xp.cumprod((t != -1).astype("int8"), axis=1).astype(bool)
     labels = xp.where(valid, t, 0)
-    is_target = ((labels[:, :, None] == xp.arange(dim)[None, None, :])
-                 & valid[:, :, None]).any(axis=1)  # (N, C)
-    x = input.reshape(nframe, dim)
-    xy = x.gather(1, Tensor._make(labels))  # (N, slots)
-    z = x.unsqueeze(1) - xy.unsqueeze(2) + 1.0  # (N, slots, C)
-    pairs = Tensor._make(valid[:, :, None] & ~is_target[:, None, :])
-    per = z.where(pairs & (z > 0), 0.0).sum((1, 2)) / dim
+    slot_class = (labels[:, :, None] == xp.arange(dim)[None, None, :]) & valid[:, :, None]
+    is_target = slot_class.any(axis=1)  # (N, C)
+    pairs = valid[:, :, None] & ~is_target[:, None, :]  # (N, slots, C)
+
+    def composed(x: Tensor) -> Tensor:  # (differentiable: under create_graph)
+        xy = x.gather(1, Tensor._make(labels))  # (N, slots)
+        z = x.unsqueeze(1) - xy.unsqueeze(2) + 1.0  # (N, slots, C)
+        return z.where(Tensor._make(pairs) & (z > 0), 0.0).sum((1, 2)) / dim
+
+    def rows(xa):  # (the same losses on arrays, and PyTorch's kernel's coefficients)
+        z = xa[:, None, :] - xp.take_along_axis(xa, labels, 1)[:, :, None] + 1.0
+        active = pairs & (z > 0)
+        plus = active.sum(1)  # +1 per active pair at its other class
+        minus = (slot_class * active.sum(2, keepdims=True)).sum(1)  # -1 at its target class
+        return xp.where(active, z, 0.0).sum((1, 2)) / dim, (plus - minus).astype(xa.dtype) / dim
+
+    per = L.MarginRows.apply(input.reshape(nframe, dim), rows, composed,
+                             "MultilabelMarginLossBackward0")
     if reduction == "none":
         out = per if input.ndim == 2 else per.reshape(())
     else:
