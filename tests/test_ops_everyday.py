@@ -348,7 +348,7 @@ def test_unique_with_sorted_false_still_sorts_and_counts():
 
 def test_running_extreme_without_ufunc_accumulate():
     """The step-by-step path for array modules without ufunc.accumulate (some CuPy builds)."""
-    from microtorch.ops.special import _accumulate
+    from microtorch.ops.cumulative import _accumulate
 
     class Plain:  # np.maximum without its accumulate method
         def __call__(self, a, b):

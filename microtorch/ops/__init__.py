@@ -23,6 +23,7 @@ from . import (
     comparison,
     counting,
     creation,
+    cumulative,
     deprecated_overloads,
     elementwise,
     gamma,
@@ -98,6 +99,7 @@ from .complex import *  # noqa: F403
 from .copies import clone, contiguous, to
 from .counting import *  # noqa: F403
 from .creation import *  # noqa: F403
+from .cumulative import *  # noqa: F403
 from .elementwise import (
     Abs,
     Add,
@@ -584,8 +586,9 @@ __all__ = [
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
-    *sorting.__all__, *special.__all__, *random_fill.__all__, *counting.__all__,
-    *gamma.__all__, *bessel.__all__, *integer.__all__, *spectral.__all__, *linalg_toplevel.__all__,
+    *sorting.__all__, *special.__all__, *cumulative.__all__, *random_fill.__all__,
+    *counting.__all__, *gamma.__all__, *bessel.__all__, *integer.__all__, *spectral.__all__,
+    *linalg_toplevel.__all__,
     *comparison.__all__, *transcendental.__all__, "aminmax", "index_put", "masked_scatter",
     "sparse_coo_tensor", "sparse_csr_tensor", "spmm",
 ]
