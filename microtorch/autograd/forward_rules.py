@@ -190,6 +190,11 @@ def _zero(cls, args, kwargs, out, t):
     return None
 
 
+def _fill(cls, args, kwargs, out, t):
+    """zero_/fill_: the written value's tangent everywhere (a number's: zero)."""
+    return None if len(t) < 2 or t[1] is None else t[1].expand(out.shape)
+
+
 def _no_derivative(cls, args, kwargs, out, t):
     """PyTorch's error for an op that defines no derivative (its name read off the op's
     backward error)."""
@@ -272,6 +277,7 @@ def _install() -> None:
     from ..ops import (
         linear as linear_ops,
     )
+    from ..ops._writes import _Fill
     from ..ops.complex import Conj, Imag, Real
     from . import views
 
@@ -285,7 +291,7 @@ def _install() -> None:
         conv.ConvWeightGrad: multilinear(0, 1), matrix.Einsum: multilinear(),
         shape.Cat: _cat, indexing.IndexPut: _index_put, shape.ScatterAdd: _scatter_add,
         shape.Reshape: _reshape, random_fill.Sampled: _zero,
-        counting.NoDerivative: _no_derivative,
+        counting.NoDerivative: _no_derivative, _Fill: _fill,
         sparse.Embedding: linear(0),
     }.items():
         register(cls, fn)

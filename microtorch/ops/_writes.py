@@ -14,6 +14,7 @@ from ..autograd import forward_mode, saved, views
 from ..autograd._profiler_record import PROCEED as _PROCEED
 from ..autograd._profiler_record import inplace as _profiler_inplace
 from ..autograd._profiler_record import state as _profiling
+from ..autograd.function import Function
 from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
 from . import indexing
@@ -228,6 +229,30 @@ def _sparse_operand(self: Tensor, other) -> bool:
                                                and type(other._data) in SPARSE_DATA)
 
 
+class _Fill(Function):
+    """What ``zero_``/``fill_`` write into a tensor that autograd records: ``value`` (a number
+    or a 0-d tensor) everywhere in ``x``'s shape and dtype. Its gradient for ``x`` is zeros,
+    not ``g * 0`` (an infinite or NaN g gives 0, as PyTorch's), and for a tensor value the sum
+    of g; PyTorch's node names."""
+
+    @staticmethod
+    def forward(ctx, x, value):
+        arr = x._data
+        tensor_value = isinstance(value, Tensor)
+        ctx.torch_name = ("FillBackward3" if tensor_value else
+                          "ZeroBackward0" if value == 0 else "FillBackward2")
+        ctx.value = value if tensor_value else None
+        fill = value._data.astype(arr.dtype) if tensor_value else value
+        return xp_of(arr).full(arr.shape, fill, dtype=arr.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        zeros = Tensor._make(xp_of(grad._data).zeros_like(grad._data))
+        if ctx.value is None:
+            return zeros, None
+        return zeros, grad.sum().reshape(ctx.value.shape).to(ctx.value.dtype)
+
+
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
     if _profiling.active and (out := _profiler_inplace(
@@ -239,7 +264,7 @@ def zero_(self: Tensor) -> Tensor:
 
         return zero_sparse(self)
     if _check_inplace(self) and (self.requires_grad or self._fw_tangents):
-        return _write(self, self * 0, fill=True)
+        return _write(self, _Fill.apply(self, 0), fill=True)
     if saved.writes.count:
         saved.before_write(self)
     self._backend.fill_zero(self._data)
@@ -262,7 +287,7 @@ def fill_(self: Tensor, value) -> Tensor:
         assert_no_internal_overlap(self._data)
     if _check_inplace(self, value) and (self.requires_grad or isinstance(value, Tensor)
                                         or self._fw_tangents):
-        return _write(self, self * 0 + value, fill=True)
+        return _write(self, _Fill.apply(self, value), fill=True)
     if saved.writes.count:
         saved.before_write(self)
     self._data.fill(value.item() if isinstance(value, Tensor) else value)

@@ -135,8 +135,8 @@ class Angle(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
-        if x._data.dtype.kind != "c":
-            return grad * 0  # constant (0 or pi) for real inputs
+        if x._data.dtype.kind != "c":  # constant (0 or pi) for real inputs: zeros, not g * 0
+            return Tensor._make(xp_of(grad._data).zeros_like(grad._data))
         # d(atan2(y, x)) = (-y dx + x dy) / |z|^2, i.e. the gradient i z / |z|^2 (0 at z = 0)
         sq = x.abs() ** 2
         safe = sq.where(sq != 0, 1.0)

@@ -116,7 +116,7 @@ class Div(Function):
     def forward(ctx, a, b, rounding_mode=None):
         ctx.meta = _meta(a), _meta(b)
         ctx.rounded = rounding_mode is not None
-        if ctx.rounded:  # PyTorch's div.Tensor_mode: a step function, gradient grad * 0
+        if ctx.rounded:  # PyTorch's div.Tensor_mode: a step function, gradient zeros
             ctx.torch_name = "DivBackward2"
             return _divide(a, b, rounding_mode)
         ctx.save_for_backward(a if ctx.meta[1] else None, b)
@@ -125,10 +125,11 @@ class Div(Function):
     @staticmethod
     def backward(ctx, grad):
         ma, mb = ctx.meta
-        if ctx.rounded:
+        if ctx.rounded:  # (zeros, not g * 0: an infinite or NaN g gives 0, as PyTorch)
             (g,) = lift(grad)
-            return finish(_grad_for(g * 0, ma) if ma else None,
-                          _grad_for(g * 0, mb) if mb else None)
+            zeros = namespace(g).zeros_like(g)
+            return finish(_grad_for(zeros, ma) if ma else None,
+                          _grad_for(zeros, mb) if mb else None)
         g, a, b = lift(grad, *ctx.saved_tensors)
         ga = _grad_for(g / conj_of(b), ma) if ma else None
         gb = _grad_for(-g * conj_of((a / b) / b), mb) if mb else None

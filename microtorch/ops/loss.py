@@ -81,7 +81,7 @@ def _softmax_rows(xa):
     return shifted, log_sum, e, total
 
 
-def _nll_softmax_grad(e, total, a, targets, g, reduction):
+def _nll_softmax_grad(e, total, a, targets, g, reduction, keep):
     """``(softmax * a[:, None] - B) * g`` with B zero but ``a`` at each row's target: the
     gradient of cross entropy without label smoothing, as ``e * (a * g / total)[:, None]``
     less ``a * g`` at each target (one pass over the logits; softmax = e / total), row block
@@ -89,13 +89,17 @@ def _nll_softmax_grad(e, total, a, targets, g, reduction):
     xp = xp_of(e)
     m, c = e.shape
     out = xp.empty_like(e)
-    ag = a * g  # (per row: g is per row for reduction="none", else a scalar)
+    # (per row: g is per row for reduction="none", else a scalar); ignored rows get 0, not
+    # 0 * g (NaN for an infinite g): PyTorch's nll_loss writes no gradient there
+    with np.errstate(invalid="ignore"):  # (a weight of 0 times an infinite g: NaN, silently)
+        ag = xp.where(keep, a * g, 0).astype(e.dtype, copy=False)
     coef = ag / total[:, 0]
 
     def rows(lo: int, hi: int) -> None:
         block = out[lo:hi]
-        xp.multiply(e[lo:hi], coef[lo:hi, None], out=block)
-        block[xp.arange(hi - lo), targets[lo:hi]] -= ag[lo:hi]
+        with np.errstate(invalid="ignore"):  # (an infinite g: NaN silently, as in PyTorch)
+            xp.multiply(e[lo:hi], coef[lo:hi, None], out=block)
+            block[xp.arange(hi - lo), targets[lo:hi]] -= ag[lo:hi]
 
     if xp is np:
         split_rows(_ROWS["backward"], (e.shape, e.dtype.str, reduction), rows, m, m * c,
@@ -168,7 +172,7 @@ class CrossEntropy(Function):
             if reduction == "mean":
                 a = a * scale
             return finish(_nll_softmax_grad(exps, ctx.total, a, safe_t, lift(grad)[0],
-                                            reduction), None, None, None, None, None)
+                                            reduction, keep), None, None, None, None, None)
         p = exps / ctx.total
         b = xp.zeros_like(p)
         b[xp.arange(m), safe_t] = a

@@ -207,7 +207,8 @@ class _ExtremeAll(Function):
         mask = x == out
         if x.is_floating_point():  # a NaN result: the NaNs share it (evenly_distribute_backward)
             mask = mask | (x.isnan() & out.isnan())
-        return mask * (grad / mask.sum()), None
+        # (selected into zeros, as PyTorch's CPU kernel: not mask * g, NaN for an infinite g)
+        return (grad / mask.sum()).where(mask, 0.0), None
 
 
 class _ExtremeDims(Function):
@@ -600,10 +601,27 @@ def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, c
             mean(input, dim, keepdim))
 
 
+class _NanAsZero(Function):
+    """x with its NaNs as 0 (nansum's summands); the gradient ``g * (x == x)``, a product as
+    in PyTorch's nansum_backward (NaN at a NaN for an infinite g, -0.0 for a negative one),
+    not a selection."""
+
+    @staticmethod
+    def forward(ctx, x):
+        arr = x._data
+        ctx.save_for_backward(x)
+        return xp_of(arr).where(arr != arr, arr.dtype.type(0), arr)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * (x == x).to(grad.dtype)
+
+
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """``sum`` treating NaN as zero (the gradient there is zero too)."""
     if input.is_floating_point():
-        input = input.masked_fill(input != input, 0.0)
+        input = _NanAsZero.apply(input)
     return named(sum(input, dim, keepdim, dtype=dtype), "NansumBackward0")
 
 

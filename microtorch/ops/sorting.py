@@ -235,10 +235,11 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
         value = kthvalue(flat.detach(), k, 0).values
         if not flat.is_floating_point():  # (no gradient: and the dtype stays an integer one)
             return value
-        # PyTorch spreads the gradient evenly over every element equal to the median; the
-        # added term is exactly zero in value, so the result is the median bit for bit.
-        ties = (flat.detach() == value).to(flat.dtype)
-        spread = ((flat - flat.detach()) * ties).sum() / ties.sum()
+        # PyTorch spreads the gradient evenly over every element equal to the median, selected
+        # into zeros (an infinite gradient leaves the others 0, not NaN); the added term is
+        # exactly zero in value, so the result is the median bit for bit.
+        ties = flat.detach() == value
+        spread = (flat - flat.detach()).where(ties, 0.0).sum() / ties.sum().to(flat.dtype)
         return named(value + spread, "MedianBackward0", input)
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     size = input.shape[d] if input._data.ndim else 1

@@ -28,6 +28,7 @@ from ._util import (
     scalar_name,
     xp_of,
 )
+from .complex import conj_of
 from .counting import no_derivative
 from .elementwise import _check_integer_divisor, _meta, _not_bool
 
@@ -118,17 +119,42 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     if _dtype.kind_of(input._data.dtype) not in "fc":
         raise RuntimeError("\"lerp_kernel_scalar\" not implemented for "
                            f"'{input.dtype.name.capitalize()}'")
-    diff = end - input
-    if is_scalar(weight):
-        w = float(weight)
-        out = input + w * diff if builtins.abs(w) < 0.5 else end - diff * (1.0 - w)
-        return named(out, "LerpBackward0", input, end)
-    if weight._data.dtype != input._data.dtype:
+    if not is_scalar(weight) and weight._data.dtype != input._data.dtype:
         raise RuntimeError(f"expected dtype {input.dtype.name} for `weight` but got dtype "
                            f"{weight.dtype.name}")
-    small = Tensor._make(xp_of(weight._data).abs(weight._data) < 0.5)
-    out = (input + weight * diff).where(small, end - diff * (1 - weight))
-    return named(out, "LerpBackward1", input, end, weight)
+    return Lerp.apply(input, end, float(weight) if is_scalar(weight) else weight)
+
+
+class Lerp(Function):
+    """input + weight * (end - input), from ``end`` where |weight| >= 0.5 (PyTorch's
+    evaluation), with PyTorch's gradients, one product each: g (1 - w) for input, g w for end,
+    g (end - input) for a tensor weight (conjugated for complex). The composition's two terms
+    for end made inf - inf (NaN) of an infinite g."""
+
+    @staticmethod
+    def forward(ctx, a, e, w):
+        xa, xe = a._data, e._data
+        tensor_w = isinstance(w, Tensor)
+        ctx.torch_name = "LerpBackward1" if tensor_w else "LerpBackward0"
+        ctx.meta = _meta(a), _meta(e), _meta(w) if tensor_w else None
+        ctx.save_for_backward(a, e, w if tensor_w else None)
+        ctx.w = None if tensor_w else w
+        diff = xe - xa
+        if not tensor_w:
+            return xa + w * diff if builtins.abs(w) < 0.5 else xe - diff * (1.0 - w)
+        xw = w._data
+        xp = xp_of(xw)
+        return xp.where(xp.abs(xw) < 0.5, xa + xw * diff, xe - diff * (1 - xw))
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, e, w = ctx.saved_tensors
+        weight = ctx.w if w is None else conj_of(w)
+        ma, me, mw = ctx.meta
+        ga = reduce_grad(grad * (1 - weight), *ma) if ma else None
+        ge = reduce_grad(grad * weight, *me) if me else None
+        gw = reduce_grad(grad * conj_of(e - a), *mw) if mw else None
+        return ga, ge, gw
 
 
 def _special(name: str, arr, *leading):
@@ -257,7 +283,8 @@ class Copysign(Function):
             zero = Tensor._make(xp.zeros((), out._data.dtype))
             ga = reduce_grad(grad * (out / a).where(a != 0, zero), *ctx.meta[0])
         if ctx.meta[1]:
-            gb = reduce_grad(grad * 0, *ctx.meta[1])
+            gb = reduce_grad(Tensor._make(xp_of(grad._data).zeros_like(grad._data)),
+                             *ctx.meta[1])  # (zeros, not g * 0, as PyTorch)
         return ga, gb
 
 

@@ -193,10 +193,12 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     x, t, shape = _class_last(input, target)
     dt = x._data.dtype
     w = None if weight is None else weight._data.astype(dt, copy=False)
-    safe, _, row_w = L.class_targets(t._data, w, ignore_index, x.shape[1], dt)
+    safe, keep, row_w = L.class_targets(t._data, w, ignore_index, x.shape[1], dt)
     xp = xp_of(safe)
     picked = x.gather(1, Tensor._make(safe[:, None], False, None)).reshape(-1)
-    loss = -picked * Tensor._make(row_w, False, None)
+    # Ignored rows are +0.0 and pass no gradient, selected as in PyTorch's kernel (which
+    # writes nothing there): not -x * 0, which is -0.0 and NaN for an infinite gradient.
+    loss = (-picked * Tensor._make(row_w, False, None)).where(Tensor._make(keep), 0.0)
     if reduction == "mean":
         loss = loss.sum() / Tensor._make(xp.asarray(row_w.sum(), dtype=dt), False, None)
     elif reduction == "sum":

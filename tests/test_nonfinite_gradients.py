@@ -1,0 +1,87 @@
+"""Infinite and NaN incoming gradients through ops whose backward PyTorch writes as zeros or as
+a selection (zero_, fill_, div with a rounding mode, angle of a real tensor, copysign's
+``other``, max()/min()/median() over everything, nll_loss and cross entropy at ignored rows)
+or as one product (nansum at NaN inputs, lerp's end and weight): the NaN positions, signed
+zeros and values of PyTorch, found by running the OpInfo samples with such gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import microtorch as mt
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+INF, NAN = float("inf"), float("nan")
+X = [[1.5, -2.0, NAN, 0.0, 3.0], [2.0, 3.0, -1.0, 3.0, -0.5]]
+G = [[INF, -1.0, NAN, -INF, 2.0], [-3.0, INF, 0.5, NAN, -2.0]]
+
+
+def _clone_op(name):
+    def op(lib, x):
+        y = x.clone()
+        return y.zero_() if name == "zero_" else y.fill_(2.5)
+    return op
+
+
+OPS = {
+    "zero_": _clone_op("zero_"),
+    "fill_": _clone_op("fill_"),
+    "div_floor": lambda lib, x: lib.div(x, 1.5, rounding_mode="floor"),
+    "div_trunc": lambda lib, x: lib.div(x, -0.7, rounding_mode="trunc"),
+    "angle": lambda lib, x: lib.angle(x),
+    "copysign_other": lambda lib, x: lib.copysign(lib.full_like(x, 2.0), x),
+    "max_all": lambda lib, x: lib.nan_to_num(x, nan=0.5).max().expand(2, 5),
+    "min_all": lambda lib, x: lib.nan_to_num(x, nan=0.5).min().expand(2, 5),
+    "lerp_end": lambda lib, x: lib.lerp(lib.zeros_like(x), x, 0.75),
+    "lerp_tensor_weight": lambda lib, x: lib.lerp(lib.ones_like(x), lib.full_like(x, 3.0), x),
+    "median_all": lambda lib, x: lib.nan_to_num(x, nan=3.0).median().expand(2, 5),
+    "nansum_dim": lambda lib, x: lib.nansum(x, 1, keepdim=True).expand(2, 5),
+    "nanmean_dim": lambda lib, x: lib.nanmean(x, 1, keepdim=True).expand(2, 5),
+}
+
+
+def _run(lib, fn, device):
+    kw = {"device": device} if lib is mt else {}
+    x = lib.tensor(X, requires_grad=True, **kw)
+    out = fn(lib, x)
+    out.backward(lib.tensor(G, **kw))
+    return x.grad.cpu().numpy() if lib is mt else x.grad.numpy()
+
+
+def _same(ours, theirs):
+    nan = np.isnan(theirs)
+    np.testing.assert_array_equal(np.isnan(ours), nan)
+    np.testing.assert_array_equal(np.signbit(ours)[~nan], np.signbit(theirs)[~nan])
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_zero_and_selected_gradients_match_pytorch(device, name):
+    _same(_run(mt, OPS[name], device), _run(torch, OPS[name], device))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_ignored_rows_pass_no_gradient(device, loss, reduction):
+    """Rows whose target is ignore_index get a zero gradient even for an infinite or NaN
+    incoming gradient; a row weighted 0 (not ignored) gets PyTorch's NaN."""
+    x0 = np.array([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5], [0.2, 0.3, 0.1], [1.5, -2.0, 0.0]])
+    g0 = np.array([INF, NAN, -INF, 1.0]) if reduction == "none" else np.array(INF)
+    grads = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        x = lib.tensor(x0, requires_grad=True, **kw)
+        target = lib.tensor([1, -100, 2, 0], **kw)
+        weight = lib.tensor([1.0, 0.0, 2.0], dtype=lib.float64, **kw)
+        fn = getattr(lib.nn.functional, loss)
+        out = fn(x, target, weight=weight, reduction=reduction)
+        out.backward(lib.tensor(g0, **kw))
+        grads.append((out.detach().cpu().numpy() if lib is mt else out.detach().numpy(),
+                      x.grad.cpu().numpy() if lib is mt else x.grad.numpy()))
+    (lo, go), (lt, gt) = grads
+    _same(go, gt)
+    if reduction == "none":  # (an ignored row's loss is +0.0, as PyTorch's)
+        _same(lo, lt)
