@@ -85,3 +85,28 @@ def test_ignored_rows_pass_no_gradient(device, loss, reduction):
     _same(go, gt)
     if reduction == "none":  # (an ignored row's loss is +0.0, as PyTorch's)
         _same(lo, lt)
+
+
+@pytest.mark.parametrize("name", ["adaptive_avg_pool1d", "adaptive_avg_pool2d",
+                                  "adaptive_avg_pool3d"])
+def test_adaptive_average_pooling_keeps_infinities_in_their_windows(device, name):
+    """An infinite or NaN input reaches only the outputs whose windows hold it, and an
+    infinite output gradient only the inputs of its window (window sums, not a product with a
+    0/1 window matrix, which spread NaN over the whole row)."""
+    nd = int(name[-2])
+    shape = (1, 2) + (6,) * nd
+    x0 = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    x0.reshape(-1)[[3, x0.size - 2]] = [INF, NAN]
+    out_size = (4,) * nd  # (6 -> 4: overlapping windows)
+    g0 = np.ones((1, 2) + out_size)
+    g0.reshape(-1)[[1, 7]] = [-INF, NAN]
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        x = lib.tensor(x0, requires_grad=True, **kw)
+        out = getattr(lib.nn.functional, name)(x, out_size)
+        out.backward(lib.tensor(g0, **kw))
+        results.append([v.detach().cpu().numpy() if lib is mt else v.detach().numpy()
+                        for v in (out, x.grad)])
+    for ours, theirs in zip(*results):
+        _same(ours, theirs)

@@ -15,7 +15,6 @@ import numpy as np
 
 from ... import _dtype
 from ...autograd.function import named
-from ...ops import matmul
 from ...ops import pooling as P
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const, scalar_name, xp_of
@@ -234,11 +233,11 @@ def _check_adaptive_input(name: str, input: Tensor, n: int) -> None:
                                f"dimension {i} being empty")
 
 
-def _window_sum_matrix(like: Tensor, size: int, out: int) -> tuple[Tensor, np.ndarray]:
-    start, end = P.adaptive_windows(size, out)
-    j = np.arange(size)
-    m = (j >= start[:, None]) & (j < end[:, None])
-    return const(like, m), (end - start)
+def _window_sums(x: Tensor, axis: int, out: int) -> tuple[Tensor, np.ndarray]:
+    """(the sums of ``x`` over PyTorch's ``out`` adaptive windows along ``axis``, each
+    window's length): ``ops.pooling.AdaptiveWindowSums``."""
+    start, end = P.adaptive_windows(x.shape[axis], out)
+    return P.AdaptiveWindowSums.apply(x, axis, out), end - start
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
@@ -252,13 +251,12 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     if input._data.dtype.kind in "biu":
         raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
                                   f"'{scalar_name(input)}'")
-    h, w = input.shape[-2:]
-    sh, ch = _window_sum_matrix(input, h, oh)
-    sw, cw = _window_sum_matrix(input, w, ow)
-    sums = matmul(matmul(sh, input), sw.t())
-    # (PyTorch takes the mean over the last two dims for a 1 x 1 output)
-    return named(sums / const(input, ch[:, None] * cw[None, :]),
-                 "MeanBackward1" if (oh, ow) == (1, 1) else "AdaptiveAvgPool2DBackward0", input)
+    if (oh, ow) == (1, 1):  # (PyTorch takes the mean over the last two dims)
+        return named(input.mean((-2, -1), keepdim=True), "MeanBackward1", input)
+    rows, ch = _window_sums(input, -2, oh)
+    sums, cw = _window_sums(rows, -1, ow)
+    return named(sums / const(input, ch[:, None] * cw[None, :]), "AdaptiveAvgPool2DBackward0",
+                 input)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
@@ -268,9 +266,9 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     if input._data.dtype.kind in "biu":
         raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
                                   f"'{scalar_name(input)}'")
-    s, counts = _window_sum_matrix(input, input.shape[-1], ol)
+    sums, counts = _window_sums(input, -1, ol)
     # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
-    return named(matmul(input, s.t()) / const(input, counts), "SqueezeBackward1")
+    return named(sums / const(input, counts), "SqueezeBackward1")
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
@@ -294,7 +292,7 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
 
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     """Average over PyTorch's adaptive windows of (N, C, D, H, W) or (C, D, H, W) input. A box
-    average is the average along each axis in turn: three window-sum matrix products."""
+    average is the average along each axis in turn: window sums along each axis."""
     if input.ndim < 4:
         raise ValueError("Input dimension should be at least 4")
     od, oh, ow = _adaptive_sizes("adaptive_avg_pool3d", input, output_size, 3)
@@ -302,13 +300,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     if input._data.dtype.kind in "biu":
         raise NotImplementedError(f'"adaptive_avg_pool3d_cpu" not implemented for '
                                   f"'{scalar_name(input)}'")
-    d, h, w = input.shape[-3:]
-    sd, cd = _window_sum_matrix(input, d, od)
-    sh, ch = _window_sum_matrix(input, h, oh)
-    sw, cw = _window_sum_matrix(input, w, ow)
-    lead = tuple(input.shape[:-3])
-    planes = matmul(matmul(sh, input), sw.t())  # (..., D, OH, OW)
-    sums = matmul(sd, planes.reshape(*lead, d, oh * ow)).reshape(*lead, od, oh, ow)
+    rows, ch = _window_sums(input, -2, oh)
+    planes, cw = _window_sums(rows, -1, ow)
+    sums, cd = _window_sums(planes, -3, od)
     counts = cd[:, None, None] * ch[None, :, None] * cw[None, None, :]
     return named(sums / const(input, counts),
                  "MeanBackward1" if (od, oh, ow) == (1, 1, 1) else "AdaptiveAvgPool3DBackward0",
