@@ -1,7 +1,8 @@
 """Infinite and NaN incoming gradients through ops whose backward PyTorch writes as zeros or as
 a selection (zero_, fill_, div with a rounding mode, angle of a real tensor, copysign's
 ``other``, max()/min()/median() over everything, nll_loss and cross entropy at ignored rows)
-or as one product (nansum at NaN inputs, lerp's end and weight): the NaN positions, signed
+or as one product (nansum at NaN inputs, lerp's end and weight), and adaptive average pooling,
+whose infinite or NaN inputs and gradients stay in their windows: the NaN positions, signed
 zeros and values of PyTorch, found by running the OpInfo samples with such gradients."""
 
 from __future__ import annotations

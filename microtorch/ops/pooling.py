@@ -20,8 +20,7 @@ from ..backend.autotune import choice, split_rows
 from ._util import _wrap, select_bits, selects_by_bits, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw, _window_slices, _windows
 
-__all__ = ["AdaptiveWindowSums", "AdaptiveWindowScatter", "pool_output_size", "MaxPool2d",
-           "max_pool_flat_indices", "MaxPoolScatter",
+__all__ = ["pool_output_size", "MaxPool2d", "max_pool_flat_indices", "MaxPoolScatter",
            "MaxPoolGather", "AvgPoolSpread", "AvgPool2d", "adaptive_windows",
            "adaptive_max_indices"]
 
@@ -368,81 +367,6 @@ def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     """PyTorch's adaptive pooling windows: start = floor(i*size/out), end = ceil((i+1)*size/out)."""
     i = np.arange(out, dtype=np.int64)
     return (i * size) // out, -((-(i + 1) * size) // out)
-
-
-def _along(axis: int, ndim: int, sl) -> tuple:
-    """An index applying ``sl`` along ``axis`` (negative) of an ``ndim``-d array."""
-    return (slice(None),) * (ndim + axis) + (sl,)
-
-
-def _window_matrix(xp, size: int, out: int, dtype):
-    """The (out, size) 0/1 matrix of PyTorch's adaptive windows."""
-    start, end = adaptive_windows(size, out)
-    j = np.arange(size)
-    return xp.asarray((j >= start[:, None]) & (j < end[:, None]), dtype=dtype)
-
-
-def _apply_along(xp, m, arr, axis: int):
-    """``m`` (rows, size) applied along ``axis`` of ``arr``: ``arr @ m.T`` for the last axis,
-    ``m @ arr`` over the axis with the ones after it flattened otherwise."""
-    with np.errstate(invalid="ignore"):  # (0 * inf: the caller redoes such a product)
-        if axis == -1:
-            return arr @ m.T
-        lead, rest = arr.shape[:arr.ndim + axis], arr.shape[arr.ndim + axis + 1:]
-        flat = arr.reshape(*lead, arr.shape[axis], math.prod(rest))
-        return (m @ flat).reshape(*lead, m.shape[0], *rest)
-
-
-class AdaptiveWindowSums(Function):
-    """Sums of x over PyTorch's ``out`` adaptive windows along ``axis`` (negative; windows
-    overlap when the size is not a multiple of ``out``), by a product with the 0/1 window
-    matrix (BLAS). That product spreads an infinite or NaN element to every output of its
-    row (0 * inf); so a non-finite result is computed again by one slice-sum per window,
-    which keeps each element in its windows, as PyTorch's kernel (finite inputs: the
-    product's bits). The gradient is ``AdaptiveWindowScatter``, whose gradient is this."""
-
-    @staticmethod
-    def forward(ctx, x, axis, out):
-        arr = x._data
-        xp = xp_of(arr)
-        size = arr.shape[axis]
-        ctx.geom = axis, size, out
-        sums = _apply_along(xp, _window_matrix(xp, size, out, arr.dtype), arr, axis)
-        if bool(xp.isfinite(sums).all()):
-            return sums
-        return xp.concatenate(
-            [arr[_along(axis, arr.ndim, slice(int(a), int(b)))].sum(axis, keepdims=True)
-             for a, b in zip(*adaptive_windows(size, out))], axis)
-
-    @staticmethod
-    def backward(ctx, grad):
-        axis, size, out = ctx.geom
-        return AdaptiveWindowScatter.apply(grad, axis, size, out), None, None
-
-
-class AdaptiveWindowScatter(Function):
-    """Each of ``out`` adaptive windows' values added to the window's ``size`` positions
-    along ``axis``: the gradient of ``AdaptiveWindowSums``, by the transposed window matrix,
-    or (non-finite values) one slice-add per window, as PyTorch's kernel adds them."""
-
-    @staticmethod
-    def forward(ctx, g, axis, size, out):
-        ga = g._data
-        xp = xp_of(ga)
-        ctx.geom = axis, out
-        spread = _apply_along(xp, _window_matrix(xp, size, out, ga.dtype).T, ga, axis)
-        if bool(xp.isfinite(ga).all()):  # (finite values: no 0 * inf in the product)
-            return spread
-        spread[...] = 0
-        for i, (a, b) in enumerate(zip(*adaptive_windows(size, out))):
-            spread[_along(axis, ga.ndim, slice(int(a), int(b)))] += \
-                ga[_along(axis, ga.ndim, slice(i, i + 1))]
-        return spread
-
-    @staticmethod
-    def backward(ctx, grad):
-        axis, out = ctx.geom
-        return AdaptiveWindowSums.apply(grad, axis, out), None, None, None
 
 
 def adaptive_max_indices(arr, out_sizes: tuple[int, ...]):

@@ -18,6 +18,7 @@ from ...autograd.function import named
 from ...ops import pooling as P
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const, scalar_name, xp_of
+from ...ops.resample import AxisProduct
 from ...ops.vision import Pad
 from . import _window_index as W
 from ._util import _as_3d, _as_4d, _pair, _single
@@ -235,9 +236,12 @@ def _check_adaptive_input(name: str, input: Tensor, n: int) -> None:
 
 def _window_sums(x: Tensor, axis: int, out: int) -> tuple[Tensor, np.ndarray]:
     """(the sums of ``x`` over PyTorch's ``out`` adaptive windows along ``axis``, each
-    window's length): ``ops.pooling.AdaptiveWindowSums``."""
+    window's length): the 0/1 window matrix applied along the axis (``AxisProduct``: an
+    infinite or NaN element stays in its windows)."""
     start, end = P.adaptive_windows(x.shape[axis], out)
-    return P.AdaptiveWindowSums.apply(x, axis, out), end - start
+    j = np.arange(x.shape[axis])
+    windows = (j >= start[:, None]) & (j < end[:, None])
+    return AxisProduct.apply(x, windows, axis), end - start
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
