@@ -14,7 +14,7 @@ from ..autograd import forward_mode, saved, views
 from ..autograd._profiler_record import PROCEED as _PROCEED
 from ..autograd._profiler_record import inplace as _profiler_inplace
 from ..autograd._profiler_record import state as _profiling
-from ..autograd.function import Function
+from ..autograd.function import Function, namespace
 from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
 from . import indexing
@@ -247,7 +247,7 @@ class _Fill(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        zeros = Tensor._make(xp_of(grad._data).zeros_like(grad._data))
+        zeros = namespace(grad).zeros_like(grad)
         if ctx.value is None:
             return zeros, None
         return zeros, grad.sum().reshape(ctx.value.shape).to(ctx.value.dtype)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 
 from .. import _dtype
-from ..autograd.function import Function
+from ..autograd.function import Function, namespace
 from ..autograd.views import as_view
 from ._util import Tensor, reduce_grad, xp_of
 
@@ -136,7 +136,7 @@ class Angle(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         if x._data.dtype.kind != "c":  # constant (0 or pi) for real inputs: zeros, not g * 0
-            return Tensor._make(xp_of(grad._data).zeros_like(grad._data))
+            return namespace(grad).zeros_like(grad)
         # d(atan2(y, x)) = (-y dx + x dy) / |z|^2, i.e. the gradient i z / |z|^2 (0 at z = 0)
         sq = x.abs() ** 2
         safe = sq.where(sq != 0, 1.0)

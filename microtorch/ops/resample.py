@@ -23,7 +23,7 @@ from ._util import xp_of
 __all__ = ["AxisProduct"]
 
 
-def _apply_dense(xp, m, arr, axis: int):
+def _apply_dense(m, arr, axis: int):
     """``m`` (rows, size) applied along ``axis`` (negative) of ``arr``: ``arr @ m.T`` for the
     last axis, ``m @ arr`` over the axis with the ones after it flattened otherwise."""
     with np.errstate(invalid="ignore"):  # (0 * inf: the caller redoes such a product)
@@ -62,7 +62,7 @@ class AxisProduct(Function):
         arr = x._data
         xp = xp_of(arr)
         ctx.m, ctx.axis = m, axis
-        out = _apply_dense(xp, xp.asarray(m.astype(arr.dtype)), arr, axis)
+        out = _apply_dense(xp.asarray(m.astype(arr.dtype)), arr, axis)
         # A non-finite element of x makes a non-finite term in every output of its line
         # (w * inf, or 0 * inf): checking the smaller of x and the result finds it.
         if bool(xp.isfinite(arr if arr.size <= out.size else out).all()):

@@ -283,8 +283,7 @@ class Copysign(Function):
             zero = Tensor._make(xp.zeros((), out._data.dtype))
             ga = reduce_grad(grad * (out / a).where(a != 0, zero), *ctx.meta[0])
         if ctx.meta[1]:
-            gb = reduce_grad(Tensor._make(xp_of(grad._data).zeros_like(grad._data)),
-                             *ctx.meta[1])  # (zeros, not g * 0, as PyTorch)
+            gb = reduce_grad(namespace(grad).zeros_like(grad), *ctx.meta[1])  # (not g * 0)
         return ga, gb
 
 
