@@ -49,13 +49,13 @@ FEATURE_MAJOR = {"recurrent step 128->512"}
 RECURRENCE_STEPS = 50  # the LSTM model's sequence length
 
 
-def _recurrence_step(mnk: int):
+def _recurrence_step(m: int, k: int, n: int):
     """A product as microtorch's recurrence runs one of its steps: BLAS's threads set for a
     run of RECURRENCE_STEPS products, then NumPy's matmul on the arrays."""
     from microtorch.backend.threads import gemm_threads
 
     def step(a, b):
-        gemm_threads(mnk, RECURRENCE_STEPS)
+        gemm_threads(m, k, n, RECURRENCE_STEPS)
         return np.matmul(a.numpy(), b.numpy())
 
     return step
@@ -86,7 +86,7 @@ def worker(framework: str, repeats: int) -> dict:
             if framework == "microtorch" and label in FEATURE_MAJOR:
                 # microtorch's LSTM runs its step products on (features, rows) arrays:
                 # W (N, K) @ h.T (K, M), W.T (K, N) @ g.T (N, M), g.T (N, M) @ x (M, K)
-                step = _recurrence_step(m * k * n)
+                step = _recurrence_step(m, k, n)
                 calls = {"forward": (step, w, x.t().contiguous()),
                          "input_grad": (step, w.t().contiguous(), g.t().contiguous()),
                          "weight_grad": (step, g.t().contiguous(), x)}

@@ -443,10 +443,9 @@ def section_gemm_columns(args: argparse.Namespace, progress: Progress) -> dict:
     for cols in (64 << i for i in range(9)):
         c = rng.standard_normal((144, cols), dtype=np.float32)
         out = np.empty((32, cols), np.float32)
-        mnk = 32 * 144 * cols
 
-        def by_rule(c=c, out=out, mnk=mnk) -> None:
-            threads.gemm_threads(mnk)  # as the convolution runs it (SMALL_GEMM's rule)
+        def by_rule(c=c, out=out, cols=cols) -> None:
+            threads.gemm_threads(32, 144, cols)  # as the convolution runs it (SMALL_GEMM's rule)
             np.matmul(w, c, out=out)
 
         def one(c=c, out=out) -> None:
@@ -455,7 +454,7 @@ def section_gemm_columns(args: argparse.Namespace, progress: Progress) -> dict:
         t = compare({"rule": (contextlib.nullcontext, by_rule),
                      "one": (lambda: threads.blas_threads(1), one)}, args.rounds, args.budget)
         rows.append({"columns": cols, "us": t["rule"] * 1e6, "one_us": t["one"] * 1e6,
-                     "gflops": 2 * mnk / t["rule"] / 1e9, "others": t["others"]})
+                     "gflops": 2 * 32 * 144 * cols / t["rule"] / 1e9, "others": t["others"]})
     best = max(r["gflops"] for r in rows)
     for r in rows:
         r["of_best"] = r["gflops"] / best

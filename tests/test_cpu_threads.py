@@ -143,11 +143,27 @@ def test_gemm_threads_puts_small_products_and_short_runs_on_one_blas_thread(
                     if i["internal_api"] == "openblas" and "numpy" in i["filepath"])
 
     small, lone = threads.SMALL_GEMM, threads.LONE_GEMM
-    # (products, each of multiply-adds, run back to back) -> BLAS threads
-    for (mnk, count), want in {(lone, 1): 2, (lone - 1, 1): 1, (small, lone // small): 2,
-                               (small, lone // small - 1): 1, (small - 1, 1 << 30): 1}.items():
-        threads.gemm_threads(mnk, count)
-        assert numpys_threads() == want, (mnk, count)
+
+    per_column = threads.gemm_size(1, 1, 2) - threads.gemm_size(1, 1, 1)  # (1 x 1 @ 1 x n)
+    base = threads.gemm_size(1, 1, 0)
+
+    def sized(size: int) -> tuple[int, int, int]:  # a (1, 1) @ (1, n) product of that size
+        n, rest = divmod(size - base, per_column)
+        return 1, 1, n + (rest > 0)
+
+    # (products, each of a size, run back to back) -> BLAS threads
+    for (size, count), want in {(lone, 1): 2, (lone // 2, 1): 1, (small, lone // small): 2,
+                                (small, lone // small // 2): 1, (small // 2, 1 << 30): 1}.items():
+        threads.gemm_threads(*sized(size), count)
+        assert numpys_threads() == want, (size, count)
+    # Other products of the same run count towards LONE_GEMM, not towards SMALL_GEMM
+    for size, short, want in ((small, 0, 2), (small, 1, 1), (small // 2, -lone, 1)):
+        shape = sized(size)
+        run = lone - threads.gemm_size(*shape) - short
+        threads.gemm_threads(*shape, 1, run=run)
+        assert numpys_threads() == want, (size, run)
+    # Each element moved counts: a product of few multiply-adds but large operands and result
+    assert threads.gemm_size(1600, 16, 512) > 2 * 1600 * 16 * 512
     x = microtorch.randn(8, 4, requires_grad=True)  # a small Linear: one thread, same values
     w = microtorch.randn(3, 4, requires_grad=True)
     out = microtorch.nn.functional.linear(x, w)
@@ -173,7 +189,7 @@ def test_products_do_not_depend_on_the_previous_products_threads(restore_threads
            "lstm": lambda: lstm(xs)[0]}[op]
     results = []
     for before in (1 << 30, 1, 1 << 30):  # what a large, then a tiny product left set
-        threads.gemm_threads(before)
+        threads.gemm_threads(before, 1, 1)
         with microtorch.no_grad():
             results.append(run().numpy().copy())
     for other in results[1:]:
@@ -189,8 +205,8 @@ def test_default_thread_count_survives_a_first_small_product() -> None:
     code = ("import microtorch\n"
             "from microtorch.backend import threads\n"
             "if threads._openblas_setter():\n"
-            "    threads.gemm_threads(1)\n"
+            "    threads.gemm_threads(1, 1, 1)\n"
             "    assert microtorch.get_num_threads() == 2, microtorch.get_num_threads()\n"
-            "    threads.gemm_threads(threads.LONE_GEMM)\n"
+            "    threads.gemm_threads(threads.LONE_GEMM, 1, 1)\n"
             "    assert threads._threads.blas_now == 2\n")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)

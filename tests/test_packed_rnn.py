@@ -313,7 +313,8 @@ def test_fused_recurrence_with_batch_sizes_equals_composed(device, mode, reverse
     steps, n, hid, p = 5, 4, 4, 2 if proj else 4
     batch_sizes = (4, 3, 3, 2, 1)
     g = rnn_ops.GATES[mode] * hid
-    shapes = {"xw": (steps, n, g), "h0": (n, p), "w_hh": (g, p), "b_hh": (g,)}
+    shapes = {"x": (steps, n, 3), "w_ih": (g, 3), "b_ih": (g,), "h0": (n, p), "w_hh": (g, p),
+              "b_hh": (g,)}
     if mode == "LSTM":
         shapes["c0"] = (n, hid)
     if proj:
@@ -324,9 +325,9 @@ def test_fused_recurrence_with_batch_sizes_equals_composed(device, mode, reverse
     results = []
     for fused in (True, False):
         ins = {k: mt.tensor(v, device=device, requires_grad=True) for k, v in values.items()}
-        out, h_n, c_n = rnn_ops.recurrence(mode, ins["xw"], ins["h0"], ins.get("c0"),
-                                           ins["w_hh"], ins["b_hh"], ins.get("w_hr"),
-                                           reverse=reverse, fused=fused,
+        out, h_n, c_n = rnn_ops.recurrence(mode, ins["x"], ins["w_ih"], ins["b_ih"], ins["h0"],
+                                           ins.get("c0"), ins["w_hh"], ins["b_hh"],
+                                           ins.get("w_hr"), reverse=reverse, fused=fused,
                                            batch_sizes=batch_sizes)
         total = (out * mt.tensor(w, device=device)).sum() + (h_n * h_n).sum()
         if c_n is not None:
@@ -337,7 +338,7 @@ def test_fused_recurrence_with_batch_sizes_equals_composed(device, mode, reverse
     for a, b in zip(*results):
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-12, atol=1e-12)
     # Padding positions get no gradient.
-    np.testing.assert_array_equal(_np(results[0][2 + sorted(values).index("xw")])[~mask], 0)
+    np.testing.assert_array_equal(_np(results[0][2 + sorted(values).index("x")])[~mask], 0)
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])

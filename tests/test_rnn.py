@@ -294,7 +294,8 @@ def test_fused_recurrence_equals_composed_steps(device, mode, reverse, proj):
     rng = _rng(8)
     steps, n, hid, p = 5, 3, 4, 2 if proj else 4
     g = rnn_ops.GATES[mode] * hid
-    arrays = {"xw": (steps, n, g), "h0": (n, p), "w_hh": (g, p), "b_hh": (g,)}
+    arrays = {"x": (steps, n, 3), "w_ih": (g, 3), "b_ih": (g,), "h0": (n, p), "w_hh": (g, p),
+              "b_hh": (g,)}
     if mode == "LSTM":
         arrays["c0"] = (n, hid)
     if proj:
@@ -303,9 +304,9 @@ def test_fused_recurrence_equals_composed_steps(device, mode, reverse, proj):
     results = []
     for fused in (True, False):
         ins = {k: mt.tensor(v, device=device, requires_grad=True) for k, v in values.items()}
-        out, h_n, c_n = rnn_ops.recurrence(mode, ins["xw"], ins["h0"], ins.get("c0"),
-                                           ins["w_hh"], ins["b_hh"], ins.get("w_hr"),
-                                           reverse=reverse, fused=fused)
+        out, h_n, c_n = rnn_ops.recurrence(mode, ins["x"], ins["w_ih"], ins["b_ih"], ins["h0"],
+                                           ins.get("c0"), ins["w_hh"], ins["b_hh"],
+                                           ins.get("w_hr"), reverse=reverse, fused=fused)
         total = (out * out).sum() + (h_n * 3).sum() + (0 if c_n is None else (c_n * c_n).sum())
         total.backward()
         results.append([out, h_n] + [ins[k].grad for k in sorted(ins)])
@@ -332,8 +333,8 @@ def test_recurrence_gradients_by_finite_differences(device, mode, reverse, proj)
     def fn(x, h0, w_ih, w_hh, b_ih, b_hh, *rest):
         c0 = rest[0] if mode == "LSTM" else None
         w_hr = rest[1] if proj else None
-        out, h_n, c_n = rnn_ops.recurrence(mode, nn.functional.linear(x, w_ih, b_ih), h0, c0,
-                                           w_hh, b_hh, w_hr, reverse=reverse)
+        out, h_n, c_n = rnn_ops.recurrence(mode, x, w_ih, b_ih, h0, c0, w_hh, b_hh, w_hr,
+                                           reverse=reverse)
         parts = [out.reshape(-1), h_n.reshape(-1)] + ([c_n.reshape(-1)] if c_n is not None
                                                       else [])
         return mt.cat(parts)
@@ -524,15 +525,27 @@ def test_lstm_state_gradients_are_contiguous(num_layers):
         assert t.grad.view(-1).numel() == t.numel()
 
 
+def test_lstm_bias_gradients_are_separate_arrays():
+    """The fused LSTM sums its pre-activations' gradients once for both biases (the same
+    values, as PyTorch's): each bias still gets its own gradient array."""
+    lstm = nn.LSTM(3, 4)
+    out, _ = lstm(mt.randn(5, 2, 3))
+    out.sum().backward()
+    np.testing.assert_array_equal(lstm.bias_ih_l0.grad.numpy(), lstm.bias_hh_l0.grad.numpy())
+    lstm.bias_ih_l0.grad.zero_()
+    assert lstm.bias_hh_l0.grad.abs().sum().item() > 0
+
+
 def test_recurrence_state_gradients_are_contiguous():
     """The fused node's own gradients of h0 and c0 (leaves here, no slicing in between)."""
     rng = _rng(3)
     steps, n, hid = 4, 3, 5
-    xw = mt.tensor(rng.standard_normal((steps, n, 4 * hid)), requires_grad=True)
+    x = mt.tensor(rng.standard_normal((steps, n, 2)), requires_grad=True)
+    w_ih = mt.tensor(rng.standard_normal((4 * hid, 2)), requires_grad=True)
     h0 = mt.tensor(rng.standard_normal((n, hid)), requires_grad=True)
     c0 = mt.tensor(rng.standard_normal((n, hid)), requires_grad=True)
     w_hh = mt.tensor(rng.standard_normal((4 * hid, hid)), requires_grad=True)
-    out, h_n, c_n = rnn_ops.recurrence("LSTM", xw, h0, c0, w_hh, None)
+    out, h_n, c_n = rnn_ops.recurrence("LSTM", x, w_ih, None, h0, c0, w_hh, None)
     (out.sum() + c_n.sum()).backward()
-    for t in (xw, h0, c0, w_hh):
+    for t in (x, w_ih, h0, c0, w_hh):
         assert t.grad.is_contiguous() and t.grad.view(-1).numel() == t.numel()

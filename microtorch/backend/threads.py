@@ -87,7 +87,17 @@ def _blas_controller(refresh: bool = False):
     return _threads.blas
 
 
-# Matrix products with fewer multiply-adds (m * n * k) than this run on one BLAS thread. Above
+# A product's size for the thread rules below, in multiply-adds: m * k * n, plus
+# ``GEMM_ELEMENT_COST`` for each element of its three matrices. A product whose one dimension is
+# small (an LSTM's input projection of 16 features, 1600x16 @ 16x512) is bound by moving its
+# operands and result, not by its arithmetic, and a second thread halves that too. Measured on
+# an Intel Xeon VM (2026-12-03, one thread), the time of ten shapes from 2^21 to 2^26
+# multiply-adds fits 11.2 ps per multiply-add and 198 ps per element (18 multiply-adds) within
+# 7%: 1600x16 @ 16x512 326 us (m k n alone would predict 147), 512x64 @ 64x192 92 us; after
+# 1 ms of other work, two threads took 211 us for the first (0.65x), 99 us for the second.
+GEMM_ELEMENT_COST = 16
+
+# Matrix products smaller than this (``gemm_size``) run on one BLAS thread. Above
 # it two threads win while OpenBLAS's second thread is awake, spinning between products (the
 # steps of a recurrence: measured on 2 cores, 32x128 @ 128x512 takes 31 us on one thread, 18
 # us on two). On a machine busy with other processes a second thread may have to wait for a
@@ -176,13 +186,22 @@ def shorten_blas_spin(exponent: int = BLAS_SPIN_EXPONENT) -> bool:
     return done
 
 
-def gemm_threads(mnk: int, count: int = 1) -> None:
-    """Set NumPy's OpenBLAS to the threads ``count`` products of ``mnk`` multiply-adds each,
-    run back to back, should use: ``get_num_threads()`` when each reaches ``SMALL_GEMM`` and
-    all together ``LONE_GEMM``, else one. One ctypes call when that changes, nothing
-    otherwise (no-op without OpenBLAS)."""
+def gemm_size(m: int, k: int, n: int) -> int:
+    """The size of an (m, k) @ (k, n) product for the thread rules: its multiply-adds and
+    ``GEMM_ELEMENT_COST`` per element of its operands and result."""
+    return m * k * n + GEMM_ELEMENT_COST * (m * k + k * n + m * n)
+
+
+def gemm_threads(m: int, k: int, n: int, count: int = 1, run: int = 0) -> None:
+    """Set NumPy's OpenBLAS to the threads ``count`` (m, k) @ (k, n) products (or their
+    transposes), run back to back, should use: ``get_num_threads()`` when each one's
+    ``gemm_size`` reaches ``SMALL_GEMM`` and all together ``LONE_GEMM``, else one. ``run``:
+    the size of other products in the same run, back to back with these (one wake-up for
+    all). One ctypes call when that changes, nothing otherwise (no-op without OpenBLAS)."""
     available = get_num_threads()  # (first: its default reads BLAS's count before a change)
-    _set_blas_threads(available if mnk >= SMALL_GEMM and mnk * count >= LONE_GEMM else 1)
+    size = gemm_size(m, k, n)
+    wide = size >= SMALL_GEMM and size * count + run >= LONE_GEMM
+    _set_blas_threads(available if wide else 1)
 
 
 def one_blas_thread() -> None:

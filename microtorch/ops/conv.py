@@ -288,7 +288,7 @@ class Conv2d(Function):
         nb, tune = _layout(x, weight, bias, stride, pads, dilation, g, p)
         b = n // nb
         if xp is np:  # (backend.threads: b * g products, one per block and group)
-            gemm_threads(o // g * cg * kh * kw * nb * p, b * g)
+            gemm_threads(o // g, cg * kh * kw, nb * p, b * g)
         t0 = time.perf_counter()
         # One image per block: the GEMM's output is the result, and the bias goes into it as
         # one more column of the weights against a row of ones in the columns, the last term
@@ -349,7 +349,8 @@ class Conv2d(Function):
         oh, ow = ga.shape[2:]
         if type(ga) is np.ndarray:  # (per block and group: the input's and weight's products)
             products = int(_needs(ctx, 0)) + int(_needs(ctx, 1))
-            gemm_threads(wa.size // g * nb * oh * ow, ga.shape[0] // nb * g * products)
+            gemm_threads(wa.shape[0] // g, wa[0].size, nb * oh * ow,
+                         ga.shape[0] // nb * g * products)
         gm = _grad_columns(ga, g, nb)
         if _needs(ctx, 0):
             gx = _wrap(_conv_input_grad(gm, wa, x.shape, stride, pads, dilation, g, oh, ow,

@@ -91,7 +91,7 @@ class MatMul(Function):
         ctx.meta = (xa.shape, a._data.dtype), (xb.shape, b._data.dtype)
         if type(xa) is np.ndarray:  # BLAS threads by the products' sizes (backend.threads)
             m, k, n = xa.shape[-2], xa.shape[-1], xb.shape[-1]
-            gemm_threads(m * k * n, max(xa.size // max(m * k, 1), xb.size // max(k * n, 1)))
+            gemm_threads(m, k, n, max(xa.size // max(m * k, 1), xb.size // max(k * n, 1)))
         try:
             out = xa @ xb
             # (ml_dtypes multiplies bfloat16 matrices in float32: round back, as PyTorch does)

@@ -19,7 +19,7 @@ from ._util import _needs
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_mm_dtypes
 
-__all__ = ["Linear"]
+__all__ = ["Linear", "affine"]
 
 
 # -- linear -------------------------------------------------------------------------------------
@@ -49,19 +49,7 @@ class Linear(Function):
         ctx.save_for_backward(x, weight)
         ctx.torch_name = _LINEAR_NAMES[min(xa.ndim, 3), bias is not None]
         ctx.in_ndim = xa.ndim
-        if type(xa) is np.ndarray:  # small products on one BLAS thread (backend.threads)
-            gemm_threads(xa.size * wa.shape[0])
-            if bias is not None and xa.ndim >= 2:
-                out = _addmm(bias._data, xa, wa)
-                if out is not None:
-                    return out
-        if xa.ndim > 2:  # one GEMM, not one per leading index (a strided input is copied)
-            out = (xa.reshape(-1, xa.shape[-1]) @ wa.T).reshape(*xa.shape[:-1], wa.shape[0])
-        else:
-            out = xa @ wa.T
-        if bias is not None:
-            out += bias._data  # (bfloat16: into the float32 product, one rounding as PyTorch)
-        return _round(out, xa.dtype)
+        return affine(xa, wa, None if bias is None else bias._data)
 
     @property
     def next_functions(self) -> tuple:
@@ -85,7 +73,7 @@ class Linear(Function):
         out_f, in_f = w.shape
         g2 = g.reshape(-1, out_f)
         if type(g2) is np.ndarray:  # (the two products back to back: one BLAS wake-up)
-            gemm_threads(g2.size * in_f, int(_needs(ctx, 0)) + int(_needs(ctx, 1)))
+            gemm_threads(g2.shape[0], out_f, in_f, int(_needs(ctx, 0)) + int(_needs(ctx, 1)))
         # (complex: the conjugates of the other factor, PyTorch's convention)
         gx = None
         if _needs(ctx, 0):  # (>2-D: one GEMM over all leading dims)
@@ -122,6 +110,25 @@ def _addmm(ba, xa, wa):
     if not add_product(out, x2, wa.T):
         return None
     return out.reshape(*xa.shape[:-1], wa.shape[0])
+
+
+def affine(xa, wa, ba=None):
+    """``xa @ wa.T + ba`` on arrays, as ``F.linear`` computes it: on NumPy, small products
+    on one BLAS thread (``backend.threads``) and large ones with the bias inside the GEMM
+    (``_addmm``); any leading dims of ``xa`` in one GEMM."""
+    if type(xa) is np.ndarray:
+        gemm_threads(xa.size // max(xa.shape[-1], 1), xa.shape[-1], wa.shape[0])
+        if ba is not None and xa.ndim >= 2:
+            out = _addmm(ba, xa, wa)
+            if out is not None:
+                return out
+    if xa.ndim > 2:  # one GEMM, not one per leading index (a strided input is copied)
+        out = (xa.reshape(-1, xa.shape[-1]) @ wa.T).reshape(*xa.shape[:-1], wa.shape[0])
+    else:
+        out = xa @ wa.T
+    if ba is not None:
+        out += ba  # (bfloat16: into the float32 product, one rounding as PyTorch)
+    return _round(out, xa.dtype)
 
 
 def _round(product, dtype):

@@ -11,9 +11,12 @@ Two implementations of the same formulas (PyTorch's, gate order i,f,g,o and r,z,
   node does O(L), as PyTorch does. Under ``create_graph`` its backward replays the composed
   steps and differentiates them, so higher-order gradients stay exact.
 
-Both take ``xw``, the input projection ``x @ W_ih^T + b_ih`` of every step at once (one
-matmul per layer and direction, time-major ``(L, N, gates)``), and run only the recurrent part
-per step. This module must not import ``microtorch.nn``.
+Both start from the input projection ``x @ W_ih^T + b_ih`` of every step at once (one matmul
+per layer and direction over the time-major input) and run only the recurrent part per step.
+The fused node owns that projection, so it lays it out as its loop reads it (the LSTM's
+feature-major slabs) and computes the gradients of x, W_ih and both biases from the
+pre-activations' gradients in the layout its backward loop wrote them, with no transposing
+copy between two nodes. This module must not import ``microtorch.nn``.
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ import numpy as np
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows, timing_active
-from ..backend.blas import transpose_into
-from ..backend.threads import blas_threads, gemm_threads, run_rows
+from ..backend.blas import add_product, last_axis_sums, transpose_into
+from ..backend.threads import blas_threads, gemm_size, gemm_threads, run_rows
 from ._util import Tensor, xp_of
 from .elementwise import Sigmoid, Tanh
-from .linear import Linear
+from .linear import Linear, affine
 from .rectifier import Relu
 from .shape import cat, stack
 
@@ -80,13 +83,14 @@ def rnn_cell(x: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | N
     return _rnn_step(Linear.apply(x, w_ih, b_ih), hx, w_hh, b_hh, relu)
 
 
-def _composed(xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
-              w_hr: Tensor | None, mode: str, reverse: bool,
+def _composed(x: Tensor, w_ih: Tensor, b_ih: Tensor | None, h0: Tensor, c0: Tensor | None,
+              w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None, mode: str, reverse: bool,
               batch_sizes: tuple | None = None) -> Tensor:
     """``Recurrence``'s output (same layout) from per-step ops: differentiable to any order.
 
     With ``batch_sizes`` only the first ``batch_sizes[t]`` rows step at time ``t``; the others
     keep their state (the padded layout of a packed batch, sorted by decreasing length)."""
+    xw = Linear.apply(x, w_ih, b_ih)  # every step's input part in one product
     steps, n = xw.shape[:2]
     outs: list = [None] * steps
     h, c = h0, c0
@@ -117,107 +121,75 @@ def _needs(ctx, i: int) -> bool:
     return i < len(ctx._next) and ctx._next[i] is not None
 
 
-def _gate_affine(xp, dtype, blocks: str, hid: int):
-    """Per-column (scale, shift) turning one tanh pass into each block's activation.
+def _gate_scale(xp, dtype, blocks: str, hid: int):
+    """Per-column scale letting one tanh pass compute every gate block's activation.
 
     sigmoid(x) = 0.5 * tanh(x / 2) + 0.5, so the sigmoid blocks ("s") are halved before tanh
     (exactly: a power of two) and mapped back after it; tanh blocks ("t") are left alone.
     """
     half = [0.5 if b == "s" else 1.0 for b in blocks]
-    shift = [0.5 if b == "s" else 0.0 for b in blocks]
-    scale = xp.repeat(xp.asarray(half, dtype=dtype), hid)
-    return scale, xp.repeat(xp.asarray(shift, dtype=dtype), hid)
+    return xp.repeat(xp.asarray(half, dtype=dtype), hid)
 
 
 class Recurrence(Function):
-    """One layer and direction of an RNN/LSTM/GRU over a sequence, as one node.
+    """One layer and direction of an RNN/LSTM/GRU over a sequence, its input projection
+    included, as one node (PyTorch's CPU LSTM is one oneDNN layer node too).
 
-    ``apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)``: ``xw`` (L, N, G) is
-    the input projection, ``h0`` (N, P) and (LSTM) ``c0`` (N, H) the initial state.
-    ``batch_sizes`` (a packed batch, padded: rows sorted by decreasing length) says how many
-    leading rows are active at each input time step; the others neither compute nor change
-    their state, so the final state is each row's state after its own last step (reverse:
-    each row starts at its own last element). ``None``: all rows at every step. The result is the
-    outputs (L, N, P) in input time order; for the LSTM, flattened and followed by the final
-    cell state (one node has one output: ``recurrence`` takes the views apart).
+    ``apply(x, w_ih, b_ih, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)``: ``x``
+    (L, N, H_in) the time-major input, ``h0`` (N, P) and (LSTM) ``c0`` (N, H) the initial
+    state. ``batch_sizes`` (a packed batch, padded: rows sorted by decreasing length) says how
+    many leading rows are active at each input time step; the others neither compute nor
+    change their state, so the final state is each row's state after its own last step
+    (reverse: each row starts at its own last element). ``None``: all rows at every step. The
+    result is the outputs (L, N, P) in input time order; for the LSTM, flattened and followed
+    by the final cell state (one node has one output: ``recurrence`` takes the views apart).
 
-    Per step only the recurrent matmul and a few elementwise passes run; whatever does not
-    depend on the recurrence (bias, gate scaling, derivative factors) is done once for the
-    whole sequence.
+    The input projection ``x W_ih^T + b_ih`` of every step is one matrix product; per step
+    only the recurrent product and a few elementwise passes run; whatever does not depend on
+    the recurrence (biases, gate scaling, derivative factors) is done once for the whole
+    sequence. The backward's products for x, W_ih, W_hh and the biases each run once over all
+    steps from the pre-activations' gradients, in the layout the loops wrote them.
     """
 
     lifted = True
 
     @staticmethod
-    def forward(ctx, xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes=None):
-        xs, whh = xw._data, w_hh._data
-        xp, dt = xp_of(xs), xs.dtype
-        steps, n, g = xs.shape
-        p = whh.shape[1]
+    def forward(ctx, x, w_ih, b_ih, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes=None):
+        xa, whh = x._data, w_hh._data
+        xp, dt = xp_of(xa), xa.dtype
+        steps, n = xa.shape[:2]
+        g, p = whh.shape
+        rows = xp.ascontiguousarray(xa.reshape(steps * n, xa.shape[2]))  # (L N, H_in)
         bs = _step_sizes(batch_sizes, steps, n, reverse)
         # Packed: rows past a step's batch size are never written, so start them at zero.
         empty = xp.empty if batch_sizes is None else xp.zeros
-        if reverse:
-            xs = xs[::-1]  # run in processing order; results go back to input order at the end
-        if mode != "LSTM":  # (the LSTM keeps its states feature-major: _lstm_forward)
+        extra = ()
+        # The input projection and the steps' products run back to back: one run of products
+        # for BLAS's threads (backend.threads), each product sized by its own shape.
+        steps_size = steps * gemm_size(g, p, n)
+        if mode == "LSTM":  # feature-major: (gates, time, rows), as _lstm_forward runs them
+            by_feature = _lstm_projection(xp, rows, w_ih, b_ih, b_hh, steps, n, steps_size)
+            if xp is np:
+                gemm_threads(g, p, n, steps, run=gemm_size(g, rows.shape[1], steps * n))
+            if reverse:
+                by_feature = by_feature[:, ::-1]  # processing order; a view
+            hs_by_feature, extra = _lstm_forward(xp, by_feature, h0._data, c0._data, whh,
+                                                 w_hr, bs, empty, (mode, xa.shape, dt.str))
+            hs = hs_by_feature.transpose(0, 2, 1)  # (steps + 1, N, P), a view
+        else:
+            xs = _row_projection(rows, w_ih, b_ih).reshape(steps, n, g)  # (F.linear's rule)
+            if reverse:
+                xs = xs[::-1]  # run in processing order; results go back to input order
+            if xp is np:
+                gemm_threads(n, p, g, steps)  # (a product per step, back to back)
             hs = xp.empty((steps + 1, n, p), dt)  # hs[t]: the state step t starts from
             hs[0] = h0._data
-        extra = ()
-        if xp is np:
-            gemm_threads(n * p * g, steps)  # (a product per step, back to back)
-        if mode == "LSTM":
-            hs_by_feature, extra = _lstm_forward(xp, xs, h0._data, c0._data, whh, b_hh, w_hr,
-                                                 bs, empty, (mode, xs.shape, dt.str))
-            hs = hs_by_feature.transpose(0, 2, 1)  # (steps + 1, N, P), a view
-        elif mode == "GRU":
-            hid = g // 3
-            scale, shift = _gate_affine(xp, dt, "sst", hid)
-            xs = xs * scale
-            whh_t = xp.ascontiguousarray(whh.T)
-            whh_t *= scale
-            bias = b_hh._data * scale if b_hh is not None else None
-            acts = empty((steps, n, 3, hid), dt)  # r, z, n
-            ghs = empty((steps, n, g), dt)  # h W_hh^T + b_hh (r, z halved): n needs W_hn h
-            flat = acts.reshape(steps, n, g)
-            for t in range(steps):
-                b = bs[t]
-                a, x, gh = flat[t, :b], xs[t, :b], ghs[t, :b]
-                xp.matmul(hs[t, :b], whh_t, out=gh)
-                if bias is not None:
-                    gh += bias
-                rz = a[:, :2 * hid]
-                xp.add(x[:, :2 * hid], gh[:, :2 * hid], out=rz)
-                xp.tanh(rz, out=rz)
-                rz *= 0.5
-                rz += 0.5
-                new = a[:, 2 * hid:]
-                xp.multiply(a[:, :hid], gh[:, 2 * hid:], out=new)
-                new += x[:, 2 * hid:]
-                xp.tanh(new, out=new)
-                h = hs[t + 1, :b]
-                xp.subtract(hs[t, :b], new, out=h)
-                h *= a[:, hid:2 * hid]
-                h += new
-                if b < n:
-                    hs[t + 1, b:] = hs[t, b:]
-            extra = (acts, ghs)
-        else:
-            if b_hh is not None:
-                xs = xs + b_hh._data
-            whh_t = xp.ascontiguousarray(whh.T)
-            relu = mode == "RNN_RELU"
-            for t in range(steps):
-                b = bs[t]
-                h = hs[t + 1, :b]
-                xp.matmul(hs[t, :b], whh_t, out=h)
-                h += xs[t, :b]
-                if relu:
-                    xp.maximum(h, 0, out=h)
-                else:
-                    xp.tanh(h, out=h)
-                if b < n:
-                    hs[t + 1, b:] = hs[t, b:]
-        ctx.save_for_backward(xw, h0, c0, w_hh, b_hh, w_hr, hs, *extra)
+            if mode == "GRU":
+                extra = _gru_forward(xp, xs, hs, whh, b_hh, bs, empty)
+            else:
+                _rnn_forward(xp, xs, hs, whh, b_hh, bs, mode == "RNN_RELU")
+        ctx.save_for_backward(x, w_ih, b_ih, h0, c0, w_hh, b_hh, w_hr, hs, *extra)
+        ctx.rows = rows
         ctx.mode, ctx.reverse, ctx.batch_sizes, ctx.bs = mode, reverse, batch_sizes, bs
         out = hs[1:][::-1] if reverse else hs[1:]
         if mode == "LSTM":  # outputs and final cell state, each copied once into one array
@@ -229,79 +201,115 @@ class Recurrence(Function):
         return out.copy()  # not a view of hs: in-place ops on the output must not reach it
 
     @staticmethod
-    def backward(ctx, grad):  # noqa: C901 (three modes' loops, kept side by side)
+    def backward(ctx, grad):
         if recording():  # create_graph: differentiate the composed steps instead
             return _replay_backward(ctx, grad)
         if isinstance(grad, Tensor):  # (the root gradient, or one from a non-lifted node)
             grad = grad._data
         saved = ctx.saved_tensors
-        xw, h0, c0, w_hh, b_hh, w_hr, hs = saved[:7]
+        x, w_ih, b_ih, h0, c0, w_hh, b_hh, w_hr, hs = saved[:9]
         mode, reverse = ctx.mode, ctx.reverse
         xp = xp_of(grad)
-        steps, n, g = xw.shape
-        p = w_hh.shape[1]
-        whh = w_hh._data
+        steps, n = x.shape[:2]
+        g, p = w_hh.shape
         dout = grad[:steps * n * p].reshape(steps, n, p) if mode == "LSTM" else grad
         if reverse:
             dout = dout[::-1]
         if xp is np:
-            gemm_threads(n * p * g, steps)  # (a product per step, back to back)
-        if mode != "LSTM":  # (the LSTM keeps its own, feature-major: _lstm_backward)
-            dh = xp.zeros((n, p), grad.dtype)  # gradient reaching h_t through the recurrence
-        bs = ctx.bs  # active rows per processing step (finished rows: dh passes through)
+            gemm_threads(g, n, p, steps)  # (a product per step, back to back)
         # Gradients of the pre-activations: zero for rows that did not step (packed input).
         empty = xp.empty if ctx.batch_sizes is None else xp.zeros
         gc0 = gwhr = None
-        if mode == "LSTM":
-            dg, dh, gc0, gwhr = _lstm_backward(xp, ctx, dout, grad[steps * n * p:], saved,
-                                               empty)
-            dgh = dg
-        elif mode == "GRU":
-            acts, ghs = saved[7:]
-            hid = g // 3
-            r, z, new = acts.transpose(2, 0, 1, 3)
-            # d(r, z, n pre-activations) = dh_out * kzn (z, n blocks); dr = dn * kr
-            kzn = xp.empty((steps, n, 2, hid), grad.dtype)
-            xp.subtract(hs[:-1], new, out=kzn[:, :, 0])
-            kzn[:, :, 0] *= z
-            kzn[:, :, 0] *= 1 - z
-            xp.multiply(new, new, out=kzn[:, :, 1])
-            xp.subtract(1, kzn[:, :, 1], out=kzn[:, :, 1])
-            kzn[:, :, 1] *= 1 - z
-            kr = r * (1 - r)
-            kr *= ghs[:, :, 2 * hid:]
-            dg4 = empty((steps, n, 3, hid), grad.dtype)
-            dgh4 = empty((steps, n, 3, hid), grad.dtype)  # the n block differs: r * dn
-            dg, dgh = dg4.reshape(steps, n, g), dgh4.reshape(steps, n, g)
-            for t in reversed(range(steps)):
-                b = bs[t]
-                dh += dout[t]
-                dhb = dh[:b]
-                xp.multiply(dhb[:, None, :], kzn[t, :b], out=dg4[t, :b, 1:])
-                xp.multiply(dg4[t, :b, 2], kr[t, :b], out=dg4[t, :b, 0])
-                dgh4[t, :b, :2] = dg4[t, :b, :2]
-                xp.multiply(dg4[t, :b, 2], r[t, :b], out=dgh4[t, :b, 2])
-                dhb *= z[t, :b]
-                dhb += dgh[t, :b] @ whh
-        else:
-            out = hs[1:]
-            k = out > 0 if mode == "RNN_RELU" else 1 - out * out
-            dg = dgh = empty((steps, n, g), grad.dtype)
-            for t in reversed(range(steps)):
-                b = bs[t]
-                dh += dout[t]
-                d = dg[t, :b]
-                xp.multiply(dh[:b], k[t, :b], out=d)
-                xp.matmul(d, whh, out=dh[:b])
+        if mode == "LSTM":  # (G, L N) in input time order, and batch-major previous states
+            d, dh, gc0, gwhr = _lstm_backward(xp, ctx, dout, grad[steps * n * p:], saved,
+                                              empty)
+            d_hh = d
+            h_prev = _batch_major(xp, hs[:steps].transpose(0, 2, 1))  # (hs: a view)
+            if reverse:  # (input time order, as d)
+                h_prev = h_prev[::-1]
+        else:  # (L N, G) rows, for the input projection in input time order
+            if mode == "GRU":
+                dg, d_hh, dh = _gru_backward(xp, ctx, dout, saved, empty)
+            else:
+                dg, dh = _rnn_backward(xp, ctx, dout, saved, empty)
+                d_hh = dg
+            d = (xp.ascontiguousarray(dg[::-1]) if reverse else dg).reshape(-1, g).T
+            d_hh = d_hh.reshape(-1, g).T
+            h_prev = hs[:steps]
+        gx, gw_ih, gb_ih = _projection_grads(xp, ctx, d, x, w_ih, mode == "LSTM",
+                                             steps * gemm_size(g, n, p))
         if xp is np:
-            gemm_threads(steps * n * p * g)
-        gwhh = dgh.reshape(-1, g).T @ hs[:steps].reshape(-1, p) if _needs(ctx, 3) else None
-        gbhh = dgh.sum((0, 1)) if b_hh is not None and _needs(ctx, 4) else None
-        gxw = xp.ascontiguousarray(dg[::-1]) if reverse else dg
-        return finish(gxw, dh, gc0, gwhh, gbhh, gwhr, None, None, None)
+            gemm_threads(g, steps * n, p)
+        gwhh = d_hh @ h_prev.reshape(-1, p) if _needs(ctx, 5) else None
+        gbhh = None
+        if b_hh is not None and _needs(ctx, 6):
+            if mode == "LSTM":  # (the same sums as b_ih's: one pass, two arrays)
+                gbhh = gb_ih.copy() if gb_ih is not None else _column_sums(d, True)
+            else:
+                gbhh = d_hh.T.sum(0)
+        return finish(gx, gw_ih, gb_ih, dh, gc0, gwhh, gbhh, gwhr, None, None, None)
 
 
-def _lstm_forward(xp, xs, h0, c0, whh, b_hh, w_hr, bs, empty, key):
+def _lstm_gates(xp, a, hid: int):
+    """A copy of ``a``, rows (or entries) in PyTorch's LSTM gate order i, f, g, o, in the
+    order the fused loop runs the gates, i, f, o, g (the three sigmoid blocks side by side:
+    one affine pass per step), their sigmoid rows halved (exact: a power of two), since
+    sigmoid(x) = tanh(x / 2) / 2 + 1 / 2 and one tanh pass covers every gate."""
+    out = xp.concatenate((a[:2 * hid], a[3 * hid:], a[2 * hid:3 * hid]))
+    out[:3 * hid] *= 0.5
+    return out
+
+
+def _lstm_projection(xp, rows, w_ih, b_ih, b_hh, steps: int, n: int, run: int):
+    """The LSTM's input part of every step, feature-major (G, L, N), gates as the fused loop
+    runs them (``_lstm_gates``): ``W_ih x^T`` added by one GEMM (beta = 1) into the biases
+    ``b_ih + b_hh``, so each step reads its (G, N) slab in the layout its recurrent product
+    writes. ``run``: the size of the steps' products that follow (``gemm_threads``)."""
+    hid = w_ih.shape[0] // 4
+    w = _lstm_gates(xp, w_ih._data, hid)
+    if xp is np:
+        gemm_threads(w.shape[0], w.shape[1], steps * n, run=run)
+    g, dt = w.shape[0], rows.dtype
+    out = xp.empty((g, steps * n), dt)
+    if b_ih is None and b_hh is None:
+        out[...] = xp.matmul(w, rows.T)
+    else:
+        bias = _lstm_gates(xp, b_ih._data if b_hh is None else b_hh._data if b_ih is None
+                           else b_ih._data + b_hh._data, hid)
+        out[...] = bias[:, None]
+        if not (xp is np and add_product(out, w, rows.T)):
+            out += xp.matmul(w, rows.T).astype(dt, copy=False)
+    return out.reshape(g, steps, n)
+
+
+def _row_projection(rows, w_ih, b_ih):
+    """``rows W_ih^T + b_ih`` (L N, G), as ``F.linear`` computes it (the same bits)."""
+    return affine(rows, w_ih._data, None if b_ih is None else b_ih._data)
+
+
+def _column_sums(d, by_feature: bool):
+    """Sums over all rows and steps of the pre-activations' gradients ``d`` (G, L N): along
+    contiguous rows by BLAS (``last_axis_sums``) in the LSTM's layout, else as ``F.linear``'s
+    bias gradient sums its (L N, G) rows (the same bits)."""
+    return last_axis_sums(d)[:, 0] if by_feature else d.T.sum(0)
+
+
+def _projection_grads(xp, ctx, d, x, w_ih, by_feature: bool, run: int):
+    """Gradients of x, W_ih and b_ih from ``d`` (G, L N), the gradients of the projection's
+    outputs: ``d^T W_ih``, ``d x``, row sums (each ``None`` where not needed). ``run``: the
+    size of the steps' products just before them (``gemm_threads``)."""
+    rows = ctx.rows
+    nin = rows.shape[1]
+    count = int(_needs(ctx, 0)) + int(_needs(ctx, 1))
+    if xp is np and count:
+        gemm_threads(d.shape[1], d.shape[0], nin, count, run=run)
+    gx = (d.T @ w_ih._data).reshape(x.shape) if _needs(ctx, 0) else None
+    gw = d @ rows if _needs(ctx, 1) else None
+    gb = _column_sums(d, by_feature) if _needs(ctx, 2) else None
+    return gx, gw, gb
+
+
+def _lstm_forward(xp, xw, h0, c0, whh, w_hr, bs, empty, key):
     """The LSTM recurrence of ``Recurrence.forward`` on arrays, feature-major: every per-step
     array is (features, rows), so each gate block is one contiguous (H, N) slab and each
     step's product is W_hh (G, P) @ h (P, N), which OpenBLAS shares between its threads along
@@ -309,25 +317,14 @@ def _lstm_forward(xp, xs, h0, c0, whh, b_hh, w_hr, bs, empty, key):
     for 32 x 128 x 512 on an Intel Xeon, 2 threads). Each element is computed by the same
     operations as in the batch-major layout.
 
-    ``xs`` (L, N, G) in processing order. Returns the states (L + 1, P, N) and what the
-    backward needs: (activations (L, 4, H, N) in gate order i, f, g, o, cell states
-    (L + 1, H, N), tanh of them (L, H, N), the projection's inputs (L, H, N) or None).
+    ``xw`` (G, L, N) the input part (``_lstm_projection``) in processing order. Returns the
+    states (L + 1, P, N) and what the backward needs: (activations (L, 4, H, N) in the loop's
+    gate order i, f, o, g, cell states (L + 1, H, N), tanh of them (L, H, N), the projection's
+    inputs (L, H, N) or None).
     """
-    steps, n, g = xs.shape
-    p, hid, dt = whh.shape[1], g // 4, xs.dtype
-    scale, shift = _gate_affine(xp, dt, "ssts", hid)
-    shifted = xp.empty((steps, g, n), dt)  # ((xw + b_hh) * scale), transposed
-
-    def prepare(lo: int, hi: int) -> None:  # steps lo:hi (elementwise: any split)
-        src, dst = xs[lo:hi].transpose(0, 2, 1), shifted[lo:hi]
-        if b_hh is None:
-            xp.multiply(src, scale[:, None], out=dst)
-        else:
-            xp.add(src, b_hh._data[:, None], out=dst)
-            dst *= scale[:, None]
-
-    _over_steps(xp, prepare, steps, xs.size)
-    w = whh * scale[:, None]  # (sigmoid rows halved: exact)
+    g, steps, n = xw.shape
+    p, hid, dt = whh.shape[1], g // 4, xw.dtype
+    w = _lstm_gates(xp, whh, hid)
     hs = xp.empty((steps + 1, p, n), dt)  # hs[t]: the state step t starts from
     hs[0] = h0.T
     acts = empty((steps, 4, hid, n), dt)
@@ -343,13 +340,13 @@ def _lstm_forward(xp, xs, h0, c0, whh, b_hh, w_hr, bs, empty, key):
         for t in range(steps):
             e = max(lo, min(bs[t], hi))  # rows lo:e step; e:hi have finished
             if e > lo:
-                a, (i, f, gg, o) = flat[t, :, lo:e], acts[t, :, :, lo:e]
+                a, (i, f, o, gg) = flat[t, :, lo:e], acts[t, :, :, lo:e]
                 xp.matmul(w, hs[t, :, lo:e], out=a)
-                a += shifted[t, :, lo:e]
+                a += xw[:, t, lo:e]
                 xp.tanh(a, out=a)
-                for sig in (flat[t, :2 * hid, lo:e], o):  # sigmoid = tanh(x / 2) / 2 + 1 / 2
-                    sig *= 0.5
-                    sig += 0.5
+                sig = flat[t, :3 * hid, lo:e]  # sigmoid = tanh(x / 2) / 2 + 1 / 2
+                sig *= 0.5
+                sig += 0.5
                 c = cs[t + 1, :, lo:e]
                 xp.multiply(i, gg, out=c)
                 c += xp.multiply(f, cs[t, :, lo:e], out=fc[:, lo:e])
@@ -371,25 +368,28 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     """Backpropagation through time of ``_lstm_forward``, feature-major like it.
 
     ``dout`` (L, N, P): the outputs' gradients in processing order; ``dc_n``: the final cell
-    state's, flat. Returns the pre-activations' gradients (L, N, G), the gradients of h0
-    (N, P) and c0 (N, H), and the projection weight's gradient (P, H) when it has one and
-    it is needed, else None.
+    state's, flat. Returns the pre-activations' gradients (G, L N) in input time order (the
+    layout the projection's products read), the gradients of h0 (N, P) and c0 (N, H), and the
+    projection weight's gradient (P, H) when it has one and it is needed, else None.
     """
-    xw, w_hh, w_hr = saved[0], saved[3], saved[5]
-    acts, cs, tcs, ms = saved[7:]
-    steps, n, g = xw.shape
-    p, hid, dt = w_hh.shape[1], g // 4, dout.dtype
+    w_hh, w_hr = saved[5], saved[7]
+    acts, cs, tcs, ms = saved[9:]
+    steps, n = saved[0].shape[:2]
+    g, p = w_hh.shape
+    hid, dt = g // 4, dout.dtype
     bs = ctx.bs
-    i, f, gg, o = acts.transpose(1, 0, 2, 3)
-    # Everything that does not depend on the recurrence, for all steps at once:
-    # d pre-activation = dc * k[:, :3] (i, f, g blocks), dh_out * k[:, 3] (o).
+    i, f, o, gg = acts.transpose(1, 0, 2, 3)
+    # Everything that does not depend on the recurrence, for all steps at once, in PyTorch's
+    # gate order: d pre-activation = dc * k[:, :3] (i, f, g blocks), dh_out * k[:, 3] (o).
     k = xp.empty_like(acts)
     kc = xp.empty_like(tcs)  # dc += dh_out * o * (1 - tanh(c)^2)
 
     def factors(lo: int, hi: int) -> None:  # steps lo:hi (elementwise: any split)
-        a, kb = acts[lo:hi], k[lo:hi]
-        xp.subtract(1, a, out=kb)
-        kb *= a  # sigmoid derivatives (the g block is overwritten)
+        a, kb = acts[lo:hi, :2], k[lo:hi]  # (i, f: the first blocks in both orders)
+        xp.subtract(1, a, out=kb[:, :2])  # sigmoid derivatives s (1 - s)
+        kb[:, :2] *= a
+        xp.subtract(1, o[lo:hi], out=kb[:, 3])
+        kb[:, 3] *= o[lo:hi]
         kb[:, 0] *= gg[lo:hi]
         kb[:, 1] *= cs[lo:hi]
         k2 = kb[:, 2]
@@ -410,7 +410,7 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     dc = xp.ascontiguousarray(dc_n.reshape(n, hid).T)
     whh_t = xp.ascontiguousarray(w_hh._data.T)  # (P, G)
     whr_t = xp.ascontiguousarray(w_hr._data.T) if w_hr is not None else None
-    dhs = empty((steps, p, n), dt) if w_hr is not None and _needs(ctx, 5) else None
+    dhs = empty((steps, p, n), dt) if w_hr is not None and _needs(ctx, 7) else None
 
     def lstm_rows(lo: int, hi: int) -> None:  # rows (columns here) lo:hi, every step back
         for t in reversed(range(steps)):
@@ -429,19 +429,137 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
             dcb *= f[t, :, lo:e]
             xp.matmul(whh_t, dg[t, :, lo:e], out=dh[:, lo:e])
 
-    _over_rows(xp, lstm_rows, n, steps * n * g, "backward", ("LSTM", xw.shape, dt.str))
-
-    def batch_major(arr):  # (..., features, rows) -> C-contiguous (..., rows, features)
-        if xp is np:  # (large matrices: OpenBLAS's blocked copy, exact for these values)
-            out = np.empty(arr.shape[:-2] + arr.shape[-1:] + arr.shape[-2:-1], arr.dtype)
-            if transpose_into(out, arr):
-                return out
-        return xp.ascontiguousarray(xp.swapaxes(arr, -1, -2))
-
+    _over_rows(xp, lstm_rows, n, steps * n * g, "backward", ("LSTM", (steps, n), dt.str))
     gwhr = None
     if dhs is not None:  # sum over steps and rows of dh_t m_t^T, as one product
-        gwhr = batch_major(dhs).reshape(-1, p).T @ batch_major(ms).reshape(-1, hid)
-    return batch_major(dg), batch_major(dh), batch_major(dc), gwhr
+        gwhr = _batch_major(xp, dhs).reshape(-1, p).T @ _batch_major(xp, ms).reshape(-1, hid)
+    # (G, L N) in input time order for the products over all steps: each step's contiguous
+    # slab is written above (writing (G, L, N) slabs in the loop costs more: strided rows
+    # through the cache, 1.1 ms per layer against this copy's 0.26 ms), then moved whole
+    d = xp.empty((g, steps, n), dt)
+    d[...] = (dg[::-1] if ctx.reverse else dg).transpose(1, 0, 2)
+    return d.reshape(g, steps * n), _batch_major(xp, dh), _batch_major(xp, dc), gwhr
+
+
+def _batch_major(xp, arr):
+    """(..., features, rows) -> C-contiguous (..., rows, features): large matrices by
+    OpenBLAS's blocked copy (exact for these values), others by NumPy."""
+    if xp is np:
+        out = np.empty(arr.shape[:-2] + arr.shape[-1:] + arr.shape[-2:-1], arr.dtype)
+        if transpose_into(out, arr):
+            return out
+    return xp.ascontiguousarray(xp.swapaxes(arr, -1, -2))
+
+
+def _gru_forward(xp, xs, hs, whh, b_hh, bs, empty):
+    """The GRU recurrence on arrays, batch-major: ``xs`` (L, N, G) the input part in
+    processing order, ``hs`` (L + 1, N, P) the states (``hs[0]`` set). Returns what the
+    backward needs: the activations r, z, n (L, N, 3, H) and h W_hh^T + b_hh (L, N, G)."""
+    steps, n, g = xs.shape
+    hid, dt = g // 3, xs.dtype
+    scale = _gate_scale(xp, dt, "sst", hid)
+    xs = xs * scale
+    whh_t = xp.ascontiguousarray(whh.T)
+    whh_t *= scale
+    bias = b_hh._data * scale if b_hh is not None else None
+    acts = empty((steps, n, 3, hid), dt)  # r, z, n
+    ghs = empty((steps, n, g), dt)  # h W_hh^T + b_hh (r, z halved): n needs W_hn h
+    flat = acts.reshape(steps, n, g)
+    for t in range(steps):
+        b = bs[t]
+        a, x, gh = flat[t, :b], xs[t, :b], ghs[t, :b]
+        xp.matmul(hs[t, :b], whh_t, out=gh)
+        if bias is not None:
+            gh += bias
+        rz = a[:, :2 * hid]
+        xp.add(x[:, :2 * hid], gh[:, :2 * hid], out=rz)
+        xp.tanh(rz, out=rz)
+        rz *= 0.5
+        rz += 0.5
+        new = a[:, 2 * hid:]
+        xp.multiply(a[:, :hid], gh[:, 2 * hid:], out=new)
+        new += x[:, 2 * hid:]
+        xp.tanh(new, out=new)
+        h = hs[t + 1, :b]
+        xp.subtract(hs[t, :b], new, out=h)
+        h *= a[:, hid:2 * hid]
+        h += new
+        if b < n:
+            hs[t + 1, b:] = hs[t, b:]
+    return acts, ghs
+
+
+def _rnn_forward(xp, xs, hs, whh, b_hh, bs, relu: bool) -> None:
+    """The Elman recurrence on arrays, batch-major, into ``hs`` (L + 1, N, P)."""
+    steps, n = xs.shape[:2]
+    if b_hh is not None:
+        xs = xs + b_hh._data
+    whh_t = xp.ascontiguousarray(whh.T)
+    for t in range(steps):
+        b = bs[t]
+        h = hs[t + 1, :b]
+        xp.matmul(hs[t, :b], whh_t, out=h)
+        h += xs[t, :b]
+        if relu:
+            xp.maximum(h, 0, out=h)
+        else:
+            xp.tanh(h, out=h)
+        if b < n:
+            hs[t + 1, b:] = hs[t, b:]
+
+
+def _gru_backward(xp, ctx, dout, saved, empty):
+    """Backpropagation through time of ``_gru_forward``: the gradients of the input part and
+    of the recurrent part's pre-activations (L, N, G) in processing order (they differ in the
+    n block: r * dn), and of h0."""
+    hs, (acts, ghs) = saved[8], saved[9:]
+    whh = saved[5]._data
+    steps, n, g = ghs.shape
+    hid, dt, bs = g // 3, dout.dtype, ctx.bs
+    r, z, new = acts.transpose(2, 0, 1, 3)
+    # d(r, z, n pre-activations) = dh_out * kzn (z, n blocks); dr = dn * kr
+    kzn = xp.empty((steps, n, 2, hid), dt)
+    xp.subtract(hs[:-1], new, out=kzn[:, :, 0])
+    kzn[:, :, 0] *= z
+    kzn[:, :, 0] *= 1 - z
+    xp.multiply(new, new, out=kzn[:, :, 1])
+    xp.subtract(1, kzn[:, :, 1], out=kzn[:, :, 1])
+    kzn[:, :, 1] *= 1 - z
+    kr = r * (1 - r)
+    kr *= ghs[:, :, 2 * hid:]
+    dg4 = empty((steps, n, 3, hid), dt)
+    dgh4 = empty((steps, n, 3, hid), dt)
+    dg, dgh = dg4.reshape(steps, n, g), dgh4.reshape(steps, n, g)
+    dh = xp.zeros((n, hs.shape[2]), dt)  # gradient reaching h_t through the recurrence
+    for t in reversed(range(steps)):
+        b = bs[t]
+        dh += dout[t]
+        dhb = dh[:b]
+        xp.multiply(dhb[:, None, :], kzn[t, :b], out=dg4[t, :b, 1:])
+        xp.multiply(dg4[t, :b, 2], kr[t, :b], out=dg4[t, :b, 0])
+        dgh4[t, :b, :2] = dg4[t, :b, :2]
+        xp.multiply(dg4[t, :b, 2], r[t, :b], out=dgh4[t, :b, 2])
+        dhb *= z[t, :b]
+        dhb += dgh[t, :b] @ whh
+    return dg, dgh, dh
+
+
+def _rnn_backward(xp, ctx, dout, saved, empty):
+    """Backpropagation through time of ``_rnn_forward``: the pre-activations' gradients
+    (L, N, G) in processing order and h0's."""
+    hs, whh = saved[8], saved[5]._data
+    steps, n, p = dout.shape
+    out = hs[1:]
+    k = out > 0 if ctx.mode == "RNN_RELU" else 1 - out * out
+    dg = empty((steps, n, whh.shape[0]), dout.dtype)
+    dh = xp.zeros((n, p), dout.dtype)
+    for t in reversed(range(steps)):
+        b = ctx.bs[t]
+        dh += dout[t]
+        d = dg[t, :b]
+        xp.multiply(dh[:b], k[t, :b], out=d)
+        xp.matmul(d, whh, out=dh[:b])
+    return dg, dh
 
 
 # Gate elements per thread below which one thread runs a recurrence faster (the Python
@@ -498,22 +616,23 @@ def _replay_backward(ctx, grad: Tensor) -> tuple:
     """Gradients under create_graph: rerun the steps as composed ops and differentiate them."""
     from ..autograd import grad as autograd_grad
 
-    inputs = ctx.saved_tensors[:6]
+    inputs = ctx.saved_tensors[:8]
     wanted = [i for i, t in enumerate(inputs) if t is not None and _needs(ctx, i)]
     out = _composed(*inputs, ctx.mode, ctx.reverse, ctx.batch_sizes)
     found = autograd_grad(out, [inputs[i] for i in wanted], grad, create_graph=True,
                           allow_unused=True)
-    grads: list = [None] * 9
+    grads: list = [None] * 11
     for i, gi in zip(wanted, found):
         grads[i] = gi
     return tuple(grads)
 
 
-def recurrence(mode: str, xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
-               b_hh: Tensor | None, w_hr: Tensor | None = None, reverse: bool = False,
-               fused: bool = True, batch_sizes: tuple | None = None
-               ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Run one layer and direction: (outputs (L, N, P), final h (N, P), final c or None).
+def recurrence(mode: str, x: Tensor, w_ih: Tensor, b_ih: Tensor | None, h0: Tensor,
+               c0: Tensor | None, w_hh: Tensor, b_hh: Tensor | None,
+               w_hr: Tensor | None = None, reverse: bool = False, fused: bool = True,
+               batch_sizes: tuple | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Run one layer and direction over the time-major input ``x`` (L, N, H_in), its input
+    projection included: (outputs (L, N, P), final h (N, P), final c or None).
 
     ``fused=False`` composes the steps from per-step ops instead (slower, same values).
     ``batch_sizes``: active leading rows per time step (a padded packed batch, see
@@ -521,11 +640,9 @@ def recurrence(mode: str, xw: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tenso
     """
     if batch_sizes is not None:
         batch_sizes = tuple(int(b) for b in batch_sizes)
-    if fused:
-        packed = Recurrence.apply(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)
-    else:
-        packed = _composed(xw, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)
-    steps, n = xw.shape[:2]
+    args = (x, w_ih, b_ih, h0, c0, w_hh, b_hh, w_hr, mode, reverse, batch_sizes)
+    packed = Recurrence.apply(*args) if fused else _composed(*args)
+    steps, n = x.shape[:2]
     c_n = None
     if mode == "LSTM":
         p, k = w_hh.shape[1], steps * n * w_hh.shape[1]

@@ -1,8 +1,8 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their single-step cells.
 
 Parameters, their names, order, shapes and initialisation are PyTorch's, so state dicts load
-across and ``manual_seed`` gives the same weights. Each layer and direction runs as one input
-projection over the whole sequence plus one fused recurrence node (``ops.rnn``).
+across and ``manual_seed`` gives the same weights. Each layer and direction runs as one fused
+node (``ops.rnn``): its input projection over the whole sequence, then the recurrence.
 """
 
 from __future__ import annotations
@@ -179,18 +179,17 @@ class RNNBase(Module):
     def _run_packed(self, data: Tensor, sizes: list[int], h0: Tensor, c0: Tensor | None
                     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """``_run`` on packed data (T, H_in) with its batch sizes (sorted batch order):
-        (packed output data, h_n, c_n). Each layer's input projection runs on the packed rows
-        only; the recurrence takes them padded (time-major) and steps only each time step's
-        leading ``batch_sizes[t]`` rows, so every sequence's final state is its own last."""
+        (packed output data, h_n, c_n). Each layer takes its input padded (time-major, zero
+        rows past each sequence's end) and steps only each time step's leading
+        ``batch_sizes[t]`` rows, so every sequence's final state is its own last."""
         steps, n = len(sizes), sizes[0]
         rows, src = _pack_index(sizes, n, steps, data.shape[0])
         gather = tensor(src, device=data.device)  # padded position -> packed row (or the zero row)
         scatter = tensor(rows, device=data.device)  # packed row -> padded position
-        gates = rnn_ops.GATES[self.mode] * self.hidden_size
-        zero_row = zeros((1, gates), dtype=data.dtype, device=data.device)
 
-        def to_padded(xw: Tensor) -> Tensor:
-            return cat([xw, zero_row])[gather].reshape(steps, n, gates)
+        def to_padded(x: Tensor) -> Tensor:  # (rows past a step's batch size: zeros, unused)
+            zero_row = zeros((1, x.shape[1]), dtype=x.dtype, device=x.device)
+            return cat([x, zero_row])[gather].reshape(steps, n, x.shape[1])
 
         def to_packed(out: Tensor) -> Tensor:
             return out.reshape(steps * n, out.shape[2])[scatter]
@@ -206,6 +205,7 @@ class RNNBase(Module):
         hs, cs = [], []
         for layer in range(self.num_layers):
             outs = []
+            padded = x if to_padded is None else to_padded(x)  # (L, N, H_in), time-major
             for direction in range(directions):
                 k = layer * directions + direction
                 names = self._all_weights[k]
@@ -213,10 +213,7 @@ class RNNBase(Module):
                 b_ih = getattr(self, names[2]) if self.bias else None
                 b_hh = getattr(self, names[3]) if self.bias else None
                 w_hr = getattr(self, names[-1]) if self.proj_size > 0 else None
-                xw = F.linear(x, w_ih, b_ih)  # every time step's input part in one matmul
-                if to_padded is not None:
-                    xw = to_padded(xw)
-                out, h, c = rnn_ops.recurrence(self.mode, xw, h0[k],
+                out, h, c = rnn_ops.recurrence(self.mode, padded, w_ih, b_ih, h0[k],
                                                None if c0 is None else c0[k], w_hh, b_hh,
                                                w_hr, reverse=direction == 1,
                                                batch_sizes=batch_sizes)
