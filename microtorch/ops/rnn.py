@@ -26,7 +26,7 @@ import numpy as np
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows, timing_active
-from ..backend.blas import add_product, last_axis_sums, transpose_into
+from ..backend.blas import transpose_into
 from ..backend.threads import blas_threads, gemm_size, gemm_threads, run_rows
 from ._util import Tensor, xp_of
 from .elementwise import Sigmoid, Tanh
@@ -144,11 +144,12 @@ class Recurrence(Function):
     result is the outputs (L, N, P) in input time order; for the LSTM, flattened and followed
     by the final cell state (one node has one output: ``recurrence`` takes the views apart).
 
-    The input projection ``x W_ih^T + b_ih`` of every step is one matrix product; per step
-    only the recurrent product and a few elementwise passes run; whatever does not depend on
-    the recurrence (biases, gate scaling, derivative factors) is done once for the whole
-    sequence. The backward's products for x, W_ih, W_hh and the biases each run once over all
-    steps from the pre-activations' gradients, in the layout the loops wrote them.
+    The RNN's and GRU's input projection ``x W_ih^T + b_ih`` of every step is one matrix
+    product before the loop; the LSTM's is part of each step's product (``_lstm_forward``).
+    Per step only that product and a few elementwise passes run; whatever does not depend on
+    the recurrence (gate scaling, derivative factors) is done once for the whole sequence.
+    The backward's products for x and the weights run once over all steps from the
+    pre-activations' gradients.
     """
 
     lifted = True
@@ -159,25 +160,21 @@ class Recurrence(Function):
         xp, dt = xp_of(xa), xa.dtype
         steps, n = xa.shape[:2]
         g, p = whh.shape
-        rows = xp.ascontiguousarray(xa.reshape(steps * n, xa.shape[2]))  # (L N, H_in)
         bs = _step_sizes(batch_sizes, steps, n, reverse)
         # Packed: rows past a step's batch size are never written, so start them at zero.
         empty = xp.empty if batch_sizes is None else xp.zeros
-        extra = ()
-        # The input projection and the steps' products run back to back: one run of products
-        # for BLAS's threads (backend.threads), each product sized by its own shape.
-        steps_size = steps * gemm_size(g, p, n)
-        if mode == "LSTM":  # feature-major: (gates, time, rows), as _lstm_forward runs them
-            by_feature = _lstm_projection(xp, rows, w_ih, b_ih, b_hh, steps, n, steps_size)
-            if xp is np:
-                gemm_threads(g, p, n, steps, run=gemm_size(g, rows.shape[1], steps * n))
-            if reverse:
-                by_feature = by_feature[:, ::-1]  # processing order; a view
-            hs_by_feature, extra = _lstm_forward(xp, by_feature, h0._data, c0._data, whh,
-                                                 w_hr, bs, empty, (mode, xa.shape, dt.str))
+        extra, rows = (), None
+        if mode == "LSTM":  # feature-major, the input projection inside each step's product
+            biases = [b._data for b in (b_ih, b_hh) if b is not None]
+            if xp is np:  # (a product per step, back to back)
+                gemm_threads(g, p + xa.shape[2] + bool(biases), n, steps)
+            hs_by_feature, extra = _lstm_forward(xp, xa[::-1] if reverse else xa, h0._data,
+                                                 c0._data, w_ih._data, whh, biases, w_hr, bs,
+                                                 empty, (mode, xa.shape, dt.str))
             hs = hs_by_feature.transpose(0, 2, 1)  # (steps + 1, N, P), a view
-        else:
-            xs = _row_projection(rows, w_ih, b_ih).reshape(steps, n, g)  # (F.linear's rule)
+        else:  # batch-major, the input projection of every step first (as F.linear's)
+            rows = xp.ascontiguousarray(xa.reshape(steps * n, xa.shape[2]))  # (L N, H_in)
+            xs = _row_projection(rows, w_ih, b_ih).reshape(steps, n, g)
             if reverse:
                 xs = xs[::-1]  # run in processing order; results go back to input order
             if xp is np:
@@ -219,35 +216,22 @@ class Recurrence(Function):
             gemm_threads(g, n, p, steps)  # (a product per step, back to back)
         # Gradients of the pre-activations: zero for rows that did not step (packed input).
         empty = xp.empty if ctx.batch_sizes is None else xp.zeros
-        gc0 = gwhr = None
-        if mode == "LSTM":  # (G, L N) in input time order, and batch-major previous states
-            d, dh, gc0, gwhr = _lstm_backward(xp, ctx, dout, grad[steps * n * p:], saved,
-                                              empty)
-            d_hh = d
-            h_prev = _batch_major(xp, hs[:steps].transpose(0, 2, 1))  # (hs: a view)
-            if reverse:  # (input time order, as d)
-                h_prev = h_prev[::-1]
-        else:  # (L N, G) rows, for the input projection in input time order
-            if mode == "GRU":
-                dg, d_hh, dh = _gru_backward(xp, ctx, dout, saved, empty)
-            else:
-                dg, dh = _rnn_backward(xp, ctx, dout, saved, empty)
-                d_hh = dg
-            d = (xp.ascontiguousarray(dg[::-1]) if reverse else dg).reshape(-1, g).T
-            d_hh = d_hh.reshape(-1, g).T
-            h_prev = hs[:steps]
-        gx, gw_ih, gb_ih = _projection_grads(xp, ctx, d, x, w_ih, mode == "LSTM",
-                                             steps * gemm_size(g, n, p))
+        if mode == "LSTM":
+            return _lstm_gradients(xp, ctx, dout, grad[steps * n * p:], saved, empty)
+        if mode == "GRU":
+            dg, d_hh, dh = _gru_backward(xp, ctx, dout, saved, empty)
+        else:
+            dg, dh = _rnn_backward(xp, ctx, dout, saved, empty)
+            d_hh = dg
+        # (G, L N) views of the (L N, G) rows: the input projection's in input time order
+        d = (xp.ascontiguousarray(dg[::-1]) if reverse else dg).reshape(-1, g).T
+        d_hh = d_hh.reshape(-1, g).T
+        gx, gw_ih, gb_ih = _projection_grads(xp, ctx, d, x, w_ih, steps * gemm_size(g, n, p))
         if xp is np:
             gemm_threads(g, steps * n, p)
-        gwhh = d_hh @ h_prev.reshape(-1, p) if _needs(ctx, 5) else None
-        gbhh = None
-        if b_hh is not None and _needs(ctx, 6):
-            if mode == "LSTM":  # (the same sums as b_ih's: one pass, two arrays)
-                gbhh = gb_ih.copy() if gb_ih is not None else _column_sums(d, True)
-            else:
-                gbhh = d_hh.T.sum(0)
-        return finish(gx, gw_ih, gb_ih, dh, gc0, gwhh, gbhh, gwhr, None, None, None)
+        gwhh = d_hh @ hs[:steps].reshape(-1, p) if _needs(ctx, 5) else None
+        gbhh = d_hh.T.sum(0) if b_hh is not None and _needs(ctx, 6) else None
+        return finish(gx, gw_ih, gb_ih, dh, None, gwhh, gbhh, None, None, None, None)
 
 
 def _lstm_gates(xp, a, hid: int):
@@ -260,44 +244,16 @@ def _lstm_gates(xp, a, hid: int):
     return out
 
 
-def _lstm_projection(xp, rows, w_ih, b_ih, b_hh, steps: int, n: int, run: int):
-    """The LSTM's input part of every step, feature-major (G, L, N), gates as the fused loop
-    runs them (``_lstm_gates``): ``W_ih x^T`` added by one GEMM (beta = 1) into the biases
-    ``b_ih + b_hh``, so each step reads its (G, N) slab in the layout its recurrent product
-    writes. ``run``: the size of the steps' products that follow (``gemm_threads``)."""
-    hid = w_ih.shape[0] // 4
-    w = _lstm_gates(xp, w_ih._data, hid)
-    if xp is np:
-        gemm_threads(w.shape[0], w.shape[1], steps * n, run=run)
-    g, dt = w.shape[0], rows.dtype
-    out = xp.empty((g, steps * n), dt)
-    if b_ih is None and b_hh is None:
-        out[...] = xp.matmul(w, rows.T)
-    else:
-        bias = _lstm_gates(xp, b_ih._data if b_hh is None else b_hh._data if b_ih is None
-                           else b_ih._data + b_hh._data, hid)
-        out[...] = bias[:, None]
-        if not (xp is np and add_product(out, w, rows.T)):
-            out += xp.matmul(w, rows.T).astype(dt, copy=False)
-    return out.reshape(g, steps, n)
-
-
 def _row_projection(rows, w_ih, b_ih):
     """``rows W_ih^T + b_ih`` (L N, G), as ``F.linear`` computes it (the same bits)."""
     return affine(rows, w_ih._data, None if b_ih is None else b_ih._data)
 
 
-def _column_sums(d, by_feature: bool):
-    """Sums over all rows and steps of the pre-activations' gradients ``d`` (G, L N): along
-    contiguous rows by BLAS (``last_axis_sums``) in the LSTM's layout, else as ``F.linear``'s
-    bias gradient sums its (L N, G) rows (the same bits)."""
-    return last_axis_sums(d)[:, 0] if by_feature else d.T.sum(0)
-
-
-def _projection_grads(xp, ctx, d, x, w_ih, by_feature: bool, run: int):
+def _projection_grads(xp, ctx, d, x, w_ih, run: int):
     """Gradients of x, W_ih and b_ih from ``d`` (G, L N), the gradients of the projection's
-    outputs: ``d^T W_ih``, ``d x``, row sums (each ``None`` where not needed). ``run``: the
-    size of the steps' products just before them (``gemm_threads``)."""
+    outputs (a view of (L N, G) rows): ``d^T W_ih``, ``d x``, ``d``'s row sums as
+    ``F.linear``'s bias gradient sums them (the same bits); each ``None`` where not needed.
+    ``run``: the size of the steps' products just before them (``gemm_threads``)."""
     rows = ctx.rows
     nin = rows.shape[1]
     count = int(_needs(ctx, 0)) + int(_needs(ctx, 1))
@@ -305,28 +261,47 @@ def _projection_grads(xp, ctx, d, x, w_ih, by_feature: bool, run: int):
         gemm_threads(d.shape[1], d.shape[0], nin, count, run=run)
     gx = (d.T @ w_ih._data).reshape(x.shape) if _needs(ctx, 0) else None
     gw = d @ rows if _needs(ctx, 1) else None
-    gb = _column_sums(d, by_feature) if _needs(ctx, 2) else None
+    gb = d.T.sum(0) if _needs(ctx, 2) else None
     return gx, gw, gb
 
 
-def _lstm_forward(xp, xw, h0, c0, whh, w_hr, bs, empty, key):
+def _lstm_forward(xp, x, h0, c0, wih, whh, biases, w_hr, bs, empty, key):
     """The LSTM recurrence of ``Recurrence.forward`` on arrays, feature-major: every per-step
     array is (features, rows), so each gate block is one contiguous (H, N) slab and each
-    step's product is W_hh (G, P) @ h (P, N), which OpenBLAS shares between its threads along
-    the G = 4H rows (a (N, P) @ (P, G) product with N = 32 rows it splits far worse: 46 vs 31 us
-    for 32 x 128 x 512 on an Intel Xeon, 2 threads). Each element is computed by the same
-    operations as in the batch-major layout.
+    step's product runs along the G = 4H rows, which OpenBLAS shares between its threads (a
+    (N, P) @ (P, G) product with N = 32 rows it splits far worse: 46 vs 31 us for 32 x 128 x
+    512 on an Intel Xeon, 2 threads).
 
-    ``xw`` (G, L, N) the input part (``_lstm_projection``) in processing order. Returns the
-    states (L + 1, P, N) and what the backward needs: (activations (L, 4, H, N) in the loop's
-    gate order i, f, o, g, cell states (L + 1, H, N), tanh of them (L, H, N), the projection's
-    inputs (L, H, N) or None).
+    Each step's product is the whole pre-activation: [W_hh | W_ih | b] (G, K) @ [h_t; x_t; 1]
+    (K, N), K = P + H_in + 1, the stacked operands kept in ``hx`` (L + 1, K, N). The input part
+    then needs no projection of its own, no (G, L, N) array of it and no pass adding it per
+    step. Measured on an Intel Xeon VM (2 threads, 50 steps of 32 rows, hidden 128), the
+    forward: 2.9 ms for H_in = 16 against 3.1-3.3 ms of loop adding a (G, L, N) projection
+    slab per step plus 0.35 ms of projection; 4.2 ms for H_in = 128 against 3.1-3.3 + 1.0 ms.
+    The backward's weight gradients become one product (``_lstm_gradients``).
+
+    ``x`` (L, N, H_in) in processing order, ``biases`` the arrays of b_ih and b_hh given (none,
+    one or both). Returns the states (L + 1, P, N) (a view of ``hx``)
+    and what the backward needs: (activations (L, 4, H, N) in the loop's gate order i, f, o,
+    g, cell states (L + 1, H, N), tanh of them (L, H, N), the projection's inputs (L, H, N) or
+    None, ``hx``).
     """
-    g, steps, n = xw.shape
-    p, hid, dt = whh.shape[1], g // 4, xw.dtype
-    w = _lstm_gates(xp, whh, hid)
-    hs = xp.empty((steps + 1, p, n), dt)  # hs[t]: the state step t starts from
+    steps, n, nin = x.shape
+    (g, p), hid, dt = whh.shape, whh.shape[0] // 4, x.dtype
+    bias = sum(biases[1:], biases[0]) if biases else None  # b_ih + b_hh, or the one given
+    k = p + nin + (bias is not None)
+    w = xp.empty((g, k), dt)
+    w[:, :p], w[:, p:p + nin] = whh, wih
+    if bias is not None:
+        w[:, -1] = bias
+    w = _lstm_gates(xp, w, hid)
+    hx = xp.empty((steps + 1, k, n), dt)
+    hs = hx[:, :p]  # hs[t]: the state step t starts from
     hs[0] = h0.T
+    hx[:steps, p:p + nin] = x.transpose(0, 2, 1)
+    hx[steps, p:] = 0  # (the last state's row is never multiplied: defined all the same)
+    if bias is not None:
+        hx[:, -1] = 1
     acts = empty((steps, 4, hid, n), dt)
     cs = xp.empty((steps + 1, hid, n), dt)
     cs[0] = c0.T
@@ -341,8 +316,7 @@ def _lstm_forward(xp, xw, h0, c0, whh, w_hr, bs, empty, key):
             e = max(lo, min(bs[t], hi))  # rows lo:e step; e:hi have finished
             if e > lo:
                 a, (i, f, o, gg) = flat[t, :, lo:e], acts[t, :, :, lo:e]
-                xp.matmul(w, hs[t, :, lo:e], out=a)
-                a += xw[:, t, lo:e]
+                xp.matmul(w, hx[t, :, lo:e], out=a)
                 xp.tanh(a, out=a)
                 sig = flat[t, :3 * hid, lo:e]  # sigmoid = tanh(x / 2) / 2 + 1 / 2
                 sig *= 0.5
@@ -361,19 +335,19 @@ def _lstm_forward(xp, xw, h0, c0, whh, w_hr, bs, empty, key):
                 cs[t + 1, :, e:hi] = cs[t, :, e:hi]
 
     _over_rows(xp, lstm_rows, n, steps * n * g, "forward", key)
-    return hs, (acts, cs, tcs, ms)
+    return hs, (acts, cs, tcs, ms, hx)
 
 
 def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     """Backpropagation through time of ``_lstm_forward``, feature-major like it.
 
     ``dout`` (L, N, P): the outputs' gradients in processing order; ``dc_n``: the final cell
-    state's, flat. Returns the pre-activations' gradients (G, L N) in input time order (the
-    layout the projection's products read), the gradients of h0 (N, P) and c0 (N, H), and the
-    projection weight's gradient (P, H) when it has one and it is needed, else None.
+    state's, flat. Returns the pre-activations' gradients (L, G, N) in processing order, the
+    gradients reaching h0 (P, N) and c0 (H, N), and the projection weight's gradient (P, H)
+    when it has one and it is needed, else None.
     """
     w_hh, w_hr = saved[5], saved[7]
-    acts, cs, tcs, ms = saved[9:]
+    acts, cs, tcs, ms = saved[9:13]
     steps, n = saved[0].shape[:2]
     g, p = w_hh.shape
     hid, dt = g // 4, dout.dtype
@@ -433,12 +407,44 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     gwhr = None
     if dhs is not None:  # sum over steps and rows of dh_t m_t^T, as one product
         gwhr = _batch_major(xp, dhs).reshape(-1, p).T @ _batch_major(xp, ms).reshape(-1, hid)
-    # (G, L N) in input time order for the products over all steps: each step's contiguous
-    # slab is written above (writing (G, L, N) slabs in the loop costs more: strided rows
-    # through the cache, 1.1 ms per layer against this copy's 0.26 ms), then moved whole
-    d = xp.empty((g, steps, n), dt)
-    d[...] = (dg[::-1] if ctx.reverse else dg).transpose(1, 0, 2)
-    return d.reshape(g, steps * n), _batch_major(xp, dh), _batch_major(xp, dc), gwhr
+    return dg, dh, dc, gwhr
+
+
+def _lstm_gradients(xp, ctx, dout, dc_n, saved, empty) -> tuple:
+    """``Recurrence.backward`` of the LSTM: the loop (``_lstm_backward``), then the products
+    over all steps. The weights' and biases' gradients are one product, (G, L N) @ (L N, K)
+    against the forward's stacked [h_t; x_t; 1] (``_lstm_forward``), each operand moved once
+    into that layout by whole (N,) rows; x's gradient is the input weights' transpose times
+    the pre-activations' gradients. Everything in input time order."""
+    x, w_ih, b_ih, h0, c0, w_hh, b_hh = saved[:7]
+    hx = saved[13]
+    steps, n, nin = x.shape
+    g, p = w_hh.shape
+    dg, dh, dc, gwhr = _lstm_backward(xp, ctx, dout, dc_n, saved, empty)
+
+    def by_feature(arr):  # (L, F, N) in processing order -> (F, L N) in input time order
+        out = xp.empty((arr.shape[1], steps, n), arr.dtype)
+        out[...] = (arr[::-1] if ctx.reverse else arr).transpose(1, 0, 2)
+        return out.reshape(arr.shape[1], steps * n)
+
+    d = by_feature(dg)
+    gx = gw = None
+    if _needs(ctx, 0):
+        if xp is np:
+            gemm_threads(steps * n, g, nin)
+        gx = (d.T @ w_ih._data).reshape(x.shape)
+    if any(_needs(ctx, i) for i in (1, 2, 5, 6)):
+        if xp is np:
+            gemm_threads(g, steps * n, hx.shape[1])
+        gw = d @ by_feature(hx[:steps]).T  # (G, K): [W_hh | W_ih | b] gradients
+
+    def part(i, cols):  # a contiguous copy of gw's columns if input i needs it
+        return xp.ascontiguousarray(gw[:, cols]) if _needs(ctx, i) else None
+
+    bias = -1  # (the biases' column, the same sums for both: two arrays)
+    return finish(gx, part(1, slice(p, p + nin)), part(2, bias), _batch_major(xp, dh),
+                  _batch_major(xp, dc), part(5, slice(0, p)), part(6, bias), gwhr, None, None,
+                  None)
 
 
 def _batch_major(xp, arr):
