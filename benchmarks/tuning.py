@@ -2,7 +2,8 @@
 
 microtorch's CPU speed rests on a few constants chosen by measuring one machine (see
 docs/architecture.md, "Tuning constants"): when a matrix product gets a second BLAS thread
-(``SMALL_GEMM``; ``LONE_GEMM`` for a product after other work, its second thread asleep),
+(``SMALL_GEMM``; ``LONE_GEMM`` for a product after other work, its second thread asleep;
+a product's size counting ``GEMM_ELEMENT_COST`` multiply-adds per element it moves),
 when row-parallel work is shared between threads (the ``*_MIN_WORK`` constants of the ops),
 how wide a convolution's GEMM blocks are (``_GEMM_COLUMNS``), when zeroing gradients uses
 threads (``_PARALLEL_FILL_BYTES``), how long OpenBLAS's idle threads spin
@@ -51,8 +52,8 @@ from microtorch.backend import threads  # noqa: E402
 from microtorch.bench.markdown import markdown_table  # noqa: E402
 from microtorch.bench.measure import Progress, machine_info  # noqa: E402
 
-SECTIONS = ("small_gemm", "lone_gemm", "min_work", "gemm_columns", "parallel_fill",
-            "blas_spin", "gc", "malloc")
+SECTIONS = ("gemm_element_cost", "small_gemm", "lone_gemm", "min_work", "gemm_columns",
+            "parallel_fill", "blas_spin", "gc", "malloc")
 NEVER = 1 << 62  # a minimum-work constant no workload reaches: always one call
 
 
@@ -299,6 +300,51 @@ def section_small_gemm(args: argparse.Namespace, progress: Progress) -> dict:
             "crossover_text": "; ".join(f"{fam} {_bracket_text(f['crossover'])}"
                                         for fam, f in families.items()),
             "verdict": verdict(value, whole)}
+
+
+# ------------------------------------------------ GEMM_ELEMENT_COST (a product's size)
+
+# (m, k, n) from 2^21 to 2^26 multiply-adds: square-ish, and with one small dimension (an
+# LSTM's 16-feature input projection, its gradients, a 3x3 convolution over one channel).
+ELEMENT_COST_SHAPES = ((128, 64, 256), (512, 64, 64), (512, 64, 192), (1600, 16, 512),
+                       (1600, 512, 16), (512, 1600, 16), (50176, 9, 16), (1024, 64, 1000),
+                       (1000, 1024, 64), (512, 2048, 64))
+
+
+def section_gemm_element_cost(args: argparse.Namespace, progress: Progress) -> dict:
+    """One-thread times of products of many shapes, fitted as ``a * m k n + b * (m k + k n
+    + m n)`` by least squares: b / a, what moving one element costs in multiply-adds."""
+    mt.set_num_threads(args.threads)
+    value = _constant("microtorch.backend.threads", "GEMM_ELEMENT_COST")
+    progress.section("gemm_element_cost")
+    rng = np.random.default_rng(0)
+    rows = []
+    for m, k, n in ELEMENT_COST_SHAPES:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        out = np.empty((m, n), np.float32)
+        t = compare({"1": (lambda: threads.blas_threads(1),
+                           functools.partial(np.matmul, a, b, out=out))},
+                    args.rounds, args.budget)
+        rows.append({"m": m, "k": k, "n": n, "mnk": m * k * n,
+                     "elements": m * k + k * n + m * n, "one_us": t["1"] * 1e6,
+                     "others": t["others"]})
+    design = np.array([[r["mnk"], r["elements"]] for r in rows], float)
+    times = np.array([r["one_us"] for r in rows])
+    (per_mac, per_element), *_ = np.linalg.lstsq(design, times, rcond=None)
+    fitted = design @ np.array([per_mac, per_element])
+    for r, f in zip(rows, fitted):
+        r["fit_us"] = float(f)
+    cost = float(per_element / per_mac) if per_mac > 0 else None
+    bracket = {"lo": cost, "hi": cost}
+    return {"constant": "GEMM_ELEMENT_COST", "where": "backend/threads.py", "value": value,
+            "unit": "multiply-adds a product's size counts per element of its matrices",
+            "workload": "float32 products of 2^21..2^26 multiply-adds on one BLAS thread, "
+                        "time fitted as a * mnk + b * elements",
+            "rows": rows, "ps_per_mac": float(per_mac) * 1e6,
+            "ps_per_element": float(per_element) * 1e6, "crossover": bracket,
+            "crossover_text": "-" if cost is None else f"{cost:.1f}",
+            "verdict": "-" if cost is None else verdict(value, bracket)}
 
 
 # ------------------------------------------------------ LONE_GEMM (BLAS threads, after a gap)
@@ -688,8 +734,8 @@ def section_malloc(args: argparse.Namespace, progress: Progress) -> dict:
 
 # ------------------------------------------------------------------------------- report
 
-RUNNERS = {"small_gemm": section_small_gemm, "lone_gemm": section_lone_gemm,
-           "min_work": section_min_work,
+RUNNERS = {"gemm_element_cost": section_gemm_element_cost, "small_gemm": section_small_gemm,
+           "lone_gemm": section_lone_gemm, "min_work": section_min_work,
            "gemm_columns": section_gemm_columns, "parallel_fill": section_parallel_fill,
            "blas_spin": section_blas_spin, "gc": section_gc, "malloc": section_malloc}
 
@@ -788,6 +834,15 @@ def render(result: dict) -> str:
                             [[r["constant"], r["where"], r["value"], r["workload"],
                               r["crossover"], r["verdict"]] for r in result["summary"]])
     s = result["sections"]
+    if "gemm_element_cost" in s:
+        r = s["gemm_element_cost"]
+        lines += ["", f"## GEMM_ELEMENT_COST: {r['workload']}: {r['ps_per_mac']:.1f} ps per "
+                  f"multiply-add, {r['ps_per_element']:.0f} ps per element", ""]
+        lines += markdown_table(["m×k×n", "mnk", "elements", "1 thread µs", "fit µs",
+                                 "others"],
+                                [[f"{x['m']}×{x['k']}×{x['n']}", _p2(x["mnk"]),
+                                  _p2(x["elements"]), f"{x['one_us']:.1f}",
+                                  f"{x['fit_us']:.1f}", _pct(x)] for x in r["rows"]])
     if "small_gemm" in s:
         lines += ["", "## SMALL_GEMM: one BLAS thread vs " + str(m["threads"]), ""]
         body = _gemm_rows(s["small_gemm"]["families"])
@@ -875,6 +930,8 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
 
 
 EPILOG = """sections (what each times, against which constant):
+  gemm_element_cost  float32 products of many shapes on one BLAS thread, their times fitted
+                 as a * mnk + b * elements: b / a against GEMM_ELEMENT_COST
   small_gemm     float32 products of 2^17..2^24 multiply-adds (square, 128 and 32 rows) and
                  the benchmark models' products, on 1 vs --threads BLAS threads: SMALL_GEMM
   min_work       real ops (relu, cross_entropy, max_pool2d, conv2d's im2col, its col2im,
