@@ -9,7 +9,9 @@ autograd, Python): for every Linear of a model (M rows, K inputs, N outputs) it 
 products of a step, forward ``x @ W.T``, input gradient ``g @ W`` and weight gradient
 ``g.T @ x``, and (LSTM) the recurrence's per-step products, which microtorch runs on
 (features, rows) arrays; each model's row adds its products up, weighted by how many its step
-runs.
+runs. (microtorch's LSTM folds its input projection into each step's product and its weight
+gradients into one product, ``ops/rnn.py``; the LSTM rows keep the layer's separate products,
+the same products for both libraries.)
 
     python3 benchmarks/gemm_shapes.py                     # prints the table
     python3 benchmarks/gemm_shapes.py --out DIR           # also gemm_shapes.json/.md
