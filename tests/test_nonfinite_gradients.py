@@ -1,9 +1,10 @@
 """Infinite and NaN incoming gradients through ops whose backward PyTorch writes as zeros or as
 a selection (zero_, fill_, div with a rounding mode, angle of a real tensor, copysign's
 ``other``, max()/min()/median() over everything, nll_loss and cross entropy at ignored rows)
-or as one product (nansum at NaN inputs, lerp's end and weight), and adaptive average pooling,
-whose infinite or NaN inputs and gradients stay in their windows: the NaN positions, signed
-zeros and values of PyTorch, found by running the OpInfo samples with such gradients."""
+or as one product (nansum at NaN inputs, lerp's end and weight), adaptive average pooling,
+whose infinite or NaN inputs and gradients stay in their windows, and interpolation, where
+they reach what PyTorch's taps read: the NaN positions, signed zeros and values of PyTorch,
+found by running the OpInfo samples with such gradients."""
 
 from __future__ import annotations
 
@@ -106,6 +107,32 @@ def test_adaptive_average_pooling_keeps_infinities_in_their_windows(device, name
         kw = {"device": device} if lib is mt else {}
         x = lib.tensor(x0, requires_grad=True, **kw)
         out = getattr(lib.nn.functional, name)(x, out_size)
+        out.backward(lib.tensor(g0, **kw))
+        results.append([v.detach().cpu().numpy() if lib is mt else v.detach().numpy()
+                        for v in (out, x.grad)])
+    for ours, theirs in zip(*results):
+        _same(ours, theirs)
+
+
+@pytest.mark.parametrize("mode,nd", [("linear", 1), ("bilinear", 2), ("trilinear", 3),
+                                     ("bicubic", 2)])
+@pytest.mark.parametrize("size,align_corners", [(9, False), (9, True), (4, False), (6, True),
+                                                (6, False)])
+def test_interpolation_keeps_infinities_at_pytorchs_taps(device, mode, nd, size, align_corners):
+    """An infinite or NaN input reaches only the outputs whose taps read it, zero-weight taps
+    included (PyTorch's kernels read the edge sample with weight 0: 0 * inf is NaN there), and
+    an infinite output gradient only the inputs its output reads; up- and downsampling."""
+    shape = (1, 2) + (6,) * nd
+    x0 = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) / 7
+    x0.reshape(-1)[[3, x0.size - 1, x0.size // 2]] = [INF, NAN, -INF]
+    out_size = (size,) * nd
+    g0 = np.ones((1, 2) + out_size)
+    g0.reshape(-1)[[1, g0.size - 1, g0.size // 3]] = [-INF, NAN, INF]
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        x = lib.tensor(x0, requires_grad=True, **kw)
+        out = lib.nn.functional.interpolate(x, out_size, mode=mode, align_corners=align_corners)
         out.backward(lib.tensor(g0, **kw))
         results.append([v.detach().cpu().numpy() if lib is mt else v.detach().numpy()
                         for v in (out, x.grad)])

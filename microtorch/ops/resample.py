@@ -1,14 +1,17 @@
 """A matrix applied along one axis of a tensor, with PyTorch's locality of non-finite values:
-the separable window sums of adaptive average pooling (0/1 window matrices).
+the separable window sums of adaptive average pooling (0/1 window matrices) and the
+separable interpolation modes (linear, bilinear, trilinear, bicubic).
 
-The product with the (out, size) matrix runs in BLAS. A product spreads an infinite or NaN
-element to every output of its row (0 * inf is NaN), where PyTorch's kernels combine only an
-output's own taps; so when the product's operand holds a non-finite value, each output is
-recomputed from its taps alone, in PyTorch's order (ascending source index). Finite data gets
-the product's bits. The gradient is the same op with the transposed matrix, whose gradient is
-this one again: differentiable to any order. (Interpolation keeps its plain products:
-PyTorch's kernels there also add taps of weight 0, so 0 * inf reaches a neighbour too, which
-these rows' nonzero taps would not reproduce.)
+The matrix is given as its taps (``Taps``): output o takes ``weight[k][o] * x[index[k][o]]``
+for each of its taps k. The product with the dense (out, size) matrix runs in BLAS. A product
+spreads an infinite or NaN element to every output of its row (0 * inf is NaN), where
+PyTorch's kernels combine only an output's own taps; so when the product's operand holds a
+non-finite value, each output is recomputed from its taps alone, in order. Interpolation's
+taps are PyTorch's, zero weights included (its kernels read an edge sample with weight 0, so
+a 0 * inf there is NaN in PyTorch too); the window sums' are the matrix's nonzero entries.
+Finite data gets the product's bits. The gradient is the same op with the transposed taps
+(each output's taps scattered back), whose gradient is this one again: differentiable to any
+order.
 """
 
 from __future__ import annotations
@@ -18,9 +21,87 @@ import math
 import numpy as np
 
 from ..autograd.function import Function
-from ._util import xp_of
+from ._util import scatter_add_arrays, xp_of
 
-__all__ = ["AxisProduct"]
+__all__ = ["AxisProduct", "Taps"]
+
+
+class Taps:
+    """An (out, size) matrix as the taps PyTorch's kernels apply: a list of layers
+    ``(rows, index, weight)``, layer k giving output ``rows[j]`` its k-th term
+    ``weight[j] * x[index[j]]`` (rows distinct within a layer). ``transposed``: the matrix's
+    transpose, applied by scattering each row's terms back (the gradient)."""
+
+    def __init__(self, layers: list, out: int, size: int, transposed: bool = False) -> None:
+        self.layers, self.out, self.size, self.transposed = layers, out, size, transposed
+        self._dense: dict = {}
+        self._transpose: Taps | None = None
+
+    @classmethod
+    def full(cls, index: list, weight: list, size: int) -> Taps:
+        """Every output's k-th tap at ``index[k]`` with ``weight[k]`` (arrays of ``out``)."""
+        rows = np.arange(len(index[0]))
+        return cls([(rows, np.asarray(i), np.asarray(w)) for i, w in zip(index, weight)],
+                   len(rows), size)
+
+    @classmethod
+    def from_matrix(cls, m: np.ndarray) -> Taps:
+        """The nonzero entries of ``m``, each row's in ascending column order."""
+        rows, cols = np.nonzero(m)  # (row-major: each row's taps in ascending column order)
+        counts = np.bincount(rows, minlength=m.shape[0])
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        layers = []
+        for k in range(int(counts.max(initial=0))):  # the k-th tap of every row that has one
+            has = np.flatnonzero(counts > k)
+            src = cols[first[has] + k]
+            layers.append((has, src, np.asarray(m[has, src], dtype=np.float64)))
+        return cls(layers, m.shape[0], m.shape[1])
+
+    @property
+    def T(self) -> Taps:
+        """The transposed matrix: the same taps, scattered back (or as ``with_transpose``
+        set); its own ``T`` is these taps again."""
+        if self._transpose is None:
+            self._transpose = Taps(self.layers, self.out, self.size, not self.transposed)
+            self._transpose._transpose = self
+        return self._transpose
+
+    def with_transpose(self, other: Taps) -> Taps:
+        """These taps with ``other`` (the same matrix's transpose, taken tap by tap in
+        another way) as their ``T``: PyTorch's bicubic backward copies the gradient when no
+        size changes, where its forward reads the zero-weight taps."""
+        self._transpose = other
+        return self
+
+    def matrix(self, dtype) -> np.ndarray:
+        """The dense matrix in ``dtype`` ((size, out) when transposed), taps at one position
+        summed in float64."""
+        dtype = np.dtype(dtype)
+        if dtype not in self._dense:
+            m = np.zeros((self.out, self.size), np.float64)
+            for rows, index, weight in self.layers:
+                np.add.at(m, (rows, index), weight.astype(np.float64))
+            self._dense[dtype] = (m.T if self.transposed else m).astype(dtype)
+        return self._dense[dtype]
+
+    def apply(self, xp, arr, axis: int):
+        """The matrix applied along ``axis`` (negative) of ``arr`` tap by tap, each output
+        from its own taps only, in order (an infinite or NaN element reaches only the outputs
+        that take it)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            if not self.transposed:  # gather: out[o] += w * x[index]
+                moved = xp.moveaxis(arr, axis, -1)
+                out = xp.zeros(moved.shape[:-1] + (self.out,), arr.dtype)
+                for rows, index, weight in self.layers:
+                    w = xp.asarray(weight.astype(arr.dtype))
+                    out[..., xp.asarray(rows)] += moved[..., xp.asarray(index)] * w
+                return xp.moveaxis(out, -1, axis)
+            moved = xp.moveaxis(arr, axis, 0)  # scatter: out[index] += w * g[o]
+            out = xp.zeros((self.size,) + moved.shape[1:], arr.dtype)
+            for rows, index, weight in self.layers:
+                w = xp.asarray(weight.astype(arr.dtype)).reshape((-1,) + (1,) * (arr.ndim - 1))
+                scatter_add_arrays(xp, out, xp.asarray(index), moved[xp.asarray(rows)] * w)
+            return xp.moveaxis(out, 0, axis)
 
 
 def _apply_dense(m, arr, axis: int):
@@ -34,41 +115,28 @@ def _apply_dense(m, arr, axis: int):
         return (m @ flat).reshape(*lead, m.shape[0], *rest)
 
 
-def _apply_taps(xp, m: np.ndarray, arr, axis: int):
-    """``m`` applied along ``axis`` from each row's nonzero taps only, added in ascending
-    source order (no term for a zero weight, so a non-finite element reaches only the
-    outputs that take it)."""
-    moved = xp.moveaxis(arr, axis, -1)
-    out = xp.zeros(moved.shape[:-1] + (m.shape[0],), arr.dtype)
-    rows, cols = np.nonzero(m)  # (row-major: each row's taps in ascending column order)
-    taps = np.bincount(rows, minlength=m.shape[0])
-    first = np.concatenate([[0], np.cumsum(taps)[:-1]])
-    for k in range(int(taps.max(initial=0))):  # the k-th tap of every row that has one
-        has = np.flatnonzero(taps > k)
-        src = cols[first[has] + k]
-        weight = xp.asarray(m[has, src].astype(arr.dtype))
-        with np.errstate(invalid="ignore", over="ignore"):
-            out[..., xp.asarray(has)] += moved[..., xp.asarray(src)] * weight
-    return xp.moveaxis(out, -1, axis)
-
-
 class AxisProduct(Function):
-    """``m`` (an (out, size) NumPy matrix) applied along ``axis`` (negative) of x: one BLAS
-    product, or each output from its own taps when x holds a non-finite value (see the
-    module). Its gradient is the transposed matrix's product."""
+    """A matrix applied along ``axis`` (negative) of x: ``taps`` (``Taps``, or an (out, size)
+    NumPy matrix taken as its nonzero taps); one BLAS product, or each output from its own
+    taps when x holds a non-finite value (see the module). Its gradient is the transposed
+    taps' product."""
 
     @staticmethod
-    def forward(ctx, x, m, axis):
+    def forward(ctx, x, taps, axis):
         arr = x._data
         xp = xp_of(arr)
-        ctx.m, ctx.axis = m, axis
-        out = _apply_dense(xp.asarray(m.astype(arr.dtype)), arr, axis)
+        if not isinstance(taps, Taps):
+            taps = Taps.from_matrix(taps)
+        ctx.taps, ctx.axis = taps, axis
+        out = _apply_dense(xp.asarray(taps.matrix(arr.dtype)), arr, axis)
+        if out.dtype != arr.dtype:  # (ml_dtypes multiplies bfloat16 matrices in float32)
+            out = out.astype(arr.dtype)
         # A non-finite element of x makes a non-finite term in every output of its line
         # (w * inf, or 0 * inf): checking the smaller of x and the result finds it.
         if bool(xp.isfinite(arr if arr.size <= out.size else out).all()):
             return out
-        return _apply_taps(xp, m, arr, axis)
+        return taps.apply(xp, arr, axis)
 
     @staticmethod
     def backward(ctx, grad):
-        return AxisProduct.apply(grad, ctx.m.T, ctx.axis), None, None
+        return AxisProduct.apply(grad, ctx.taps.T, ctx.axis), None, None

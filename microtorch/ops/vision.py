@@ -14,9 +14,10 @@ from ..autograd.grad_mode import recording
 from ..backend import cpu_capability
 from ._util import Tensor, const, xp_of
 from .linalg import matmul
+from .resample import Taps
 
-__all__ = ["Pad", "AffineGridGenerator", "source_scale", "nearest_indices", "linear_matrix",
-           "cubic_matrix", "uint8_matrix", "uint8_resample"]
+__all__ = ["Pad", "AffineGridGenerator", "source_scale", "nearest_indices", "linear_taps",
+           "cubic_taps", "uint8_matrix", "uint8_resample"]
 
 
 # -- padding ------------------------------------------------------------------------------------
@@ -210,10 +211,10 @@ def nearest_indices(size: int, out: int, scale: float | None) -> np.ndarray:
     return np.minimum(src, size - 1)
 
 
-def linear_matrix(size: int, out: int, align_corners: bool, scale: float | None,
-                  dtype) -> np.ndarray:
-    """(out, size) matrix of linear interpolation weights along one axis (PyTorch's source
-    index rule, computed in the input's precision), for bilinear as two matrix products."""
+def linear_taps(size: int, out: int, align_corners: bool, scale: float | None, dtype) -> Taps:
+    """Linear interpolation along one axis as PyTorch's kernel reads it: each output's two
+    taps (its source index and the next, the edge sample twice at the end) and their weights,
+    computed in the input's precision by PyTorch's source index rule."""
     ft = np.float32 if np.dtype(dtype) == np.float32 else np.float64
     if align_corners:
         s = ft(size - 1) / ft(out - 1) if out > 1 else ft(0.0)
@@ -225,17 +226,15 @@ def linear_matrix(size: int, out: int, align_corners: bool, scale: float | None,
     i1 = np.where(i0 < size - 1, i0 + 1, i0)
     l1 = np.clip(src - i0.astype(ft), ft(0.0), ft(1.0))
     l0 = ft(1.0) - l1
-    m = np.zeros((out, size), dtype=np.float64)
-    rows = np.arange(out)
-    np.add.at(m, (rows, i0), l0.astype(np.float64))
-    np.add.at(m, (rows, i1), l1.astype(np.float64))
-    return m
+    if out == size:  # (PyTorch's kernel: the sample itself twice, weights 1 and 0)
+        i0 = i1 = np.arange(size)
+        l0, l1 = np.ones(size, ft), np.zeros(size, ft)
+    return Taps.full([i0, i1], [l0, l1], size)
 
 
-def cubic_matrix(size: int, out: int, align_corners: bool, scale: float | None,
-                 dtype) -> np.ndarray:
-    """(out, size) matrix of bicubic weights along one axis: Keys' cubic convolution with
-    A = -0.75 at PyTorch's source positions (not clamped at 0), taps beyond the edges
+def cubic_taps(size: int, out: int, align_corners: bool, scale: float | None, dtype) -> Taps:
+    """Bicubic interpolation along one axis: each output's four taps, Keys' cubic convolution
+    with A = -0.75 at PyTorch's source positions (not clamped at 0), taps beyond the edges
     clamped to the edge sample, as PyTorch's ``upsample_bicubic2d``."""
     ft = np.float32 if np.dtype(dtype) == np.float32 else np.float64
     a = ft(-0.75)
@@ -255,12 +254,8 @@ def cubic_matrix(size: int, out: int, align_corners: bool, scale: float | None,
         return ((a * x - ft(5) * a) * x + ft(8) * a) * x - ft(4) * a
 
     coeffs = (far(t + ft(1)), near(t), near(ft(1) - t), far(ft(2) - t))
-    m = np.zeros((out, size), dtype=np.float64)
-    rows = np.arange(out)
-    for k, c in enumerate(coeffs):
-        cols = np.clip(i0.astype(np.int64) - 1 + k, 0, size - 1)
-        np.add.at(m, (rows, cols), c.astype(np.float64))
-    return m
+    index = [np.clip(i0.astype(np.int64) - 1 + k, 0, size - 1) for k in range(4)]
+    return Taps.full(index, list(coeffs), size)
 
 
 # -- uint8 interpolation (PyTorch's fixed-point separable kernel) ---------------------------------

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...autograd.function import named
-from ...ops import matmul
 from ...ops import vision as V
 from ...ops._autocast import autocast_op
-from ...ops._util import Tensor, const, scalar_name
+from ...ops._util import Tensor, scalar_name
 from ...ops.grid_sampler import grid_sampler
+from ...ops.resample import AxisProduct, Taps
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
@@ -151,26 +151,18 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if mode == "area" and dim in (1, 2, 3):
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1]
         return pool(input, out_size)
-    if (mode, dim) in (("linear", 1), ("bilinear", 2)):
+    if (mode, dim) in (("linear", 1), ("bilinear", 2), ("trilinear", 3), ("bicubic", 2)):
+        taps = V.cubic_taps if mode == "bicubic" else V.linear_taps
+        # PyTorch's bicubic backward copies the gradient when no size changes
+        copy_back = mode == "bicubic" and list(input.shape[2:]) == list(out_size)
         out = input
-        for i in range(dim):
-            m = V.linear_matrix(input.shape[i + 2], out_size[i], align_corners, scales[i],
-                                input._data.dtype)
-            if i == dim - 1:
-                out = matmul(out, const(input, m.T))
-            else:  # along H: (OH, H) @ (..., H, W)
-                out = matmul(const(input, m), out)
-        return named(out, "UpsampleLinear1DBackward0" if dim == 1 else
-                     "UpsampleBilinear2DBackward0")
-    if (mode, dim) in (("trilinear", 3), ("bicubic", 2)):
-        table = V.linear_matrix if mode == "trilinear" else V.cubic_matrix
-        out = input
-        for i in range(dim):  # separable: one matrix product per spatial axis
-            m = table(input.shape[i + 2], out_size[i], align_corners, scales[i],
-                      input._data.dtype)
-            out = matmul(out.movedim(i + 2, -1), const(input, m.T)).movedim(-1, i + 2)
-        return named(out, "UpsampleTrilinear3DBackward0" if mode == "trilinear" else
-                     "UpsampleBicubic2DBackward0")
+        for i in range(dim):  # separable: the matrix of one spatial axis at a time
+            size = input.shape[i + 2]
+            axis_taps = taps(size, out_size[i], align_corners, scales[i], input._data.dtype)
+            if copy_back:
+                axis_taps.with_transpose(Taps.full([np.arange(size)], [np.ones(size)], size).T)
+            out = AxisProduct.apply(out, axis_taps, i - dim)  # (PyTorch's taps if non-finite)
+        return named(out, f"Upsample{mode.capitalize()}{dim}DBackward0")
     for name, need in (("linear", 1), ("bilinear", 2), ("bicubic", 2), ("trilinear", 3)):
         if mode == name and dim != need:
             raise NotImplementedError(f"Got {input.ndim}D input, but {name} mode needs "
