@@ -53,11 +53,11 @@ def _run(lib, fn, device):
     return x.grad.cpu().numpy() if lib is mt else x.grad.numpy()
 
 
-def _same(ours, theirs):
+def _same(ours, theirs, rtol=1e-6):
     nan = np.isnan(theirs)
     np.testing.assert_array_equal(np.isnan(ours), nan)
     np.testing.assert_array_equal(np.signbit(ours)[~nan], np.signbit(theirs)[~nan])
-    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    np.testing.assert_allclose(ours, theirs, rtol=rtol)
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
@@ -138,3 +138,66 @@ def test_interpolation_keeps_infinities_at_pytorchs_taps(device, mode, nd, size,
                         for v in (out, x.grad)])
     for ours, theirs in zip(*results):
         _same(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["mvlgamma", "cross"])
+def test_one_product_with_the_gradient(device, name, dtype):
+    """mvlgamma's gradient is g times the sum of digammas (not a sum of g's products: inf -
+    inf), and float64 cross products with an infinite gradient are IEEE arithmetic's (the
+    emulated fused multiply-add's error terms made NaN of them)."""
+    x0 = np.array([[2.5, 3.0, 4.5, 1.7, 6.0], [9.0, 2.2, 3.3, 5.5, 1.9], [3.0, 4.0, 2.0, 8.0, 1.5]])
+    g0 = np.array(G + [[1.0, -INF, 2.0, 0.5, INF]])
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        x = lib.tensor(x0, dtype=getattr(lib, dtype), requires_grad=True, **kw)
+        if name == "mvlgamma":
+            out = lib.mvlgamma(x, 3)
+        else:
+            out = lib.linalg.cross(x, lib.flip(x, [1]) - 2.0, dim=0)
+        out.backward(lib.tensor(g0, dtype=getattr(lib, dtype), **kw))
+        results.append([v.detach().cpu().numpy() if lib is mt else v.detach().numpy()
+                        for v in (out, x.grad)])
+    for ours, theirs in zip(*results):  # (float32 digammas cancel: a few ulps of theirs)
+        _same(ours, theirs, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_keeps_infinities_in_their_bags(device, mode):
+    """An infinite or NaN weight row reaches only the bags that take it, and a bag's infinite
+    gradient only its own rows (a product with the 0/1 bag matrix spread NaN over all)."""
+    w0 = np.arange(24, dtype=np.float64).reshape(6, 4) / 5
+    w0[2, 1], w0[4, 3] = INF, NAN
+    idx, offsets = [0, 2, 1, 3, 3, 5, 4], [0, 2, 5]
+    g0 = np.ones((3, 4))
+    g0[0, 0], g0[1, 2], g0[2, 3] = -INF, NAN, INF
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        w = lib.tensor(w0, requires_grad=True, **kw)
+        out = lib.nn.functional.embedding_bag(lib.tensor(idx, **kw), w,
+                                              lib.tensor(offsets, **kw), mode=mode)
+        out.backward(lib.tensor(g0, **kw))
+        results.append([v.detach().cpu().numpy() if lib is mt else v.detach().numpy()
+                        for v in (out, w.grad)])
+    for ours, theirs in zip(*results):
+        _same(ours, theirs)
+
+
+def test_bilinear_pairs_gradients_as_pytorch(device):
+    """F.bilinear contracts input1 with the weight first, then input2 (PyTorch's _trilinear
+    order), so two opposite infinite gradients make NaN exactly where PyTorch's do."""
+    rng = np.random.default_rng(0)
+    x1, x2 = rng.standard_normal((2, 3)), rng.standard_normal((2, 4))
+    w0, g0 = rng.standard_normal((5, 3, 4)), rng.standard_normal((2, 5))
+    g0[0, 1], g0[0, 3], g0[1, 0] = INF, -INF, NAN
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        a, b, w = (lib.tensor(v, requires_grad=True, **kw) for v in (x1, x2, w0))
+        lib.nn.functional.bilinear(a, b, w).backward(lib.tensor(g0, **kw))
+        results.append([v.grad.cpu().numpy() if lib is mt else v.grad.numpy()
+                        for v in (a, b, w)])
+    for ours, theirs in zip(*results):
+        _same(ours, theirs, rtol=1e-12)

@@ -13,7 +13,7 @@ from .. import _dtype
 from .._layout import SPARSE_DATA
 from ..backend import canonical_device, get_backend, is_array_wrapper, xp_of
 from ..backend.device import device as Device
-from ._util import Tensor, sizes_arg, wrapped_int
+from ._util import Tensor, fma64, sizes_arg, wrapped_int
 from .dlpack import array_from_dlpack, from_dlpack
 from .pinned import check_pinnable, pinned_leaf
 
@@ -363,20 +363,6 @@ def arange(start, end=None, step=1, *, dtype=None, device=None,
     return _finish(arr, requires_grad)
 
 
-def _fma(a, b, c):
-    """``a * b + c`` with one rounding (a fused multiply-add), on float64 arrays: Dekker's
-    exact product and Knuth's exact sum, summed once."""
-    p = a * b
-    split = 134217729.0  # 2**27 + 1
-    a_hi = split * a - (split * a - a)
-    b_hi = split * b - (split * b - b)
-    p_err = ((a_hi * b_hi - p) + a_hi * (b - b_hi) + (a - a_hi) * b_hi) + (a - a_hi) * (b - b_hi)
-    s = p + c
-    virtual = s - p
-    s_err = (p - (s - virtual)) + (c - virtual)
-    return s + (s_err + p_err)
-
-
 def _linspace_float(xp, start, end, steps: int, dt):
     """PyTorch's CPU linspace: start and end rounded to the dtype, the step computed in it,
     the first half ``start + step * i`` and the second ``end - step * (steps - 1 - i)``,
@@ -386,8 +372,8 @@ def _linspace_float(xp, start, end, steps: int, dt):
     i = xp.arange(steps, dtype=xp.float64)
     step64 = xp.float64(step)
     if dt == xp.float64:
-        front = _fma(xp.full(steps, step64), i, xp.full(steps, xp.float64(lo)))
-        back = _fma(xp.full(steps, -step64), steps - 1 - i, xp.full(steps, xp.float64(hi)))
+        front = fma64(xp.full(steps, step64), i, xp.full(steps, xp.float64(lo)))
+        back = fma64(xp.full(steps, -step64), steps - 1 - i, xp.full(steps, xp.float64(hi)))
     else:  # an exact product and one float64 sum, then one rounding to the narrow dtype
         front = xp.float64(lo) + step64 * i
         back = xp.float64(hi) - step64 * (steps - 1 - i)

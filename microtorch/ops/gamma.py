@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..autograd.function import Function, named
+from ..autograd.function import Function
 from ._special_util import broadcast, float_input, float_pair, scipy_call
 from ._util import Tensor, _float_array, reduce_grad, xp_of
 from .elementwise import _meta
@@ -118,19 +118,44 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     return Polygamma.apply(input, n)
 
 
+def _mvlgamma_args(x: Tensor, p: int) -> Tensor:
+    """x[..., None] + (-(p - 1)/2, ..., -1/2, 0): PyTorch's arguments, ascending."""
+    from . import creation
+
+    offsets = creation.arange(p, dtype=x.dtype, device=x.device) * 0.5 - (p - 1) * 0.5
+    return x.unsqueeze(-1) + offsets
+
+
+class Mvlgamma(Function):
+    """log Gamma_p(x) = sum_i lgamma(x - i/2) + p (p - 1) / 4 log(pi), summed over PyTorch's
+    ascending arguments; the gradient ``g * sum_i digamma(x - i/2)``, PyTorch's formula: one
+    product with g (a sum of the terms' products would make inf - inf of an infinite g)."""
+
+    torch_name = "MvlgammaBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p):
+        ctx.save_for_backward(x)
+        ctx.p = p
+        value = lgamma(_mvlgamma_args(x.detach(), p)).sum(-1) + \
+            (p * (p - 1) / 4.0) * math.log(math.pi)
+        return value._data
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * digamma(_mvlgamma_args(x, ctx.p)).sum(-1), None
+
+
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """Log of the multivariate gamma function of dimension ``p``."""
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     if bool((input <= (p - 1) / 2.0).any()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2.0}")
-    from . import creation
-
-    offsets = creation.arange(p, dtype=input.dtype if input.is_floating_point() else None,
-                              device=input.device) * -0.5
-    terms = lgamma(input.unsqueeze(-1) + offsets)
-    return named(terms.sum(-1) + (p * (p - 1) / 4.0) * math.log(math.pi), "MvlgammaBackward0",
-                 input)
+    if not input.is_floating_point():  # (PyTorch's result for integers: the default float)
+        input = input.float() if not input.is_complex() else input
+    return Mvlgamma.apply(input, p)
 
 
 # -- the incomplete gamma functions and Hurwitz's zeta ------------------------------------------

@@ -19,7 +19,7 @@ from .._layout import SPARSE_DATA
 from ..autograd.function import Function, named
 from ..backend.base import root_buffer
 from ._autocast import autocast_op
-from ._util import Tensor, sum_to_shape, wrap_dim, xp_of
+from ._util import Tensor, fma64, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
@@ -381,9 +381,7 @@ def _fms(x, y, z):
     if kind != "f":
         return x * y - z
     if x.dtype == np.float64:
-        from .creation import _fma
-
-        return _fma(x, y, -z)
+        return fma64(x, y, -z)
     wide = x.dtype.type  # (16/32-bit floats: the exact product in double, one rounding)
     return (x.astype(np.float64) * y.astype(np.float64) - z.astype(np.float64)).astype(wide)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend.rng import _fma32, _fma64
-from ..ops._util import xp_of
+from ..ops._util import fma64, xp_of
 from .optimizer import Optimizer, ParamsT, _zeros_like
 
 __all__ = ["Muon"]
@@ -55,8 +55,6 @@ def _fma(a, b, c):
     if c.dtype == np.float64:
         if xp is np:
             return _fma64(a, b, c)
-        from ..ops.creation import _fma as fma64
-
         return fma64(xp.asarray(a, dtype=np.float64) * 1.0, b, c)
     if xp is np:
         return _fma32(a, b, c)

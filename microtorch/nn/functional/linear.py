@@ -45,7 +45,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None and bias.shape[-1] != weight.shape[0]:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias.shape[-1]} but expected {weight.shape[0]}")
-    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    # Two contractions in PyTorch's order (its _trilinear: input1 with the weight, then
+    # input2), so each gradient pairs its factors as PyTorch's does and an infinite gradient
+    # makes NaN where PyTorch's does (one three-operand contraction paired them otherwise).
+    out = einsum("...oj,...j->...o", einsum("...i,oij->...oj", input1, weight), input2)
     return named(out + bias if bias is not None else out, "ViewBackward0")
 
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from ...autograd.function import named
 from ...backend import backend_of
-from ...ops import matmul
 from ...ops._util import Tensor, const, xp_of
+from ...ops.resample import AxisProduct
 from ...ops.shape import cat
 from ...ops.sparse import Embedding
 
@@ -130,9 +130,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     else:
         if per_sample_weights is not None:
             rows = rows * per_sample_weights.reshape(-1, 1)
-        select = np.zeros((n_bags, idx.size))
-        select[bag[member], np.flatnonzero(member)] = 1.0
-        out = matmul(const(rows, select), rows)
+        select = np.zeros((n_bags, idx.size), bool)
+        select[bag[member], np.flatnonzero(member)] = True
+        # (each bag's rows added up, their gradients sent back to them alone: an infinite
+        # or NaN value stays in its bags, as in PyTorch's kernel, not in a 0/1 product's row)
+        out = AxisProduct.apply(rows, select, -2)
         if mode == "mean":
             out = out / const(rows, np.maximum(counts, 1)[:, None])
     return named(out, "EmbeddingBagBackward0")
