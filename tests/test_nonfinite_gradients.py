@@ -201,3 +201,22 @@ def test_bilinear_pairs_gradients_as_pytorch(device):
                         for v in (a, b, w)])
     for ours, theirs in zip(*results):
         _same(ours, theirs, rtol=1e-12)
+
+
+@pytest.mark.parametrize("x0,dim", [([1.0, 0.0, 3.0, 0.0], None), ([[1.0, 0.0], [0.0, 2.0]], 1),
+                                    ([[1.0, 0.0], [0.0, -2.0]], None), (INF, None),
+                                    ([0.0, 2.0], None)])
+def test_prod_gradient_with_zeros_as_pytorch(device, x0, dim):
+    """prod over everything with two or more zeros has zero gradient whatever g (PyTorch's
+    zeros_like: no -0.0 or inf * 0), and a 0-d prod passes g itself."""
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        x = lib.tensor(x0, requires_grad=True, **kw)
+        y = x.prod() if dim is None else x.prod(dim)
+        for g in (INF, -2.0):
+            x.grad = None
+            y.backward(lib.full_like(y, g), retain_graph=True)
+            results.append(x.grad.cpu().numpy() if lib is mt else x.grad.numpy())
+    for ours, theirs in zip(results[:2], results[2:]):
+        _same(ours, theirs)

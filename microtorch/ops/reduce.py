@@ -361,14 +361,17 @@ class Prod(Function):
         dims = None if dim is None else (dim,)
         g = _restore(grad, x.shape, dims, ctx.keepdim)
         arr = x._data
-        if not (arr == 0).any():
+        if arr.ndim == 0:  # (PyTorch passes g itself: not g * x / x, NaN for x = inf)
+            return g, None, None
+        zeros = int((arr == 0).sum())
+        if dim is None and zeros > 1:  # every other-elements product is 0: PyTorch's zeros
+            return Tensor._make(xp_of(arr).zeros_like(arr)), None, None
+        if not zeros:
             local = _restore(ctx.saved_output, x.shape, dims, ctx.keepdim) / x
             return g * conj_of(local), None, None
         # With zeros, divide-by-x fails: use the product of all *other* elements, from
         # exclusive cumulative products on both sides.
         xp = xp_of(arr)
-        if dim is not None and arr.ndim == 0:  # (a 0-d input's dim 0 is the whole of it)
-            dim = None
         flat = arr.reshape(-1) if dim is None else xp.moveaxis(arr, dim, -1)
         ones = xp.ones(flat.shape[:-1] + (1,), dtype=arr.dtype)
         left = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], -1), -1)
