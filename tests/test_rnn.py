@@ -549,3 +549,18 @@ def test_recurrence_state_gradients_are_contiguous():
     (out.sum() + c_n.sum()).backward()
     for t in (x, w_ih, h0, c0, w_hh):
         assert t.grad.is_contiguous() and t.grad.view(-1).numel() == t.numel()
+
+
+@pytest.mark.parametrize("name,kwargs", [("LSTM", {"num_layers": 2}), ("LSTM", {"proj_size": 2}),
+                                         ("GRU", {}), ("RNN", {})])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_gradients_keep_their_dtype(name, kwargs, dtype):
+    """Every parameter's and the input's gradient in the layer's dtype, as PyTorch's (NumPy's
+    bfloat16 products come back in float32: the fused node rounds them)."""
+    dt = getattr(mt, dtype)
+    module = getattr(nn, name)(3, 4, **kwargs).to(dt)
+    x = mt.randn(5, 2, 3).to(dt).requires_grad_()
+    out, _ = module(x)
+    out.float().sum().backward()
+    assert x.grad.dtype == dt
+    assert [p.grad.dtype for p in module.parameters()] == [dt] * len(list(module.parameters()))

@@ -231,7 +231,16 @@ class Recurrence(Function):
             gemm_threads(g, steps * n, p)
         gwhh = d_hh @ hs[:steps].reshape(-1, p) if _needs(ctx, 5) else None
         gbhh = d_hh.T.sum(0) if b_hh is not None and _needs(ctx, 6) else None
-        return finish(gx, gw_ih, gb_ih, dh, None, gwhh, gbhh, None, None, None, None)
+        return _finish(saved, gx, gw_ih, gb_ih, dh, None, gwhh, gbhh, None)
+
+
+def _finish(saved, *grads) -> tuple:
+    """``finish`` of the eight tensor inputs' gradients, each in its input's dtype (ml_dtypes
+    multiplies bfloat16 matrices in float32, and PyTorch's gradients are the parameters'
+    dtype), and None for mode, reverse and batch_sizes."""
+    grads = tuple(g if g is None or g.dtype == t._data.dtype else g.astype(t._data.dtype)
+                  for g, t in zip(grads, saved[:8]))
+    return finish(*grads, None, None, None)
 
 
 def _lstm_gates(xp, a, hid: int):
@@ -416,8 +425,7 @@ def _lstm_gradients(xp, ctx, dout, dc_n, saved, empty) -> tuple:
     against the forward's stacked [h_t; x_t; 1] (``_lstm_forward``), each operand moved once
     into that layout by whole (N,) rows; x's gradient is the input weights' transpose times
     the pre-activations' gradients. Everything in input time order."""
-    x, w_ih, b_ih, h0, c0, w_hh, b_hh = saved[:7]
-    hx = saved[13]
+    x, w_ih, w_hh, hx = saved[0], saved[1], saved[5], saved[13]
     steps, n, nin = x.shape
     g, p = w_hh.shape
     dg, dh, dc, gwhr = _lstm_backward(xp, ctx, dout, dc_n, saved, empty)
@@ -442,9 +450,8 @@ def _lstm_gradients(xp, ctx, dout, dc_n, saved, empty) -> tuple:
         return xp.ascontiguousarray(gw[:, cols]) if _needs(ctx, i) else None
 
     bias = -1  # (the biases' column, the same sums for both: two arrays)
-    return finish(gx, part(1, slice(p, p + nin)), part(2, bias), _batch_major(xp, dh),
-                  _batch_major(xp, dc), part(5, slice(0, p)), part(6, bias), gwhr, None, None,
-                  None)
+    return _finish(saved, gx, part(1, slice(p, p + nin)), part(2, bias), _batch_major(xp, dh),
+                   _batch_major(xp, dc), part(5, slice(0, p)), part(6, bias), gwhr)
 
 
 def _batch_major(xp, arr):
