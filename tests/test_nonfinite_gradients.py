@@ -220,3 +220,30 @@ def test_prod_gradient_with_zeros_as_pytorch(device, x0, dim):
             results.append(x.grad.cpu().numpy() if lib is mt else x.grad.numpy())
     for ours, theirs in zip(results[:2], results[2:]):
         _same(ours, theirs)
+
+
+@pytest.mark.parametrize("rows,mode", [(30, "use_mm_for_euclid_dist_if_necessary"),
+                                       (5, "use_mm_for_euclid_dist"),
+                                       (30, "donot_use_mm_for_euclid_dist"),
+                                       (5, "use_mm_for_euclid_dist_if_necessary")])
+def test_cdist_follows_pytorchs_compute_mode(device, rows, mode):
+    """p = 2 beyond 25 rows (or when asked) goes through PyTorch's matrix-product distance,
+    its values and its gradient formula (g / d summed and multiplied back), so infinite
+    gradients make NaN where PyTorch's do; otherwise the direct differences."""
+    rng = np.random.default_rng(5)
+    a0, b0 = rng.standard_normal((2, rows, 3)), rng.standard_normal((1, 4, 3))
+    b0[0, 0] = a0[0, 0]  # (a zero distance: its gradient is 0)
+    g0 = rng.standard_normal((2, rows, 4))
+    g0[0, 1, 2], g0[1, 3, 0], g0[1, 0, 1] = INF, -INF, NAN
+    results = []
+    for lib in (mt, torch):
+        kw = {"device": device} if lib is mt else {}
+        a, b = (lib.tensor(v, requires_grad=True, **kw) for v in (a0, b0))
+        out = lib.cdist(a, b, compute_mode=mode)
+        out.backward(lib.tensor(g0, **kw))
+        results.append([v.detach().cpu().numpy() if lib is mt else v.detach().numpy()
+                        for v in (out, a.grad, b.grad)])
+    for ours, theirs in zip(*results):
+        _same(ours, theirs, rtol=1e-12)
+    with pytest.raises(ValueError, match="not a valid value for compute_mode"):
+        mt.cdist(mt.tensor(a0), mt.tensor(b0), compute_mode=None)

@@ -234,12 +234,50 @@ def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
     return named((input - other).norm(p), "DistBackward0", input, other)
 
 
+class EuclideanDist(Function):
+    """PyTorch's ``_euclidean_dist`` of (B, P, M) and (B, R, M): distances from one matrix
+    product, [-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T, clamped at 0, square-rooted (its cdist for
+    p = 2 beyond 25 rows, or under compute_mode="use_mm_for_euclid_dist"); its gradient is
+    PyTorch's formula: with r = g / d (0 where d is 0), x1 * sum_j r - r @ x2, and
+    x2 * sum_i r - r^T @ x1."""
+
+    torch_name = "EuclideanDistBackward0"
+
+    @staticmethod
+    def forward(ctx, x1, x2):
+        a, b = x1._data, x2._data
+        xp = xp_of(a)
+        ones_a, ones_b = xp.ones(a.shape[:-1] + (1,), a.dtype), xp.ones(b.shape[:-1] + (1,),
+                                                                          b.dtype)
+        left = xp.concatenate([a * -2, (a * a).sum(-1, keepdims=True), ones_a], -1)
+        right = xp.concatenate([b, ones_b, (b * b).sum(-1, keepdims=True)], -1)
+        out = xp.sqrt(xp.maximum(left @ right.swapaxes(-1, -2), 0))
+        ctx.save_for_backward(x1, x2)
+        ctx.save_output()
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x1, x2 = ctx.saved_tensors
+        out = ctx.saved_output
+        ratio = (grad / out).masked_fill(out == 0, 0)
+        return (x1 * ratio.sum(-1, keepdim=True) - ratio @ x2,
+                x2 * ratio.sum(-2).unsqueeze(-1) - ratio.mT @ x1)
+
+
+# cdist's compute_mode names, as PyTorch numbers them (0: the matrix product beyond 25 rows)
+_CDIST_MODES = {"use_mm_for_euclid_dist_if_necessary": 0,
+                "use_mm_for_euclid_dist": 1, "donot_use_mm_for_euclid_dist": 2}
+
+
 @autocast_op("cdist")
-def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
+          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """Pairwise p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M).
 
-    Computed directly (no matrix-product shortcut), so results equal PyTorch's up to rounding;
-    the gradient at zero distance is zero.
+    As PyTorch chooses: for p = 2 with more than 25 rows on either side (or
+    ``compute_mode="use_mm_for_euclid_dist"``), from one matrix product (``EuclideanDist``,
+    PyTorch's values and gradients); otherwise directly, the gradient at zero distance zero.
     """
     if x1._data.ndim < 2 or x2._data.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.ndim < 2 else 2}"
@@ -249,6 +287,17 @@ def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    mode = _CDIST_MODES[compute_mode]
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    if p == 2 and x1.numel() and x2.numel() and (mode == 1 or (mode == 0 and
+                                                              (r1 > 25 or r2 > 25))):
+        batch = tuple(np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
+        b = math.prod(batch)
+        d = EuclideanDist.apply(x1.expand(*batch, r1, x1.shape[-1]).reshape(b, r1, -1),
+                                x2.expand(*batch, r2, x2.shape[-1]).reshape(b, r2, -1))
+        return d.view(*batch, r1, r2)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if p == 0:
         # The count of differing coordinates; sign's zero derivative gives PyTorch's zero
