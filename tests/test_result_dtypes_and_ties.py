@@ -188,3 +188,20 @@ def test_tie_replay_matches_pytorch_on_random_rows():
                    lambda m, t, k=k: m.kthvalue(t, k).indices):
             got = [fn(m, m.tensor(row)).tolist() for m in (microtorch, torch)]
             assert got[0] == got[1], (trial, n, k)
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+def test_mvlgamma_of_integers_takes_the_default_float(default):
+    """Integer input gives the default float dtype and PyTorch's values (not always
+    float32)."""
+    before, torch_before = microtorch.get_default_dtype(), torch.get_default_dtype()
+    microtorch.set_default_dtype(getattr(microtorch, default))
+    torch.set_default_dtype(getattr(torch, default))
+    try:
+        ours = microtorch.mvlgamma(microtorch.tensor([3, 4]), 2)
+        theirs = torch.mvlgamma(torch.tensor([3, 4]), 2)
+    finally:
+        microtorch.set_default_dtype(before)
+        torch.set_default_dtype(torch_before)
+    assert ours.dtype == getattr(microtorch, default) and str(theirs.dtype) == f"torch.{default}"
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)

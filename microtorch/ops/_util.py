@@ -453,4 +453,5 @@ def fma64(a, b, c):
         virtual = s - p
         s_err = (p - (s - virtual)) + (c - virtual)
         out = s + (s_err + p_err)
-    return xp_of(out).where(xp_of(out).isfinite(out), out, s)
+    xp = xp_of(out)
+    return xp.where(xp.isfinite(out), out, s)

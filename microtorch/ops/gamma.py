@@ -16,7 +16,7 @@ from ..autograd.function import Function
 from ._special_util import broadcast, float_input, float_pair, scipy_call
 from ._util import Tensor, _float_array, reduce_grad, xp_of
 from .elementwise import _meta
-from .special import _special
+from .special import _as_float, _special
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "igamma", "igammac"]
 
@@ -153,9 +153,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
         raise RuntimeError("p has to be greater than or equal to 1")
     if bool((input <= (p - 1) / 2.0).any()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2.0}")
-    if not input.is_floating_point():  # (PyTorch's result for integers: the default float)
-        input = input.float() if not input.is_complex() else input
-    return Mvlgamma.apply(input, p)
+    return Mvlgamma.apply(_as_float(input), p)  # (integers: the default float dtype)
 
 
 # -- the incomplete gamma functions and Hurwitz's zeta ------------------------------------------

@@ -174,7 +174,8 @@ class Recurrence(Function):
             hs = hs_by_feature.transpose(0, 2, 1)  # (steps + 1, N, P), a view
         else:  # batch-major, the input projection of every step first (as F.linear's)
             rows = xp.ascontiguousarray(xa.reshape(steps * n, xa.shape[2]))  # (L N, H_in)
-            xs = _row_projection(rows, w_ih, b_ih).reshape(steps, n, g)
+            xs = affine(rows, w_ih._data, None if b_ih is None else b_ih._data)  # (F.linear's)
+            xs = xs.reshape(steps, n, g)
             if reverse:
                 xs = xs[::-1]  # run in processing order; results go back to input order
             if xp is np:
@@ -223,14 +224,21 @@ class Recurrence(Function):
         else:
             dg, dh = _rnn_backward(xp, ctx, dout, saved, empty)
             d_hh = dg
-        # (G, L N) views of the (L N, G) rows: the input projection's in input time order
-        d = (xp.ascontiguousarray(dg[::-1]) if reverse else dg).reshape(-1, g).T
-        d_hh = d_hh.reshape(-1, g).T
-        gx, gw_ih, gb_ih = _projection_grads(xp, ctx, d, x, w_ih, steps * gemm_size(g, n, p))
+        # The input projection's gradients from its (L N, G) rows in input time order, as
+        # F.linear's backward computes them (the same bits); the steps' products just ran.
+        d = (xp.ascontiguousarray(dg[::-1]) if reverse else dg).reshape(-1, g)
+        rows = ctx.rows
+        if xp is np:
+            gemm_threads(steps * n, g, rows.shape[1], int(_needs(ctx, 0)) + int(_needs(ctx, 1)),
+                         run=steps * gemm_size(g, n, p))
+        gx = (d @ w_ih._data).reshape(x.shape) if _needs(ctx, 0) else None
+        gw_ih = d.T @ rows if _needs(ctx, 1) else None
+        gb_ih = d.sum(0) if _needs(ctx, 2) else None
+        d_hh = d_hh.reshape(-1, g)  # (processing order, as hs)
         if xp is np:
             gemm_threads(g, steps * n, p)
-        gwhh = d_hh @ hs[:steps].reshape(-1, p) if _needs(ctx, 5) else None
-        gbhh = d_hh.T.sum(0) if b_hh is not None and _needs(ctx, 6) else None
+        gwhh = d_hh.T @ hs[:steps].reshape(-1, p) if _needs(ctx, 5) else None
+        gbhh = d_hh.sum(0) if b_hh is not None and _needs(ctx, 6) else None
         return _finish(saved, gx, gw_ih, gb_ih, dh, None, gwhh, gbhh, None)
 
 
@@ -251,27 +259,6 @@ def _lstm_gates(xp, a, hid: int):
     out = xp.concatenate((a[:2 * hid], a[3 * hid:], a[2 * hid:3 * hid]))
     out[:3 * hid] *= 0.5
     return out
-
-
-def _row_projection(rows, w_ih, b_ih):
-    """``rows W_ih^T + b_ih`` (L N, G), as ``F.linear`` computes it (the same bits)."""
-    return affine(rows, w_ih._data, None if b_ih is None else b_ih._data)
-
-
-def _projection_grads(xp, ctx, d, x, w_ih, run: int):
-    """Gradients of x, W_ih and b_ih from ``d`` (G, L N), the gradients of the projection's
-    outputs (a view of (L N, G) rows): ``d^T W_ih``, ``d x``, ``d``'s row sums as
-    ``F.linear``'s bias gradient sums them (the same bits); each ``None`` where not needed.
-    ``run``: the size of the steps' products just before them (``gemm_threads``)."""
-    rows = ctx.rows
-    nin = rows.shape[1]
-    count = int(_needs(ctx, 0)) + int(_needs(ctx, 1))
-    if xp is np and count:
-        gemm_threads(d.shape[1], d.shape[0], nin, count, run=run)
-    gx = (d.T @ w_ih._data).reshape(x.shape) if _needs(ctx, 0) else None
-    gw = d @ rows if _needs(ctx, 1) else None
-    gb = d.T.sum(0) if _needs(ctx, 2) else None
-    return gx, gw, gb
 
 
 def _lstm_forward(xp, x, h0, c0, wih, whh, biases, w_hr, bs, empty, key):
@@ -437,9 +424,9 @@ def _lstm_gradients(xp, ctx, dout, dc_n, saved, empty) -> tuple:
 
     d = by_feature(dg)
     gx = gw = None
-    if _needs(ctx, 0):
+    if _needs(ctx, 0):  # (the steps' products just ran: one run for BLAS's threads)
         if xp is np:
-            gemm_threads(steps * n, g, nin)
+            gemm_threads(steps * n, g, nin, run=steps * gemm_size(g, n, p))
         gx = (d.T @ w_ih._data).reshape(x.shape)
     if any(_needs(ctx, i) for i in (1, 2, 5, 6)):
         if xp is np:

@@ -247,10 +247,10 @@ class EuclideanDist(Function):
     def forward(ctx, x1, x2):
         a, b = x1._data, x2._data
         xp = xp_of(a)
-        ones_a, ones_b = xp.ones(a.shape[:-1] + (1,), a.dtype), xp.ones(b.shape[:-1] + (1,),
-                                                                          b.dtype)
-        left = xp.concatenate([a * -2, (a * a).sum(-1, keepdims=True), ones_a], -1)
-        right = xp.concatenate([b, ones_b, (b * b).sum(-1, keepdims=True)], -1)
+        left = xp.concatenate([a * -2, (a * a).sum(-1, keepdims=True),
+                               xp.ones(a.shape[:-1] + (1,), a.dtype)], -1)
+        right = xp.concatenate([b, xp.ones(b.shape[:-1] + (1,), b.dtype),
+                                (b * b).sum(-1, keepdims=True)], -1)
         out = xp.sqrt(xp.maximum(left @ right.swapaxes(-1, -2), 0))
         ctx.save_for_backward(x1, x2)
         ctx.save_output()
