@@ -66,14 +66,59 @@ def test_benchmark_flag_takes_bools_only() -> None:
 
 
 def test_conv_layout_rule() -> None:
-    """Blocks of one image (>= 512 output pixels) stay blocks; several images per block take
-    the one-GEMM batch layout; a batch that is one block has one layout only."""
-    assert conv._layout(microtorch.zeros(64, 1, 28, 28), microtorch.zeros(16, 1, 3, 3), None,
-                        (1, 1), (1, 1, 1, 1), (1, 1), 1, 28 * 28) == (1, None)
-    assert conv._layout(microtorch.zeros(64, 16, 14, 14), microtorch.zeros(32, 16, 3, 3), None,
-                        (1, 1), (1, 1, 1, 1), (1, 1), 1, 14 * 14) == (64, None)
-    assert conv._layout(microtorch.zeros(2, 16, 14, 14), microtorch.zeros(32, 16, 3, 3), None,
-                        (1, 1), (1, 1, 1, 1), (1, 1), 1, 14 * 14) == (2, None)
+    """Blocks of one image (>= 512 output pixels) stay blocks; so do images of >= 128 pixels
+    whose products are large enough to share in chunks of images (the CNN's 16 -> 32
+    convolution); smaller ones take the one-GEMM batch layout; a batch that is one block has
+    one layout only."""
+    def layout(xs, ws):
+        return conv._layout(microtorch.zeros(*xs), microtorch.zeros(*ws), None, (1, 1),
+                            (1, 1, 1, 1), (1, 1), 1, xs[2] * xs[3])
+
+    assert layout((64, 1, 28, 28), (16, 1, 3, 3)) == (1, None)
+    assert layout((64, 16, 14, 14), (32, 16, 3, 3)) == (1, None)  # 58M multiply-adds
+    assert layout((32, 16, 14, 14), (16, 16, 3, 3)) == (32, None)  # 14M: one thread's work
+    assert layout((64, 16, 10, 10), (32, 16, 3, 3)) == (64, None)  # 100 pixels
+    assert layout((2, 16, 14, 14), (32, 16, 3, 3)) == (2, None)
+
+
+@pytest.mark.parametrize("case", [  # (input, weight, stride, padding, dilation, groups)
+    ((64, 16, 14, 14), (32, 16, 3, 3), 1, 1, 1, 1),  # the CNN's second convolution
+    ((48, 6, 24, 20), (64, 3, 3, 2), 1, (1, 0), (1, 2), 2),
+    ((22, 16, 32, 32), (32, 16, 3, 3), 2, 1, 1, 1),  # strided: col2im by windows
+])
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_conv_by_image_chunks_gives_the_bits_of_one_call(case, count) -> None:
+    """One image per block, in chunks of images shared between the pool's threads, computes
+    the output and all three gradients bit for bit as the same layout in one call, whatever
+    the thread count."""
+    xs, ws, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(1)
+    x0 = rng.standard_normal(xs).astype(np.float32)
+    w0 = rng.standard_normal(ws).astype(np.float32)
+    b0 = rng.standard_normal(ws[0]).astype(np.float32)
+
+    def run():
+        x, w, b = (microtorch.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+        y = microtorch.nn.functional.conv2d(x, w, b, stride, padding, dilation, groups)
+        y.backward(microtorch.tensor(np.cos(np.arange(y.numel(), dtype=np.float32))
+                                     .reshape(y.shape)))
+        return [t.numpy() for t in (y.detach(), x.grad, w.grad, b.grad)]
+
+    oh, ow = microtorch.nn.functional.conv2d(microtorch.tensor(x0[:1]), microtorch.tensor(w0),
+                                             None, stride, padding, dilation, groups).shape[2:]
+    macs = xs[0] * int(np.prod(ws)) * oh * ow  # (large enough to share: one image per block)
+    assert conv._images_per_block(xs[0], oh * ow, np, macs) == 1
+    before, chunks = microtorch.get_num_threads(), conv._by_image_chunks
+    try:
+        microtorch.set_num_threads(count)
+        chunked = run()
+        conv._by_image_chunks = lambda *args: False
+        whole = run()
+    finally:
+        conv._by_image_chunks = chunks
+        microtorch.set_num_threads(before)
+    for a, b in zip(chunked, whole):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
 @pytest.fixture

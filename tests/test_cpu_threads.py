@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -55,6 +56,27 @@ def test_run_rows_covers_every_row_once(restore_threads) -> None:
     seen[:] = 0
     threads.run_rows(mark, 1000, work=10, min_work=100)  # too little work: one call
     assert (seen == 1).all()
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_run_rows_inside_a_share_runs_whole(restore_threads, count) -> None:
+    """A share that splits its rows again (a convolution's chunk of images adding its col2im
+    by threads) runs them in one call, on its own thread: the pool's threads are all busy, and
+    a worker waiting on its own pool would wait for ever."""
+    microtorch.set_num_threads(count)
+    calls = []
+
+    def inner(lo, hi):
+        calls.append((threading.get_ident(), lo, hi))  # (a share of the outer split's)
+
+    def outer(lo, hi):
+        threads.run_rows(inner, 100, work=10**9, min_work=1)
+
+    threads.run_rows(outer, count, work=10**9, min_work=1)
+    assert sorted((lo, hi) for _, lo, hi in calls) == [(0, 100)] * count  # (no deadlock)
+    seen = []
+    threads.run_rows(lambda lo, hi: seen.append((lo, hi)), 4, work=10**9, min_work=1)
+    assert len(seen) == min(count, 4)  # outside a share: split again
 
 
 def test_run_rows_reraises_a_worker_error(restore_threads) -> None:

@@ -52,6 +52,7 @@ class _Threads:
 
 
 _threads = _Threads()
+_blas_setting = threading.Lock()  # (held while OpenBLAS's count and blas_now change together)
 
 
 def _forget_pool_in_child() -> None:
@@ -213,14 +214,17 @@ def one_blas_thread() -> None:
 
 
 def _set_blas_threads(want: int) -> None:
-    """OpenBLAS's thread count to ``want``: one ctypes call when it changes, else nothing."""
+    """OpenBLAS's thread count to ``want``: one ctypes call when it changes, else nothing.
+    Under a lock: threads running backward passes at once must not leave ``blas_now`` saying
+    one count while OpenBLAS has the other."""
     if want == _threads.blas_now:
         return
-    if _threads.blas_setter is None:
-        _threads.blas_setter = _openblas_setter() or False
-    if _threads.blas_setter:
-        _threads.blas_setter(want)
-    _threads.blas_now = want
+    with _blas_setting:
+        if _threads.blas_setter is None:
+            _threads.blas_setter = _openblas_setter() or False
+        if _threads.blas_setter:
+            _threads.blas_setter(want)
+        _threads.blas_now = want
 
 
 def set_num_threads(n: int) -> None:
@@ -249,20 +253,35 @@ def pool() -> ThreadPoolExecutor:
     return p
 
 
+# Set in a thread while it runs its share of ``run_rows``: a share that asks to be split again
+# runs whole, since the pool's threads are all taken (a worker waiting on the pool it is part
+# of would wait for ever).
+_sharing = threading.local()
+
+
+def _share(fn: Callable[[int, int], None], lo: int, hi: int) -> None:
+    _sharing.active = True
+    try:
+        fn(lo, hi)
+    finally:
+        _sharing.active = False
+
+
 def run_rows(fn: Callable[[int, int], None], rows: int, work: int, min_work: int) -> None:
     """Call ``fn(lo, hi)`` over consecutive row ranges covering ``range(rows)``.
 
     ``work`` is the total amount of work (say, elements touched); below ``min_work`` per
     thread, or with one thread, one call on the calling thread does it all. Otherwise the
     ranges are shared between the caller and the pool. ``fn`` must write disjoint rows only.
+    Inside a share (``fn`` splitting its own rows again) one call does it all.
     """
     n = min(get_num_threads(), rows, max(1, work // max(1, min_work)))
-    if n <= 1:
+    if n <= 1 or getattr(_sharing, "active", False):
         fn(0, rows)
         return
     bounds = [rows * i // n for i in range(n + 1)]
-    futures = [pool().submit(fn, bounds[i], bounds[i + 1]) for i in range(1, n)]
-    fn(bounds[0], bounds[1])
+    futures = [pool().submit(_share, fn, bounds[i], bounds[i + 1]) for i in range(1, n)]
+    _share(fn, bounds[0], bounds[1])
     for f in futures:
         f.result()  # (re-raises a worker's exception here)
 

@@ -19,7 +19,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend.autotune import choice, split_rows
 from ..backend.blas import last_axis_sums
-from ..backend.threads import gemm_threads, get_num_threads
+from ..backend.threads import gemm_threads, get_num_threads, one_blas_thread
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
 
@@ -29,10 +29,36 @@ __all__ = ["Conv2d", "ConvInputGrad", "ConvWeightGrad"]
 # Fewest GEMM columns per block of images: much narrower GEMMs run far below BLAS speed.
 _GEMM_COLUMNS = 512
 
+# Fewest output pixels for one image per block on the CPU, where the batch runs in chunks of
+# images on the pool's threads (``_over_image_chunks``): each thread's products are narrow, but
+# its columns are still in cache when multiplied and no output needs a reorder. Measured on an
+# Intel Xeon VM (2 threads, 2026-12-03), the CNN benchmark's 16 -> 32 convolution on 14x14
+# images (64 of them) takes 1.0 ms forward by chunks of 8 images, 1.8 ms as one GEMM over the
+# batch (BLAS on two threads); see docs/architecture.md, "Tuning constants".
+_IMAGE_COLUMNS = 128
 
-def _images_per_block(n: int, p: int) -> int:
+# Most images per chunk of ``_over_image_chunks`` (fewer in a batch of under 64, so that there
+# are about 8 chunks to share): a count set by the batch alone, so that the chunks (and the bits
+# of the input gradient, added chunk by chunk) do not depend on the number of threads.
+_CHUNK_IMAGES = 8
+
+# Multiply-adds per thread below which the chunks run on one thread: small products are bound
+# by moving memory, and two threads contend for it. Measured on the Intel Xeon VM: the CNN's
+# first convolution, 1 -> 16 channels on 28x28, 7M multiply-adds, 0.42 ms forward on one
+# thread, 0.61 ms shared; 14.5M (8 -> 16 on 14x14, 64 images) even; the second, 58M, 1.85 vs
+# 1.22 ms. So is the batch's layout: below 2 * _CHUNK_MIN_MACS one GEMM over the batch keeps
+# its backward faster than one thread's per-image products (16 -> 16 on 14x14, 32 images:
+# 1.28 vs 1.59 ms).
+_CHUNK_MIN_MACS = 1 << 23
+
+
+def _images_per_block(n: int, p: int, xp=None, macs: int = 0) -> int:
     """The smallest divisor of ``n`` whose images, ``p`` output pixels each, give at least
-    _GEMM_COLUMNS columns (``n`` itself when none does)."""
+    _GEMM_COLUMNS columns (``n`` itself when none does); on the CPU (``xp`` NumPy) one image
+    from _IMAGE_COLUMNS pixels when its ``macs`` multiply-adds are shared by chunks of images
+    (``_by_image_chunks``)."""
+    if xp is np and p >= _IMAGE_COLUMNS and n >= 4 and macs >= 2 * _CHUNK_MIN_MACS:
+        return 1
     nb = max(1, min(n, -(-_GEMM_COLUMNS // p)))
     while n % nb:
         nb += 1
@@ -63,35 +89,48 @@ def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: i
     """The (B, G, KH*KW*Cg, Nb*OH*OW) columns of the input: kernel offset before channel.
     ``ones_row``: with one more row of ones at the end (the bias's, see ``Conv2d.forward``)."""
     n, c = xa.shape[:2]
-    cg, p, b = c // g, oh * ow, n // nb
+    cg, p = c // g, oh * ow
     if _is_pointwise(nb, kh, kw, stride, pads):
         return xa.reshape(n, g, cg, p)
-    xp = xp_of(xa)
+    full = xp_of(xa).empty((n // nb, g, kh * kw * cg + ones_row, nb * p), dtype=xa.dtype)
+    _fill_columns(full, xa, kh, kw, stride, pads, dilation, g, oh, ow, nb, ones_row, True)
+    return full
+
+
+def _fill_columns(full, xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int,
+                  ow: int, nb: int, ones_row: bool, split: bool) -> None:
+    """``_im2col``'s columns of the images ``xa`` written into ``full``; ``split``: the copy
+    shared between threads (else on the calling thread)."""
+    n, c = xa.shape[:2]
+    cg, b = c // g, n // nb
     k = kh * kw * cg
+    xp = xp_of(xa)
     xpad = _pad_hw(xa, pads)
     s0, s1, s2, s3 = xpad.strides
     win = xp.lib.stride_tricks.as_strided(  # (B, G, KH, KW, Cg, Nb, OH, OW), no copy
         xpad, (b, g, kh, kw, cg, nb, oh, ow),
         (nb * s0, cg * s1, dilation[0] * s2, dilation[1] * s3, s1, s0, stride[0] * s2,
          stride[1] * s3))
-    full = xp.empty((b, g, k + ones_row, nb * p), dtype=xa.dtype)
     if ones_row:
         full[:, :, k] = 1
     cols = full[:, :, :k].reshape(win.shape)  # (a view: only axes split)
+    if not split:
+        cols[...] = win
+        return
 
     def copy(sl) -> None:
         cols[sl] = win[sl]  # the one copy of the input
 
     _over_images(xp, "im2col", (xa.shape, cols.shape, xa.dtype.str), copy, b, nb, 5,
                  cols.size)
-    return full
 
 
 # Whether the data movement of a convolution (im2col, col2im) shares its images between
 # threads: whenever each thread gets _MOVES_MIN_WORK elements (or by timing, opted in); images
 # are independent, so the result is exact either way.
 _MOVES = {"im2col": choice("conv2d_im2col_images", ("threads", "one")),
-          "col2im": choice("conv2d_col2im_images", ("threads", "one"))}
+          "col2im": choice("conv2d_col2im_images", ("threads", "one")),
+          "chunks": choice("conv2d_image_chunks", ("threads", "one"))}
 # Elements per thread below which one thread is faster: set inside the crossovers measured on
 # both CPU families (docs/architecture.md, "Tuning constants").
 _MOVES_MIN_WORK = 1 << 17
@@ -112,6 +151,32 @@ def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
     split_rows(_MOVES[phase], key, part, b if b > 1 else nb, work, _MOVES_MIN_WORK)
 
 
+def _by_image_chunks(arr, n: int, nb: int, macs: int | None = None) -> bool:
+    """Whether a convolution's per-image work runs in chunks of images (``_over_image_chunks``):
+    one image per block of float32 or float64 NumPy arrays (BLAS dtypes), four or more of them
+    (else BLAS's own threads share each product), and, given ``macs``, enough multiply-adds to
+    share. A forward gains from chunks even on one thread (its columns multiplied while in
+    cache: the CNN's first convolution 0.42 vs 0.72 ms), a backward only when shared."""
+    return (nb == 1 and type(arr) is np.ndarray and arr.dtype in (np.float32, np.float64)
+            and n >= 4 and (macs is None or macs >= 2 * _CHUNK_MIN_MACS))
+
+
+def _over_image_chunks(key: tuple, fn, n: int, macs: int) -> None:
+    """``fn(lo, hi)`` over chunks of up to _CHUNK_IMAGES images, the chunks shared between the
+    pool's threads when there are ``_CHUNK_MIN_MACS`` multiply-adds (``macs`` in all) for each,
+    BLAS on one thread in each. Every image's products are its own, so the result is the same
+    for any share; the chunks depend on ``n`` alone, so sums made chunk by chunk do too."""
+    one_blas_thread()
+    size = max(1, min(_CHUNK_IMAGES, n // 8))
+    chunks = -(-n // size)
+
+    def run(lo: int, hi: int) -> None:
+        for chunk in range(lo, hi):
+            fn(chunk * size, min(n, (chunk + 1) * size))
+
+    split_rows(_MOVES["chunks"], key, run, chunks, macs, _CHUNK_MIN_MACS)
+
+
 def _grad_columns(ga, g: int, nb: int):
     """An (N, O, OH, OW) output gradient laid out like the GEMM output, (B, G, Og, Nb*OH*OW):
     a view when Nb = 1, else one copy in runs of OH*OW."""
@@ -128,7 +193,26 @@ def _grad_columns(ga, g: int, nb: int):
 def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
                      nb: int):
     """The input gradient (N, C, H, W) of a convolution from its gradient columns (col2im):
-    by whole padded images for stride 1 (when ``_rows_pay``), by strided windows otherwise."""
+    by whole padded images for stride 1 (when ``_rows_pay``), by strided windows otherwise;
+    in chunks of images on the pool's threads when ``_by_image_chunks``."""
+    n = x_shape[0]
+    macs = gm.size * wa[0].size
+    if _by_image_chunks(gm, n, nb, macs):
+        gx = np.empty(x_shape, dtype=gm.dtype)
+
+        def chunk(lo: int, hi: int) -> None:
+            gx[lo:hi] = _conv_input_grad_of(gm[lo:hi], wa, (hi - lo, *x_shape[1:]), stride,
+                                            pads, dilation, g, oh, ow, nb)
+
+        _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation), chunk,
+                           n, macs)
+        return gx
+    return _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g, oh, ow, nb)
+
+
+def _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
+                        nb: int):
+    """``_conv_input_grad`` on the calling thread's BLAS setting, for all of ``gm``'s images."""
     if _rows_pay(wa.shape, g, x_shape, stride, pads, oh, ow, nb):
         return _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g, oh, ow, nb)
     return _conv_input_grad_windows(gm, wa, x_shape, stride, pads, dilation, g, oh, ow, nb)
@@ -195,7 +279,10 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
     need not, which moves the last bits: either way the rule of shapes makes the choice, so a
     machine gives the same bits every run). An image's data columns end before
     (OH-1)*WP + OW = HP*WP - (largest shift), so a share of images may leave out its last
-    columns' spill into the next share: threads never write the same element.
+    columns' spill into the next share: threads never write the same element. One share
+    adds each offset's channel rows as one flat run, a channel's spill landing in the next
+    channel's first (zero-column) positions: 2-D slice-adds of rows of 2^11 elements or fewer ran
+    3x slower per element than the flat run (NumPy 2.4, Intel Xeon VM).
     """
     n, c, h, w = x_shape
     o, cg, kh, kw = wa.shape
@@ -214,6 +301,13 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
     gflat = xp.zeros((g, cg, n * size), dtype=gm.dtype)
 
     def add(lo: int, hi: int) -> None:  # images lo:hi
+        if lo == 0 and hi == n:  # all of them: one flat run per group and offset
+            for group in range(g):
+                target = gflat[group].reshape(-1)
+                for k, shift in enumerate(shifts):
+                    run = gcols[group, k].reshape(-1)
+                    target[shift:] += run[:run.size - shift]
+            return
         start, end = lo * size, hi * size
         for k, shift in enumerate(shifts):
             gflat[:, :, start + shift:end] += gcols[:, k, :, start:end - shift]
@@ -233,7 +327,19 @@ def _conv_weight_grad(cols, gm, w_shape, g: int):
     xp = xp_of(gm)
     # cols @ gm^T is faster in OpenBLAS than gm @ cols^T (by about a third here).
     gm_t = gm.transpose(0, 1, 3, 2)
-    gw = xp.matmul(cols[0], gm_t[0]) if len(cols) == 1 else xp.matmul(cols, gm_t).sum(0)
+    n, macs = len(cols), cols.size * gm.shape[2]
+    if n == 1:
+        gw = xp.matmul(cols[0], gm_t[0])
+    elif _by_image_chunks(gm, n, 1, macs):  # each image's product by chunks, then the same sum
+        parts = np.empty((n, g, cols.shape[2], o // g), dtype=gm.dtype)
+
+        def chunk(lo: int, hi: int) -> None:
+            np.matmul(cols[lo:hi], gm_t[lo:hi], out=parts[lo:hi])
+
+        _over_image_chunks((cols.shape, gm.shape, gm.dtype.str), chunk, n, macs)
+        gw = parts.sum(0)
+    else:
+        gw = xp.matmul(cols, gm_t).sum(0)
     gw = gw.reshape(g, kh, kw, cg, o // g).transpose(0, 4, 3, 1, 2)  # (G, K, Og) to OIHW
     return _in_dtype(xp.ascontiguousarray(gw).reshape(o, cg, kh, kw), gm.dtype)
 
@@ -296,12 +402,16 @@ class Conv2d(Function):
         # bits as adding it after the product).
         bias_in_gemm = (nb == 1 and bias is not None
                         and not _is_pointwise(nb, kh, kw, stride, pads))
-        cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb, bias_in_gemm)
         wmat = _conv_weight(wa, g)
         if bias_in_gemm:
             wmat = xp.concatenate([wmat, bias._data.reshape(g, o // g, 1).astype(
                 wmat.dtype, copy=False)], axis=2)
-        out = xp.matmul(wmat, cols)  # (B, G, Og, Nb*P)
+        if _by_image_chunks(xa, n, nb) and not _is_pointwise(nb, kh, kw, stride, pads):
+            cols, out = _conv_by_image_chunks(xa, wmat, kh, kw, stride, pads, dilation, g,
+                                              oh, ow, bias_in_gemm)
+        else:
+            cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb, bias_in_gemm)
+            out = xp.matmul(wmat, cols)  # (B, G, Og, Nb*P)
         if bias_in_gemm:
             cols = cols[:, :, :-1]  # (the input's columns, for the weight gradient)
         if nb == 1:
@@ -367,6 +477,25 @@ class Conv2d(Function):
         return gx, gw, gb, None, None, None, None
 
 
+def _conv_by_image_chunks(xa, wmat, kh: int, kw: int, stride, pads, dilation, g: int,
+                          oh: int, ow: int, ones_row: bool):
+    """A convolution's (N, G, K, P) columns and (N, G, Og, P) output, one image per block: each
+    chunk of images copied to its columns and multiplied while they are in cache, the chunks
+    shared between the pool's threads (the same products as ``_im2col`` then one matmul)."""
+    n = xa.shape[0]
+    cols = np.empty((n, g, wmat.shape[2], oh * ow), dtype=xa.dtype)
+    out = np.empty((n, g, wmat.shape[1], oh * ow), dtype=xa.dtype)
+
+    def chunk(lo: int, hi: int) -> None:
+        _fill_columns(cols[lo:hi], xa[lo:hi], kh, kw, stride, pads, dilation, g, oh, ow, 1,
+                      ones_row, False)
+        np.matmul(wmat, cols[lo:hi], out=out[lo:hi])
+
+    _over_image_chunks((xa.shape, wmat.shape, xa.dtype.str, stride, pads, dilation), chunk,
+                       n, cols.size * wmat.shape[1])
+    return cols, out
+
+
 # The batch layout of a convolution's GEMMs: "blocks" of ``_images_per_block`` images (a few
 # GEMMs of at least _GEMM_COLUMNS columns each; the output needs no reorder when a block is one
 # image), or the whole "batch" in one GEMM per group (BLAS splits one wide GEMM between its
@@ -387,7 +516,7 @@ def _layout(x, weight, bias, stride, pads, dilation, g: int, p: int):
     """
     xa = x._data
     n = xa.shape[0]
-    nb = _images_per_block(n, p)
+    nb = _images_per_block(n, p, xp_of(xa), n * weight._data.size * p)
     if nb == n or xp_of(xa) is not np:  # one layout only (or a GPU: no host timing)
         return nb, None
     key = (xa.shape, weight._data.shape, stride, pads, dilation, g, xa.dtype.str,
@@ -420,7 +549,7 @@ class ConvInputGrad(Function):
                                f"be the same")
         n, _, oh, ow = ga.shape
         x_shape = (n, wa.shape[1] * groups, *x_hw)
-        nb = _images_per_block(n, oh * ow)
+        nb = _images_per_block(n, oh * ow, xp_of(ga), ga.size * wa[0].size)
         ctx.save_for_backward(g, weight)
         ctx.geom = stride, pads, dilation, groups
         out = _conv_input_grad(_grad_columns(ga, groups, nb), wa, x_shape, stride, pads,
@@ -457,7 +586,8 @@ class ConvWeightGrad(Function):
         xa, ga = x._data, g._data
         n, c = xa.shape[:2]
         oh, ow = ga.shape[2:]
-        nb = _images_per_block(n, oh * ow)
+        nb = _images_per_block(n, oh * ow, xp_of(xa),
+                               ga.size * (c // groups) * k_hw[0] * k_hw[1])
         cols = _im2col(xa, *k_hw, stride, pads, dilation, groups, oh, ow, nb)
         ctx.save_for_backward(x, g)
         ctx.geom = stride, pads, dilation, groups
