@@ -402,19 +402,30 @@ def _min_work_cases() -> list[dict]:
             F.max_pool2d(x, 2).backward(g)
         return x.numel(), call
 
-    def im2col(n: int):  # the CNN's second convolution, forward (im2col, then the GEMM)
-        x, w = tensor(n, 16, 14, 14, grad=False), tensor(32, 16, 3, 3, grad=False)
+    # A 16 -> 32 convolution on 10x10 images: fewer output pixels than _IMAGE_COLUMNS, so its
+    # columns are made for one GEMM over the batch, the copies shared by _MOVES_MIN_WORK.
+    def im2col(n: int):  # forward (im2col, then the GEMM)
+        x, w = tensor(n, 16, 10, 10, grad=False), tensor(32, 16, 3, 3, grad=False)
 
         def call() -> None:
             F.conv2d(x, w, padding=1)
-        return n * 16 * 9 * 196, call
+        return n * 16 * 9 * 100, call
 
     def col2im(n: int):  # its input gradient (a transposed convolution: GEMM, then col2im)
-        g, w = tensor(n, 32, 14, 14, grad=False), tensor(32, 16, 3, 3, grad=False)
+        g, w = tensor(n, 32, 10, 10, grad=False), tensor(32, 16, 3, 3, grad=False)
 
         def call() -> None:
             F.conv_transpose2d(g, w, padding=1)
-        return n * 16 * 16 * 16, call
+        return n * 16 * 12 * 12, call
+
+    def image_chunks(c: int):  # C -> 2C on 64 images of 14x14, forward and backward
+        x, w, g = tensor(64, c, 14, 14), tensor(2 * c, c, 3, 3), tensor(64, 2 * c, 14, 14,
+                                                                         grad=False)
+
+        def call() -> None:
+            x.grad = w.grad = None
+            F.conv2d(x, w, padding=1).backward(g)
+        return 64 * 2 * c * c * 9 * 196, call
 
     lstm_layer = mt.nn.LSTM(16, 128)
 
@@ -438,11 +449,16 @@ def _min_work_cases() -> list[dict]:
          "where": "ops/pooling.py", "workload": "max_pool2d(2) forward + backward, (n, 16, 28, 28)",
          "sizes": pow2, "make": max_pool},
         {"constant": "_MOVES_MIN_WORK", "module": "microtorch.ops.conv", "where": "ops/conv.py",
-         "workload": "conv2d 16→32 3×3 on (n, 16, 14, 14), forward (im2col)",
+         "workload": "conv2d 16→32 3×3 on (n, 16, 10, 10), forward (im2col)",
          "sizes": pow2[:7], "make": im2col},
         {"constant": "_MOVES_MIN_WORK", "module": "microtorch.ops.conv", "where": "ops/conv.py",
          "workload": "its input gradient (conv_transpose2d, col2im)", "sizes": pow2,
          "make": col2im},
+        {"constant": "_CHUNK_MIN_MACS", "module": "microtorch.ops.conv", "where": "ops/conv.py",
+         "workload": "conv2d C→2C 3×3 on (64, C, 14, 14), forward + backward: one GEMM over "
+                     "the batch (\"one call\") vs chunks of images on the threads (\"split\"); "
+                     "work in multiply-adds", "sizes": [2, 4, 6, 8, 12, 16, 24, 32],
+         "make": image_chunks},
         {"constant": "_ROWS_MIN_WORK", "module": "microtorch.ops.rnn", "where": "ops/rnn.py",
          "workload": "LSTM(16, 128) forward + backward, 50 steps, batch n (gate prologue)",
          "sizes": pow2[:7], "make": lstm},
@@ -937,7 +953,8 @@ EPILOG = """sections (what each times, against which constant):
   min_work       real ops (relu, cross_entropy, max_pool2d, conv2d's im2col, its col2im,
                  LSTM) at sizes around each *_MIN_WORK, rows shared between threads vs one
                  call (the constant patched for the run): _RELU_MIN_WORK, loss/rnn
-                 _ROWS_MIN_WORK, _IMAGES_MIN_WORK, _MOVES_MIN_WORK
+                 _ROWS_MIN_WORK, _IMAGES_MIN_WORK, _MOVES_MIN_WORK; and a convolution's
+                 batch in chunks of images on the threads vs one GEMM: _CHUNK_MIN_MACS
   gemm_columns   GEMM speed of the CNN's second convolution against its width: _GEMM_COLUMNS
   parallel_fill  zeroing gradients on one thread vs the fill pool: _PARALLEL_FILL_BYTES
   blas_spin      the MLP's and the embedding LM's training step under OpenBLAS spins of
