@@ -1,8 +1,7 @@
 """``backend.blas``: ``add_product`` (a product added into an array by one GEMM, beta = 1) and
 the linear layer that uses it for large results (the same bits as the product followed by the
-bias, NumPy's path wherever the GEMM call does not apply), ``transpose_into`` (OpenBLAS's
-transposing copy: exact for values computed by arithmetic) and ``leading_axes_sums`` (a gemv
-with ones: a bias's gradient)."""
+bias, NumPy's path wherever the GEMM call does not apply), and ``transpose_into`` (OpenBLAS's
+transposing copy: exact for values computed by arithmetic)."""
 
 from __future__ import annotations
 
@@ -177,37 +176,3 @@ def test_transpose_into_declines(case):
     before = out.copy()
     assert not blas.transpose_into(out, a)
     np.testing.assert_array_equal(out, before)
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape,count", [((1024, 1000), 1), ((4, 33, 7), 2), ((5, 3), 1),
-                                         ((100000, 3), 1), ((2, 3, 4, 5), 3)])
-def test_leading_axes_sums_are_accurate_and_the_same_every_call(dtype, shape, count):
-    """Sums over leading axes (a bias's gradient) by a gemv with ones: NumPy's values within
-    the rounding of float sums (closer to the float64 sums than NumPy's row after row), and the
-    same bits from a copy at another address."""
-    rng = np.random.default_rng(sum(shape))
-    a = rng.standard_normal(shape).astype(dtype)
-    got = blas.leading_axes_sums(a, count)
-    axes = tuple(range(count))
-    exact = a.astype(np.float64).sum(axes)
-    assert got.shape == exact.shape and got.dtype == a.dtype
-    rows = int(np.prod(shape[:count]))
-    bound = rows * np.finfo(dtype).eps * np.abs(a).astype(np.float64).sum(axes)
-    assert (np.abs(got - exact) <= bound).all()
-    if dtype == "float32" and rows > 100:  # (float64 has no finer reference here)
-        assert np.abs(got - exact).max() <= np.abs(a.sum(axes) - exact).max()
-    moved = np.empty(a.size + 1, a.dtype)[1:].reshape(shape)  # (4 bytes off the alignment)
-    moved[...] = a
-    np.testing.assert_array_equal(blas.leading_axes_sums(moved, count), got)
-
-
-def test_leading_axes_sums_other_arrays_take_their_own_sum():
-    """Integers, half floats, strided arrays and tensors: their own ``sum`` over those axes."""
-    for a in (np.arange(12).reshape(3, 4), np.ones((3, 4), np.float16),
-              np.ones((4, 3), np.float32).T):
-        got = blas.leading_axes_sums(a)
-        assert got.dtype == a.sum(0).dtype
-        np.testing.assert_array_equal(got, a.sum(0))
-    t = mt.ones(3, 4)
-    assert blas.leading_axes_sums(t).tolist() == [3.0] * 4

@@ -20,8 +20,7 @@ the source with a stride of a whole row: (50, 512, 32) -> (50, 32, 512) takes 72
 Sums along the last axis go through BLAS too (``last_axis_sums``): a matrix-vector product
 with ones, which OpenBLAS computes row by row on one thread each, so every row's terms add in
 one order whatever the thread count or the data's alignment, 3-6x faster than NumPy's
-reduction on rows in cache. So do sums over leading axes (``leading_axes_sums``, a bias's
-gradient): ones times the matrix of rows, every column's terms added in one order.
+reduction on rows in cache.
 
 Only NumPy's bundled OpenBLAS with 64-bit integers (the ``64_`` symbol suffix of NumPy's
 wheels) is called: its integer width is known from the name. Elsewhere the functions answer
@@ -37,7 +36,7 @@ import numpy as np
 
 from .threads import _blas_controller, one_blas_thread
 
-__all__ = ["add_product", "last_axis_sums", "leading_axes_sums", "transpose_into"]
+__all__ = ["add_product", "last_axis_sums", "transpose_into"]
 
 # CBLAS's enum values (cblas.h).
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
@@ -176,19 +175,3 @@ def last_axis_sums(a, out=None):
     result = np.empty(a.shape[:-1] + (1,), a.dtype) if out is None else out
     np.matmul(a.reshape(-1, width), np.ones(width, a.dtype), out=result.reshape(-1))
     return result
-
-
-def leading_axes_sums(a, count: int = 1):
-    """The sums of ``a`` over its first ``count`` axes (``a.sum(axis=(0, ..., count - 1))``)
-    for a C-contiguous NumPy float32/float64 array: ``ones @ a.reshape(rows, -1)``, a gemv on
-    one BLAS thread (every column's terms added in one order: the same bits every run). Other
-    arrays: NumPy's sum. Measured on an Intel Xeon, one thread: (1024, 1000) 114 vs 158 us,
-    (512, 64) 1.8 vs 9.3 us, with a third to half NumPy's largest error against float64 sums
-    (NumPy adds the rows one after another there, with no pairwise blocking)."""
-    axes = tuple(range(count))
-    if type(a) is not np.ndarray or a.dtype.char not in "fd" or not a.flags.c_contiguous \
-            or not a.size or a.ndim <= count:
-        return a.sum(axes)  # (positional: NumPy, CuPy and tensors alike)
-    one_blas_thread()  # (memory-bound: a second thread gains nothing, and waking it costs)
-    rows = int(np.prod(a.shape[:count]))
-    return (np.ones(rows, a.dtype) @ a.reshape(rows, -1)).reshape(a.shape[count:])

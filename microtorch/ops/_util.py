@@ -9,7 +9,6 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
 from ..backend import backend_of, is_array_wrapper, xp_of
-from ..backend.blas import leading_axes_sums
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
@@ -281,11 +280,7 @@ def sum_to_shape(arr, shape: tuple):
         raise RuntimeError(f"size {list(shape)} is not expandable to size {list(arr.shape)}")
     axes = tuple(range(lead)) + tuple(
         lead + i for i, s in enumerate(shape) if s == 1 and arr.shape[lead + i] != 1)
-    if not axes:
-        return arr.reshape(shape)
-    if axes == tuple(range(len(axes))):  # leading axes only (a bias's gradient): by BLAS
-        return leading_axes_sums(arr, len(axes)).reshape(shape)
-    return arr.sum(axis=axes).reshape(shape)
+    return (arr.sum(axis=axes) if axes else arr).reshape(shape)
 
 
 def reduce_grad(grad, shape: tuple, dtype):

@@ -18,7 +18,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend.autotune import choice, split_rows
-from ..backend.blas import last_axis_sums, leading_axes_sums
+from ..backend.blas import last_axis_sums
 from ..backend.threads import gemm_threads, get_num_threads, one_blas_thread
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
@@ -350,7 +350,7 @@ def _channel_sums(ga):
     (``last_axis_sums``), then over the images: 6x faster than NumPy's reduction over the
     strided axes (64x16x28x28: 24 vs 148 us), and as accurate."""
     n, c = ga.shape[:2]
-    return leading_axes_sums(last_axis_sums(ga.reshape(n, c, -1))[..., 0])
+    return last_axis_sums(ga.reshape(n, c, -1))[..., 0].sum(0)
 
 
 def _in_dtype(arr, dtype):

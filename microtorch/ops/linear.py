@@ -13,7 +13,7 @@ import numpy as np
 
 from ..autograd.function import Function, finish, lift
 from ..autograd.node import ShownNode, _edge_node
-from ..backend.blas import add_product, leading_axes_sums
+from ..backend.blas import add_product
 from ..backend.threads import gemm_threads
 from ._util import _needs
 from .complex import conj_of
@@ -80,7 +80,7 @@ class Linear(Function):
             gx = (g2 @ conj_of(w)).reshape(*g.shape[:-1], in_f) if g.ndim > 2 else g @ conj_of(w)
             gx = _round(gx, w.dtype)
         gw = _round(g2.T @ conj_of(x.reshape(-1, in_f)), w.dtype) if _needs(ctx, 1) else None
-        gb = leading_axes_sums(g2) if _needs(ctx, 2) else None
+        gb = g2.sum(0) if _needs(ctx, 2) else None
         return finish(gx, gw, gb)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice, split_rows, timing_active
-from ..backend.blas import leading_axes_sums, transpose_into
+from ..backend.blas import transpose_into
 from ..backend.threads import blas_threads, gemm_size, gemm_threads, run_rows
 from ._util import Tensor, xp_of
 from .elementwise import Sigmoid, Tanh
@@ -233,12 +233,12 @@ class Recurrence(Function):
                          run=steps * gemm_size(g, n, p))
         gx = (d @ w_ih._data).reshape(x.shape) if _needs(ctx, 0) else None
         gw_ih = d.T @ rows if _needs(ctx, 1) else None
-        gb_ih = leading_axes_sums(d) if _needs(ctx, 2) else None
+        gb_ih = d.sum(0) if _needs(ctx, 2) else None
         d_hh = d_hh.reshape(-1, g)  # (processing order, as hs)
         if xp is np:
             gemm_threads(g, steps * n, p)
         gwhh = d_hh.T @ hs[:steps].reshape(-1, p) if _needs(ctx, 5) else None
-        gbhh = leading_axes_sums(d_hh) if b_hh is not None and _needs(ctx, 6) else None
+        gbhh = d_hh.sum(0) if b_hh is not None and _needs(ctx, 6) else None
         return _finish(saved, gx, gw_ih, gb_ih, dh, None, gwhh, gbhh, None)
 
 
