@@ -508,11 +508,13 @@ _LAYOUT = choice("conv2d_layout", ("blocks", "batch"))
 def _layout(x, weight, bias, stride, pads, dilation, g: int, p: int):
     """(images per block, timing record or None) for this convolution.
 
-    The rule: blocks of one image each (``p >= _GEMM_COLUMNS``) need no output reorder, so
-    they stay blocks; when a block must hold several images, its output is reordered anyway
-    and one GEMM over the batch is the wider, better-threaded product ("batch"). This is what
-    timing chose for the CNN benchmark's two convolutions (28x28 images: "blocks", 14x14:
-    "batch"); ``benchmarks/models.py --cpu-benchmark`` compares the rule with timing.
+    The rule: blocks of one image each (``p >= _GEMM_COLUMNS``, or on the CPU the chunks of
+    ``_images_per_block``) need no output reorder, so they stay blocks; when a block must hold
+    several images, its output is reordered anyway and one GEMM over the batch is the wider,
+    better-threaded product ("batch"). Timing, before the chunks of images, chose "blocks" for
+    the CNN benchmark's 28x28 images and "batch" for its 14x14 ones, which the chunks now run
+    as blocks (4.2 vs 4.9 ms forward and backward); ``benchmarks/models.py --cpu-benchmark``
+    compares the rule with timing.
     """
     xa = x._data
     n = xa.shape[0]
