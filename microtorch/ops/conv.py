@@ -33,7 +33,7 @@ _GEMM_COLUMNS = 512
 # images on the pool's threads (``_over_image_chunks``): each thread's products are narrow, but
 # its columns are still in cache when multiplied and no output needs a reorder. Measured on an
 # Intel Xeon VM (2 threads, 2026-12-03), the CNN benchmark's 16 -> 32 convolution on 14x14
-# images (64 of them) takes 1.0 ms forward by chunks of 8 images, 1.8 ms as one GEMM over the
+# images (64 of them) takes 1.23 ms forward by chunks of 8 images, 1.80 ms as one GEMM over the
 # batch (BLAS on two threads); see docs/architecture.md, "Tuning constants".
 _IMAGE_COLUMNS = 128
 
