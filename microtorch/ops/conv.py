@@ -57,7 +57,7 @@ def _images_per_block(n: int, p: int, xp=None, macs: int = 0) -> int:
     _GEMM_COLUMNS columns (``n`` itself when none does); on the CPU (``xp`` NumPy) one image
     from _IMAGE_COLUMNS pixels when its ``macs`` multiply-adds are shared by chunks of images
     (``_by_image_chunks``)."""
-    if xp is np and p >= _IMAGE_COLUMNS and n >= 4 and macs >= 2 * _CHUNK_MIN_MACS:
+    if xp is np and p >= _IMAGE_COLUMNS and _chunks_shared(n, macs):
         return 1
     nb = max(1, min(n, -(-_GEMM_COLUMNS // p)))
     while n % nb:
@@ -93,12 +93,13 @@ def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: i
     if _is_pointwise(nb, kh, kw, stride, pads):
         return xa.reshape(n, g, cg, p)
     full = xp_of(xa).empty((n // nb, g, kh * kw * cg + ones_row, nb * p), dtype=xa.dtype)
-    _fill_columns(full, xa, kh, kw, stride, pads, dilation, g, oh, ow, nb, ones_row, True)
+    _fill_columns(full, xa, kh, kw, stride, pads, dilation, g, oh, ow, nb, ones_row,
+                  split=True)
     return full
 
 
 def _fill_columns(full, xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int,
-                  ow: int, nb: int, ones_row: bool, split: bool) -> None:
+                  ow: int, nb: int, ones_row: bool, *, split: bool) -> None:
     """``_im2col``'s columns of the images ``xa`` written into ``full``; ``split``: the copy
     shared between threads (else on the calling thread)."""
     n, c = xa.shape[:2]
@@ -158,7 +159,13 @@ def _by_image_chunks(arr, n: int, nb: int, macs: int | None = None) -> bool:
     share. A forward gains from chunks even on one thread (its columns multiplied while in
     cache: the CNN's first convolution 0.42 vs 0.72 ms), a backward only when shared."""
     return (nb == 1 and type(arr) is np.ndarray and arr.dtype in (np.float32, np.float64)
-            and n >= 4 and (macs is None or macs >= 2 * _CHUNK_MIN_MACS))
+            and (n >= 4 if macs is None else _chunks_shared(n, macs)))
+
+
+def _chunks_shared(n: int, macs: int) -> bool:
+    """Whether ``n`` images of ``macs`` multiply-adds in all make chunks worth sharing between
+    two threads or more (``_CHUNK_MIN_MACS`` each): four images or more."""
+    return n >= 4 and macs >= 2 * _CHUNK_MIN_MACS
 
 
 def _over_image_chunks(key: tuple, fn, n: int, macs: int) -> None:
@@ -488,7 +495,7 @@ def _conv_by_image_chunks(xa, wmat, kh: int, kw: int, stride, pads, dilation, g:
 
     def chunk(lo: int, hi: int) -> None:
         _fill_columns(cols[lo:hi], xa[lo:hi], kh, kw, stride, pads, dilation, g, oh, ow, 1,
-                      ones_row, False)
+                      ones_row, split=False)
         np.matmul(wmat, cols[lo:hi], out=out[lo:hi])
 
     _over_image_chunks((xa.shape, wmat.shape, xa.dtype.str, stride, pads, dilation), chunk,

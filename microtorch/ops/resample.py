@@ -32,8 +32,12 @@ class Taps:
     ``weight[j] * x[index[j]]`` (rows distinct within a layer). ``transposed``: the matrix's
     transpose, applied by scattering each row's terms back (the gradient)."""
 
-    def __init__(self, layers: list, out: int, size: int, transposed: bool = False) -> None:
-        self.layers, self.out, self.size, self.transposed = layers, out, size, transposed
+    def __init__(self, layers: list | None, out: int, size: int, transposed: bool = False,
+                 dense: np.ndarray | None = None) -> None:
+        """``layers`` None: the nonzero entries of ``dense`` (the (out, size) matrix), found
+        only if ``apply`` runs (finite data needs the matrix alone)."""
+        self._layers, self._source = layers, dense
+        self.out, self.size, self.transposed = out, size, transposed
         self._dense: dict = {}
         self._transpose: Taps | None = None
 
@@ -47,22 +51,30 @@ class Taps:
     @classmethod
     def from_matrix(cls, m: np.ndarray) -> Taps:
         """The nonzero entries of ``m``, each row's in ascending column order."""
-        rows, cols = np.nonzero(m)  # (row-major: each row's taps in ascending column order)
-        counts = np.bincount(rows, minlength=m.shape[0])
-        first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        layers = []
-        for k in range(int(counts.max(initial=0))):  # the k-th tap of every row that has one
-            has = np.flatnonzero(counts > k)
-            src = cols[first[has] + k]
-            layers.append((has, src, np.asarray(m[has, src], dtype=np.float64)))
-        return cls(layers, m.shape[0], m.shape[1])
+        return cls(None, m.shape[0], m.shape[1], dense=m)
+
+    @property
+    def layers(self) -> list:
+        """The taps' layers (of a matrix given dense: found on first use)."""
+        if self._layers is None:
+            m = self._source
+            rows, cols = np.nonzero(m)  # (row-major: each row's taps in ascending columns)
+            counts = np.bincount(rows, minlength=m.shape[0])
+            first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+            self._layers = []
+            for k in range(int(counts.max(initial=0))):  # the k-th tap of every row with one
+                has = np.flatnonzero(counts > k)
+                src = cols[first[has] + k]
+                self._layers.append((has, src, np.asarray(m[has, src], dtype=np.float64)))
+        return self._layers
 
     @property
     def T(self) -> Taps:
         """The transposed matrix: the same taps, scattered back (or as ``with_transpose``
         set); its own ``T`` is these taps again."""
         if self._transpose is None:
-            self._transpose = Taps(self.layers, self.out, self.size, not self.transposed)
+            self._transpose = Taps(self._layers, self.out, self.size, not self.transposed,
+                                   self._source)
             self._transpose._transpose = self
         return self._transpose
 
@@ -78,9 +90,11 @@ class Taps:
         summed in float64."""
         dtype = np.dtype(dtype)
         if dtype not in self._dense:
-            m = np.zeros((self.out, self.size), np.float64)
-            for rows, index, weight in self.layers:
-                np.add.at(m, (rows, index), weight.astype(np.float64))
+            m = self._source
+            if m is None:
+                m = np.zeros((self.out, self.size), np.float64)
+                for rows, index, weight in self.layers:
+                    np.add.at(m, (rows, index), weight.astype(np.float64))
             self._dense[dtype] = (m.T if self.transposed else m).astype(dtype)
         return self._dense[dtype]
 
