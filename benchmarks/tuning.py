@@ -53,7 +53,7 @@ from microtorch.bench.markdown import markdown_table  # noqa: E402
 from microtorch.bench.measure import Progress, machine_info  # noqa: E402
 
 SECTIONS = ("gemm_element_cost", "small_gemm", "lone_gemm", "min_work", "gemm_columns",
-            "parallel_fill", "blas_spin", "gc", "malloc")
+            "cache_blocks", "parallel_fill", "blas_spin", "gc", "malloc")
 NEVER = 1 << 62  # a minimum-work constant no workload reaches: always one call
 
 
@@ -535,6 +535,41 @@ def section_gemm_columns(args: argparse.Namespace, progress: Progress) -> dict:
             "verdict": verdict(value, b)}
 
 
+# ------------------------------------------------------------- cache_blocks (rows by L2 size)
+
+def section_cache_blocks(args: argparse.Namespace, progress: Progress) -> dict:
+    """Cross entropy's forward over (1024, 1000) float32 logits, each thread's rows taken in
+    blocks sized for an L2 cache of a quarter to 4 times the detected one, or whole."""
+    from microtorch.backend import rows as row_blocks
+    from microtorch.ops.loss import _softmax_rows
+
+    mt.set_num_threads(args.threads)
+    progress.section("cache_blocks")
+    detected = row_blocks.l2_bytes()
+    logits = np.random.default_rng(0).standard_normal((1024, 1000), dtype=np.float32)
+    scales = {"0.25×": 0.25, "0.5×": 0.5, "1× (detected)": 1.0, "2×": 2.0, "4×": 4.0,
+              "no blocks": 1e9}
+
+    def sized(scale: float) -> Callable[[], Any]:
+        return lambda: patched("microtorch.backend.rows", "l2_bytes",
+                               lambda: int(detected * scale))
+
+    t = compare({name: (sized(scale), lambda: _softmax_rows(logits))
+                 for name, scale in scales.items()}, args.rounds, args.budget)
+    best = min(t[name] for name in scales)
+    rows = [{"l2": name, "bytes": int(min(detected * scale, 1 << 40)), "us": t[name] * 1e6,
+             "of_best": t[name] / best} for name, scale in scales.items()]
+    fastest = min(rows, key=lambda r: r["us"])["l2"]
+    within = t["1× (detected)"] / best <= 1.1
+    return {"constant": "l2_bytes()", "where": "backend/rows.py", "value": detected,
+            "unit": "bytes of L2 per core (blocks: two arrays of rows fill it)",
+            "workload": "cross entropy's forward (max, x - max, exp, row sums), 1024 x 1000 "
+                        "float32; crossover: the fastest block size",
+            "rows": rows, "others": t["others"],
+            "crossover_text": f"fastest: {fastest} the L2 size",
+            "verdict": "holds" if within else "differs: another block size is >10% faster"}
+
+
 # ---------------------------------------------------------- _PARALLEL_FILL_BYTES (zeroing)
 
 def section_parallel_fill(args: argparse.Namespace, progress: Progress) -> dict:
@@ -752,7 +787,8 @@ def section_malloc(args: argparse.Namespace, progress: Progress) -> dict:
 
 RUNNERS = {"gemm_element_cost": section_gemm_element_cost, "small_gemm": section_small_gemm,
            "lone_gemm": section_lone_gemm, "min_work": section_min_work,
-           "gemm_columns": section_gemm_columns, "parallel_fill": section_parallel_fill,
+           "gemm_columns": section_gemm_columns, "cache_blocks": section_cache_blocks,
+           "parallel_fill": section_parallel_fill,
            "blas_spin": section_blas_spin, "gc": section_gc, "malloc": section_malloc}
 
 
@@ -886,6 +922,13 @@ def render(result: dict) -> str:
                                 [[str(x["columns"]), f"{x['one_us']:.1f}", f"{x['us']:.1f}",
                                   f"{x['gflops']:.1f}", f"{x['of_best']:.2f}", _pct(x)]
                                  for x in r["rows"]])
+    if "cache_blocks" in s:
+        r = s["cache_blocks"]
+        lines += ["", f"## Row blocks by the L2 cache ({r['value'] >> 10} KiB detected): "
+                  f"{r['workload']}", ""]
+        lines += markdown_table(["blocks for", "µs", "of the best"],
+                                [[x["l2"], f"{x['us']:.0f}", f"{x['of_best']:.2f}"]
+                                 for x in r["rows"]])
     if "parallel_fill" in s:
         r = s["parallel_fill"]
         lines += ["", f"## _PARALLEL_FILL_BYTES: {r['workload']}", ""]
@@ -956,6 +999,7 @@ EPILOG = """sections (what each times, against which constant):
                  _ROWS_MIN_WORK, _IMAGES_MIN_WORK, _MOVES_MIN_WORK; and a convolution's
                  batch in chunks of images on the threads vs one GEMM: _CHUNK_MIN_MACS
   gemm_columns   GEMM speed of the CNN's second convolution against its width: _GEMM_COLUMNS
+  cache_blocks   cross entropy's forward with row blocks sized for other L2 sizes: l2_bytes()
   parallel_fill  zeroing gradients on one thread vs the fill pool: _PARALLEL_FILL_BYTES
   blas_spin      the MLP's and the embedding LM's training step under OpenBLAS spins of
                  2^16..2^22 and 2^28 cycles: BLAS_SPIN_EXPONENT

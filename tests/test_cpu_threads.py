@@ -90,18 +90,24 @@ def test_run_rows_reraises_a_worker_error(restore_threads) -> None:
         threads.run_rows(fail, 10, work=10**9, min_work=1)
 
 
-@pytest.mark.parametrize("shape", [(1024, 1000), (257, 1001), (3, 5)])
+@pytest.mark.parametrize("shape", [(1024, 1000), (257, 1001), (1002, 1000), (4100, 64), (3, 5),
+                                   (600, 7)])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_cross_entropy_is_bit_identical_across_thread_counts(restore_threads, shape,
-                                                             reduction) -> None:
+def test_cross_entropy_is_bit_identical_across_thread_counts_and_blocks(
+        restore_threads, monkeypatch, shape, reduction) -> None:
+    """The same bits on 1, 2 and 4 threads and with any cache size (the blocks of rows each
+    thread takes), and the same as the log-softmax and softmax ops."""
     rng = np.random.default_rng(0)
     logits = (rng.standard_normal(shape) * 4).astype(np.float32)
     target = rng.integers(0, shape[1], shape[0])
+    from microtorch.backend import rows
     from microtorch.ops import loss as loss_ops
 
     results = []
-    for n in (1, 2, 4):
+    for n, cache in ((1, None), (2, None), (4, None), (2, 3 * 4096), (1, 1)):
         microtorch.set_num_threads(n)
+        if cache is not None:  # (blocks of 1 row, then of a few rows)
+            monkeypatch.setattr(rows, "l2_bytes", lambda cache=cache: cache)
         for decide in loss_ops._ROWS.values():
             decide.force("threads")  # (one thread runs one call anyway)
         x = microtorch.tensor(logits, requires_grad=True)
@@ -115,11 +121,9 @@ def test_cross_entropy_is_bit_identical_across_thread_counts(restore_threads, sh
         assert np.array_equal(loss, results[0][0]) and np.array_equal(grad, results[0][1])
     # The row-wise log-softmax is the reference formula, bit for bit; the softmax is
     # microtorch's softmax op, bit for bit.
-    from microtorch.ops.loss import _softmax_rows
-
-    shifted, log_sum, exps, total = _softmax_rows(logits)
+    high, log_sum, exps, total = loss_ops._softmax_rows(logits)
     p = exps / total
-    assert np.array_equal(shifted - log_sum, _log_softmax_array(logits, 1))
+    assert np.array_equal((logits - high) - log_sum, _log_softmax_array(logits, 1))
     assert np.array_equal(p, microtorch.softmax(microtorch.tensor(logits), 1).numpy())
 
 

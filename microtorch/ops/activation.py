@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ..backend.blas import last_axis_sums
+from ..backend.rows import last_axis_max
 from ._autocast import autocast_op
 from ._util import Tensor, _float_array, _needs, reduce_grad, wrap_dim, xp_of
 from .special import _erf_array
@@ -29,8 +30,14 @@ def _log_softmax_array(xa, dim: int):
     xp = xp_of(xa)
     if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
         return xa.copy()
-    shifted = xa - xa.max(axis=dim, keepdims=True)
+    shifted = xa - _maxima(xa, dim)
     return shifted - xp.log(_sums(xp.exp(shifted), dim))
+
+
+def _maxima(x, dim: int):
+    """``x.max(axis=dim, keepdims=True)``; over short last-axis rows by ``last_axis_max``
+    (the same values, some 10x faster on NumPy: attention's rows of 32 scores)."""
+    return last_axis_max(x) if dim == x.ndim - 1 else x.max(axis=dim, keepdims=True)
 
 
 def _sums(e, dim: int):
@@ -50,7 +57,7 @@ class Softmax(Function):
         ctx.save_output()
         if not xa.size:  # (a zero-length dim has no max to shift by: nothing to compute)
             return xa.copy()
-        e = xp.exp(xa - xa.max(axis=dim, keepdims=True))
+        e = xp.exp(xa - _maxima(xa, dim))
         e /= _sums(e, dim)
         return e
 

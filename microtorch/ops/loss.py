@@ -16,6 +16,7 @@ from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, split_rows
 from ..backend.blas import last_axis_sums
+from ..backend.rows import ROW_GROUP, SHORT_ROW_BYTES, cache_blocks, last_axis_max
 from ..backend.threads import one_blas_thread
 from ._special_util import kernel_error
 from ._util import Tensor, _needs, _wrap, check_cast, promote_operands, reduce_grad, xp_of
@@ -53,32 +54,54 @@ _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
 
 
 def _softmax_rows(xa):
-    """(x - row max, log of each row's sum of exp, exp(x - row max), that sum) of the (M, C)
-    array ``xa``. On the CPU (NumPy's own floats) the rows are shared between threads when
-    large. ``shifted - log_sum`` is bit for bit ``_log_softmax_array``; ``exp / total`` is the
-    softmax bit for bit as ``Softmax`` computes it. The division is left to the backward,
-    which folds it into the one pass it makes anyway (``_nll_softmax_grad``)."""
+    """(each row's max, the log of each row's sum of exp, exp(x - row max), that sum) of the
+    (M, C) array ``xa``. ``x - max - log_sum`` is bit for bit ``_log_softmax_array``;
+    ``exp / total`` is the softmax bit for bit as ``Softmax`` computes it. The division is
+    left to the backward, which folds it into the one pass it makes anyway
+    (``_nll_softmax_grad``).
+
+    On the CPU (NumPy's own floats, C-contiguous) the rows are shared between threads when
+    large, and each thread takes its rows a block at a time (``cache_blocks``: a block of
+    logits and its exps fill the L2 cache, so the subtraction, exp and sums find them there).
+    The sums are ``last_axis_sums``' product with ones, called directly."""
     xp = xp_of(xa)
     m, c = xa.shape
-    shifted = xp.empty_like(xa)
     e = xp.empty_like(xa)
-    total = xp.empty((m, 1), xa.dtype)
-    log_sum = xp.empty((m, 1), xa.dtype)
+    high, total, log_sum = (xp.empty((m, 1), xa.dtype) for _ in range(3))
+    if not (xp is np and xa.dtype in _ROW_DTYPES and xa.flags.c_contiguous and xa.size):
+        with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
+            xp.subtract(xa, xa.max(axis=1, keepdims=True, out=high), out=e)
+            last_axis_sums(xp.exp(e, out=e), out=total)  # (CuPy, 16-bit floats, strided)
+            xp.log(total, out=log_sum)
+        return high, log_sum, e, total
+    ones = np.ones(c, xa.dtype)
+    short = c * xa.itemsize <= SHORT_ROW_BYTES
 
-    def rows(lo: int, hi: int) -> None:
-        x, out = xa[lo:hi], shifted[lo:hi]
+    def groups(first: int, last: int) -> None:
+        # (the threads' shares and the blocks are whole ROW_GROUPs of rows: the row sums'
+        # product then takes every row in the group it has in one call, the same bits)
+        lo, hi = first * ROW_GROUP, min(m, last * ROW_GROUP)
+        # The views first, then NumPy calls alone: Python work between the calls holds the
+        # GIL, and a thread left waiting for it sleeps (a wake-up costs tens of us on a VM;
+        # calling last_axis_sums in the loop instead cost 50-70 us over 1024 x 1000 logits)
+        blocks = [(xa[i:j], high[i:j], e[i:j], total[i:j, 0])
+                  for i, j in cache_blocks(lo, hi, c * xa.itemsize, align=ROW_GROUP)]
         # (per thread: NumPy's error state is the calling thread's)
         with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-            xp.subtract(x, x.max(axis=1, keepdims=True), out=out)
-            last_axis_sums(xp.exp(out, out=e[lo:hi]), out=total[lo:hi])
-            xp.log(total[lo:hi], out=log_sum[lo:hi])
+            for x, top, exps, sums in blocks:
+                if short:
+                    last_axis_max(x, out=top)
+                else:
+                    np.maximum.reduce(x, 1, None, top, True)
+                np.subtract(x, top, out=exps)
+                np.exp(exps, out=exps)
+                np.matmul(exps, ones, out=sums)
+            np.log(total[lo:hi], out=log_sum[lo:hi])
 
-    if xp is np and xa.dtype in _ROW_DTYPES:
-        one_blas_thread()  # (each thread's row sums call BLAS: not on a shared pool)
-        split_rows(_ROWS["forward"], (xa.shape, xa.dtype.str), rows, m, m * c, _ROWS_MIN_WORK)
-    else:  # (CuPy, 16-bit floats: one call)
-        rows(0, m)
-    return shifted, log_sum, e, total
+    one_blas_thread()  # (each thread's row sums call BLAS: not on a shared pool)
+    split_rows(_ROWS["forward"], (xa.shape, xa.dtype.str), groups, -(-m // ROW_GROUP), m * c,
+               _ROWS_MIN_WORK)
+    return high, log_sum, e, total
 
 
 def _nll_softmax_grad(e, total, a, targets, g, reduction, keep):
@@ -129,10 +152,13 @@ class CrossEntropy(Function):
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
         safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
         rows = xp.arange(m)
-        shifted, log_sum, exps, total = _softmax_rows(xa)
-        # (each picked log-probability is the element of shifted - log_sum: bit-identical)
-        picked = shifted[rows, safe_t] - log_sum[:, 0]
-        logp = shifted - log_sum if eps else None  # the whole array only when smoothing
+        high, log_sum, exps, total = _softmax_rows(xa)
+        # (each picked log-probability is the element of x - max - log_sum: bit-identical;
+        # an infinite logit gives inf - inf there, NaN silently as in PyTorch)
+        with np.errstate(invalid="ignore"):
+            picked = (xa[rows, safe_t] - high[:, 0]) - log_sum[:, 0]
+            # (the whole array only when smoothing)
+            logp = (xa - high) - log_sum if eps else None
         nll = -picked * row_w
         if eps:
             smooth = -(logp.sum(1) if w is None else logp @ w) * keep
