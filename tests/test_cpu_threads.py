@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -236,3 +237,41 @@ def test_default_thread_count_survives_a_first_small_product() -> None:
             "    threads.gemm_threads(threads.LONE_GEMM, 1, 1)\n"
             "    assert threads._threads.blas_now == 2\n")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1000), (1002, 1000), (16, 2, 32, 32), (4100, 64),
+                                   (300, 3), (7, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_by_row_blocks_is_the_whole_array_formula(restore_threads, monkeypatch, shape,
+                                                          dtype) -> None:
+    """softmax and log_softmax over the last axis, by threads and L2-sized row blocks, give
+    the bits of the passes over the whole array (exp(x - max) / sums, x - max - log(sums),
+    the sums by ``last_axis_sums``) on 1, 2 and 3 threads and with blocks from 1 row on;
+    infinities and NaN as there, without warnings."""
+    from microtorch.backend import rows
+    from microtorch.backend.blas import last_axis_sums
+    from microtorch.ops import activation
+
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    if x.size > 10:
+        x.reshape(-1)[[1, 5, 9]] = [np.inf, np.nan, -np.inf]
+    with np.errstate(all="ignore"):
+        shifted = x - x.max(axis=-1, keepdims=True)
+        log_ref = shifted - np.log(last_axis_sums(np.exp(shifted)))
+        soft_ref = np.exp(shifted) / last_axis_sums(np.exp(shifted))
+    for n, cache in ((1, None), (2, None), (3, None), (2, 1), (1, 3 * 4096)):
+        microtorch.set_num_threads(n)
+        if cache is not None:
+            monkeypatch.setattr(rows, "l2_bytes", lambda cache=cache: cache)
+        for decide in activation._LAST_AXIS_ROWS.values():
+            decide.force("threads")
+        t = microtorch.tensor(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got_log = microtorch.log_softmax(t, -1).numpy()
+            got_soft = microtorch.softmax(t, -1).numpy()
+        for decide in activation._LAST_AXIS_ROWS.values():
+            decide.force(None)
+        np.testing.assert_array_equal(got_log, log_ref)
+        np.testing.assert_array_equal(got_soft, soft_ref)

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["ROW_GROUP", "SHORT_ROW_BYTES", "cache_blocks", "l2_bytes", "last_axis_max"]
+__all__ = ["ROW_GROUP", "SHORT_ROW_BYTES", "cache_blocks", "l2_bytes", "last_axis_max",
+           "over_row_blocks"]
 
 # OpenBLAS's matrix-vector product (``last_axis_sums``) takes the rows of a call in groups of
 # up to 8 (its SkylakeX and Haswell kernels), the rows of a last, partial group summed in
@@ -93,3 +94,21 @@ def last_axis_max(a, out=None):
     result = np.empty(a.shape[:-1] + (1,), a.dtype) if out is None else out
     np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0, out=result.reshape(-1))
     return result
+
+
+def over_row_blocks(decide, key: tuple, rows: int, row_bytes: int, work: int, min_work: int,
+                    block: Callable[[int, int], None]) -> None:
+    """``block(start, stop)`` over ``range(rows)`` in consecutive cache blocks
+    (``cache_blocks``, two arrays of ``row_bytes`` rows) of whole ``ROW_GROUP``s, the groups
+    shared between threads as ``autotune.split_rows`` decides (``decide``, ``key``, ``work``
+    elements in all, ``min_work`` per thread). ``block`` must write its own rows only, and
+    should make NumPy calls and little else: Python work between the calls holds the GIL,
+    and a thread left waiting for it sleeps (a wake-up costs tens of us on a VM)."""
+    from .autotune import split_rows
+
+    def groups(first: int, last: int) -> None:
+        for start, stop in cache_blocks(first * ROW_GROUP, min(rows, last * ROW_GROUP),
+                                        row_bytes, align=ROW_GROUP):
+            block(start, stop)
+
+    split_rows(decide, key, groups, -(-rows // ROW_GROUP), work, min_work)

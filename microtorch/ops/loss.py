@@ -16,11 +16,11 @@ from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, split_rows
 from ..backend.blas import last_axis_sums
-from ..backend.rows import ROW_GROUP, SHORT_ROW_BYTES, cache_blocks, last_axis_max
+from ..backend.rows import SHORT_ROW_BYTES, last_axis_max, over_row_blocks
 from ..backend.threads import one_blas_thread
 from ._special_util import kernel_error
 from ._util import Tensor, _needs, _wrap, check_cast, promote_operands, reduce_grad, xp_of
-from .activation import LogSigmoid, Softmax, _sigmoid
+from .activation import _ROW_DTYPES, _ROWS_MIN_WORK, LogSigmoid, Softmax, _long_row_maxima, _sigmoid
 from .reduce import _widened
 
 __all__ = ["CrossEntropy", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits",
@@ -45,10 +45,9 @@ def class_targets(t, w, ignore_index: int, c: int, dtype):
     return safe, keep, row_w
 
 
-# Rows of logits per thread below which one thread is faster (elements); above, the rows are
-# shared between threads (or as timing chooses, opted in). Each row is computed alone: exact.
-_ROWS_MIN_WORK = 1 << 17
-_ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (NumPy's own floats only)
+# Rows of logits per thread below which one thread is faster (elements, the softmax family's
+# _ROWS_MIN_WORK): above, the rows are shared between threads (or as timing chooses, opted
+# in). Each row is computed alone: exact.
 _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
          "backward": choice("cross_entropy_backward_rows", ("threads", "one"))}
 
@@ -75,32 +74,19 @@ def _softmax_rows(xa):
             xp.log(total, out=log_sum)
         return high, log_sum, e, total
     ones = np.ones(c, xa.dtype)
-    short = c * xa.itemsize <= SHORT_ROW_BYTES
+    maxima = last_axis_max if c * xa.itemsize <= SHORT_ROW_BYTES else _long_row_maxima
 
-    def groups(first: int, last: int) -> None:
-        # (the threads' shares and the blocks are whole ROW_GROUPs of rows: the row sums'
-        # product then takes every row in the group it has in one call, the same bits)
-        lo, hi = first * ROW_GROUP, min(m, last * ROW_GROUP)
-        # The views first, then NumPy calls alone: Python work between the calls holds the
-        # GIL, and a thread left waiting for it sleeps (a wake-up costs tens of us on a VM;
-        # calling last_axis_sums in the loop instead cost 50-70 us over 1024 x 1000 logits)
-        blocks = [(xa[i:j], high[i:j], e[i:j], total[i:j, 0])
-                  for i, j in cache_blocks(lo, hi, c * xa.itemsize, align=ROW_GROUP)]
+    def block(i: int, j: int) -> None:
+        x, top, exps = xa[i:j], high[i:j], e[i:j]
         # (per thread: NumPy's error state is the calling thread's)
         with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-            for x, top, exps, sums in blocks:
-                if short:
-                    last_axis_max(x, out=top)
-                else:
-                    np.maximum.reduce(x, 1, None, top, True)
-                np.subtract(x, top, out=exps)
-                np.exp(exps, out=exps)
-                np.matmul(exps, ones, out=sums)
-            np.log(total[lo:hi], out=log_sum[lo:hi])
+            np.subtract(x, maxima(x, out=top), out=exps)
+            np.matmul(np.exp(exps, out=exps), ones, out=total[i:j, 0])  # (last_axis_sums)
+            np.log(total[i:j], out=log_sum[i:j])
 
     one_blas_thread()  # (each thread's row sums call BLAS: not on a shared pool)
-    split_rows(_ROWS["forward"], (xa.shape, xa.dtype.str), groups, -(-m // ROW_GROUP), m * c,
-               _ROWS_MIN_WORK)
+    over_row_blocks(_ROWS["forward"], (xa.shape, xa.dtype.str), m, c * xa.itemsize, m * c,
+                    _ROWS_MIN_WORK, block)
     return high, log_sum, e, total
 
 
