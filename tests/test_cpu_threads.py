@@ -275,3 +275,32 @@ def test_softmax_by_row_blocks_is_the_whole_array_formula(restore_threads, monke
             decide.force(None)
         np.testing.assert_array_equal(got_log, log_ref)
         np.testing.assert_array_equal(got_soft, soft_ref)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(128, 10), (1024, 1000), (1, 3)])
+def test_cross_entropy_plain_rows_are_the_masked_rows_bits(reduction, shape) -> None:
+    """Targets all in range, none ignored, no weights: the forward builds no masks, with the
+    bits of the masked formula (class weights of ones, an ignore_index that some target
+    equals); an out-of-range target still raises PyTorch's error."""
+    rng = np.random.default_rng(3)
+    logits = (rng.standard_normal(shape) * 3).astype(np.float32)
+    target = rng.integers(0, shape[1], shape[0])
+    masked = [{"weight": microtorch.ones(shape[1])}]
+    if shape[0] > 2:  # an ignore_index between the targets' least and greatest, yet absent
+        target[target == 1], target[:2] = 0, (0, shape[1] - 1)
+        masked.append({"ignore_index": 1})
+    F = microtorch.nn.functional
+    results = []
+    for kwargs in ({}, *masked):
+        x = microtorch.tensor(logits, requires_grad=True)
+        loss = F.cross_entropy(x, microtorch.tensor(target), reduction=reduction, **kwargs)
+        loss.sum().backward()
+        results.append((loss.detach().numpy(), x.grad.numpy()))
+    for loss, grad in results[1:]:
+        np.testing.assert_array_equal(loss, results[0][0])
+        np.testing.assert_array_equal(grad, results[0][1])
+    bad = target.copy()
+    bad[-1] = shape[1]
+    with pytest.raises(IndexError, match="Target"):
+        F.cross_entropy(microtorch.tensor(logits), microtorch.tensor(bad))

@@ -65,9 +65,17 @@ def _softmax_rows(xa):
     The sums are ``last_axis_sums``' product with ones, called directly."""
     xp = xp_of(xa)
     m, c = xa.shape
+    numpy_rows = xp is np and xa.dtype in _ROW_DTYPES and xa.flags.c_contiguous and xa.size
+    if numpy_rows and m * c < 2 * _ROWS_MIN_WORK:  # one thread, one block: the fewest NumPy
+        # calls (a small model's logits: each call costs most after the forward's large passes)
+        with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
+            high = last_axis_max(xa)
+            e = np.subtract(xa, high)
+            total = last_axis_sums(np.exp(e, out=e))
+            return high, np.log(total), e, total
     e = xp.empty_like(xa)
     high, total, log_sum = (xp.empty((m, 1), xa.dtype) for _ in range(3))
-    if not (xp is np and xa.dtype in _ROW_DTYPES and xa.flags.c_contiguous and xa.size):
+    if not numpy_rows:
         with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
             xp.subtract(xa, xa.max(axis=1, keepdims=True, out=high), out=e)
             last_axis_sums(xp.exp(e, out=e), out=total)  # (CuPy, 16-bit floats, strided)
@@ -118,6 +126,15 @@ def _nll_softmax_grad(e, total, a, targets, g, reduction, keep):
     return out
 
 
+def _all_kept(t, ignore_index: int, c: int) -> bool:
+    """True when the NumPy class indices ``t`` all lie in [0, c) and none can be
+    ``ignore_index`` (two reductions; never on a GPU, where reading them would wait for it)."""
+    if type(t) is not np.ndarray or not t.size:
+        return False
+    lo, hi = t.min(), t.max()
+    return bool(0 <= lo and hi < c and not lo <= ignore_index <= hi)
+
+
 class CrossEntropy(Function):
     """log_softmax + nll_loss (+ label smoothing) on (M, C) logits and (M,) class indices.
 
@@ -136,7 +153,11 @@ class CrossEntropy(Function):
         m, c = xa.shape
         eps = float(label_smoothing)
         w = None if weight is None else weight._data.astype(xa.dtype, copy=False)
-        safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
+        plain = w is None and not eps and _all_kept(target._data, ignore_index, c)
+        if plain:  # every row kept with weight 1: no masks (the same bits, fewer NumPy calls)
+            safe_t, keep, row_w = target._data, None, None
+        else:
+            safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
         rows = xp.arange(m)
         high, log_sum, exps, total = _softmax_rows(xa)
         # (each picked log-probability is the element of x - max - log_sum: bit-identical;
@@ -145,14 +166,16 @@ class CrossEntropy(Function):
             picked = (xa[rows, safe_t] - high[:, 0]) - log_sum[:, 0]
             # (the whole array only when smoothing)
             logp = (xa - high) - log_sum if eps else None
-        nll = -picked * row_w
+        nll = -picked if plain else -picked * row_w
         if eps:
             smooth = -(logp.sum(1) if w is None else logp @ w) * keep
         if reduction == "none":
             loss = nll if not eps else (1 - eps) * nll + (eps / c) * smooth
             denom = 1.0
         else:
-            denom = row_w.sum() if reduction == "mean" else xa.dtype.type(1)
+            # (ones sum exactly to m: the plain rows' denominator without the ones)
+            denom = xa.dtype.type(1) if reduction != "mean" else \
+                xa.dtype.type(m) if plain else row_w.sum()
             if xp is np and denom != 0 and not eps:  # (the common case: no error state)
                 loss = nll.sum() / denom
             else:
@@ -171,6 +194,8 @@ class CrossEntropy(Function):
         safe_t, keep, row_w, w, denom, eps, reduction = ctx.parts
         xp = xp_of(exps)
         m, c = exps.shape
+        if keep is None:  # (the forward's plain rows: every one kept, weight 1)
+            keep, row_w = xp.ones(m, bool), xp.ones(m, exps.dtype)
         # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
         a = (1 - eps) * row_w
         if reduction == "mean":
