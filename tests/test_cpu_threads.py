@@ -304,3 +304,36 @@ def test_cross_entropy_plain_rows_are_the_masked_rows_bits(reduction, shape) -> 
     bad[-1] = shape[1]
     with pytest.raises(IndexError, match="Target"):
         F.cross_entropy(microtorch.tensor(logits), microtorch.tensor(bad))
+
+
+@pytest.mark.parametrize("shape", [(1024, 1000), (1002, 1000), (16, 2, 32, 32), (300, 3)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward_by_row_blocks_is_the_tensor_formula(restore_threads, monkeypatch,
+                                                              shape, log) -> None:
+    """The backward of softmax (y * (g - sum(g * y))) and log_softmax (g - exp(y) * sum(g))
+    over the last axis, by threads and row blocks, gives the bits of the same formula as
+    Tensor ops over the whole array (create_graph records it so), at any thread count and
+    block size."""
+    from microtorch.backend import rows
+    from microtorch.ops import activation
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    op = microtorch.log_softmax if log else microtorch.softmax
+    reference = None
+    for n, cache, graph in ((1, None, True), (1, None, False), (2, None, False),
+                            (3, None, False), (2, 1, False), (1, 3 * 4096, False)):
+        microtorch.set_num_threads(n)
+        if cache is not None:
+            monkeypatch.setattr(rows, "l2_bytes", lambda cache=cache: cache)
+        for decide in activation._LAST_AXIS_ROWS.values():
+            decide.force("threads")
+        t = microtorch.tensor(x, requires_grad=True)
+        (grad,) = microtorch.autograd.grad(op(t, -1), t, microtorch.tensor(g),
+                                           create_graph=graph)
+        for decide in activation._LAST_AXIS_ROWS.values():
+            decide.force(None)
+        if reference is None:  # (create_graph: the Tensor formula)
+            reference = grad.detach().numpy().copy()
+        np.testing.assert_array_equal(grad.detach().numpy(), reference)

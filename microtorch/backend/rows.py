@@ -97,9 +97,9 @@ def last_axis_max(a, out=None):
 
 
 def over_row_blocks(decide, key: tuple, rows: int, row_bytes: int, work: int, min_work: int,
-                    block: Callable[[int, int], None]) -> None:
+                    block: Callable[[int, int], None], arrays: int = 2) -> None:
     """``block(start, stop)`` over ``range(rows)`` in consecutive cache blocks
-    (``cache_blocks``, two arrays of ``row_bytes`` rows) of whole ``ROW_GROUP``s, the groups
+    (``cache_blocks``, ``arrays`` arrays of ``row_bytes`` rows) of whole ``ROW_GROUP``s, the groups
     shared between threads as ``autotune.split_rows`` decides (``decide``, ``key``, ``work``
     elements in all, ``min_work`` per thread). ``block`` must write its own rows only, and
     should make NumPy calls and little else: Python work between the calls holds the GIL,
@@ -108,7 +108,7 @@ def over_row_blocks(decide, key: tuple, rows: int, row_bytes: int, work: int, mi
 
     def groups(first: int, last: int) -> None:
         for start, stop in cache_blocks(first * ROW_GROUP, min(rows, last * ROW_GROUP),
-                                        row_bytes, align=ROW_GROUP):
+                                        row_bytes, arrays, align=ROW_GROUP):
             block(start, stop)
 
     split_rows(decide, key, groups, -(-rows // ROW_GROUP), work, min_work)

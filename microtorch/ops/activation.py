@@ -14,12 +14,13 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
+from ..autograd.grad_mode import recording
 from ..backend.autotune import choice
 from ..backend.blas import last_axis_sums
 from ..backend.rows import SHORT_ROW_BYTES, last_axis_max, over_row_blocks
 from ..backend.threads import one_blas_thread
 from ._autocast import autocast_op
-from ._util import Tensor, _float_array, _needs, reduce_grad, wrap_dim, xp_of
+from ._util import Tensor, _float_array, _needs, _wrap, reduce_grad, wrap_dim, xp_of
 from .special import _erf_array
 
 __all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "Elu", "Softplus",
@@ -34,7 +35,9 @@ __all__ = ["Softmax", "LogSoftmax", "softmax", "log_softmax", "floating_only", "
 _ROWS_MIN_WORK = 1 << 17
 _ROW_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # (NumPy's own floats only)
 _LAST_AXIS_ROWS = {"softmax": choice("softmax_forward_rows", ("threads", "one")),
-                   "log_softmax": choice("log_softmax_forward_rows", ("threads", "one"))}
+                   "log_softmax": choice("log_softmax_forward_rows", ("threads", "one")),
+                   "softmax_grad": choice("softmax_backward_rows", ("threads", "one")),
+                   "log_softmax_grad": choice("log_softmax_backward_rows", ("threads", "one"))}
 
 
 def _log_softmax_array(xa, dim: int):
@@ -100,6 +103,42 @@ def _softmax_by_row_blocks(xa, log: bool):
     return out
 
 
+def _softmax_grad_by_row_blocks(g, y, log: bool):
+    """The gradient of the softmax (``log``: log-softmax) over the last axis from its output
+    ``y`` and the gradient ``g`` (C-contiguous NumPy arrays of one shape and dtype), by
+    threads and L2-sized row blocks as the forward: ``y * (g - sum(g * y))`` (``g -
+    exp(y) * sum(g)``), each row's sum NumPy's own (pairwise, as the Tensor ops' sum), so the
+    same bits as those ops over the whole array."""
+    c = y.shape[-1]
+    ys, gs = y.reshape(-1, c), g.reshape(-1, c)
+    out = np.empty_like(g)
+    flat = out.reshape(-1, c)
+
+    def block(i: int, j: int) -> None:
+        yb, gb, o = ys[i:j], gs[i:j], flat[i:j]
+        # (per thread: NumPy's error state is the calling thread's)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf, NaN: silently, as PyTorch
+            if log:
+                total = gb.sum(axis=1, keepdims=True)
+                np.subtract(gb, np.multiply(np.exp(yb, out=o), total, out=o), out=o)
+            else:
+                total = np.multiply(gb, yb, out=o).sum(axis=1, keepdims=True)
+                np.multiply(yb, np.subtract(gb, total, out=o), out=o)
+
+    over_row_blocks(_LAST_AXIS_ROWS["log_softmax_grad" if log else "softmax_grad"],
+                    (y.shape, y.dtype.str), ys.shape[0], c * y.itemsize, y.size,
+                    _ROWS_MIN_WORK, block, arrays=3)
+    return out
+
+
+def _grad_by_row_blocks(grad, y, dim: int) -> bool:
+    """Whether a softmax's backward runs by ``_softmax_grad_by_row_blocks``: no graph to
+    record, and the gradient laid out as the output (over which the forward's rule holds)."""
+    g = grad._data
+    return (not recording() and _by_row_blocks(y, dim) and type(g) is np.ndarray
+            and g.dtype == y.dtype and g.shape == y.shape and g.flags.c_contiguous)
+
+
 def _long_row_maxima(x, out):
     """Each row's maximum into ``out`` (rows, 1): NumPy's reduction, as ``last_axis_max``
     without its checks (long rows)."""
@@ -126,6 +165,8 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, grad):
         y = ctx.saved_output
+        if _grad_by_row_blocks(grad, y._data, ctx.dim):
+            return _wrap(_softmax_grad_by_row_blocks(grad._data, y._data, log=False)), None
         return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
 
 
@@ -141,6 +182,8 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, grad):
         y = ctx.saved_output
+        if _grad_by_row_blocks(grad, y._data, ctx.dim):
+            return _wrap(_softmax_grad_by_row_blocks(grad._data, y._data, log=True)), None
         return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
 
 
