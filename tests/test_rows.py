@@ -60,3 +60,20 @@ def test_cache_blocks_are_whole_groups(monkeypatch) -> None:
                                                               (256, 300)]
     monkeypatch.setattr(rows, "l2_bytes", lambda: 1)  # (smaller than a row: one group a block)
     assert list(rows.cache_blocks(0, 130, 8, align=64)) == [(0, 64), (64, 128), (128, 130)]
+
+
+def test_over_row_blocks_runs_small_work_in_one_call_and_large_work_in_groups(monkeypatch) -> None:
+    from microtorch.backend.autotune import Choice
+
+    decide = Choice("test_over_row_blocks", ("threads", "one"))  # (not registered)
+    calls: list = []
+    rows.over_row_blocks(decide, ("small",), 300, 40, 300 * 10, 1 << 17,
+                         lambda i, j: calls.append((i, j)))
+    assert calls == [(0, 300)]
+    calls.clear()
+    monkeypatch.setattr(rows, "l2_bytes", lambda: 2 * 4000 * 100)  # (100 rows of 4000 bytes)
+    rows.over_row_blocks(decide, ("large",), 1000, 4000, 1000 * 1000, 1 << 10,
+                         lambda i, j: calls.append((i, j)))
+    assert sorted(r for i, j in calls for r in range(i, j)) == list(range(1000))
+    assert all(i % rows.ROW_GROUP == 0 and (j - i) % rows.ROW_GROUP in (0, 1000 % 64)
+               for i, j in calls)

@@ -7,9 +7,10 @@ a block at a time, each block's later passes find it in the core's L2 cache. The
 not depend on the block size (each row is computed alone), so a rule from the detected cache
 size keeps the bits of every machine fixed (where a BLAS call takes the rows in groups, the
 blocks are whole groups: ``ROW_GROUP``): cross entropy's forward over 1024 x 1000 float32
-logits on an Intel Xeon VM (2 MiB L2 per core, two threads) took 780 us in whole halves, 800 at
-128 rows a block, 675 at 256 rows (one block of logits and one of results filling L2) and 725
-at 512 (``benchmarks/tuning.py``, section ``cache_blocks``).
+logits on an Intel Xeon VM (2 MiB L2 per core, two threads) took 797 us without blocks, 730 us
+in blocks for the detected L2 (one block of logits and one of results filling it), 809 and
+879 us in blocks for a half and a quarter of it (``benchmarks/tuning.py``, section
+``cache_blocks``).
 
 **Maxima of short rows** (``last_axis_max``). NumPy reduces each row of a (rows, C) array in
 its own call of the inner loop, some 50 ns a row whatever C: (1024, 10) float32 takes 52 us.
@@ -103,7 +104,13 @@ def over_row_blocks(decide, key: tuple, rows: int, row_bytes: int, work: int, mi
     shared between threads as ``autotune.split_rows`` decides (``decide``, ``key``, ``work``
     elements in all, ``min_work`` per thread). ``block`` must write its own rows only, and
     should make NumPy calls and little else: Python work between the calls holds the GIL,
-    and a thread left waiting for it sleeps (a wake-up costs tens of us on a VM)."""
+    and a thread left waiting for it sleeps (a wake-up costs tens of us on a VM). Work too
+    small to share (below ``2 * min_work``) is one ``block`` call, with no machinery in
+    between: a small model's rows come after its forward's large passes, when each line of
+    Python costs most (a 128 x 10 cross entropy: 129 -> 107 us there, 40 -> 31 us hot)."""
+    if work < 2 * min_work:
+        block(0, rows)
+        return
     from .autotune import split_rows
 
     def groups(first: int, last: int) -> None:

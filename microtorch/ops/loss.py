@@ -16,11 +16,17 @@ from ..autograd.grad_mode import recording
 from ..backend import backend_of
 from ..backend.autotune import choice, split_rows
 from ..backend.blas import last_axis_sums
-from ..backend.rows import SHORT_ROW_BYTES, last_axis_max, over_row_blocks
-from ..backend.threads import one_blas_thread
 from ._special_util import kernel_error
 from ._util import Tensor, _needs, _wrap, check_cast, promote_operands, reduce_grad, xp_of
-from .activation import _ROW_DTYPES, _ROWS_MIN_WORK, LogSigmoid, Softmax, _long_row_maxima, _sigmoid
+from .activation import (
+    _ROW_DTYPES,
+    _ROWS_MIN_WORK,
+    LogSigmoid,
+    Softmax,
+    _by_row_blocks,
+    _sigmoid,
+    _softmax_by_row_blocks,
+)
 from .reduce import _widened
 
 __all__ = ["CrossEntropy", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits",
@@ -57,45 +63,16 @@ def _softmax_rows(xa):
     (M, C) array ``xa``. ``x - max - log_sum`` is bit for bit ``_log_softmax_array``;
     ``exp / total`` is the softmax bit for bit as ``Softmax`` computes it. The division is
     left to the backward, which folds it into the one pass it makes anyway
-    (``_nll_softmax_grad``).
-
-    On the CPU (NumPy's own floats, C-contiguous) the rows are shared between threads when
-    large, and each thread takes its rows a block at a time (``cache_blocks``: a block of
-    logits and its exps fill the L2 cache, so the subtraction, exp and sums find them there).
-    The sums are ``last_axis_sums``' product with ones, called directly."""
-    xp = xp_of(xa)
-    m, c = xa.shape
-    numpy_rows = xp is np and xa.dtype in _ROW_DTYPES and xa.flags.c_contiguous and xa.size
-    if numpy_rows and m * c < 2 * _ROWS_MIN_WORK:  # one thread, one block: the fewest NumPy
-        # calls (a small model's logits: each call costs most after the forward's large passes)
-        with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-            high = last_axis_max(xa)
-            e = np.subtract(xa, high)
-            total = last_axis_sums(np.exp(e, out=e))
-            return high, np.log(total), e, total
-    e = xp.empty_like(xa)
-    high, total, log_sum = (xp.empty((m, 1), xa.dtype) for _ in range(3))
-    if not numpy_rows:
-        with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-            xp.subtract(xa, xa.max(axis=1, keepdims=True, out=high), out=e)
-            last_axis_sums(xp.exp(e, out=e), out=total)  # (CuPy, 16-bit floats, strided)
-            xp.log(total, out=log_sum)
-        return high, log_sum, e, total
-    ones = np.ones(c, xa.dtype)
-    maxima = last_axis_max if c * xa.itemsize <= SHORT_ROW_BYTES else _long_row_maxima
-
-    def block(i: int, j: int) -> None:
-        x, top, exps = xa[i:j], high[i:j], e[i:j]
-        # (per thread: NumPy's error state is the calling thread's)
-        with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
-            np.subtract(x, maxima(x, out=top), out=exps)
-            np.matmul(np.exp(exps, out=exps), ones, out=total[i:j, 0])  # (last_axis_sums)
-            np.log(total[i:j], out=log_sum[i:j])
-
-    one_blas_thread()  # (each thread's row sums call BLAS: not on a shared pool)
-    over_row_blocks(_ROWS["forward"], (xa.shape, xa.dtype.str), m, c * xa.itemsize, m * c,
-                    _ROWS_MIN_WORK, block)
-    return high, log_sum, e, total
+    (``_nll_softmax_grad``). On the CPU (NumPy's own floats, C-contiguous) by the softmax
+    family's threads and L2-sized row blocks (``_softmax_by_row_blocks``)."""
+    if _by_row_blocks(xa, 1):
+        return _softmax_by_row_blocks(xa, "parts", _ROWS["forward"])
+    xp = xp_of(xa)  # (CuPy, 16-bit floats, strided: the passes over the whole array)
+    with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
+        high = xa.max(axis=1, keepdims=True)
+        e = xp.exp(xa - high)
+        total = last_axis_sums(e)
+        return high, xp.log(total), e, total
 
 
 def _nll_softmax_grad(e, total, a, targets, g, reduction, keep):
