@@ -257,6 +257,40 @@ def test_max_pool_images_over_threads_are_bit_identical(kwargs) -> None:
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, padding=1),
+                                    dict(kernel_size=(2, 3), stride=(3, 5), dilation=(1, 2)),
+                                    dict(kernel_size=(3, 2), stride=(4, 5), padding=(1, 1)),
+                                    dict(kernel_size=16, ceil_mode=True)])
+def test_max_pool_backward_of_disjoint_windows_adds_into_zeros(kwargs) -> None:
+    """Windows that do not overlap: each gradient written at its maximum's flat position is
+    PyTorch's sum into zeros bit for bit (-0.0 becomes 0.0, infinities and NaN stay at their
+    element and nowhere else), with NaN and all -inf windows, padding, dilation and a window of
+    256 elements (int64 offsets)."""
+    from microtorch.ops import pooling
+
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((3, 4, 21, 23)).astype(np.float32)
+    x0[0, 0, :3, :3] = np.nan
+    x0[1, 1, :5, :5] = -np.inf
+    x = microtorch.tensor(x0, requires_grad=True)
+    out = microtorch.nn.functional.max_pool2d(x, **kwargs)
+    g0 = rng.standard_normal(out.shape).astype(np.float32)
+    g0.reshape(-1)[:4] = [-0.0, np.inf, -np.inf, np.nan]
+    out.backward(microtorch.tensor(g0))
+    _, flat = microtorch.nn.functional.max_pool2d(microtorch.tensor(x0), return_indices=True,
+                                                  **kwargs)
+    expected = np.zeros_like(x0).reshape(x0.shape[0] * x0.shape[1], -1)
+    planes = np.arange(expected.shape[0])[:, None]
+    np.add.at(expected, (planes, flat.numpy().reshape(expected.shape[0], -1)),
+              g0.reshape(expected.shape[0], -1))
+    np.testing.assert_array_equal(x.grad.numpy().view(np.int32),
+                                  expected.reshape(x0.shape).view(np.int32))
+    pair = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
+    assert pooling._disjoint(pair(kwargs["kernel_size"]),
+                             pair(kwargs.get("stride", kwargs["kernel_size"])),
+                             pair(kwargs.get("dilation", 1)))
+
+
 @pytest.mark.parametrize("layout", ["blocks", "batch"])
 @pytest.mark.parametrize("case", CONV_CASES)
 def test_conv_data_movement_over_threads_is_bit_identical(forced, layout, case) -> None:

@@ -9,6 +9,7 @@ This module must not import ``microtorch.nn`` (one direction of dependency).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -114,11 +115,11 @@ class MaxPool2d(Function):
     in an all -inf window, its first element inside the input.
 
     Forward is a running ``maximum`` over the KH*KW kernel offsets (each a strided view;
-    NaN propagates) and then records each window's offset of that element; backward writes
+    NaN propagates) and then records each window's offset of that element; backward adds
     the gradient with one strided add per offset. Windows that do not overlap (the usual
     stride = kernel) are first copied out to contiguous blocks, no more memory than the input,
     on which the later passes run several times faster than on strided views; their
-    backward writes instead of adds.
+    backward writes each gradient once, at its element's flat position on the CPU.
     """
 
     torch_name = "MaxPool2DWithIndicesBackward0"
@@ -175,20 +176,67 @@ def max_pool_flat_indices(idx, x_shape, kernel, stride, pads, dilation):
     return rows * w + cols
 
 
+@functools.lru_cache(maxsize=16)
+def _window_origins(x_shape, out_hw, stride, pads) -> np.ndarray:
+    """Each pooling window's first element (kernel offset 0) as a flat position in the
+    (N, C, H, W) input, (N, C, OH, OW) intp; outside the input where a window starts in the
+    padding. Read-only, one per shape (a batch's windows are the same every step)."""
+    n, c, h, w = x_shape
+    rows = np.arange(out_hw[0], dtype=np.intp) * stride[0] - pads[0]
+    cols = np.arange(out_hw[1], dtype=np.intp) * stride[1] - pads[2]
+    planes = np.arange(n * c, dtype=np.intp) * (h * w)
+    origins = (planes[:, None] + (rows[:, None] * w + cols).reshape(1, -1)).reshape(
+        n, c, *out_hw)
+    origins.flags.writeable = False
+    return origins
+
+
+def _scatter_disjoint(ga, idx, x_shape, kernel, stride, pads, dilation):
+    """``_max_pool_scatter`` of windows that do not overlap, on NumPy: each gradient written
+    at its maximum's flat position in zeros (``_window_origins`` plus the offset's distance,
+    computed in the narrowest integers), the images shared between threads. Every element
+    is written by one window at most, so the result is that of adding into zeros: 0.0 + g.
+    Measured on an Intel Xeon VM (2 x 2 windows, one thread): 64 x 32 x 14 x 14 629 -> 362 us,
+    64 x 16 x 28 x 28 839 -> 711 us, against one bit-masked strided write per offset."""
+    n, c, h, w = x_shape
+    (kh, kw), (dh, dw) = kernel, dilation
+    out = np.zeros(x_shape, dtype=ga.dtype)
+    flat = out.reshape(-1)
+    origins = _window_origins(tuple(x_shape), tuple(ga.shape[2:]), tuple(stride), tuple(pads))
+    narrow = np.min_scalar_type((kh - 1) * dh * w + (kw - 1) * dw)
+
+    def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
+        offset = idx[lo:hi].astype(narrow)
+        row = offset // kw
+        offset -= row * kw  # (the column within the window)
+        offset *= dw
+        row *= dh * w
+        offset += row
+        at = np.add(origins[lo:hi], offset, dtype=np.intp)
+        flat[at.reshape(-1)] = np.add(ga[lo:hi], 0).reshape(-1)  # (-0.0 + 0 is 0.0)
+
+    _over_images(np, "backward", (x_shape, ga.dtype.str, kernel, stride, pads, dilation),
+                 images, n, out.size)
+    return out
+
+
 def _max_pool_scatter(ga, idx, x_shape, kernel, stride, pads, dilation):
     """Each output gradient written to the input element its window's index points to.
 
     PyTorch adds each gradient into zeros at its index. Windows that do not overlap write
-    each offset's elements once instead: 0.0 + the gradient where the index is that offset
-    (-0.0 becomes 0.0, as added into zeros), else +0.0 (a product with the 0/1 mask would give
-    -0.0 beside a negative gradient and NaN beside an infinite one), by bit masks on NumPy
-    (``select_bits``). Overlapping windows add each offset's selection into zeros.
+    each gradient once at its flat position on NumPy (``_scatter_disjoint``); on a GPU each
+    offset's elements once: 0.0 + the gradient where the index is that offset (-0.0 becomes
+    0.0, as added into zeros), else +0.0 (a product with the 0/1 mask would give -0.0 beside a
+    negative gradient and NaN beside an infinite one). Overlapping windows add each offset's
+    selection into zeros.
     """
     xp = xp_of(ga)
+    disjoint = _disjoint(kernel, stride, dilation)
+    if disjoint and xp is np:
+        return _scatter_disjoint(ga, idx, x_shape, kernel, stride, pads, dilation)
     n, c, h, w = x_shape
     top, bottom, left, right = pads
     hp, wp = h + top + bottom, w + left + right
-    disjoint = _disjoint(kernel, stride, dilation)
     by_bits = xp is np and selects_by_bits(ga)
     # Windows tiling the padded image leave no element unwritten: no zero fill.
     tiled = all(s == k and d == 1 and o * s == size for k, s, d, o, size in zip(
