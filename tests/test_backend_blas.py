@@ -204,14 +204,15 @@ def test_small_products_is_the_product_in_pieces(monkeypatch, dtype, shapes):
     rng = np.random.default_rng(7)
     a = rng.standard_normal(a_shape).astype(dtype)
     b = rng.standard_normal(b_shape).astype(dtype)
-    got = blas.small_products(a, b)
+    got = blas.small_products(a, b, split=True)
     assert got.shape == np.matmul(a, b).shape and got.dtype == a.dtype
     tol = 1e-5 if dtype == "float32" else 1e-12
     np.testing.assert_allclose(got, np.matmul(a, b), rtol=tol, atol=tol)
-    np.testing.assert_array_equal(blas.small_products(a, b), got)
+    np.testing.assert_array_equal(blas.small_products(a, b, split=True), got)
+    np.testing.assert_array_equal(blas.small_products(a, b), np.matmul(a, b))  # (no split)
     n = b_shape[-1]
     holder = np.full(got.shape[:-1] + (n + 3,), np.nan, dtype)
-    into = blas.small_products(a, b, out=holder[..., 1:n + 1])
+    into = blas.small_products(a, b, out=holder[..., 1:n + 1], split=True)
     assert np.shares_memory(into, holder)
     np.testing.assert_array_equal(holder[..., 1:n + 1], got)
     assert np.isnan(holder[..., 0]).all() and np.isnan(holder[..., n + 1:]).all()
@@ -223,3 +224,22 @@ def test_small_products_without_a_limit_is_matmul(monkeypatch):
     rng = np.random.default_rng(8)
     a, b = rng.standard_normal((144, 32)), rng.standard_normal((32, 2048))
     np.testing.assert_array_equal(blas.small_products(a, b), a @ b)
+
+
+@pytest.mark.parametrize("shapes", [  # a, b stored transposed (its .mT is the right operand)
+    ((32, 32, 32), (32, 32, 32), True),   # 32 products of 32 rows: copied
+    ((128, 256), (10, 256), True),        # a small linear layer's x @ W.T: copied
+    ((32, 128), (10, 128), False),        # one tiny product: not worth the copy
+    ((64, 9, 784), (64, 16, 784), False),  # 9 rows: not worth the copy
+    ((300, 64), (200, 64), False),        # too large for the small-matrix kernels
+])
+def test_small_products_copies_a_transposed_right_operand_to_rows(monkeypatch, shapes):
+    """A right operand whose columns are contiguous is multiplied as a copy with contiguous
+    rows where the rule says so (the same bits as that copy's product), else as it is."""
+    monkeypatch.setattr(blas, "small_gemm_macs", lambda: blas.SMALL_GEMM_MACS)
+    a_shape, bt_shape, copied = shapes
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(bt_shape).astype(np.float32).swapaxes(-1, -2)
+    expected = np.matmul(a, np.ascontiguousarray(b) if copied else b)
+    np.testing.assert_array_equal(blas.small_products(a, b), expected)

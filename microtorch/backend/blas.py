@@ -23,9 +23,11 @@ one order whatever the thread count or the data's alignment, 3-6x faster than Nu
 reduction on rows in cache.
 
 OpenBLAS's kernels for AVX-512 cores multiply small products (M*N*K up to 100^3) without first
-packing their operands into blocks, a path worth 1.3-1.5x for the shapes of a convolution's
-per-image products; ``small_products`` cuts a larger product's columns into pieces that take
-it (see ``SMALL_GEMM_MACS``).
+packing their operands into blocks, a path worth 1.2-1.5x for the shapes of a convolution's
+per-image products; ``small_products`` arranges the operands to take it (see
+``SMALL_GEMM_MACS``). (Measured and not adopted: the same for ``matmul`` and the linear
+layer's forward, which moved no benchmark model's step: MLP 1.04, Transformer 1.01, LSTM
+1.01 against the code before, 5 rounds, within this VM's noise.)
 
 Only NumPy's bundled OpenBLAS with 64-bit integers (the ``64_`` symbol suffix of NumPy's
 wheels) is called: its integer width is known from the name. Elsewhere the functions answer
@@ -195,11 +197,21 @@ def last_axis_sums(a, out=None):
 # where they lie; larger ones, or any product on its Haswell kernels, first pack both operands
 # into blocks. Measured on an Intel Xeon (AVX-512, one thread; GMAC/s): (144 x 32) @ (32 x 216)
 # 60-67 against 46-52 for 224 columns (1.03M multiply-adds), (100 x 100) @ (100 x 100) 67
-# against 51 for 101 columns; float64 29 against 24. A right operand that is a transposed view
-# (columns contiguous) takes no such path (31-46 either way). With OPENBLAS_CORETYPE=Haswell
-# the same products in pieces run within 7% of one call.
+# against 51 for 101 columns; float64 29 against 24. With OPENBLAS_CORETYPE=Haswell the same
+# products in pieces run within 7% of one call.
 SMALL_GEMM_MACS = 100 ** 3
 _SMALL_GEMM_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
+
+# A right operand that is a transposed view (its columns contiguous: ``x @ W.T``, ``q @ k.mT``)
+# takes no small-matrix kernel; copied to rows first it does, when each product has
+# SMALL_COPY_MIN_ROWS rows to spread the copy over and all of them SMALL_COPY_MIN_MACS
+# multiply-adds (a single tiny product loses to the copy's call). Measured (one thread, us,
+# transposed view vs copy then product): 32 products (32x32)@(32x32) 42.6 vs 35.0,
+# (32x16)@(16x32) 25.4 vs 17.4, 16 of (32x64)@(64x64) 78.8 vs 64.0, (128x256)@(256x10) 17.0
+# vs 12.2, (512x64)@(64x16) 12.4 vs 10.7; not taken: (32x128)@(128x10) 2.6 vs 4.2, and a
+# convolution's weight gradient with 9 rows, 64 images of (9x784)@(784x16), 294 vs 701.
+SMALL_COPY_MIN_ROWS = 16
+SMALL_COPY_MIN_MACS = 1 << 17
 
 
 @functools.cache
@@ -213,16 +225,28 @@ def small_gemm_macs() -> int:
     return SMALL_GEMM_MACS if core in _SMALL_GEMM_CORES else 0
 
 
-def small_products(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """``np.matmul(a, b, out=out)`` for NumPy arrays (..., M, K) and (..., K, N) (b's rows
-    contiguous), with b's columns cut into equal pieces of at most ``small_gemm_macs()``
-    multiply-adds each (and a last, narrower one) where OpenBLAS has small-matrix kernels and
-    one product would be larger; else one ``matmul``. Every column is the same dot product
-    either way (the pieces change only which columns share a BLAS call)."""
+def small_products(a, b, out=None, *, split: bool = False):
+    """``np.matmul(a, b, out=out)``, arranged for OpenBLAS's small-matrix kernels where it has
+    them (``small_gemm_macs``) and the operands are float32 or float64 NumPy arrays of two
+    dims or more: a right operand without contiguous rows (a transposed view) copied to rows
+    when each product is small enough for those kernels and worth the copy (see
+    ``SMALL_COPY_MIN_ROWS``); with ``split``, a product too large for them cut into equal
+    pieces of columns that are not (and a last, narrower one): for products that run on one
+    thread anyway, such as a convolution's per-image ones. The same products either way,
+    rounded by whichever kernels OpenBLAS runs for those shapes: a rule of shapes."""
     limit = small_gemm_macs()
+    if not limit or type(a) is not np.ndarray or type(b) is not np.ndarray or \
+            a.dtype != b.dtype or a.dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2 or \
+            0 in a.shape or 0 in b.shape:
+        return np.matmul(a, b, out=out)
     (m, k), n = a.shape[-2:], b.shape[-1]
-    if not limit or a.dtype != b.dtype or a.dtype.char not in "fd" or m * k * n <= limit \
-            or m * k * 16 > limit or b.strides[-1] != b.itemsize:
+    if b.strides[-1] != b.itemsize:
+        count = max(a.size // (m * k), b.size // (k * n))
+        if m * k * n <= limit and m >= SMALL_COPY_MIN_ROWS and \
+                m * k * n * count >= SMALL_COPY_MIN_MACS:
+            b = np.ascontiguousarray(b)
+        return np.matmul(a, b, out=out)
+    if not split or m * k * n <= limit or m * k * 16 > limit:
         return np.matmul(a, b, out=out)
     width = -(-n // -(-m * k * n // limit))  # the columns of each of the fewest equal pieces
     if out is None:

@@ -18,7 +18,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
 from ..backend.autotune import choice, split_rows
-from ..backend.blas import last_axis_sums, small_gemm_macs, small_products
+from ..backend.blas import last_axis_sums, small_products
 from ..backend.threads import gemm_threads, get_num_threads, one_blas_thread
 from ._util import _needs, _wrap, xp_of
 from ._windows import _col2im, _crop_hw, _pad_hw
@@ -289,7 +289,10 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
     columns' spill into the next share: threads never write the same element. One share
     adds each offset's channel rows as one flat run, a channel's spill landing in the next
     channel's first (zero-column) positions: 2-D slice-adds of rows of 2^11 elements or fewer ran
-    3x slower per element than the flat run (NumPy 2.4, Intel Xeon VM).
+    3x slower per element than the flat run (NumPy 2.4, Intel Xeon VM). The product goes image
+    by image, each written into its columns of those rows, in pieces that take OpenBLAS's
+    small-matrix kernels where it has them (``small_products``: the CNN benchmark's 16 -> 32
+    channels, 64 images, 2957 -> 2701 us on one thread).
     """
     n, c, h, w = x_shape
     o, cg, kh, kw = wa.shape
@@ -304,8 +307,11 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
     # One product per image, written into its columns of every offset's and channel's row.
     weights = _conv_weight(wa, g).transpose(0, 2, 1)[:, None]  # (G, 1, KH*KW*Cg, Og)
     gcols = xp.empty((g, kh * kw * cg, n, size), dtype=weights.dtype)
-    (small_products if xp is np else xp.matmul)(
-        weights, wide.reshape(g, n, og, size), out=gcols.transpose(0, 2, 1, 3))
+    if xp is np:
+        small_products(weights, wide.reshape(g, n, og, size), out=gcols.transpose(0, 2, 1, 3),
+                       split=True)
+    else:
+        xp.matmul(weights, wide.reshape(g, n, og, size), out=gcols.transpose(0, 2, 1, 3))
     gcols = _in_dtype(gcols, gm.dtype).reshape(g, kh * kw, cg, n * size)
     shifts = [i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)]
     gflat = xp.zeros((g, cg, n * size), dtype=gm.dtype)
@@ -331,41 +337,28 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
     return xp.ascontiguousarray(gx.transpose(2, 0, 1, 3, 4)).reshape(n, c, h, w)
 
 
-# Fewest rows of im2col columns (Cg*KH*KW) for which the weight gradient copies gm^T to take
-# OpenBLAS's small-matrix kernels: the copy moves one element per Cg*KH*KW multiply-adds. On an
-# Intel Xeon VM (64 images, one thread): 144 rows (16 -> 32 channels, 14x14) 1591 -> 1369 us,
-# 72 rows 521 -> 500 us, 9 rows (1 -> 16 channels, 28x28) 294 -> 701 us.
-_SMALL_GEMM_MIN_ROWS = 64
-
-
 def _conv_weight_grad(cols, gm, w_shape, g: int):
     """The weight gradient (O, Cg, KH, KW) of a convolution: columns times gradient columns."""
     o, cg, kh, kw = w_shape
     xp = xp_of(gm)
     # cols @ gm^T is faster in OpenBLAS than gm @ cols^T (by about a third here); and faster
-    # still with gm^T's rows contiguous where each product takes OpenBLAS's small-matrix
-    # kernels, which a transposed view does not, when the columns have rows enough to repay
-    # the copy (``_SMALL_GEMM_MIN_ROWS``).
+    # still where gm^T copied to rows takes the small-matrix kernels (``small_products``; the
+    # CNN benchmark's 16 -> 32 channels, 64 images: 1591 -> 1369 us on one thread).
     gm_t = gm.transpose(0, 1, 3, 2)
     n, macs = len(cols), cols.size * gm.shape[2]
-    copy_t = (xp is np and cols.shape[2] >= _SMALL_GEMM_MIN_ROWS
-              and 0 < macs // n // g <= small_gemm_macs())
-
-    def right(lo: int, hi: int):  # gm^T of images lo:hi
-        return np.ascontiguousarray(gm_t[lo:hi]) if copy_t else gm_t[lo:hi]
-
+    product = small_products if xp is np else xp.matmul
     if n == 1:
-        gw = xp.matmul(cols[0], right(0, 1)[0])
+        gw = product(cols[0], gm_t[0])
     elif _by_image_chunks(gm, n, 1, macs):  # each image's product by chunks, then the same sum
         parts = np.empty((n, g, cols.shape[2], o // g), dtype=gm.dtype)
 
         def chunk(lo: int, hi: int) -> None:
-            np.matmul(cols[lo:hi], right(lo, hi), out=parts[lo:hi])
+            small_products(cols[lo:hi], gm_t[lo:hi], out=parts[lo:hi])
 
         _over_image_chunks((cols.shape, gm.shape, gm.dtype.str), chunk, n, macs)
         gw = parts.sum(0)
     else:
-        gw = xp.matmul(cols, right(0, n)).sum(0)
+        gw = product(cols, gm_t).sum(0)
     gw = gw.reshape(g, kh, kw, cg, o // g).transpose(0, 4, 3, 1, 2)  # (G, K, Og) to OIHW
     return _in_dtype(xp.ascontiguousarray(gw).reshape(o, cg, kh, kw), gm.dtype)
 
