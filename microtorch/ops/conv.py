@@ -37,10 +37,16 @@ _GEMM_COLUMNS = 512
 # batch (BLAS on two threads); see docs/architecture.md, "Tuning constants".
 _IMAGE_COLUMNS = 128
 
-# Most images per chunk of ``_over_image_chunks`` (fewer in a batch of under 64, so that there
-# are about 8 chunks to share): a count set by the batch alone, so that the chunks (and the bits
-# of the input gradient, added chunk by chunk) do not depend on the number of threads.
-_CHUNK_IMAGES = 8
+# Most bytes of columns (im2col's, or the input gradient's) per chunk of ``_over_image_chunks``,
+# which otherwise makes one chunk per thread: every chunk's NumPy calls take the GIL between
+# them, and two threads contend for it less in fewer, larger calls (two processes each running
+# the CNN's 16 -> 32 input gradient on one thread take 2.7 ms each, as alone; two threads of one
+# process took 2.1 ms for both halves, chunks of 8 images). Measured on the eighth Intel VM
+# (2026-12-03), 64 images, ms, chunks of 8 / 16 / 32 / 64 images: two threads, 16 -> 32 on
+# 14x14 forward 1.53 / 1.45 / 1.34 / 2.11, forward and backward 5.15 / 4.67 / 4.37 / 7.77, 1 ->
+# 16 on 28x28 forward and backward 1.19 / 1.14 / 1.10 / 1.05; one thread 2.39 / 2.24 / 2.21 /
+# 2.09, 7.22 / 7.02 / 6.83 / 7.34, 1.16 / 1.15 / 1.11 / 1.04.
+_CHUNK_BYTES = 1 << 24
 
 # Multiply-adds per thread below which the chunks run on one thread: small products are bound
 # by moving memory, and two threads contend for it. Measured on the Intel Xeon VM: the CNN's
@@ -168,13 +174,15 @@ def _chunks_shared(n: int, macs: int) -> bool:
     return n >= 4 and macs >= 2 * _CHUNK_MIN_MACS
 
 
-def _over_image_chunks(key: tuple, fn, n: int, macs: int) -> None:
-    """``fn(lo, hi)`` over chunks of up to _CHUNK_IMAGES images, the chunks shared between the
-    pool's threads when there are ``_CHUNK_MIN_MACS`` multiply-adds (``macs`` in all) for each,
-    BLAS on one thread in each. Every image's products are its own, so the result is the same
-    for any share; the chunks depend on ``n`` alone, so sums made chunk by chunk do too."""
+def _over_image_chunks(key: tuple, fn, n: int, macs: int, image_bytes: int) -> None:
+    """``fn(lo, hi)`` over chunks of images, one per thread that shares them, each holding
+    at most ``_CHUNK_BYTES`` of columns (``image_bytes`` an image), the chunks shared between
+    the pool's threads when there are ``_CHUNK_MIN_MACS`` multiply-adds (``macs`` in all) for
+    each, BLAS on one thread in each. Every image's products and sums are its own, so the
+    result is the same for any chunks and any share (tested at 1, 2 and 3 threads)."""
     one_blas_thread()
-    size = max(1, min(_CHUNK_IMAGES, n // 8))
+    threads = get_num_threads() if macs >= 2 * _CHUNK_MIN_MACS else 1
+    size = max(1, min(-(-n // threads), _CHUNK_BYTES // max(1, image_bytes)))
     chunks = -(-n // size)
 
     def run(lo: int, hi: int) -> None:
@@ -211,8 +219,9 @@ def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, o
             gx[lo:hi] = _conv_input_grad_of(gm[lo:hi], wa, (hi - lo, *x_shape[1:]), stride,
                                             pads, dilation, g, oh, ow, nb)
 
+        padded = (x_shape[2] + pads[0] + pads[1]) * (x_shape[3] + pads[2] + pads[3])
         _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation), chunk,
-                           n, macs)
+                           n, macs, wa[0].size * g * padded * gm.itemsize)
         return gx
     return _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g, oh, ow, nb)
 
@@ -355,7 +364,8 @@ def _conv_weight_grad(cols, gm, w_shape, g: int):
         def chunk(lo: int, hi: int) -> None:
             small_products(cols[lo:hi], gm_t[lo:hi], out=parts[lo:hi])
 
-        _over_image_chunks((cols.shape, gm.shape, gm.dtype.str), chunk, n, macs)
+        _over_image_chunks((cols.shape, gm.shape, gm.dtype.str), chunk, n, macs,
+                           cols[0].size * cols.itemsize)
         gw = parts.sum(0)
     else:
         gw = product(cols, gm_t).sum(0)
@@ -511,7 +521,7 @@ def _conv_by_image_chunks(xa, wmat, kh: int, kw: int, stride, pads, dilation, g:
         np.matmul(wmat, cols[lo:hi], out=out[lo:hi])
 
     _over_image_chunks((xa.shape, wmat.shape, xa.dtype.str, stride, pads, dilation), chunk,
-                       n, cols.size * wmat.shape[1])
+                       n, cols.size * wmat.shape[1], cols[0].size * cols.itemsize)
     return cols, out
 
 
