@@ -214,16 +214,48 @@ def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, o
     macs = gm.size * wa[0].size
     if _by_image_chunks(gm, n, nb, macs):
         gx = np.empty(x_shape, dtype=gm.dtype)
-
-        def chunk(lo: int, hi: int) -> None:
-            gx[lo:hi] = _conv_input_grad_of(gm[lo:hi], wa, (hi - lo, *x_shape[1:]), stride,
-                                            pads, dilation, g, oh, ow, nb)
-
-        padded = (x_shape[2] + pads[0] + pads[1]) * (x_shape[3] + pads[2] + pads[3])
-        _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation), chunk,
-                           n, macs, wa[0].size * g * padded * gm.itemsize)
+        _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation),
+                           _input_grad_chunk(gx, gm, wa, stride, pads, dilation, g, oh, ow, nb),
+                           n, macs, _input_grad_image_bytes(gm, wa, x_shape, pads, g))
         return gx
     return _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g, oh, ow, nb)
+
+
+def _input_grad_chunk(gx, gm, wa, stride, pads, dilation, g: int, oh: int, ow: int, nb: int):
+    """``fn(lo, hi)`` writing images lo:hi of the input gradient into ``gx``."""
+    def chunk(lo: int, hi: int) -> None:
+        gx[lo:hi] = _conv_input_grad_of(gm[lo:hi], wa, (hi - lo, *gx.shape[1:]), stride, pads,
+                                        dilation, g, oh, ow, nb)
+    return chunk
+
+
+def _input_grad_image_bytes(gm, wa, x_shape, pads, g: int) -> int:
+    """One image's gradient columns (the whole-image col2im's, the larger layout), in bytes."""
+    padded = (x_shape[2] + pads[0] + pads[1]) * (x_shape[3] + pads[2] + pads[3])
+    return wa[0].size * g * padded * gm.itemsize
+
+
+def _conv_grads_by_chunks(gm, wa, cols, x_shape, stride, pads, dilation, g: int, oh: int,
+                          ow: int):
+    """The input and weight gradients of a plain backward whose images run in chunks: both
+    passes over a chunk before the next, one share of images per thread (the columns of a
+    chunk reused while in cache, one hand-over of the pool instead of two: the CNN
+    benchmark's 16 -> 32 convolution, 64 images, two threads, 2.65 -> 2.41 ms). The same
+    products and sums as ``_conv_input_grad`` and ``_conv_weight_grad``."""
+    n = x_shape[0]
+    gx = np.empty(x_shape, dtype=gm.dtype)
+    parts = np.empty((n, g, cols.shape[2], wa.shape[0] // g), dtype=gm.dtype)
+    input_chunk = _input_grad_chunk(gx, gm, wa, stride, pads, dilation, g, oh, ow, 1)
+    weight_chunk = _weight_parts_chunk(parts, cols, gm)
+
+    def chunk(lo: int, hi: int) -> None:
+        input_chunk(lo, hi)
+        weight_chunk(lo, hi)
+
+    _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation, "both"),
+                       chunk, n, 2 * gm.size * wa[0].size,
+                       _input_grad_image_bytes(gm, wa, x_shape, pads, g) + cols[0].nbytes)
+    return gx, _weight_from_parts(parts.sum(0), wa.shape, g, gm.dtype)
 
 
 def _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
@@ -348,7 +380,6 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
 
 def _conv_weight_grad(cols, gm, w_shape, g: int):
     """The weight gradient (O, Cg, KH, KW) of a convolution: columns times gradient columns."""
-    o, cg, kh, kw = w_shape
     xp = xp_of(gm)
     # cols @ gm^T is faster in OpenBLAS than gm @ cols^T (by about a third here); and faster
     # still where gm^T copied to rows takes the small-matrix kernels (``small_products``; the
@@ -359,18 +390,29 @@ def _conv_weight_grad(cols, gm, w_shape, g: int):
     if n == 1:
         gw = product(cols[0], gm_t[0])
     elif _by_image_chunks(gm, n, 1, macs):  # each image's product by chunks, then the same sum
-        parts = np.empty((n, g, cols.shape[2], o // g), dtype=gm.dtype)
-
-        def chunk(lo: int, hi: int) -> None:
-            small_products(cols[lo:hi], gm_t[lo:hi], out=parts[lo:hi])
-
-        _over_image_chunks((cols.shape, gm.shape, gm.dtype.str), chunk, n, macs,
-                           cols[0].size * cols.itemsize)
+        parts = np.empty((n, g, cols.shape[2], w_shape[0] // g), dtype=gm.dtype)
+        _over_image_chunks((cols.shape, gm.shape, gm.dtype.str),
+                           _weight_parts_chunk(parts, cols, gm), n, macs, cols[0].nbytes)
         gw = parts.sum(0)
     else:
         gw = product(cols, gm_t).sum(0)
+    return _weight_from_parts(gw, w_shape, g, gm.dtype)
+
+
+def _weight_parts_chunk(parts, cols, gm):
+    """``fn(lo, hi)`` writing images lo:hi's products cols @ gm^T into ``parts``."""
+    gm_t = gm.transpose(0, 1, 3, 2)
+
+    def chunk(lo: int, hi: int) -> None:
+        small_products(cols[lo:hi], gm_t[lo:hi], out=parts[lo:hi])
+    return chunk
+
+
+def _weight_from_parts(gw, w_shape, g: int, dtype):
+    """The (G, KH*KW*Cg, Og) sum of the products as an (O, Cg, KH, KW) weight gradient."""
+    o, cg, kh, kw = w_shape
     gw = gw.reshape(g, kh, kw, cg, o // g).transpose(0, 4, 3, 1, 2)  # (G, K, Og) to OIHW
-    return _in_dtype(xp.ascontiguousarray(gw).reshape(o, cg, kh, kw), gm.dtype)
+    return _in_dtype(xp_of(gw).ascontiguousarray(gw).reshape(o, cg, kh, kw), dtype)
 
 
 def _channel_sums(ga):
@@ -491,13 +533,18 @@ class Conv2d(Function):
             gemm_threads(wa.shape[0] // g, wa[0].size, nb * oh * ow,
                          ga.shape[0] // nb * g * products)
         gm = _grad_columns(ga, g, nb)
-        if _needs(ctx, 0):
-            gx = _wrap(_conv_input_grad(gm, wa, x.shape, stride, pads, dilation, g, oh, ow,
-                                        nb))
-        if _needs(ctx, 1):
-            if cols is None:  # pointwise: the input is the columns
-                cols = x._data.reshape(x.shape[0], g, x.shape[1] // g, oh * ow)
-            gw = _wrap(_conv_weight_grad(cols, gm, wa.shape, g))
+        if _needs(ctx, 1) and cols is None:  # pointwise: the input is the columns
+            cols = x._data.reshape(x.shape[0], g, x.shape[1] // g, oh * ow)
+        if _needs(ctx, 0) and _needs(ctx, 1) and nb == 1 and \
+                _by_image_chunks(gm, x.shape[0], nb, gm.size * wa[0].size):
+            gx, gw = map(_wrap, _conv_grads_by_chunks(gm, wa, cols, x.shape, stride, pads,
+                                                      dilation, g, oh, ow))
+        else:
+            if _needs(ctx, 0):
+                gx = _wrap(_conv_input_grad(gm, wa, x.shape, stride, pads, dilation, g, oh,
+                                            ow, nb))
+            if _needs(ctx, 1):
+                gw = _wrap(_conv_weight_grad(cols, gm, wa.shape, g))
         if _needs(ctx, 2):
             gb = _wrap(_channel_sums(ga))
         tune = getattr(ctx, "tune", None)
