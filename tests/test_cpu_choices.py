@@ -260,16 +260,19 @@ def test_max_pool_images_over_threads_are_bit_identical(kwargs) -> None:
 @pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, padding=1),
                                     dict(kernel_size=(2, 3), stride=(3, 5), dilation=(1, 2)),
                                     dict(kernel_size=(3, 2), stride=(4, 5), padding=(1, 1)),
-                                    dict(kernel_size=16, ceil_mode=True)])
+                                    dict(kernel_size=16, ceil_mode=True),
+                                    dict(kernel_size=(20, 30), padding=(10, 15), width=2)])
 def test_max_pool_backward_of_disjoint_windows_adds_into_zeros(kwargs) -> None:
     """Windows that do not overlap: each gradient written at its maximum's flat position is
     PyTorch's sum into zeros bit for bit (-0.0 becomes 0.0, infinities and NaN stay at their
-    element and nowhere else), with NaN and all -inf windows, padding, dilation and a window of
-    256 elements (int64 offsets)."""
+    element and nowhere else), with NaN and all -inf windows, padding, dilation, a window of
+    256 elements (int64 offsets) and one of 600 over an image narrower than it (offsets larger
+    than any distance within the image)."""
     from microtorch.ops import pooling
 
+    kwargs = dict(kwargs)
     rng = np.random.default_rng(3)
-    x0 = rng.standard_normal((3, 4, 21, 23)).astype(np.float32)
+    x0 = rng.standard_normal((3, 4, 21, kwargs.pop("width", 23))).astype(np.float32)
     x0[0, 0, :3, :3] = np.nan
     x0[1, 1, :5, :5] = -np.inf
     x = microtorch.tensor(x0, requires_grad=True)

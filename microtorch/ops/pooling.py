@@ -203,7 +203,7 @@ def _scatter_disjoint(ga, idx, x_shape, kernel, stride, pads, dilation):
     out = np.zeros(x_shape, dtype=ga.dtype)
     flat = out.reshape(-1)
     origins = _window_origins(tuple(x_shape), tuple(ga.shape[2:]), tuple(stride), tuple(pads))
-    narrow = np.min_scalar_type((kh - 1) * dh * w + (kw - 1) * dw)
+    narrow = np.min_scalar_type(max((kh - 1) * dh * w + (kw - 1) * dw, kh * kw - 1))
 
     def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
         offset = idx[lo:hi].astype(narrow)
