@@ -213,6 +213,11 @@ _SMALL_GEMM_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
 SMALL_COPY_MIN_ROWS = 16
 SMALL_COPY_MIN_MACS = 1 << 17
 
+# Fewest columns of a piece cut for the small-matrix kernels: products whose M*K leave room
+# for fewer (one AVX-512 register of float32) are split into slivers that run below the
+# packed kernels' speed, so they stay whole.
+_SMALL_PIECE_MIN_COLUMNS = 16
+
 
 @functools.cache
 def small_gemm_macs() -> int:
@@ -246,7 +251,7 @@ def small_products(a, b, out=None, *, split: bool = False):
                 m * k * n * count >= SMALL_COPY_MIN_MACS:
             b = np.ascontiguousarray(b)
         return np.matmul(a, b, out=out)
-    if not split or m * k * n <= limit or m * k * 16 > limit:
+    if not split or m * k * n <= limit or m * k * _SMALL_PIECE_MIN_COLUMNS > limit:
         return np.matmul(a, b, out=out)
     width = -(-n // -(-m * k * n // limit))  # the columns of each of the fewest equal pieces
     if out is None:

@@ -535,7 +535,7 @@ class Conv2d(Function):
         gm = _grad_columns(ga, g, nb)
         if _needs(ctx, 1) and cols is None:  # pointwise: the input is the columns
             cols = x._data.reshape(x.shape[0], g, x.shape[1] // g, oh * ow)
-        if _needs(ctx, 0) and _needs(ctx, 1) and nb == 1 and \
+        if _needs(ctx, 0) and _needs(ctx, 1) and \
                 _by_image_chunks(gm, x.shape[0], nb, gm.size * wa[0].size):
             gx, gw = map(_wrap, _conv_grads_by_chunks(gm, wa, cols, x.shape, stride, pads,
                                                       dilation, g, oh, ow))
