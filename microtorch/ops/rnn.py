@@ -25,6 +25,7 @@ import numpy as np
 
 from ..autograd.function import Function, finish
 from ..autograd.grad_mode import recording
+from ..backend import compiled
 from ..backend.autotune import choice, split_rows, timing_active
 from ..backend.blas import transpose_into
 from ..backend.threads import blas_threads, gemm_size, gemm_threads, run_rows
@@ -306,6 +307,9 @@ def _lstm_forward(xp, x, h0, c0, wih, whh, biases, w_hr, bs, empty, key):
     whr = w_hr._data if w_hr is not None else None
     flat = acts.reshape(steps, g, n)
     fc = xp.empty((hid, n), dt)  # f * c of the step
+    fused = _compiled(xp, dt)
+    cell = fused.lstm_forward_cell if fused is not None else None
+    acts_row, cs_row = _as_rows(acts), _as_rows(cs)  # (whole steps, for the kernel)
 
     def lstm_rows(lo: int, hi: int) -> None:  # rows (columns here) lo:hi, every step
         for t in range(steps):
@@ -314,12 +318,17 @@ def _lstm_forward(xp, x, h0, c0, wih, whh, biases, w_hr, bs, empty, key):
                 a, (i, f, o, gg) = flat[t, :, lo:e], acts[t, :, :, lo:e]
                 xp.matmul(w, hx[t, :, lo:e], out=a)
                 xp.tanh(a, out=a)
-                sig = flat[t, :3 * hid, lo:e]  # sigmoid = tanh(x / 2) / 2 + 1 / 2
-                sig *= 0.5
-                sig += 0.5
                 c = cs[t + 1, :, lo:e]
-                xp.multiply(i, gg, out=c)
-                c += xp.multiply(f, cs[t, :, lo:e], out=fc[:, lo:e])
+                if cell is not None and e - lo == n:  # (one compiled pass: the same bits)
+                    cell(acts_row[t], cs_row[t], cs_row[t + 1])
+                elif cell is not None:
+                    cell(acts[t, :, :, lo:e], cs[t, :, lo:e], c)
+                else:
+                    sig = flat[t, :3 * hid, lo:e]  # sigmoid = tanh(x / 2) / 2 + 1 / 2
+                    sig *= 0.5
+                    sig += 0.5
+                    xp.multiply(i, gg, out=c)
+                    c += xp.multiply(f, cs[t, :, lo:e], out=fc[:, lo:e])
                 xp.tanh(c, out=tcs[t, :, lo:e])
                 if ms is None:
                     xp.multiply(o, tcs[t, :, lo:e], out=hs[t + 1, :, lo:e])
@@ -349,10 +358,12 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     hid, dt = g // 4, dout.dtype
     bs = ctx.bs
     i, f, o, gg = acts.transpose(1, 0, 2, 3)
+    fused = _compiled(xp, dt) if w_hr is None else None
     # Everything that does not depend on the recurrence, for all steps at once, in PyTorch's
     # gate order: d pre-activation = dc * k[:, :3] (i, f, g blocks), dh_out * k[:, 3] (o).
-    k = xp.empty_like(acts)
-    kc = xp.empty_like(tcs)  # dc += dh_out * o * (1 - tanh(c)^2)
+    # (The compiled cell computes these per element as it goes: the same bits.)
+    k = xp.empty_like(acts) if fused is None else None
+    kc = xp.empty_like(tcs) if fused is None else None  # dc += dh_out * o * (1 - tanh(c)^2)
 
     def factors(lo: int, hi: int) -> None:  # steps lo:hi (elementwise: any split)
         a, kb = acts[lo:hi, :2], k[lo:hi]  # (i, f: the first blocks in both orders)
@@ -372,7 +383,8 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
         xp.subtract(1, kcb, out=kcb)
         kcb *= o[lo:hi]
 
-    _over_steps(xp, factors, steps, k.size)
+    if fused is None:
+        _over_steps(xp, factors, steps, k.size)
     dg4 = empty((steps, 4, hid, n), dt)
     dg = dg4.reshape(steps, g, n)
     d_out = xp.ascontiguousarray(dout.transpose(0, 2, 1))  # (L, P, N)
@@ -381,6 +393,22 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     whh_t = xp.ascontiguousarray(w_hh._data.T)  # (P, G)
     whr_t = xp.ascontiguousarray(w_hr._data.T) if w_hr is not None else None
     dhs = empty((steps, p, n), dt) if w_hr is not None and _needs(ctx, 7) else None
+
+    def fused_rows(lo: int, hi: int) -> None:  # lstm_rows' steps, each in one compiled pass
+        cell = fused.lstm_backward_cell
+        rows = [_as_rows(a) for a in (d_out, acts, cs, tcs, dg4)]
+        dh_row, dc_row = _as_rows(dh), _as_rows(dc)
+        for t in reversed(range(steps)):
+            e = max(lo, min(bs[t], hi))
+            if e < hi:  # finished rows: their output's gradient only
+                dh[:, e:hi] += d_out[t, :, e:hi]
+            if e - lo == n:  # every row: contiguous, as one long row
+                cell(dh_row, *(r[t] for r in rows[:4]), dc_row, rows[4][t])
+            elif e > lo:
+                cell(dh[:, lo:e], d_out[t, :, lo:e], acts[t, :, :, lo:e], cs[t, :, lo:e],
+                     tcs[t, :, lo:e], dc[:, lo:e], dg4[t, :, :, lo:e])
+            if e > lo:
+                xp.matmul(whh_t, dg[t, :, lo:e], out=dh[:, lo:e])
 
     def lstm_rows(lo: int, hi: int) -> None:  # rows (columns here) lo:hi, every step back
         for t in reversed(range(steps)):
@@ -399,7 +427,8 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
             dcb *= f[t, :, lo:e]
             xp.matmul(whh_t, dg[t, :, lo:e], out=dh[:, lo:e])
 
-    _over_rows(xp, lstm_rows, n, steps * n * g, "backward", ("LSTM", (steps, n), dt.str))
+    _over_rows(xp, lstm_rows if fused is None else fused_rows, n, steps * n * g, "backward",
+               ("LSTM", (steps, n), dt.str))
     gwhr = None
     if dhs is not None:  # sum over steps and rows of dh_t m_t^T, as one product
         gwhr = _batch_major(xp, dhs).reshape(-1, p).T @ _batch_major(xp, ms).reshape(-1, hid)
@@ -593,6 +622,23 @@ def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
         return
     with blas_threads(1):
         split_rows(decide, key, fn, n, work, _ROWS_MIN_WORK, by_rule="one")
+
+
+def _as_rows(arr):
+    """``arr`` (..., R, C), contiguous in its last two axes, as a view (..., 1, R C): the one
+    long row that the compiled kernels run fastest over. (Setting ``shape`` raises rather
+    than copy, so a kernel never writes into a copy.)"""
+    rows = arr.view()
+    rows.shape = arr.shape[:-2] + (1, arr.shape[-2] * arr.shape[-1])
+    return rows
+
+
+def _compiled(xp, dtype):
+    """The compiled kernels (``backend.compiled``) for NumPy arrays of a float dtype they
+    cover, else None (the NumPy passes, the same bits)."""
+    if xp is not np or dtype not in (np.float32, np.float64):
+        return None
+    return compiled.kernels()
 
 
 def _over_steps(xp, fn, steps: int, work: int) -> None:

@@ -1,0 +1,55 @@
+"""Fused CPU loops compiled by numba, for the few places where NumPy's one-pass-per-op costs
+more than the arithmetic.
+
+A recurrence's time step does a dozen elementwise operations on arrays of a few thousand
+elements. NumPy runs each as its own pass, with its own call overhead and its own trip
+through memory (the backward's operands come from L3: they were written a whole sequence
+earlier). A numba loop does them all in one pass. The kernels (``_kernels``) are written
+with the same float32 operations in the same order as the NumPy code they replace, and numba
+compiles without fast-math (no fused multiply-adds, no reassociation), so every element
+rounds exactly as NumPy rounds it: the compiled and NumPy paths give the same bits, and
+whether numba is present never changes a result. The NumPy code stays as the fallback and as
+the reference the tests compare against.
+
+numba is imported on first use, not with microtorch (it takes some 0.3 s), and its machine
+code is cached on disk (``cache=True``: next to the module, or in the user's cache directory
+when that is read-only), so a later process loads rather than compiles it. Without numba
+(not installed, or no release for this NumPy yet), or with ``MICROTORCH_NUMBA=0`` in the
+environment, ``kernels()`` returns None and callers take their NumPy path.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+_state: dict = {"loaded": False, "module": None, "enabled": None}
+
+
+def enabled() -> bool:
+    """Whether compiled kernels may be used: ``MICROTORCH_NUMBA`` is not "0", unless
+    ``set_enabled`` decided otherwise."""
+    if _state["enabled"] is not None:
+        return _state["enabled"]
+    return os.environ.get("MICROTORCH_NUMBA", "1") != "0"
+
+
+def set_enabled(flag: bool | None) -> None:
+    """Switch the compiled kernels on or off for this process (None: back to the
+    environment's choice). The results are the same bits either way; this is for tests and
+    timing."""
+    _state["enabled"] = flag
+
+
+def kernels() -> ModuleType | None:
+    """The module of compiled kernels, or None when numba is unavailable or switched off."""
+    if not enabled():
+        return None
+    if not _state["loaded"]:
+        _state["loaded"] = True
+        try:
+            from . import _kernels
+        except ImportError:  # numba missing, or refusing this NumPy version
+            _kernels = None
+        _state["module"] = _kernels
+    return _state["module"]

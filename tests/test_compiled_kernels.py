@@ -1,0 +1,126 @@
+"""The numba kernels of ``backend.compiled`` give the same bits as the NumPy passes they
+replace, in every case that reaches them: whole batches, packed sequences (column slices),
+rows shared between threads, both directions, float32 and float64, a projection (which keeps
+the NumPy path), NaN and infinities; and switching them off falls back cleanly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import microtorch
+from microtorch.backend import compiled
+from microtorch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from microtorch.ops import rnn
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture
+def restore():
+    yield
+    compiled.set_enabled(None)
+    for decide in rnn._ROWS.values():
+        decide.force(None)
+
+
+def _lstm_run(seed, flag, *, dtype=np.float32, bidirectional=False, proj_size=0,
+              lengths=None, special=False):
+    """Outputs, final states and every gradient of a 2-layer LSTM, as NumPy arrays."""
+    compiled.set_enabled(flag)
+    microtorch.manual_seed(seed)
+    lstm = microtorch.nn.LSTM(5, 6, num_layers=2, bidirectional=bidirectional,
+                              proj_size=proj_size).to(getattr(microtorch, np.dtype(dtype).name))
+    rng = np.random.default_rng(seed)
+    x0 = rng.standard_normal((7, 4, 5)).astype(dtype) * 2
+    if special:  # saturated gates, an infinity and a NaN travel through both paths alike
+        x0[1, 0, 0], x0[2, 1, 1], x0[3, 2, 2] = 40.0, np.inf, np.nan
+    x = microtorch.tensor(x0, requires_grad=True)
+    inp = pack_padded_sequence(x, lengths) if lengths is not None else x
+    out, (h, c) = lstm(inp)
+    if lengths is not None:
+        out = pad_packed_sequence(out)[0]
+    ((out * out).sum() + (h * h).sum() + (c * c).sum()).backward()
+    grads = [x.grad] + [p.grad for p in lstm.parameters()]
+    return [t.detach().numpy().copy() for t in [out, h, c, *grads]]
+
+
+def _same_bits(a_list, b_list):
+    assert len(a_list) == len(b_list)
+    for a, b in zip(a_list, b_list):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"dtype": np.float64},
+    {"bidirectional": True},
+    {"lengths": [7, 5, 5, 2]},
+    {"lengths": [7, 5, 5, 2], "bidirectional": True},
+    {"proj_size": 3},
+    {"special": True},
+])
+def test_lstm_compiled_and_numpy_paths_give_the_same_bits(restore, kwargs) -> None:
+    assert compiled.kernels() is not None or not compiled.enabled()
+    _same_bits(_lstm_run(0, True, **kwargs), _lstm_run(0, False, **kwargs))
+
+
+def test_lstm_compiled_kernels_on_rows_shared_between_threads(restore, monkeypatch) -> None:
+    # Shared rows hand the kernels column slices (strided views), not whole steps.
+    monkeypatch.setattr(rnn, "_ROWS_MIN_WORK", 1)
+    before = microtorch.get_num_threads()
+    microtorch.set_num_threads(2)
+    try:
+        for decide in rnn._ROWS.values():
+            decide.force("threads")
+        split = _lstm_run(1, True)
+        split_numpy = _lstm_run(1, False)
+    finally:
+        microtorch.set_num_threads(before)
+    _same_bits(split, split_numpy)
+
+
+def test_kernels_are_none_when_switched_off(restore, monkeypatch) -> None:
+    compiled.set_enabled(False)
+    assert compiled.kernels() is None
+    compiled.set_enabled(None)
+    monkeypatch.setenv("MICROTORCH_NUMBA", "0")
+    assert not compiled.enabled() and compiled.kernels() is None
+    monkeypatch.setenv("MICROTORCH_NUMBA", "1")
+    assert compiled.enabled() and compiled.kernels() is not None
+
+
+def test_lstm_backward_kernel_matches_its_numpy_formulas() -> None:
+    # The kernel alone, on strided (R, C) views and on one long row.
+    kernels = compiled.kernels()
+    assert kernels is not None
+    rng = np.random.default_rng(2)
+    hid, n = 6, 5
+    acts = rng.random((4, hid, n)).astype(np.float32)
+    c_prev, tanh_c, dh, dout, dc0 = (rng.standard_normal((hid, n)).astype(np.float32)
+                                     for _ in range(5))
+    i, f, o, g = acts
+    dm = dh + dout
+    dc = dc0 + dm * ((1 - tanh_c * tanh_c) * o)
+    expected_dg = np.stack([dc * (((1 - i) * i) * g), dc * (((1 - f) * f) * c_prev),
+                            dc * ((1 - g * g) * i), dm * (((1 - o) * o) * tanh_c)])
+    for cols in (slice(None), slice(1, 4)):
+        dcs, dg = dc0.copy(), np.zeros((4, hid, n), np.float32)
+        kernels.lstm_backward_cell(dh[:, cols], dout[:, cols], acts[:, :, cols],
+                                   c_prev[:, cols], tanh_c[:, cols], dcs[:, cols],
+                                   dg[:, :, cols])
+        np.testing.assert_array_equal(dg[:, :, cols], expected_dg[:, :, cols])
+        np.testing.assert_array_equal(dcs[:, cols], (dc * f)[:, cols])
+    dcs, dg = dc0.copy(), np.zeros((4, hid, n), np.float32)
+    rows = [rnn._as_rows(a) for a in (dh, dout, acts, c_prev, tanh_c, dcs, dg)]
+    kernels.lstm_backward_cell(*rows)
+    np.testing.assert_array_equal(dg, expected_dg)
+    np.testing.assert_array_equal(dcs, dc * f)
+
+
+def test_as_rows_refuses_to_copy() -> None:
+    a = np.zeros((3, 4, 5), np.float32)
+    assert rnn._as_rows(a).shape == (3, 1, 20) and np.shares_memory(rnn._as_rows(a), a)
+    with pytest.raises(AttributeError):
+        rnn._as_rows(a[:, :, :2])
