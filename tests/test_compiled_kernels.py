@@ -1,7 +1,10 @@
 """The numba kernels of ``backend.compiled`` give the same bits as the NumPy passes they
-replace, in every case that reaches them: whole batches, packed sequences (column slices),
-rows shared between threads, both directions, float32 and float64, a projection (which keeps
-the NumPy path), NaN and infinities; and switching them off falls back cleanly."""
+replace (and as PyTorch, where those do) in every case that reaches them. The LSTM: whole
+batches, packed sequences (column slices), rows shared between threads, both directions,
+float32 and float64, a projection (which keeps the NumPy path), NaN and infinities. Max
+pooling's backward: overlapping, padded, dilated and ceil-mode windows, NaN and -inf windows,
+ties. ReLU's backward: zeros of both signs, NaN and infinities in the input and gradient.
+Switching them off falls back cleanly."""
 
 from __future__ import annotations
 
@@ -124,3 +127,55 @@ def test_as_rows_refuses_to_copy() -> None:
     assert rnn._as_rows(a).shape == (3, 1, 20) and np.shares_memory(rnn._as_rows(a), a)
     with pytest.raises(AttributeError):
         rnn._as_rows(a[:, :, :2])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kwargs", [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=1, padding=1),  # overlapping: sums in PyTorch's order
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1)),
+    dict(kernel_size=(3, 2), stride=(4, 5), padding=(1, 1)),
+    dict(kernel_size=16, ceil_mode=True),  # 256 offsets: int64 indices
+])
+def test_max_pool_backward_kernel_matches_numpy_and_torch(restore, dtype, kwargs) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    x0 = rng.standard_normal((3, 4, 17, 19)).astype(dtype)
+    x0[0, 0, :3, :3] = np.nan
+    x0[1, 1, :5, :5] = -np.inf
+    x0[2, 2] = np.round(x0[2, 2])  # ties
+    grads = {}
+    for flag in (True, False):
+        compiled.set_enabled(flag)
+        x = microtorch.tensor(x0, requires_grad=True)
+        out = microtorch.nn.functional.max_pool2d(x, **kwargs)
+        g0 = np.random.default_rng(5).standard_normal(out.shape).astype(dtype)
+        g0.reshape(-1)[:4] = [-0.0, np.inf, -np.inf, np.nan]
+        out.backward(microtorch.tensor(g0))
+        grads[flag] = x.grad.numpy()
+    _same_bits([grads[True]], [grads[False]])
+    tx = torch.tensor(x0, requires_grad=True)
+    torch.nn.functional.max_pool2d(tx, **kwargs).backward(torch.tensor(g0))
+    np.testing.assert_array_equal(grads[True], tx.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_backward_kernel_matches_numpy_and_torch(restore, dtype) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    x0 = rng.standard_normal((3, 1 << 18)).astype(dtype)  # large: shared between threads
+    x0[0, :5] = [0.0, -0.0, np.nan, np.inf, -np.inf]
+    g0 = rng.standard_normal(x0.shape).astype(dtype)
+    g0[1, :4] = [-0.0, np.inf, -np.inf, np.nan]
+    g0[0, :5] = [np.nan, np.inf, -1.0, -0.0, np.nan]
+    grads = []
+    for flag in (True, False):
+        compiled.set_enabled(flag)
+        x = microtorch.tensor(x0, requires_grad=True)
+        microtorch.relu(x).backward(microtorch.tensor(g0))
+        grads.append(x.grad.numpy())
+    _same_bits(grads[:1], grads[1:])
+    tx = torch.tensor(x0, requires_grad=True)
+    torch.relu(tx).backward(torch.tensor(g0))
+    _same_bits([grads[0]], [tx.grad.numpy()])

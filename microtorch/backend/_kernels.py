@@ -7,7 +7,7 @@ half as fast).
 
 Every operation is written in the order the NumPy path performs it, one IEEE operation per
 NumPy pass (a product, then a sum: no fused multiply-add, which numba forms only under
-fast-math). The constants 1 and 0.5 are exact in any float type, so one kernel serves float32
+fast-math). The constants 0, 1 and 0.5 are exact in any float type, so one kernel serves float32
 and float64. Importing this module imports numba (ImportError when it is missing).
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+_ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
@@ -59,3 +60,31 @@ def lstm_backward_cell(dh, dout, acts, c_prev, tanh_c, dc, dg):
             dg[2, r, j] = d * ((_ONE - g * g) * i)
             dg[3, r, j] = dm * (((_ONE - o) * o) * t)
             dc[r, j] = d * f
+
+
+@njit(**_JIT)
+def max_pool_scatter(g, idx, out, offsets, width, stride_h, stride_w, top, left):
+    """Max pooling's backward: each gradient ``g`` (N, C, OH, OW) added at the input element
+    its window's index ``idx`` names, into ``out`` (N, C, H W), the input gradient with each
+    image flat (zeros beforehand). Windows run in row-major order, as PyTorch adds them, so an
+    element that overlapping windows share gets PyTorch's sum (and 0.0 + g where one window
+    reaches it). ``offsets[k]``: how far kernel offset k lies from its window's first
+    element, flat in an image ``width`` wide; window (oy, ox) starts at row
+    oy * stride_h - top, column ox * stride_w - left (in the padding for some windows; the
+    element an index names never is)."""
+    n, c, oh, ow = g.shape
+    for b in range(n):
+        for ch in range(c):
+            for oy in range(oh):
+                start = (oy * stride_h - top) * width - left
+                for ox in range(ow):
+                    out[b, ch, start + ox * stride_w + offsets[idx[b, ch, oy, ox]]] += \
+                        g[b, ch, oy, ox]
+
+
+@njit(**_JIT)
+def select_nonzero(g, o, out):
+    """ReLU's backward on flat arrays: out = g where o != 0 (NaN included), else +0.0, each
+    element selected, never multiplied (a product with a 0/1 mask gives -0.0 and NaN)."""
+    for i in range(g.shape[0]):
+        out[i] = g[i] if o[i] != 0 else _ZERO

@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+import numpy as np
+
 _state: dict = {"loaded": False, "module": None, "enabled": None}
 
 
@@ -53,3 +55,11 @@ def kernels() -> ModuleType | None:
             _kernels = None
         _state["module"] = _kernels
     return _state["module"]
+
+
+def kernels_for(xp, dtype) -> ModuleType | None:
+    """``kernels()`` for NumPy arrays of a dtype the kernels cover (float32, float64), else
+    None: CuPy arrays, other dtypes, or no numba take their callers' array code."""
+    if xp is not np or dtype not in (np.float32, np.float64):
+        return None
+    return kernels()

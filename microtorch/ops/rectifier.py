@@ -12,6 +12,7 @@ import numpy as np
 
 from ..autograd.function import finish
 from ..autograd.grad_mode import recording
+from ..backend import compiled
 from ..backend.autotune import choice, split_rows
 from ._util import Tensor, select_bits, selects_by_bits
 from .elementwise import _unary
@@ -27,7 +28,14 @@ _Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0),
 
 
 def _select_nonzero(g: np.ndarray, o: np.ndarray, res: np.ndarray) -> None:
-    """res = g where o != 0, else +0.0, for real float arrays of one shape and width."""
+    """res = g where o != 0, else +0.0, for real float arrays of one shape and width: in one
+    compiled pass where the arrays are contiguous (``backend.compiled``: some 1.5x faster
+    than the bit-mask passes, the same bits), else by bit masks."""
+    fused = compiled.kernels_for(np, g.dtype)
+    if fused is not None and g.flags.c_contiguous and o.flags.c_contiguous and \
+            res.flags.c_contiguous:
+        fused.select_nonzero(g.reshape(-1), o.reshape(-1), res.reshape(-1))
+        return
     select_bits(g, np.not_equal(o, 0, out=np.empty(o.shape, np.bool_)), res)  # (0-d: an array)
 
 

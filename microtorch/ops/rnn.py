@@ -307,7 +307,7 @@ def _lstm_forward(xp, x, h0, c0, wih, whh, biases, w_hr, bs, empty, key):
     whr = w_hr._data if w_hr is not None else None
     flat = acts.reshape(steps, g, n)
     fc = xp.empty((hid, n), dt)  # f * c of the step
-    fused = _compiled(xp, dt)
+    fused = compiled.kernels_for(xp, dt)
     cell = fused.lstm_forward_cell if fused is not None else None
     acts_row, cs_row = _as_rows(acts), _as_rows(cs)  # (whole steps, for the kernel)
 
@@ -358,7 +358,7 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
     hid, dt = g // 4, dout.dtype
     bs = ctx.bs
     i, f, o, gg = acts.transpose(1, 0, 2, 3)
-    fused = _compiled(xp, dt) if w_hr is None else None
+    fused = compiled.kernels_for(xp, dt) if w_hr is None else None
     # Everything that does not depend on the recurrence, for all steps at once, in PyTorch's
     # gate order: d pre-activation = dc * k[:, :3] (i, f, g blocks), dh_out * k[:, 3] (o).
     # (The compiled cell computes these per element as it goes: the same bits.)
@@ -631,14 +631,6 @@ def _as_rows(arr):
     rows = arr.view()
     rows.shape = arr.shape[:-2] + (1, arr.shape[-2] * arr.shape[-1])
     return rows
-
-
-def _compiled(xp, dtype):
-    """The compiled kernels (``backend.compiled``) for NumPy arrays of a float dtype they
-    cover, else None (the NumPy passes, the same bits)."""
-    if xp is not np or dtype not in (np.float32, np.float64):
-        return None
-    return compiled.kernels()
 
 
 def _over_steps(xp, fn, steps: int, work: int) -> None:
