@@ -20,7 +20,8 @@ pytest.importorskip("numba")
 
 
 @pytest.fixture
-def restore():
+def restore(monkeypatch):
+    monkeypatch.setattr(compiled, "MIN_ELEMENTS", 0)  # the kernels for these small arrays too
     yield
     compiled.set_enabled(None)
     for decide in rnn._ROWS.values():
@@ -179,3 +180,30 @@ def test_relu_backward_kernel_matches_numpy_and_torch(restore, dtype) -> None:
     tx = torch.tensor(x0, requires_grad=True)
     torch.relu(tx).backward(torch.tensor(g0))
     _same_bits([grads[0]], [tx.grad.numpy()])
+
+
+def test_numba_is_imported_on_first_use_and_works_without_a_cache_directory() -> None:
+    # A fresh process: importing microtorch leaves numba unimported; where numba finds no
+    # writable cache directory the kernels compile without one instead of failing.
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, microtorch\n"
+            "assert 'numba' not in sys.modules\n"
+            "import numba.core.caching as caching\n"
+            "caching.CacheImpl._locator_classes = []\n"
+            "from microtorch.backend import compiled\n"
+            "k = compiled.kernels()\n"
+            "assert type(k.select_nonzero._cache).__name__ == 'NullCache'\n"
+            "g = np.array([1.0, -2.0, 3.0], np.float32); out = np.empty_like(g)\n"
+            "k.select_nonzero(g, np.array([1.0, 0.0, np.nan], np.float32), out)\n"
+            "assert out.tolist() == [1.0, 0.0, 3.0]\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_small_elementwise_passes_keep_numpy(restore, monkeypatch) -> None:
+    monkeypatch.setattr(compiled, "MIN_ELEMENTS", 1 << 16)
+    assert compiled.kernels_for(np, np.float32, (1 << 16) - 1) is None
+    assert compiled.kernels_for(np, np.float32, 1 << 16) is not None
+    assert compiled.kernels_for(np, np.float32) is not None  # (no size: the LSTM's cells)
+    assert compiled.kernels_for(np, np.float16, 1 << 20) is None

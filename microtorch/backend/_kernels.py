@@ -19,10 +19,20 @@ from numba import njit
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 _HALF = np.float32(0.5)
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+_OPTIONS = {"nogil": True, "error_model": "numpy"}
 
 
-@njit(**_JIT)
+def _compiled(fn):
+    """``fn`` compiled on first call, its machine code cached on disk where numba finds a
+    writable place (next to this file, else the user's cache directory); where it finds
+    none, compiled again in each process."""
+    try:
+        return njit(cache=True, **_OPTIONS)(fn)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return njit(**_OPTIONS)(fn)
+
+
+@_compiled
 def lstm_forward_cell(acts, c_prev, c):
     """One LSTM step after the gates' tanh, on (rows, columns) arrays: ``acts`` (4, R, C)
     holds tanh of the pre-activations, gate order i, f, o, g, the sigmoid blocks'
@@ -38,7 +48,7 @@ def lstm_forward_cell(acts, c_prev, c):
             c[r, j] = i * acts[3, r, j] + f * c_prev[r, j]
 
 
-@njit(**_JIT)
+@_compiled
 def lstm_backward_cell(dh, dout, acts, c_prev, tanh_c, dc, dg):
     """One LSTM step of backpropagation through time without a projection, on (R, C) arrays.
     With dm = dh + dout (the gradient reaching the step's output),
@@ -62,7 +72,7 @@ def lstm_backward_cell(dh, dout, acts, c_prev, tanh_c, dc, dg):
             dc[r, j] = d * f
 
 
-@njit(**_JIT)
+@_compiled
 def max_pool_scatter(g, idx, out, offsets, width, stride_h, stride_w, top, left):
     """Max pooling's backward: each gradient ``g`` (N, C, OH, OW) added at the input element
     its window's index ``idx`` names, into ``out`` (N, C, H W), the input gradient with each
@@ -82,7 +92,7 @@ def max_pool_scatter(g, idx, out, offsets, width, stride_h, stride_w, top, left)
                         g[b, ch, oy, ox]
 
 
-@njit(**_JIT)
+@_compiled
 def select_nonzero(g, o, out):
     """ReLU's backward on flat arrays: out = g where o != 0 (NaN included), else +0.0, each
     element selected, never multiplied (a product with a 0/1 mask gives -0.0 and NaN)."""

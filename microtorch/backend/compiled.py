@@ -57,9 +57,20 @@ def kernels() -> ModuleType | None:
     return _state["module"]
 
 
-def kernels_for(xp, dtype) -> ModuleType | None:
-    """``kernels()`` for NumPy arrays of a dtype the kernels cover (float32, float64), else
-    None: CuPy arrays, other dtypes, or no numba take their callers' array code."""
+# Elements below which a one-pass kernel replacing a few NumPy passes (ReLU's backward, max
+# pooling's) is not used: it saves some 0.3 ns an element (Intel Xeon VM), a few microseconds
+# a call here, while the first use in a process imports numba and loads its cache (0.4 s).
+# So small models (the README's MLP: 16K-element activations) never import numba, and a
+# CNN's activations (the benchmark's: 400K and 800K elements) take the kernels.
+MIN_ELEMENTS = 1 << 16
+
+
+def kernels_for(xp, dtype, size: int | None = None) -> ModuleType | None:
+    """``kernels()`` for NumPy arrays of a dtype the kernels cover (float32, float64) and, for
+    an elementwise pass, at least ``MIN_ELEMENTS`` elements (``size``); else None: CuPy
+    arrays, other dtypes, small arrays or no numba take their callers' array code."""
     if xp is not np or dtype not in (np.float32, np.float64):
+        return None
+    if size is not None and size < MIN_ELEMENTS:
         return None
     return kernels()

@@ -261,7 +261,7 @@ def _max_pool_scatter(ga, idx, x_shape, kernel, stride, pads, dilation):
     infinite one). Overlapping windows add each offset's selection into zeros.
     """
     xp = xp_of(ga)
-    fused = compiled.kernels_for(xp, ga.dtype)
+    fused = compiled.kernels_for(xp, ga.dtype, math.prod(x_shape))
     if fused is not None:
         return _scatter_compiled(fused, ga, idx, x_shape, kernel, stride, pads, dilation)
     disjoint = _disjoint(kernel, stride, dilation)

@@ -29,9 +29,9 @@ _Relu = _unary("Relu", lambda xp, x: xp.maximum(x, 0),
 
 def _select_nonzero(g: np.ndarray, o: np.ndarray, res: np.ndarray) -> None:
     """res = g where o != 0, else +0.0, for real float arrays of one shape and width: in one
-    compiled pass where the arrays are contiguous (``backend.compiled``: some 1.5x faster
-    than the bit-mask passes, the same bits), else by bit masks."""
-    fused = compiled.kernels_for(np, g.dtype)
+    compiled pass where the arrays are contiguous and large (``backend.compiled``: 802K
+    elements 529 -> 338 us, the same bits), else by bit masks."""
+    fused = compiled.kernels_for(np, g.dtype, g.size)
     if fused is not None and g.flags.c_contiguous and o.flags.c_contiguous and \
             res.flags.c_contiguous:
         fused.select_nonzero(g.reshape(-1), o.reshape(-1), res.reshape(-1))
