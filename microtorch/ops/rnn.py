@@ -309,7 +309,8 @@ def _lstm_forward(xp, x, h0, c0, wih, whh, biases, w_hr, bs, empty, key):
     fc = xp.empty((hid, n), dt)  # f * c of the step
     fused = compiled.kernels_for(xp, dt)
     cell = fused.lstm_forward_cell if fused is not None else None
-    acts_row, cs_row = _as_rows(acts), _as_rows(cs)  # (whole steps, for the kernel)
+    if cell is not None:  # (whole steps, for the kernel)
+        acts_row, cs_row = _as_rows(acts), _as_rows(cs)
 
     def lstm_rows(lo: int, hi: int) -> None:  # rows (columns here) lo:hi, every step
         for t in range(steps):
