@@ -1,13 +1,15 @@
 """The LSTM cell's gate math per time step: microtorch's NumPy passes against one fused numba
 loop, on the benchmark's shapes (hidden 128, batch 32, feature-major as ``ops/rnn.py`` runs it).
 
-numba is not a dependency of microtorch; this script measures whether it should be. Install
-it into the environment first (``pip install numba``); without it the script says so and
-exits. The fused loop computes, per element, the four gates (sigmoid as tanh(x/2)/2 + 1/2, as
-microtorch does), the cell state, its tanh and the output: one pass instead of eleven NumPy
-calls, but numba calls the C library's scalar ``tanhf`` per element where NumPy runs a SIMD
-tanh. Reported: median microseconds per step of each, numba's import time and its first call
-(compiled, or loaded from its ``cache=True`` cache on a second run).
+This measured whether numba should become a dependency, for the whole forward cell: it did
+not then, since the scalar tanh loses. numba is one now, for the passes around the tanh and
+for the backward (``backend/compiled.py``, measured by ``compiled_kernels.py``); without it
+this script says so and exits. The fused loop computes, per element, the four gates
+(sigmoid as tanh(x/2)/2 + 1/2, as microtorch does), the cell state, its tanh and the output:
+one pass instead of eleven NumPy calls, but numba calls the C library's scalar ``tanhf`` per
+element where NumPy runs a SIMD tanh. Reported: median microseconds per step of each, numba's
+import time and its first call (compiled, or loaded from its ``cache=True`` cache on a second
+run).
 
     python3 benchmarks/lstm_cell_fusion.py [--out DIR] [--hidden 128] [--batch 32]
 """
