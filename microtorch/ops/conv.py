@@ -237,7 +237,7 @@ def _input_grad_image_bytes(gm, wa, x_shape, pads, g: int) -> int:
 
 def _conv_grads_by_chunks(gm, wa, cols, x_shape, stride, pads, dilation, g: int, oh: int,
                           ow: int):
-    """The input and weight gradients of a plain backward whose images run in chunks: both
+    """The input, weight and bias (or None) gradients of a backward whose images run in chunks: both
     passes over a chunk before the next, one share of images per thread (the columns of a
     chunk reused while in cache, one hand-over of the pool instead of two: the CNN
     benchmark's 16 -> 32 convolution, 64 images, two threads, 2.65 -> 2.41 ms). The same
@@ -255,7 +255,7 @@ def _conv_grads_by_chunks(gm, wa, cols, x_shape, stride, pads, dilation, g: int,
     _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation, "both"),
                        chunk, n, 2 * gm.size * wa[0].size,
                        _input_grad_image_bytes(gm, wa, x_shape, pads, g) + cols[0].nbytes)
-    return gx, _weight_from_parts(parts.sum(0), wa.shape, g, gm.dtype)
+    return gx, *_weight_from_parts(parts.sum(0), wa.shape, g, gm.dtype)
 
 
 def _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
@@ -379,7 +379,7 @@ def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: 
 
 
 def _conv_weight_grad(cols, gm, w_shape, g: int):
-    """The weight gradient (O, Cg, KH, KW) of a convolution: columns times gradient columns."""
+    """(weight gradient (O, Cg, KH, KW), bias gradient or None): ``_weight_from_parts``."""
     xp = xp_of(gm)
     # cols @ gm^T is faster in OpenBLAS than gm @ cols^T (by about a third here); and faster
     # still where gm^T copied to rows takes the small-matrix kernels (``small_products``; the
@@ -409,17 +409,21 @@ def _weight_parts_chunk(parts, cols, gm):
 
 
 def _weight_from_parts(gw, w_shape, g: int, dtype):
-    """The (G, KH*KW*Cg, Og) sum of the products as an (O, Cg, KH, KW) weight gradient."""
+    """The (G, KH*KW*Cg, Og) sum of the products as an (O, Cg, KH, KW) weight gradient, and
+    the bias gradient (O,) from one more row, the columns' row of ones (else None): no pass of
+    its own over the output gradient (64 x 16 x 28 x 28: both gradients 432 -> 304 us)."""
     o, cg, kh, kw = w_shape
+    bias = None
+    if gw.shape[1] > kh * kw * cg:  # (each image's pixels summed by its product, then images)
+        bias = _in_dtype(xp_of(gw).ascontiguousarray(gw[:, -1]).reshape(o), dtype)
+        gw = gw[:, :-1]
     gw = gw.reshape(g, kh, kw, cg, o // g).transpose(0, 4, 3, 1, 2)  # (G, K, Og) to OIHW
-    return _in_dtype(xp_of(gw).ascontiguousarray(gw).reshape(o, cg, kh, kw), dtype)
+    return _in_dtype(xp_of(gw).ascontiguousarray(gw).reshape(o, cg, kh, kw), dtype), bias
 
 
 def _channel_sums(ga):
-    """Per channel, the sum over images and pixels of an (N, C, H, W) output gradient: the
-    bias gradient. Each image's channels summed over their pixels by BLAS
-    (``last_axis_sums``), then over the images: 6x faster than NumPy's reduction over the
-    strided axes (64x16x28x28: 24 vs 148 us), and as accurate."""
+    """Per channel, the sum over images and pixels of an (N, C, H, W) output gradient (the bias
+    gradient): each image's channels by BLAS (``last_axis_sums``), then over the images."""
     n, c = ga.shape[:2]
     return last_axis_sums(ga.reshape(n, c, -1))[..., 0].sum(0)
 
@@ -483,8 +487,7 @@ class Conv2d(Function):
         else:
             cols = _im2col(xa, kh, kw, stride, pads, dilation, g, oh, ow, nb, bias_in_gemm)
             out = xp.matmul(wmat, cols)  # (B, G, Og, Nb*P)
-        if bias_in_gemm:
-            cols = cols[:, :, :-1]  # (the input's columns, for the weight gradient)
+        ctx.bias_row = bias_in_gemm  # (cols keep the ones row: the bias's gradient, below)
         if nb == 1:
             out = out.reshape(n, o, oh, ow)
             if bias is not None and not bias_in_gemm:
@@ -535,18 +538,20 @@ class Conv2d(Function):
         gm = _grad_columns(ga, g, nb)
         if _needs(ctx, 1) and cols is None:  # pointwise: the input is the columns
             cols = x._data.reshape(x.shape[0], g, x.shape[1] // g, oh * ow)
+        if getattr(ctx, "bias_row", False) and not _needs(ctx, 2):
+            cols = cols[:, :, :-1]  # (the row of ones gives the bias's gradient: not needed)
         if _needs(ctx, 0) and _needs(ctx, 1) and \
                 _by_image_chunks(gm, x.shape[0], nb, gm.size * wa[0].size):
-            gx, gw = map(_wrap, _conv_grads_by_chunks(gm, wa, cols, x.shape, stride, pads,
-                                                      dilation, g, oh, ow))
+            gx, gw, gb = _conv_grads_by_chunks(gm, wa, cols, x.shape, stride, pads, dilation,
+                                               g, oh, ow)
         else:
             if _needs(ctx, 0):
-                gx = _wrap(_conv_input_grad(gm, wa, x.shape, stride, pads, dilation, g, oh,
-                                            ow, nb))
+                gx = _conv_input_grad(gm, wa, x.shape, stride, pads, dilation, g, oh, ow, nb)
             if _needs(ctx, 1):
-                gw = _wrap(_conv_weight_grad(cols, gm, wa.shape, g))
-        if _needs(ctx, 2):
-            gb = _wrap(_channel_sums(ga))
+                gw, gb = _conv_weight_grad(cols, gm, wa.shape, g)
+        if _needs(ctx, 2) and gb is None:
+            gb = _channel_sums(ga)
+        gx, gw, gb = (None if a is None else _wrap(a) for a in (gx, gw, gb))
         tune = getattr(ctx, "tune", None)
         if tune is not None:
             _LAYOUT.record(tune[0], tune[1], tune[3] + time.perf_counter() - t0)
@@ -670,7 +675,7 @@ class ConvWeightGrad(Function):
         ctx.save_for_backward(x, g)
         ctx.geom = stride, pads, dilation, groups
         return _conv_weight_grad(cols, _grad_columns(ga, groups, nb),
-                                 (ga.shape[1], c // groups, *k_hw), groups)
+                                 (ga.shape[1], c // groups, *k_hw), groups)[0]
 
     @staticmethod
     def backward(ctx, grad):
