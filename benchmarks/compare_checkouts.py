@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout
 
 from microtorch.bench.isolated import python_command, run_worker  # noqa: E402
-from microtorch.bench.measure import summarize  # noqa: E402
+from microtorch.bench.measure import ms_with_quartiles, summarize  # noqa: E402
 
 
 def compare(baseline: Path, cases: list[str], rounds: int, threads: int, workdir: Path) -> list:
@@ -67,11 +67,8 @@ def render(rows: list, baseline: Path, rounds: int, threads: int) -> str:
              "threads; medians (quartiles) over all rounds' steps, ms.", "",
              "| case | phase | this | baseline | ratio |", "|---|---|---|---|---|"]
     for r in rows:
-        def cell(s):
-            return (f"{s['median_us'] / 1e3:.3f} ({s['q1_us'] / 1e3:.3f}–"
-                    f"{s['q3_us'] / 1e3:.3f})")
-        lines.append(f"| {r['case']} | {r['phase']} | {cell(r['this'])} | "
-                     f"{cell(r['baseline'])} | **{r['ratio']:.3f}** |")
+        lines.append(f"| {r['case']} | {r['phase']} | {ms_with_quartiles(r['this'])} | "
+                     f"{ms_with_quartiles(r['baseline'])} | **{r['ratio']:.3f}** |")
     return "\n".join(lines) + "\n"
 
 

@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout
 
 from microtorch.bench.isolated import python_command, run_worker  # noqa: E402
-from microtorch.bench.measure import machine_info, median_seconds, summarize  # noqa: E402
+from microtorch.bench.measure import machine_info, median_seconds, ms_with_quartiles, summarize  # noqa: E402
 
 
 def steps(cases: list[str], rounds: int, threads: int, workdir: Path) -> list[dict]:
@@ -143,15 +143,13 @@ def render(result: dict) -> str:
     m = result["machine"]
     lines = ["# Compiled kernels (numba) against microtorch's NumPy passes", "",
              f"{m.get('cpu')}, {m.get('cores')} cores, {m.get('blas')}; "
-             f"{result['threads']} threads; {time.strftime('%Y-%m-%d')}.", "",
+             f"{result['threads']} threads; {result['date']}.", "",
              f"## Training steps ({result['rounds']} rounds, alternating, each worker alone "
              "in its process; ms, median (quartiles))", "",
              "| case | kernels | NumPy passes | ratio |", "|---|---|---|---|"]
     for r in result["steps"]:
-        def cell(s):
-            return f"{s['median_us'] / 1e3:.3f} ({s['q1_us'] / 1e3:.3f}–{s['q3_us'] / 1e3:.3f})"
-        lines.append(f"| {r['case']} | {cell(r['kernels'])} | {cell(r['numpy'])} | "
-                     f"**{r['ratio']:.3f}** |")
+        lines.append(f"| {r['case']} | {ms_with_quartiles(r['kernels'])} | "
+                     f"{ms_with_quartiles(r['numpy'])} | **{r['ratio']:.3f}** |")
     lines += ["", "## Ops (one process, µs, median of calls, best of two alternating runs)", "",
               "| op | kernels | NumPy passes | ratio |", "|---|---|---|---|"]
     for r in result["ops"]:
@@ -177,7 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="write compiled_kernels.{json,md} here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
-        result = {"machine": machine_info(), "threads": args.threads, "rounds": args.rounds,
+        result = {"machine": machine_info(), "date": time.strftime("%Y-%m-%d"),
+                  "threads": args.threads, "rounds": args.rounds,
                   "steps": steps([c for c in args.cases.split(",") if c], args.rounds,
                                  args.threads, Path(work)),
                   "ops": ops(args.threads, args.calls), "startup": startup()}

@@ -308,6 +308,8 @@ def busy_phrase(busy_cores: int) -> str:
 
 def render(rows: list[dict], info: dict) -> str:
     """The Markdown report of one run."""
+    from microtorch.bench.measure import ms_with_quartiles
+
     busy = busy_phrase(info.get("busy_cores", 0))
     title = f"each framework in its own process, {busy}" if busy else \
         "each framework alone in its own process"
@@ -332,9 +334,7 @@ def render(rows: list[dict], info: dict) -> str:
         label = r["title"] if r["phase"] == "step" else f"{r['title']}: {r['phase']}"
         loss = (f"{r['max_loss_diff']:.1e} over {r['steps_compared']} steps"
                 if r.get("max_loss_diff") is not None else "")
-        lines.append(f"| {label} | {m['median_us'] / 1e3:.3f} ({m['q1_us'] / 1e3:.3f}–"
-                     f"{m['q3_us'] / 1e3:.3f}) | {t['median_us'] / 1e3:.3f} "
-                     f"({t['q1_us'] / 1e3:.3f}–{t['q3_us'] / 1e3:.3f}) | "
+        lines.append(f"| {label} | {ms_with_quartiles(m)} | {ms_with_quartiles(t)} | "
                      f"**{r['ratio']:.2f}×** | {loss} |")
     return "\n".join(lines) + "\n"
 

@@ -414,15 +414,45 @@ def test_run_isolated_keeps_busy_cores_spinning_beside_each_worker() -> None:
     assert json.loads(json.dumps(result))["busy_cores"] == 1
 
 
-def _models_script():
-    """benchmarks/models.py as a module (it is a script, not a package module)."""
+def _models_script(name: str = "models"):
+    """benchmarks/<name>.py as a module (it is a script, not a package module)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("bench_models_script",
-                                                  REPO / "benchmarks" / "models.py")
+    spec = importlib.util.spec_from_file_location(f"bench_{name}_script",
+                                                  REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_compiled_kernels_script_measures_both_paths(monkeypatch) -> None:
+    # The steps alternate MICROTORCH_NUMBA=1 and =0 workers; the ops run both ways in this
+    # process and leave the kernels' switch as it was; the report says all three sections.
+    pytest.importorskip("numba")
+    from microtorch.backend import compiled
+
+    script = _models_script("compiled_kernels")
+    commands = []
+
+    def fake_worker(command, threads, framework=None):
+        commands.append(command[1])
+        return {"phases": {"step": [0.002 if command[1].endswith("1") else 0.003]}}
+
+    monkeypatch.setattr(script, "run_worker", fake_worker)
+    steps = script.steps(["lstm"], 2, 1, REPO)
+    assert commands == ["MICROTORCH_NUMBA=1", "MICROTORCH_NUMBA=0"] * 1 + \
+        ["MICROTORCH_NUMBA=0", "MICROTORCH_NUMBA=1"]
+    assert steps[0]["ratio"] == pytest.approx(2 / 3)
+    ops = script.ops(1, 2)
+    assert compiled._state["enabled"] is None and len(ops) == 6
+    assert all(r["kernels_us"] > 0 and r["numpy_us"] > 0 for r in ops)
+    result = {"machine": {"cpu": "cpu", "cores": 2, "blas": "openblas"}, "date": "2026-12-03",
+              "threads": 1, "rounds": 2, "steps": steps, "ops": ops,
+              "startup": [{"setting": "kernels off", "import_s": 0.5, "first_step_s": 0.04,
+                           "second_step_s": 0.02, "numba_imported": False}]}
+    text = script.render(result)
+    assert "| lstm | 2.000 (2.000–2.000) | 3.000 (3.000–3.000) | **0.667** |" in text
+    assert "| kernels off | 0.50 | 0.040 | 0.020 | False |" in text
 
 
 def test_models_busy_cores_reaches_every_worker_and_the_report(

@@ -85,6 +85,12 @@ def summarize(seconds: Iterable[float]) -> dict[str, float]:
             "ci_low_us": lo, "ci_high_us": hi}
 
 
+def ms_with_quartiles(summary: dict[str, float]) -> str:
+    """A ``summarize`` result as "median (q1–q3)" in milliseconds, for the reports' tables."""
+    return (f"{summary['median_us'] / 1e3:.3f} ({summary['q1_us'] / 1e3:.3f}–"
+            f"{summary['q3_us'] / 1e3:.3f})")
+
+
 def _ratio(a: dict | None, b: dict | None) -> float | None:
     if not a or not b or not b["median_us"]:
         return None
