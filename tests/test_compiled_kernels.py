@@ -126,8 +126,10 @@ def test_lstm_backward_kernel_matches_its_numpy_formulas() -> None:
 def test_as_rows_refuses_to_copy() -> None:
     a = np.zeros((3, 4, 5), np.float32)
     assert rnn._as_rows(a).shape == (3, 1, 20) and np.shares_memory(rnn._as_rows(a), a)
-    with pytest.raises(AttributeError):
-        rnn._as_rows(a[:, :, :2])
+    assert np.shares_memory(rnn._as_rows(a[1:]), a)  # (leading axes may be views)
+    for strided in (a[:, :, :2], a[:, ::2], a.transpose(0, 2, 1)):
+        with pytest.raises(ValueError, match="not contiguous in its last two axes"):
+            rnn._as_rows(strided)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -627,11 +627,13 @@ def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
 
 def _as_rows(arr):
     """``arr`` (..., R, C), contiguous in its last two axes, as a view (..., 1, R C): the one
-    long row that the compiled kernels run fastest over. (Setting ``shape`` raises rather
-    than copy, so a kernel never writes into a copy.)"""
-    rows = arr.view()
-    rows.shape = arr.shape[:-2] + (1, arr.shape[-2] * arr.shape[-1])
-    return rows
+    long row that the compiled kernels run fastest over. Other arrays raise ValueError, so
+    a kernel never writes into a copy (two axes contiguous with each other merge in a view)."""
+    r, c = arr.shape[-2:]
+    if arr.strides[-1] != arr.itemsize or (r > 1 and arr.strides[-2] != c * arr.itemsize):
+        raise ValueError(f"_as_rows: an array of shape {arr.shape} and strides {arr.strides} "
+                         "is not contiguous in its last two axes")
+    return arr.reshape(arr.shape[:-2] + (1, r * c))
 
 
 def _over_steps(xp, fn, steps: int, work: int) -> None:
