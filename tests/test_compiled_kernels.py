@@ -125,10 +125,12 @@ def test_lstm_backward_kernel_matches_its_numpy_formulas() -> None:
 
 def test_as_rows_refuses_to_copy() -> None:
     a = np.zeros((3, 4, 5), np.float32)
-    assert rnn._as_rows(a).shape == (3, 1, 20) and np.shares_memory(rnn._as_rows(a), a)
-    assert np.shares_memory(rnn._as_rows(a[1:]), a)  # (leading axes may be views)
+    for fine in (a, a[1:], a[:, :, :1], a[:, :1], a[:, :, ::2][:, :1], np.zeros((5, 3, 0))):
+        rows = rnn._as_rows(fine)  # (leading axes, length-1 and empty axes: views)
+        assert rows.shape == fine.shape[:-2] + (1, fine.shape[-2] * fine.shape[-1])
+        assert rows.size == 0 or np.shares_memory(rows, fine)
     for strided in (a[:, :, :2], a[:, ::2], a.transpose(0, 2, 1)):
-        with pytest.raises(ValueError, match="not contiguous in its last two axes"):
+        with pytest.raises(ValueError, match="do not merge into one"):
             rnn._as_rows(strided)
 
 

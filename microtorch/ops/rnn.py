@@ -626,13 +626,13 @@ def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
 
 
 def _as_rows(arr):
-    """``arr`` (..., R, C), contiguous in its last two axes, as a view (..., 1, R C): the one
-    long row that the compiled kernels run fastest over. Other arrays raise ValueError, so
-    a kernel never writes into a copy (two axes contiguous with each other merge in a view)."""
-    r, c = arr.shape[-2:]
-    if arr.strides[-1] != arr.itemsize or (r > 1 and arr.strides[-2] != c * arr.itemsize):
-        raise ValueError(f"_as_rows: an array of shape {arr.shape} and strides {arr.strides} "
-                         "is not contiguous in its last two axes")
+    """``arr`` (..., R, C) as a view (..., 1, R C): the one long row that the compiled kernels
+    run fastest over (the LSTM's per-step arrays are contiguous). Arrays whose last two axes
+    do not merge into one raise ValueError, so a kernel never writes into a copy."""
+    (r, c), (sr, sc) = arr.shape[-2:], arr.strides[-2:]
+    if r > 1 and c > 1 and sr != c * sc:
+        raise ValueError(f"_as_rows: the last two axes of an array of shape {arr.shape} and "
+                         f"strides {arr.strides} do not merge into one")
     return arr.reshape(arr.shape[:-2] + (1, r * c))
 
 
