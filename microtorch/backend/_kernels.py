@@ -1,14 +1,14 @@
 """numba kernels for ``compiled``: each one pass over arrays that NumPy would walk several
 times, rounding every element exactly as the NumPy code it replaces does.
 
-The kernels take (rows, columns) arrays of any strides. Callers pass contiguous data as one
-row, (1, H N): LLVM vectorizes one long loop best (over (H, N) = (128, 32) the kernel ran
-half as fast).
+The LSTM kernels take (rows, columns) arrays of any strides; callers pass contiguous data as
+one row, (1, H N): LLVM vectorizes one long loop best (over (H, N) = (128, 32) the kernel ran
+half as fast). numba compiles a version per layout and dtype.
 
 Every operation is written in the order the NumPy path performs it, one IEEE operation per
 NumPy pass (a product, then a sum: no fused multiply-add, which numba forms only under
-fast-math). The constants 0, 1 and 0.5 are exact in any float type, so one kernel serves float32
-and float64. Importing this module imports numba (ImportError when it is missing).
+fast-math). The constants 0, 1 and 0.5 are exact in any float type, so one kernel serves
+float32 and float64. Importing this module imports numba (ImportError when it is missing).
 """
 
 from __future__ import annotations

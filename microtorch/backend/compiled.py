@@ -1,15 +1,16 @@
-"""Fused CPU loops compiled by numba, for the few places where NumPy's one-pass-per-op costs
-more than the arithmetic.
+"""Fused CPU loops compiled by numba, for the few places where NumPy's one pass per operation
+costs more than the arithmetic.
 
 A recurrence's time step does a dozen elementwise operations on arrays of a few thousand
 elements. NumPy runs each as its own pass, with its own call overhead and its own trip
 through memory (the backward's operands come from L3: they were written a whole sequence
-earlier). A numba loop does them all in one pass. The kernels (``_kernels``) are written
-with the same float32 operations in the same order as the NumPy code they replace, and numba
-compiles without fast-math (no fused multiply-adds, no reassociation), so every element
-rounds exactly as NumPy rounds it: the compiled and NumPy paths give the same bits, and
-whether numba is present never changes a result. The NumPy code stays as the fallback and as
-the reference the tests compare against.
+earlier); max pooling's backward fills zeros and scatters in several passes, ReLU's backward
+selects in three. A numba loop does each in one pass. The kernels (``_kernels``) perform the
+same float operations in the same order as the NumPy code they replace, and numba compiles
+without fast-math (no fused multiply-adds, no reassociation), so every element rounds
+exactly as NumPy rounds it: the compiled and NumPy paths give the same bits, and whether
+numba is present never changes a result. The NumPy code stays as the fallback and as the
+reference the tests compare against.
 
 numba is imported on first use, not with microtorch (it takes some 0.3 s), and its machine
 code is cached on disk (``cache=True``: next to the module, or in the user's cache directory
