@@ -117,7 +117,7 @@ def test_lstm_backward_kernel_matches_its_numpy_formulas() -> None:
         np.testing.assert_array_equal(dg[:, :, cols], expected_dg[:, :, cols])
         np.testing.assert_array_equal(dcs[:, cols], (dc * f)[:, cols])
     dcs, dg = dc0.copy(), np.zeros((4, hid, n), np.float32)
-    rows = [rnn._as_rows(a) for a in (dh, dout, acts, c_prev, tanh_c, dcs, dg)]
+    rows = [compiled.as_rows(a) for a in (dh, dout, acts, c_prev, tanh_c, dcs, dg)]
     kernels.lstm_backward_cell(*rows)
     np.testing.assert_array_equal(dg, expected_dg)
     np.testing.assert_array_equal(dcs, dc * f)
@@ -126,12 +126,12 @@ def test_lstm_backward_kernel_matches_its_numpy_formulas() -> None:
 def test_as_rows_refuses_to_copy() -> None:
     a = np.zeros((3, 4, 5), np.float32)
     for fine in (a, a[1:], a[:, :, :1], a[:, :1], a[:, :, ::2][:, :1], np.zeros((5, 3, 0))):
-        rows = rnn._as_rows(fine)  # (leading axes, length-1 and empty axes: views)
+        rows = compiled.as_rows(fine)  # (leading axes, length-1 and empty axes: views)
         assert rows.shape == fine.shape[:-2] + (1, fine.shape[-2] * fine.shape[-1])
         assert rows.size == 0 or np.shares_memory(rows, fine)
     for strided in (a[:, :, :2], a[:, ::2], a.transpose(0, 2, 1)):
         with pytest.raises(ValueError, match="do not merge into one"):
-            rnn._as_rows(strided)
+            compiled.as_rows(strided)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

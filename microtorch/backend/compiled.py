@@ -21,12 +21,13 @@ environment, ``kernels()`` returns None and callers take their NumPy path.
 
 from __future__ import annotations
 
+import functools
 import os
 from types import ModuleType
 
 import numpy as np
 
-_state: dict = {"loaded": False, "module": None, "enabled": None}
+_state: dict = {"enabled": None}
 
 
 def enabled() -> bool:
@@ -46,16 +47,16 @@ def set_enabled(flag: bool | None) -> None:
 
 def kernels() -> ModuleType | None:
     """The module of compiled kernels, or None when numba is unavailable or switched off."""
-    if not enabled():
+    return _load() if enabled() else None
+
+
+@functools.cache
+def _load() -> ModuleType | None:
+    try:
+        from . import _kernels
+    except ImportError:  # numba missing, or refusing this NumPy version
         return None
-    if not _state["loaded"]:
-        _state["loaded"] = True
-        try:
-            from . import _kernels
-        except ImportError:  # numba missing, or refusing this NumPy version
-            _kernels = None
-        _state["module"] = _kernels
-    return _state["module"]
+    return _kernels
 
 
 # Elements below which a one-pass kernel replacing a few NumPy passes (ReLU's backward, max
@@ -75,3 +76,14 @@ def kernels_for(xp, dtype, size: int | None = None) -> ModuleType | None:
     if size is not None and size < MIN_ELEMENTS:
         return None
     return kernels()
+
+
+def as_rows(arr):
+    """``arr`` (..., R, C) as a view (..., 1, R C): the one long row that the kernels run
+    fastest over (LLVM vectorizes one long loop best). Arrays whose last two axes do not
+    merge into one raise ValueError, so a kernel never writes into a copy."""
+    (r, c), (sr, sc) = arr.shape[-2:], arr.strides[-2:]
+    if r > 1 and c > 1 and sr != c * sc:
+        raise ValueError(f"as_rows: the last two axes of an array of shape {arr.shape} and "
+                         f"strides {arr.strides} do not merge into one")
+    return arr.reshape(arr.shape[:-2] + (1, r * c))

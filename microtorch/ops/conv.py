@@ -244,9 +244,8 @@ def _conv_grads_by_chunks(gm, wa, cols, x_shape, stride, pads, dilation, g: int,
     products and sums as ``_conv_input_grad`` and ``_conv_weight_grad``."""
     n = x_shape[0]
     gx = np.empty(x_shape, dtype=gm.dtype)
-    parts = np.empty((n, g, cols.shape[2], wa.shape[0] // g), dtype=gm.dtype)
     input_chunk = _input_grad_chunk(gx, gm, wa, stride, pads, dilation, g, oh, ow, 1)
-    weight_chunk = _weight_parts_chunk(parts, cols, gm)
+    parts, weight_chunk = _weight_parts(cols, gm)
 
     def chunk(lo: int, hi: int) -> None:
         input_chunk(lo, hi)
@@ -390,22 +389,24 @@ def _conv_weight_grad(cols, gm, w_shape, g: int):
     if n == 1:
         gw = product(cols[0], gm_t[0])
     elif _by_image_chunks(gm, n, 1, macs):  # each image's product by chunks, then the same sum
-        parts = np.empty((n, g, cols.shape[2], w_shape[0] // g), dtype=gm.dtype)
-        _over_image_chunks((cols.shape, gm.shape, gm.dtype.str),
-                           _weight_parts_chunk(parts, cols, gm), n, macs, cols[0].nbytes)
+        parts, chunk = _weight_parts(cols, gm)
+        _over_image_chunks((cols.shape, gm.shape, gm.dtype.str), chunk, n, macs,
+                           cols[0].nbytes)
         gw = parts.sum(0)
     else:
         gw = product(cols, gm_t).sum(0)
     return _weight_from_parts(gw, w_shape, g, gm.dtype)
 
 
-def _weight_parts_chunk(parts, cols, gm):
-    """``fn(lo, hi)`` writing images lo:hi's products cols @ gm^T into ``parts``."""
+def _weight_parts(cols, gm):
+    """Each image's weight product, (N, G, K, Og), and ``fn(lo, hi)`` writing images lo:hi's
+    products cols @ gm^T into it."""
+    parts = np.empty(cols.shape[:3] + gm.shape[2:3], dtype=gm.dtype)
     gm_t = gm.transpose(0, 1, 3, 2)
 
     def chunk(lo: int, hi: int) -> None:
         small_products(cols[lo:hi], gm_t[lo:hi], out=parts[lo:hi])
-    return chunk
+    return parts, chunk
 
 
 def _weight_from_parts(gw, w_shape, g: int, dtype):
@@ -538,7 +539,7 @@ class Conv2d(Function):
         gm = _grad_columns(ga, g, nb)
         if _needs(ctx, 1) and cols is None:  # pointwise: the input is the columns
             cols = x._data.reshape(x.shape[0], g, x.shape[1] // g, oh * ow)
-        if getattr(ctx, "bias_row", False) and not _needs(ctx, 2):
+        if ctx.bias_row and not _needs(ctx, 2):
             cols = cols[:, :, :-1]  # (the row of ones gives the bias's gradient: not needed)
         if _needs(ctx, 0) and _needs(ctx, 1) and \
                 _by_image_chunks(gm, x.shape[0], nb, gm.size * wa[0].size):

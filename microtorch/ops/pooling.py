@@ -209,43 +209,43 @@ def _window_origins(x_shape, out_hw, stride, pads) -> np.ndarray:
 def _scatter_disjoint(ga, idx, x_shape, kernel, stride, pads, dilation):
     """``_max_pool_scatter`` of windows that do not overlap, on NumPy: each gradient written
     at its maximum's flat position in zeros (``_window_origins`` plus the offset's distance,
-    computed in the narrowest integers), the images shared between threads. Every element
-    is written by one window at most, so the result is that of adding into zeros: 0.0 + g.
-    Measured on an Intel Xeon VM (2 x 2 windows, one thread): 64 x 32 x 14 x 14 629 -> 362 us,
-    64 x 16 x 28 x 28 839 -> 711 us, against one bit-masked strided write per offset."""
-    n = x_shape[0]
-    out = np.zeros(x_shape, dtype=ga.dtype)
-    flat = out.reshape(-1)
+    computed in the narrowest integers). Every element is written by one window at most, so
+    the result is that of adding into zeros: 0.0 + g. Measured on an Intel Xeon VM (2 x 2
+    windows, one thread): 64 x 32 x 14 x 14 629 -> 362 us, 64 x 16 x 28 x 28 839 -> 711 us,
+    against one bit-masked strided write per offset."""
     origins = _window_origins(tuple(x_shape), tuple(ga.shape[2:]), tuple(stride), tuple(pads))
 
-    def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
+    def write(out, lo: int, hi: int) -> None:
         at = np.add(origins[lo:hi], _offset_distances(idx[lo:hi], kernel, dilation, x_shape[3]),
                     dtype=np.intp)
-        flat[at.reshape(-1)] = np.add(ga[lo:hi], 0).reshape(-1)  # (-0.0 + 0 is 0.0)
+        out.reshape(-1)[at.reshape(-1)] = np.add(ga[lo:hi], 0).reshape(-1)  # (-0.0 + 0: 0.0)
 
-    _over_images(np, "backward", (x_shape, ga.dtype.str, kernel, stride, pads, dilation),
-                 images, n, out.size)
-    return out
+    return _into_zeros(ga, x_shape, (kernel, stride, pads, dilation), write)
 
 
 def _scatter_compiled(fused, ga, idx, x_shape, kernel, stride, pads, dilation):
     """``_max_pool_scatter`` by the compiled kernel (``backend.compiled``): every window's
     gradient added at its index's flat position in zeros, windows in PyTorch's order, in one
-    pass (any windows: overlapping, padded, dilated), the images shared between threads.
-    Measured on an Intel Xeon VM (2 x 2 windows, one thread): 64 x 32 x 14 x 14 423 -> 152
-    us, 64 x 16 x 28 x 28 904 -> 334 us, against ``_scatter_disjoint``."""
+    pass (any windows: overlapping, padded, dilated). Measured on an Intel Xeon VM (2 x 2
+    windows, one thread): 64 x 32 x 14 x 14 423 -> 152 us, 64 x 16 x 28 x 28 904 -> 334 us,
+    against ``_scatter_disjoint``."""
     n, c, h, w = x_shape
+    offsets = _offset_distances(np.arange(kernel[0] * kernel[1]), kernel, dilation,
+                                w).astype(np.intp)
+
+    def write(out, lo: int, hi: int) -> None:
+        fused.max_pool_scatter(ga[lo:hi], idx[lo:hi], out[lo:hi].reshape(hi - lo, c, h * w),
+                               offsets, w, stride[0], stride[1], pads[0], pads[2])
+
+    return _into_zeros(ga, x_shape, (kernel, stride, pads, dilation), write)
+
+
+def _into_zeros(ga, x_shape, geom: tuple, write):
+    """A NumPy input gradient of zeros into which ``write(out, lo, hi)`` puts images lo:hi's
+    gradients, the images shared between threads (independent: any split is exact)."""
     out = np.zeros(x_shape, dtype=ga.dtype)
-    flat = out.reshape(n, c, h * w)
-    ks = kernel[0] * kernel[1]
-    offsets = _offset_distances(np.arange(ks), kernel, dilation, w).astype(np.intp)
-
-    def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
-        fused.max_pool_scatter(ga[lo:hi], idx[lo:hi], flat[lo:hi], offsets, w, stride[0],
-                               stride[1], pads[0], pads[2])
-
-    _over_images(np, "backward", (x_shape, ga.dtype.str, kernel, stride, pads, dilation),
-                 images, n, out.size)
+    _over_images(np, "backward", (x_shape, ga.dtype.str, *geom),
+                 lambda lo, hi: write(out, lo, hi), x_shape[0], out.size)
     return out
 
 

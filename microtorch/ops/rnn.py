@@ -310,7 +310,7 @@ def _lstm_forward(xp, x, h0, c0, wih, whh, biases, w_hr, bs, empty, key):
     fused = compiled.kernels_for(xp, dt)
     cell = fused.lstm_forward_cell if fused is not None else None
     if cell is not None:  # (whole steps, for the kernel)
-        acts_row, cs_row = _as_rows(acts), _as_rows(cs)
+        acts_row, cs_row = compiled.as_rows(acts), compiled.as_rows(cs)
 
     def lstm_rows(lo: int, hi: int) -> None:  # rows (columns here) lo:hi, every step
         for t in range(steps):
@@ -397,8 +397,8 @@ def _lstm_backward(xp, ctx, dout, dc_n, saved, empty):
 
     def fused_rows(lo: int, hi: int) -> None:  # lstm_rows' steps, each in one compiled pass
         cell = fused.lstm_backward_cell
-        rows = [_as_rows(a) for a in (d_out, acts, cs, tcs, dg4)]
-        dh_row, dc_row = _as_rows(dh), _as_rows(dc)
+        rows = [compiled.as_rows(a) for a in (d_out, acts, cs, tcs, dg4)]
+        dh_row, dc_row = compiled.as_rows(dh), compiled.as_rows(dc)
         for t in reversed(range(steps)):
             e = max(lo, min(bs[t], hi))
             if e < hi:  # finished rows: their output's gradient only
@@ -623,17 +623,6 @@ def _over_rows(xp, fn, n: int, work: int, phase: str, key) -> None:
         return
     with blas_threads(1):
         split_rows(decide, key, fn, n, work, _ROWS_MIN_WORK, by_rule="one")
-
-
-def _as_rows(arr):
-    """``arr`` (..., R, C) as a view (..., 1, R C): the one long row that the compiled kernels
-    run fastest over (the LSTM's per-step arrays are contiguous). Arrays whose last two axes
-    do not merge into one raise ValueError, so a kernel never writes into a copy."""
-    (r, c), (sr, sc) = arr.shape[-2:], arr.strides[-2:]
-    if r > 1 and c > 1 and sr != c * sc:
-        raise ValueError(f"_as_rows: the last two axes of an array of shape {arr.shape} and "
-                         f"strides {arr.strides} do not merge into one")
-    return arr.reshape(arr.shape[:-2] + (1, r * c))
 
 
 def _over_steps(xp, fn, steps: int, work: int) -> None:
