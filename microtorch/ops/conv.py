@@ -474,8 +474,9 @@ class Conv2d(Function):
         t0 = time.perf_counter()
         # One image per block: the GEMM's output is the result, and the bias goes into it as
         # one more column of the weights against a row of ones in the columns, the last term
-        # of each sum (no pass over the result after it; with a single block of K the same
-        # bits as adding it after the product).
+        # of each sum (no pass over the result after it). OpenBLAS's SkylakeX kernels add a
+        # block of K in order, which gives the bits of the bias added after the product; its
+        # Haswell kernels may round some of those sums otherwise (tests/test_conv_bias.py).
         bias_in_gemm = (nb == 1 and bias is not None
                         and not _is_pointwise(nb, kh, kw, stride, pads))
         wmat = _conv_weight(wa, g)

@@ -84,7 +84,10 @@ CONV3D_ROUNDING = ROUNDING + (
     "the weight gradient of this 1-channel conv3d (padding='same', dilation 3) is one float32 "
     "dot product of 1320 terms per element; microtorch's (BLAS sgemm over im2col columns) lies "
     "2.1x as far from PyTorch's float64 gradient as PyTorch's (oneDNN) does, up to 13 ulp on "
-    "3 of 64 elements; PyTorch's own runs at 1/2 threads and lower SIMD levels spread 0-4 ulp"
+    "3 of 64 elements; PyTorch's own runs at 1/2 threads and lower SIMD levels spread 0-4 ulp. "
+    "Judged by the farthest of those runs (oracle.close_enough, spread.py) it passes on an "
+    "Intel Xeon, natively and as an AVX2 CPU: PyTorch's distance 5.9e-4 as configured, 8.0e-4 "
+    "without SIMD, microtorch's 1.2e-3; it may still fail where PyTorch's runs all lie nearer"
 )
 TENSORSOLVE_ROUNDING = ROUNDING + (
     "a float32 solve of a 12x12 system of condition number 572: LU with partial pivoting in "
@@ -107,7 +110,7 @@ XFAILS: list[XFail] = [
           some_cpus=True),
     XFail(("nn.functional.local_response_norm",), ("op.value",), LRN_ROUNDING, dtypes=("int64",)),
     XFail(("nn.functional.conv3d",), ("op.grad",), CONV3D_ROUNDING, dtypes=("float32",),
-          samples=(12,), device="cpu"),
+          samples=(12,), device="cpu", some_cpus=True),
     XFail(("linalg.tensorsolve",), ("op.grad", "op.value"), TENSORSOLVE_ROUNDING,
           dtypes=("float32",), samples=(2,), device="cpu"),
     XFail(("mode",), ("method.value", "op.value", "out.value"), MODE_TIE, dtypes=(*INTS, "bool"),

@@ -24,7 +24,10 @@ float64 computation of the same sample than twice PyTorch's float32 result does:
 own rule for comparing two implementations (``_ref_test_helper`` in its test_ops.py), with a
 factor 2 since two kernels that round differently but equally well are each the farther one
 half of the time (PyTorch's rule has none, with a TODO to add a tolerance; it applies it to
-references that mostly compute the same way as the kernel).
+references that mostly compute the same way as the kernel). PyTorch's float32 result is one
+rounding among several (its distance moves with its SIMD level and thread count): where the
+result as configured is the nearer, the farthest of PyTorch's runs in its other configurations
+on this machine is the yardstick (``spread``).
 Random ops (``catalog.is_random``) are compared by value on the CPU, where microtorch replays
 PyTorch's generator after the same seed, and by shape and dtype elsewhere (PyTorch's CUDA
 stream differs from its CPU stream too); ops whose output PyTorch calls not comparable
@@ -40,6 +43,7 @@ import warnings
 import catalog
 import numpy as np
 import porting
+import spread
 import tolerances
 import torch
 from compare import Mismatch, compare, distance, leaves, mt_numpy
@@ -235,9 +239,11 @@ class _Runner:
                 s.precise_grads = ()
         return s.precise_grads[k] if s.precise_grads else None
 
-    def close_enough(self, s: _Sample, got, want, precise_of) -> bool:
+    def close_enough(self, s: _Sample, got, want, precise_of, grad: int | None = None) -> bool:
         """A float32 ``got`` outside the tolerance is accepted when its distance from the
-        precise result is at most PyTorch's (structure, shapes and dtypes must match)."""
+        precise result is at most PyTorch's (structure, shapes and dtypes must match): its
+        result as configured, else the farthest of its runs in its other configurations on
+        this machine (``spread``). ``grad``: ``got`` is the gradient of input ``grad``."""
         if self.dtype != torch.float32 or not self.values:
             return False
         try:
@@ -247,7 +253,16 @@ class _Runner:
         precise = precise_of(s)
         if precise is None:
             return False
-        return bool(distance(got, precise) <= PRECISE_FACTOR * distance(want, precise))
+        ours = distance(got, precise)
+        if ours <= PRECISE_FACTOR * distance(want, precise):
+            return True
+        try:
+            runs = spread.elsewhere(catalog.entry_id(self.op), "float32", s.index)
+        except RuntimeError:  # (a worker failed: the first judgement stands)
+            return False
+        theirs = [distance(r["value"] if grad is None else r["grads"][grad], precise)
+                  for r in runs if grad is None or r["grads"] is not None]
+        return bool(theirs) and bool(ours <= PRECISE_FACTOR * max(theirs))
 
     def outcome(self, s: _Sample, variant: str, got, want) -> None:
         if self.gauge:  # compare what the decomposition defines, not its arbitrary signs
@@ -353,7 +368,7 @@ class _Runner:
                     compare(mg, tg, self.tol, self.values, where)
                 except Mismatch:
                     if not self.close_enough(s, mg, tg,
-                                             lambda s, k=k: self.precise_grad(s, k)):
+                                             lambda s, k=k: self.precise_grad(s, k), k):
                         raise
 
     def errors_differ(self, s: _Sample, name: str, t_err, m_err) -> bool:

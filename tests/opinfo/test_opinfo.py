@@ -68,3 +68,29 @@ def test_the_table_is_strict_both_ways_except_for_cpu_dependent_rounding(monkeyp
     assert expected_failures.judge("b", "float32", "cpu", []) == ([], [])  # may pass
     other = [Failure(check="op.value", sample=0)]
     assert expected_failures.judge("b", "float32", "cpu", other)[0] == other  # not covered
+
+
+def test_the_spread_worker_remakes_the_oracles_sample():
+    """``spread.pytorch_side`` (PyTorch's side of one sample, run in other configurations when
+    a float32 result is judged by PyTorch's spread) makes the very sample the oracle made:
+    in this process, the same value and gradients bit for bit."""
+    if not _HAVE:
+        pytest.skip(TORCH_REASON)
+    import warnings
+
+    import spread
+    import torch
+
+    op = next(o for o in catalog.load() if catalog.entry_id(o) == "nn.functional.conv2d")
+    oracle._seed_all(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sample = list(op.sample_inputs("cpu", torch.float32, requires_grad=True,
+                                       set_seed=False))[28]
+    out = op.op(sample.input, *sample.args, **sample.kwargs)
+    grads, _ = oracle._torch_grads((sample.input, sample.args, sample.kwargs),
+                                   sample.output_process_fn_grad, out)
+    side = spread.pytorch_side(torch, "nn.functional.conv2d", "float32", 28)
+    assert torch.equal(side["value"], out.detach())
+    assert len(side["grads"]) == len(grads) == 2
+    assert all(torch.equal(a, b) for a, b in zip(side["grads"], grads))
