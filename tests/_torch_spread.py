@@ -93,25 +93,32 @@ def torch_elsewhere(tmp_path_factory, target: str, cases: list[dict]) -> dict[st
     """``function(torch, **case)`` for every case, in one subprocess per PyTorch configuration
     other than this process's, all at once (``target`` is ``"module:function"`` of a module in
     tests/). ``{configuration: [result per case]}``; once per session."""
+    return session_cached(tmp_path_factory, f"{target}\n{cases!r}",
+                          lambda: run_elsewhere(tmp_path_factory.mktemp("spread"), target,
+                                                cases))
+
+
+def run_elsewhere(work: Path, target: str, cases: list[dict]) -> dict[str, list]:
+    """``function(torch, **case)`` for every case (``target``: ``"module:function"``, a module
+    importable from tests/), in one subprocess per PyTorch configuration other than this
+    process's, all at once, their files in ``work``: ``{configuration: [result per case]}``.
+    RuntimeError when a run fails."""
     import torch
 
-    def compute() -> dict[str, list]:
-        work = tmp_path_factory.mktemp("spread")
-        (work / "cases.pkl").write_bytes(pickle.dumps(cases))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT), str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
-        runs = {}
-        for n, (name, change) in enumerate(list(torch_configs(torch).items())[1:]):
-            out = work / f"{n}.pkl"
-            cmd = [sys.executable, __file__, str(out), target, str(work / "cases.pkl")]
-            runs[name] = (out, subprocess.Popen(cmd, cwd=ROOT, env={**env, **change}))
-        results = {}
-        for name, (out, proc) in runs.items():
-            assert proc.wait(timeout=900) == 0, f"PyTorch's run of {target} failed ({name})"
-            results[name] = pickle.loads(out.read_bytes())
-        return results
-
-    return session_cached(tmp_path_factory, f"{target}\n{cases!r}", compute)
+    (work / "cases.pkl").write_bytes(pickle.dumps(cases))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    runs = {}
+    for n, (name, change) in enumerate(list(torch_configs(torch).items())[1:]):
+        out = work / f"{n}.pkl"
+        cmd = [sys.executable, __file__, str(out), target, str(work / "cases.pkl")]
+        runs[name] = (out, subprocess.Popen(cmd, cwd=ROOT, env={**env, **change}))
+    results = {}
+    for name, (out, proc) in runs.items():
+        if proc.wait(timeout=900) != 0:
+            raise RuntimeError(f"PyTorch's run of {target} failed ({name})")
+        results[name] = pickle.loads(out.read_bytes())
+    return results
 
 
 def assert_within_spread(actual, expected, others, floor, err_msg: str = "") -> None:

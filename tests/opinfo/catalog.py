@@ -33,6 +33,11 @@ def entry_id(op) -> str:
     return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
 
 
+def find(entry: str):
+    """The op_db entry whose ``entry_id`` is ``entry``."""
+    return next(op for op in load() if entry_id(op) == entry)
+
+
 def tested_dtypes(op) -> list[torch.dtype]:
     """The dtypes of ``DTYPES`` the OpInfo lists as supported on the CPU."""
     supported = op.supported_dtypes("cpu")

@@ -432,17 +432,20 @@ class _Runner:
         self.outcome(s, "out", m_out, t_out)
 
 
-def run_entry(op, dtype: torch.dtype, device: str) -> EntryRun:
-    """Every sample of ``op`` in ``dtype`` on ``device``, checked against PyTorch on the CPU."""
-    runner = _Runner(op, dtype, device)
-    # One seed before the samples are made, not torch.testing's per-sample seed: that one is
-    # a hash of the calling test function's name, read off the stack.
+def samples_of(op, dtype: torch.dtype, grad: bool) -> list:
+    """The entry's samples in ``dtype`` (requiring grad when ``grad``), the same every call:
+    one seed before they are made, not torch.testing's per-sample seed (a hash of the
+    calling test function's name, read off the stack)."""
     _seed_all(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        samples = list(op.sample_inputs("cpu", dtype, requires_grad=runner.grad,
-                                        set_seed=False))
-    for index, sample in enumerate(samples):
+        return list(op.sample_inputs("cpu", dtype, requires_grad=grad, set_seed=False))
+
+
+def run_entry(op, dtype: torch.dtype, device: str) -> EntryRun:
+    """Every sample of ``op`` in ``dtype`` on ``device``, checked against PyTorch on the CPU."""
+    runner = _Runner(op, dtype, device)
+    for index, sample in enumerate(samples_of(op, dtype, runner.grad)):
         if catalog.made_for(sample, device):
             runner.sample(index, sample)
     return runner.run

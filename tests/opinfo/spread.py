@@ -18,53 +18,27 @@ natively and as an AVX2 CPU, and conv2d's sample 28 as an AVX2 CPU).
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
+import functools
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TESTS = HERE.parent
-
-_runs: dict[tuple[str, str, int], list[dict]] = {}
 
 
+@functools.cache
 def elsewhere(entry: str, dtype: str, index: int) -> list[dict]:
     """PyTorch's results of sample ``index`` of OpInfo ``entry`` in ``dtype`` in each of its
-    other configurations (``pytorch_side``'s dicts), computed once per process."""
-    key = (entry, dtype, index)
-    if key not in _runs:
-        _runs[key] = _run_elsewhere(entry, dtype, index)
-    return _runs[key]
+    other configurations (``pytorch_side``'s dicts), computed once per process; RuntimeError
+    when a run fails."""
+    if str(HERE.parent) not in sys.path:
+        sys.path.insert(0, str(HERE.parent))
+    from _torch_spread import run_elsewhere
 
-
-def _run_elsewhere(entry: str, dtype: str, index: int) -> list[dict]:
-    import torch
-
-    if str(TESTS) not in sys.path:
-        sys.path.insert(0, str(TESTS))
-    from _torch_spread import ROOT, torch_configs
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), str(TESTS), str(HERE)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     with tempfile.TemporaryDirectory() as work:
-        cases = Path(work) / "cases.pkl"
-        cases.write_bytes(pickle.dumps([dict(entry=entry, dtype=dtype, index=index)]))
-        runs = []
-        for n, (name, change) in enumerate(list(torch_configs(torch).items())[1:]):
-            out = Path(work) / f"{n}.pkl"
-            cmd = [sys.executable, str(TESTS / "_torch_spread.py"), str(out),
-                   "spread:pytorch_side", str(cases)]
-            runs.append((name, out, subprocess.Popen(cmd, cwd=ROOT, env={**env, **change})))
-        results = []
-        for name, out, proc in runs:
-            if proc.wait(timeout=900) != 0:
-                raise RuntimeError(f"PyTorch's run of {entry} sample {index} failed ({name})")
-            results.append(pickle.loads(out.read_bytes())[0])
-    return results
+        runs = run_elsewhere(Path(work), "opinfo.spread:pytorch_side",
+                             [dict(entry=entry, dtype=dtype, index=index)])
+    return [results[0] for results in runs.values()]
 
 
 def pytorch_side(torch, entry: str, dtype: str, index: int) -> dict:
@@ -76,14 +50,9 @@ def pytorch_side(torch, entry: str, dtype: str, index: int) -> dict:
     import catalog
     import oracle
 
-    op = next(o for o in catalog.load() if catalog.entry_id(o) == entry)
-    runner = oracle._Runner(op, getattr(torch, dtype), "cpu")
-    oracle._seed_all(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        samples = list(op.sample_inputs("cpu", runner.dtype, requires_grad=runner.grad,
-                                        set_seed=False))
-    sample = samples[index]
+    runner = oracle._Runner(catalog.find(entry), getattr(torch, dtype), "cpu")
+    op = runner.op
+    sample = oracle.samples_of(op, runner.dtype, runner.grad)[index]
     runner.seed(index)
     out = oracle._call(op.op, (sample.input, *sample.args), sample.kwargs)
     value = sample.output_process_fn_grad(out) if runner.gauge else out

@@ -76,17 +76,11 @@ def test_the_spread_worker_remakes_the_oracles_sample():
     in this process, the same value and gradients bit for bit."""
     if not _HAVE:
         pytest.skip(TORCH_REASON)
-    import warnings
-
     import spread
     import torch
 
-    op = next(o for o in catalog.load() if catalog.entry_id(o) == "nn.functional.conv2d")
-    oracle._seed_all(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sample = list(op.sample_inputs("cpu", torch.float32, requires_grad=True,
-                                       set_seed=False))[28]
+    op = catalog.find("nn.functional.conv2d")
+    sample = oracle.samples_of(op, torch.float32, grad=True)[28]
     out = op.op(sample.input, *sample.args, **sample.kwargs)
     grads, _ = oracle._torch_grads((sample.input, sample.args, sample.kwargs),
                                    sample.output_process_fn_grad, out)
