@@ -3,8 +3,12 @@ replace (and as PyTorch, where those do) in every case that reaches them. The LS
 batches, packed sequences (column slices), rows shared between threads, both directions,
 float32 and float64, a projection (which keeps the NumPy path), NaN and infinities. Max
 pooling's backward: overlapping, padded, dilated and ceil-mode windows, NaN and -inf windows,
-ties. ReLU's backward: zeros of both signs, NaN and infinities in the input and gradient.
-Switching them off falls back cleanly."""
+ties. ReLU's backward: zeros of both signs, NaN and infinities in the input and gradient. The
+row-value operations (the softmax family's and cross entropy's): every operation against its
+ufunc, and the ops through them with infinite and NaN rows, reductions, weights and ignored
+targets. Adam's step: every option (amsgrad, coupled and decoupled weight decay, maximize, a
+first-moment weight of 0.5 or more), NaN and infinite gradients, 0-d parameters. Switching them
+off falls back cleanly."""
 
 from __future__ import annotations
 
@@ -184,6 +188,93 @@ def test_relu_backward_kernel_matches_numpy_and_torch(restore, dtype) -> None:
     tx = torch.tensor(x0, requires_grad=True)
     torch.relu(tx).backward(torch.tensor(g0))
     _same_bits([grads[0]], [tx.grad.numpy()])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ufunc", [np.subtract, np.multiply, np.divide])
+def test_row_value_kernel_matches_its_ufunc(restore, dtype, ufunc) -> None:
+    from microtorch.backend.rows import by_row_value
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 9)).astype(dtype)
+    x[0, :5] = [0.0, -0.0, np.nan, np.inf, -np.inf]
+    col = rng.standard_normal((6, 1)).astype(dtype)
+    col[1:5, 0] = [0.0, -0.0, np.inf, np.nan]  # (division by zeros and infinities: silent)
+    expected = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        ufunc(x, col, out=expected)
+    for flag in (True, False):
+        compiled.set_enabled(flag)
+        out = np.full_like(x, 7.0)
+        with np.errstate(all="ignore"):
+            assert by_row_value(ufunc, x, col, out) is out
+        _same_bits([out], [expected])
+    compiled.set_enabled(True)
+    out = x.copy()  # (in place, as the softmax's passes use it)
+    by_row_value(ufunc, out, col, out)
+    _same_bits([out], [expected])
+
+
+def _softmax_family_run(flag, dtype, fn):
+    """Value and input gradient of ``fn`` (the softmax family, cross entropy) on logits with
+    an infinite and a NaN row, as NumPy arrays, with the compiled kernels on or off."""
+    compiled.set_enabled(flag)
+    rng = np.random.default_rng(8)
+    x0 = rng.standard_normal((70, 33)).astype(dtype) * 3
+    x0[3, 4], x0[5, 6], x0[7, :] = np.inf, np.nan, -np.inf
+    x = microtorch.tensor(x0, requires_grad=True)
+    out = fn(x)
+    g0 = rng.standard_normal(out.shape).astype(dtype)
+    out.backward(microtorch.tensor(g0))
+    return [np.atleast_1d(out.detach().numpy()).copy(), x.grad.numpy().copy()]
+
+
+_TARGETS = microtorch.tensor(np.random.default_rng(9).integers(0, 33, 70))
+_WEIGHTS = np.random.default_rng(10).random(33)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [
+    lambda x: microtorch.softmax(x, 1),
+    lambda x: microtorch.log_softmax(x, 1),
+    lambda x: microtorch.nn.functional.cross_entropy(x, _TARGETS),
+    lambda x: microtorch.nn.functional.cross_entropy(x, _TARGETS, reduction="sum"),
+    lambda x: microtorch.nn.functional.cross_entropy(x, _TARGETS, reduction="none"),
+    lambda x: microtorch.nn.functional.cross_entropy(x, _TARGETS, ignore_index=int(_TARGETS[0])),
+    lambda x: microtorch.nn.functional.cross_entropy(
+        x, _TARGETS, weight=microtorch.tensor(_WEIGHTS, dtype=x.dtype)),
+], ids=["softmax", "log_softmax", "ce_mean", "ce_sum", "ce_none", "ce_ignore", "ce_weight"])
+def test_softmax_family_kernels_give_the_numpy_paths_bits(restore, dtype, fn) -> None:
+    _same_bits(_softmax_family_run(True, dtype, fn), _softmax_family_run(False, dtype, fn))
+
+
+def _adam_run(flag, dtype, options):
+    """Parameters and every state array after six Adam steps (a NaN, an infinity and -0.0 in
+    one step's gradient), with the compiled kernels on or off."""
+    compiled.set_enabled(flag)
+    rng = np.random.default_rng(11)
+    params = [microtorch.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+              for shape in [(30, 17), (7,), ()]]
+    opt = microtorch.optim.Adam(params, lr=1e-2, **options)
+    for k in range(6):
+        for p in params:
+            g = rng.standard_normal(p.shape).astype(dtype)
+            if k == 3 and p.ndim == 2:
+                g[0, :3] = [np.nan, np.inf, -0.0]
+            p.grad = microtorch.tensor(g)
+        opt.step()
+    return [p.detach().numpy().reshape(-1).copy() for p in params] + \
+        [opt.state[p][key].numpy().reshape(-1).copy() for p in params
+         for key in sorted(opt.state[p]) if key != "step"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("options", [
+    {}, {"amsgrad": True}, {"weight_decay": 0.1}, {"maximize": True}, {"betas": (0.3, 0.9)},
+    {"weight_decay": 0.1, "decoupled_weight_decay": True},
+], ids=["plain", "amsgrad", "decay", "maximize", "heavy_weight", "decoupled"])
+def test_adam_step_kernel_gives_the_numpy_paths_bits(restore, dtype, options) -> None:
+    _same_bits(_adam_run(True, dtype, options), _adam_run(False, dtype, options))
 
 
 def test_numba_is_imported_on_first_use_and_works_without_a_cache_directory() -> None:

@@ -27,8 +27,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["ROW_GROUP", "SHORT_ROW_BYTES", "cache_blocks", "l2_bytes", "last_axis_max",
-           "over_row_blocks"]
+from . import compiled
+
+__all__ = ["ROW_GROUP", "SHORT_ROW_BYTES", "by_row_value", "cache_blocks", "l2_bytes",
+           "last_axis_max", "over_row_blocks"]
 
 # OpenBLAS's matrix-vector product (``last_axis_sums``) takes the rows of a call in groups of
 # up to 8 (its SkylakeX and Haswell kernels), the rows of a last, partial group summed in
@@ -95,6 +97,23 @@ def last_axis_max(a, out=None):
     result = np.empty(a.shape[:-1] + (1,), a.dtype) if out is None else out
     np.maximum.reduce(np.ascontiguousarray(rows.T), axis=0, out=result.reshape(-1))
     return result
+
+
+# The operations ``by_row_value`` runs in one compiled loop, by the kernel's code for each.
+_ROW_VALUE_OPS = {np.subtract: 0, np.multiply: 1, np.divide: 2}
+
+
+def by_row_value(ufunc, x, col, out):
+    """``ufunc(x, col, out=out)`` for ``ufunc`` np.subtract, np.multiply or np.divide, ``x``
+    and ``out`` (R, C) arrays and ``col`` (R, 1) one value per row: by a compiled loop
+    (``compiled``, ``_kernels.by_row_value``) for NumPy float32/float64 arrays of
+    ``compiled.MIN_ELEMENTS`` or more, else by the ufunc; the same bits either way (one IEEE
+    operation per element). Returns ``out``."""
+    fused = compiled.kernels_for(np, x.dtype, x.size)
+    if fused is None or not x.dtype == col.dtype == out.dtype or type(x) is not np.ndarray:
+        return ufunc(x, col, out=out)
+    fused.by_row_value(x, col, out, _ROW_VALUE_OPS[ufunc])
+    return out
 
 
 def over_row_blocks(decide, key: tuple, rows: int, row_bytes: int, work: int, min_work: int,

@@ -17,7 +17,7 @@ from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
 from ..backend.autotune import choice
 from ..backend.blas import last_axis_sums
-from ..backend.rows import SHORT_ROW_BYTES, last_axis_max, over_row_blocks
+from ..backend.rows import SHORT_ROW_BYTES, by_row_value, last_axis_max, over_row_blocks
 from ..backend.threads import one_blas_thread
 from ._autocast import autocast_op
 from ._util import Tensor, _float_array, _needs, _wrap, reduce_grad, wrap_dim, xp_of
@@ -92,14 +92,14 @@ def _softmax_by_row_blocks(xa, kind: str, decide=None):
         x, o, total = rows[i:j], flat[i:j], sums[i:j]
         # (per thread: NumPy's error state is the calling thread's)
         with np.errstate(invalid="ignore"):  # +-inf: NaN, silently as in PyTorch
-            np.subtract(x, maxima(x, out=top[i:j]), out=o)
+            by_row_value(np.subtract, x, maxima(x, out=top[i:j]), o)
             if kind == "log_softmax":
                 np.matmul(np.exp(o), ones, out=total[:, 0])
-                np.subtract(o, np.log(total, out=total), out=o)
+                by_row_value(np.subtract, o, np.log(total, out=total), o)
                 return
             np.matmul(np.exp(o, out=o), ones, out=total[:, 0])
             if kind == "softmax":
-                np.divide(o, total, out=o)
+                by_row_value(np.divide, o, total, o)
             else:
                 np.log(total, out=log_sums[i:j])
 
@@ -126,10 +126,10 @@ def _softmax_grad_by_row_blocks(g, y, log: bool):
         with np.errstate(invalid="ignore", over="ignore"):  # inf, NaN: silently, as PyTorch
             if log:
                 total = gb.sum(axis=1, keepdims=True)
-                np.subtract(gb, np.multiply(np.exp(yb, out=o), total, out=o), out=o)
+                np.subtract(gb, by_row_value(np.multiply, np.exp(yb, out=o), total, o), out=o)
             else:
                 total = np.multiply(gb, yb, out=o).sum(axis=1, keepdims=True)
-                np.multiply(yb, np.subtract(gb, total, out=o), out=o)
+                np.multiply(yb, by_row_value(np.subtract, gb, total, o), out=o)
 
     over_row_blocks(_LAST_AXIS_ROWS["log_softmax_grad" if log else "softmax_grad"],
                     (y.shape, y.dtype.str), ys.shape[0], c * y.itemsize, y.size,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._tensor import Tensor
+from ..backend import compiled
 from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _increment, _step_tensor
 
@@ -67,10 +70,13 @@ class Adam(Optimizer):
         if self._use_fused(group, params) and _fused_adam(params, grads, states, steps,
                                                           options):
             return
+        # (one decision per step, by all its elements: a small model's parameters add up)
+        fused = compiled.kernels_for(xp_of(params[0]._data), params[0]._data.dtype,
+                                     sum(p._data.size for p in params)) if params else None
         for p, g, state, step in zip(params, grads, states, steps):
             _adam_update(p._data, g._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
                          state["max_exp_avg_sq"]._data if amsgrad else None, step=step,
-                         **options)
+                         fused=fused, **options)
 
 
 class AdamW(Adam):
@@ -107,11 +113,12 @@ def lerp_(a, b, weight: float) -> None:
 
 def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: float,
                  beta1: float, beta2: float, eps: float, weight_decay: float, decoupled: bool,
-                 amsgrad: bool, maximize: bool) -> None:
+                 amsgrad: bool, maximize: bool, fused=None) -> None:
     """One Adam/AdamW step of one array, in place, in PyTorch's single-tensor order.
 
     ``step`` is the step being taken (already incremented). Scalars stay Python floats so
-    float32 stays float32.
+    float32 stays float32. ``fused``: the compiled kernels (``backend.compiled``), which do
+    the moments and the update in one pass over contiguous arrays, the same bits.
     """
     xp = xp_of(p)
     p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _at_least_1d(p, g, exp_avg, exp_avg_sq,
@@ -119,26 +126,47 @@ def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: 
     g = _decayed_grad(xp, p, g, 0.0 if decoupled else weight_decay, maximize)
     if decoupled and weight_decay != 0:
         p *= 1.0 - lr * weight_decay
-    lerp_(exp_avg, g, 1.0 - beta1)
-    exp_avg_sq *= beta2  # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    tmp = xp.multiply(g, 1.0 - beta2)
-    tmp *= g
-    exp_avg_sq += tmp
     bias_correction1 = 1 - beta1 ** step
     bias_correction2 = 1 - beta2 ** step
-    step_size = lr / bias_correction1
-    bias_correction2_sqrt = bias_correction2 ** 0.5
-    if amsgrad:
-        xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-        second = max_exp_avg_sq
-    else:
-        second = exp_avg_sq
-    denom = xp.sqrt(second, out=tmp)  # (sqrt(v) / bias_correction2_sqrt).add_(eps)
-    denom /= bias_correction2_sqrt
-    denom += eps
-    update = xp.multiply(exp_avg, -step_size)  # param.addcdiv_(exp_avg, denom, -step_size)
-    update /= denom
-    p += update
+    if fused is not None and _one_pass(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq):
+        # (each Python float as NumPy rounds it meeting the arrays: to their dtype)
+        t = p.dtype.type
+        w = float(t(1.0 - beta1))
+        second = max_exp_avg_sq if amsgrad else exp_avg_sq
+        fused.adam_step(p.reshape(-1), g.reshape(-1), exp_avg.reshape(-1),
+                        exp_avg_sq.reshape(-1), second.reshape(-1), amsgrad,
+                        t(w if abs(w) < 0.5 else 1.0 - w), abs(w) < 0.5, t(beta2),
+                        t(1.0 - beta2), t(bias_correction2 ** 0.5), t(eps),
+                        t(-(lr / bias_correction1)))
+        return
+    # (NaN and infinite gradients silently, as in PyTorch and the compiled pass)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        lerp_(exp_avg, g, 1.0 - beta1)
+        exp_avg_sq *= beta2  # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        tmp = xp.multiply(g, 1.0 - beta2)
+        tmp *= g
+        exp_avg_sq += tmp
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        if amsgrad:
+            xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+            second = max_exp_avg_sq
+        else:
+            second = exp_avg_sq
+        denom = xp.sqrt(second, out=tmp)  # (sqrt(v) / bias_correction2_sqrt).add_(eps)
+        denom /= bias_correction2_sqrt
+        denom += eps
+        update = xp.multiply(exp_avg, -step_size)  # param.addcdiv_(exp_avg, denom, -step_size)
+        update /= denom
+        p += update
+
+
+def _one_pass(*arrays) -> bool:
+    """Whether the compiled step can take these NumPy arrays (None: absent) in one pass: each
+    C-contiguous, all of one dtype."""
+    present = [a for a in arrays if a is not None]
+    return all(type(a) is np.ndarray and a.flags.c_contiguous and a.dtype == present[0].dtype
+               for a in present)
 
 
 def _fused_adam(params: list[Tensor], grads: list[Tensor], states: list[dict],
