@@ -58,21 +58,58 @@ _ROWS = {"forward": choice("cross_entropy_forward_rows", ("threads", "one")),
          "backward": choice("cross_entropy_backward_rows", ("threads", "one"))}
 
 
-def _softmax_rows(xa):
+def _softmax_rows(xa, then=None):
     """(each row's max, the log of each row's sum of exp, exp(x - row max), that sum) of the
     (M, C) array ``xa``. ``x - max - log_sum`` is bit for bit ``_log_softmax_array``;
     ``exp / total`` is the softmax bit for bit as ``Softmax`` computes it. The division is
     left to the backward, which folds it into the one pass it makes anyway
     (``_nll_softmax_grad``). On the CPU (NumPy's own floats, C-contiguous) by the softmax
-    family's threads and L2-sized row blocks (``_softmax_by_row_blocks``)."""
+    family's threads and L2-sized row blocks (``_softmax_by_row_blocks``), where ``then(i,
+    j, exp, sum)`` does more work on each block's rows; elsewhere ``then`` must be None."""
     if _by_row_blocks(xa, 1):
-        return _softmax_by_row_blocks(xa, "parts", _ROWS["forward"])
+        return _softmax_by_row_blocks(xa, "parts", _ROWS["forward"], then)
     xp = xp_of(xa)  # (CuPy, 16-bit floats, strided: the passes over the whole array)
     with np.errstate(invalid="ignore"):  # +-inf logits: NaN, silently as in PyTorch
         high = xa.max(axis=1, keepdims=True)
         e = xp.exp(xa - high)
         total = last_axis_sums(e)
         return high, xp.log(total), e, total
+
+
+def _row_factors(keep, row_w, m: int, dtype, eps: float, reduction: str, denom, xp):
+    """(kept rows, a, mean's scale or None): the gradient of cross entropy as a function of
+    the logits is ``(softmax * a[:, None] - B) * g``, B zero but at each row's target; a row's
+    ``a`` is its weight times 1 - eps, times ``1 / denom`` for the mean (0 when every row is
+    ignored: a NaN loss, zero gradients). ``keep`` None: every row kept with weight 1."""
+    if keep is None:  # (the forward's plain rows)
+        keep, row_w = xp.ones(m, bool), xp.ones(m, dtype)
+    a = (1 - eps) * row_w
+    if reduction != "mean":
+        return keep, a, None
+    if xp is np:
+        return keep, a, 1 / denom if denom else 0.0
+    nonzero = denom != 0  # (a device-side select: reading ``denom`` on the host would sync)
+    return keep, a, xp.where(nonzero, 1 / xp.where(nonzero, denom, 1), 0)
+
+
+def _scaled_targets(a, g, keep, dtype, xp):
+    """``a * g`` on kept rows, 0 on the others (not 0 * g: NaN for an infinite g; PyTorch's
+    nll_loss writes no gradient there), in the logits' dtype: what each row's target loses."""
+    with np.errstate(invalid="ignore"):  # (a weight of 0 times an infinite g: NaN, silently)
+        return xp.where(keep, a * g, 0).astype(dtype, copy=False)
+
+
+def _gradient_rows(e, total, ag, targets, out, fused) -> None:
+    """``out = e * (ag / total)[:, None]`` less ``ag`` at each row's target: rows of the
+    gradient of cross entropy (softmax = e / total), by the compiled kernel when ``fused``."""
+    xp = xp_of(e)
+    coef = ag / total[:, 0]
+    if fused is not None:  # (the same two passes in one loop: the same bits)
+        fused.scaled_rows_less_targets(e, coef, targets, ag, out)
+        return
+    with np.errstate(invalid="ignore"):  # (an infinite g: NaN silently, as in PyTorch)
+        xp.multiply(e, coef[:, None], out=out)
+        out[xp.arange(out.shape[0]), targets] -= ag
 
 
 def _nll_softmax_grad(e, total, a, targets, g, reduction, keep):
@@ -83,22 +120,12 @@ def _nll_softmax_grad(e, total, a, targets, g, reduction, keep):
     xp = xp_of(e)
     m, c = e.shape
     out = xp.empty_like(e)
-    # (per row: g is per row for reduction="none", else a scalar); ignored rows get 0, not
-    # 0 * g (NaN for an infinite g): PyTorch's nll_loss writes no gradient there
-    with np.errstate(invalid="ignore"):  # (a weight of 0 times an infinite g: NaN, silently)
-        ag = xp.where(keep, a * g, 0).astype(e.dtype, copy=False)
-    coef = ag / total[:, 0]
+    # (per row: g is per row for reduction="none", else a scalar)
+    ag = _scaled_targets(a, g, keep, e.dtype, xp)
     fused = compiled.kernels_for(xp, e.dtype, e.size)
 
     def rows(lo: int, hi: int) -> None:
-        if fused is not None:  # (the same two passes in one loop: the same bits)
-            fused.scaled_rows_less_targets(e[lo:hi], coef[lo:hi], targets[lo:hi], ag[lo:hi],
-                                           out[lo:hi])
-            return
-        block = out[lo:hi]
-        with np.errstate(invalid="ignore"):  # (an infinite g: NaN silently, as in PyTorch)
-            xp.multiply(e[lo:hi], coef[lo:hi, None], out=block)
-            block[xp.arange(hi - lo), targets[lo:hi]] -= ag[lo:hi]
+        _gradient_rows(e[lo:hi], total[lo:hi], ag[lo:hi], targets[lo:hi], out[lo:hi], fused)
 
     if xp is np:
         split_rows(_ROWS["backward"], (e.shape, e.dtype.str, reduction), rows, m, m * c,
@@ -106,6 +133,35 @@ def _nll_softmax_grad(e, total, a, targets, g, reduction, keep):
     else:
         rows(0, m)
     return out
+
+
+def _gradient_in_forward(x, reduction, eps, keep, row_w, denom, safe_t):
+    """(the input gradient's array, ``then`` for ``_softmax_rows``) when the forward computes
+    the gradient for an incoming gradient of 1 (``loss.backward()``) in the same row blocks,
+    while the exps are in cache, and saves a second pass over the logits and a second hand-over
+    between threads in the backward; None where it does not: no gradient wanted, reduction
+    "none" (a gradient per row), label smoothing, or not the blocks' NumPy arrays."""
+    xa = x._data
+    if not (recording() and x.requires_grad) or reduction == "none" or eps \
+            or not _by_row_blocks(xa, 1):
+        return None
+    m = xa.shape[0]
+    keep, a, scale = _row_factors(keep, row_w, m, xa.dtype, eps, reduction, denom, np)
+    ag = _scaled_targets(a if scale is None else a * scale, xa.dtype.type(1), keep, xa.dtype,
+                         np)
+    out = np.empty_like(xa)
+    fused = compiled.kernels_for(np, xa.dtype, xa.size)
+
+    def then(i: int, j: int, e, total) -> None:
+        _gradient_rows(e, total, ag[i:j], safe_t[i:j], out[i:j], fused)
+
+    return out, then
+
+
+def _is_one(g, dtype) -> bool:
+    """Whether the incoming gradient ``g`` is the 0-d 1 of ``dtype`` that
+    ``_gradient_in_forward`` assumed."""
+    return type(g) is np.ndarray and g.shape == () and g.dtype == dtype and g == 1
 
 
 def _all_kept(t, ignore_index: int, c: int) -> bool:
@@ -122,7 +178,9 @@ class CrossEntropy(Function):
 
     One node; the gradient is ``(softmax - onehot)`` scaled per row. Rows whose target is
     ``ignore_index`` contribute nothing; ``mean`` divides by the summed weight of the other rows
-    as PyTorch does (NaN when every row is ignored, also like PyTorch).
+    as PyTorch does (NaN when every row is ignored, also like PyTorch). When a graph is
+    recorded the forward also computes the gradient for ``loss.backward()``'s incoming 1
+    (``_gradient_in_forward``); any other incoming gradient computes it in the backward.
     """
 
     lifted = True
@@ -140,8 +198,12 @@ class CrossEntropy(Function):
             safe_t, keep, row_w = target._data, None, None
         else:
             safe_t, keep, row_w = class_targets(target._data, w, ignore_index, c, xa.dtype)
+        # (ones sum exactly to m: the plain rows' denominator without the ones)
+        denom = 1.0 if reduction == "none" else xa.dtype.type(1) if reduction != "mean" \
+            else xa.dtype.type(m) if plain else row_w.sum()
+        ahead = _gradient_in_forward(x, reduction, eps, keep, row_w, denom, safe_t)
         rows = xp.arange(m)
-        high, log_sum, exps, total = _softmax_rows(xa)
+        high, log_sum, exps, total = _softmax_rows(xa, ahead and ahead[1])
         # (each picked log-probability is the element of x - max - log_sum: bit-identical;
         # an infinite logit gives inf - inf there, NaN silently as in PyTorch)
         with np.errstate(invalid="ignore"):
@@ -153,19 +215,17 @@ class CrossEntropy(Function):
             smooth = -(logp.sum(1) if w is None else logp @ w) * keep
         if reduction == "none":
             loss = nll if not eps else (1 - eps) * nll + (eps / c) * smooth
-            denom = 1.0
+        elif xp is np and denom != 0 and not eps:  # (the common case: no error state)
+            loss = nll.sum() / denom
         else:
-            # (ones sum exactly to m: the plain rows' denominator without the ones)
-            denom = xa.dtype.type(1) if reduction != "mean" else \
-                xa.dtype.type(m) if plain else row_w.sum()
-            if xp is np and denom != 0 and not eps:  # (the common case: no error state)
+            with np.errstate(invalid="ignore"):  # every row ignored: NaN, as in PyTorch
                 loss = nll.sum() / denom
-            else:
-                with np.errstate(invalid="ignore"):  # every row ignored: NaN, as in PyTorch
-                    loss = nll.sum() / denom
-                    if eps:
-                        loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
-        ctx.save_for_backward(x, exps)  # freed after backward
+                if eps:
+                    loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
+        # (freed after backward; the gradient computed ahead replaces the exps, which a
+        # backward with another incoming gradient computes again, the same bits)
+        ctx.save_for_backward(x, exps if ahead is None else ahead[0])
+        ctx.ahead = None if ahead is None else "ready"
         ctx.total = total
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction
         return xp.asarray(loss, dtype=xa.dtype)
@@ -174,24 +234,21 @@ class CrossEntropy(Function):
     def backward(ctx, grad):
         x, exps = ctx.saved_tensors
         safe_t, keep, row_w, w, denom, eps, reduction = ctx.parts
+        (g,) = lift(grad)
+        if ctx.ahead:  # (saved: the gradient, not the exps)
+            # (used once: a second backward, retain_graph, may meet it accumulated into)
+            if ctx.ahead == "ready" and _is_one(g, exps.dtype) and not recording():
+                ctx.ahead = "spent"
+                return finish(exps, None, None, None, None, None)
+            exps = _softmax_rows(x._data)[2]
         xp = xp_of(exps)
         m, c = exps.shape
-        if keep is None:  # (the forward's plain rows: every one kept, weight 1)
-            keep, row_w = xp.ones(m, bool), xp.ones(m, exps.dtype)
-        # d loss_i / d x_i = a_i * p_i - B_i, with p the softmax of row i.
-        a = (1 - eps) * row_w
-        if reduction == "mean":
-            # Every row ignored gives a NaN loss but zero gradients (a and b are zero then).
-            if xp is np:
-                scale = 1 / denom if denom else 0.0
-            else:  # a device-side select: reading ``denom`` on the host would sync
-                nonzero = denom != 0
-                scale = xp.where(nonzero, 1 / xp.where(nonzero, denom, 1), 0)
+        keep, a, scale = _row_factors(keep, row_w, m, exps.dtype, eps, reduction, denom, xp)
         if not eps and exps.dtype in _ROW_DTYPES and not recording():  # (both devices alike)
-            if reduction == "mean":
+            if scale is not None:
                 a = a * scale
-            return finish(_nll_softmax_grad(exps, ctx.total, a, safe_t, lift(grad)[0],
-                                            reduction, keep), None, None, None, None, None)
+            return finish(_nll_softmax_grad(exps, ctx.total, a, safe_t, g, reduction, keep),
+                          None, None, None, None, None)
         p = exps / ctx.total
         b = xp.zeros_like(p)
         b[xp.arange(m), safe_t] = a
@@ -200,10 +257,9 @@ class CrossEntropy(Function):
             # (keep is boolean: as the float of p's dtype, not NumPy's float64 promotion)
             a = a + (eps / c) * w_sum * keep.astype(p.dtype)
             b += (eps / c) * (keep[:, None] if w is None else keep[:, None] * w)
-        if reduction == "mean":
+        if scale is not None:
             a, b = a * scale, b * scale
         a = a[:, None]
-        (g,) = lift(grad)
         if recording():  # create_graph: the softmax again, as a node of x
             p, a, b = Softmax.apply(x, 1), _wrap(a), _wrap(b)
         if reduction == "none":
