@@ -18,6 +18,7 @@ from ...autograd.grad_mode import no_grad
 from ...ops import vector_norm
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor
+from ...ops.layer_norm import LayerNorm as LayerNormNode
 from ._util import _size
 from .vision import pad as _pad
 
@@ -35,15 +36,31 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
                            f"[*, {', '.join(map(str, shape))}], but got input of size"
                            f"{list(input.shape)}")
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    mean = input.mean(dims, keepdim=True)
-    centred = input - mean
-    var = (centred * centred).mean(dims, keepdim=True)
-    out = centred * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return named(out, "NativeLayerNormBackward0", input, weight, bias)
+
+    def composed(x: Tensor, w: Tensor | None, b: Tensor | None) -> Tensor:
+        mean = x.mean(dims, keepdim=True)
+        centred = x - mean
+        var = (centred * centred).mean(dims, keepdim=True)
+        out = centred * (var + eps).rsqrt()
+        if w is not None:
+            out = out * w
+        return out + b if b is not None else out
+
+    if _one_node(input, shape, weight, bias):
+        return LayerNormNode.apply(input, weight, bias, dims, float(eps), composed)
+    return named(composed(input, weight, bias), "NativeLayerNormBackward0", input, weight, bias)
+
+
+def _one_node(x: Tensor, shape: tuple, weight: Tensor | None, bias: Tensor | None) -> bool:
+    """Whether ``layer_norm`` runs as one node (``ops.layer_norm``): float32/float64 input with
+    elements to normalise, and weight and bias (when given) of its dtype, device and the
+    normalised shape; else the composition (16-bit floats accumulate widened there, and its
+    broadcasting and dtype rules give PyTorch's errors)."""
+    if x._data.dtype.char not in "fd" or not shape or not x.numel():
+        return False
+    return all(t is None or (t._data.dtype == x._data.dtype and tuple(t.shape) == shape
+                             and type(t._data) is type(x._data) and t.device == x.device)
+               for t in (weight, bias))
 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
