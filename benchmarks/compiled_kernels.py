@@ -8,12 +8,13 @@ Three measurements, written to ``compiled_kernels.{json,md}`` under ``--out``:
   first; ratio = with / without (below 1: the kernels are faster). Both give the same bits.
 - **ops**: each op that has a kernel, both ways in one process (``compiled.set_enabled``),
   median microseconds: an LSTM layer's forward and backward (the benchmark's second layer),
-  max pooling's backward and ReLU's backward on the benchmark CNN's activations.
+  max pooling's backward and ReLU's backward on the benchmark CNN's activations, Adam's step,
+  and the softmax family's row-value passes (cross entropy and softmax over 1024 x 1000).
 - **startup**: fresh processes: ``import microtorch``, and the first LSTM training step with
   no compiled cache (``NUMBA_CACHE_DIR`` pointed at an empty directory: numba compiles),
   with that cache filled (numba loads it), and with the kernels off.
 
-    python3 benchmarks/compiled_kernels.py --cases lstm,cnn --rounds 5 --out DIR
+    python3 benchmarks/compiled_kernels.py --rounds 5 --out DIR
 """
 
 from __future__ import annotations
@@ -71,6 +72,15 @@ def ops(threads: int, calls: int) -> list[dict]:
     act2 = microtorch.tensor(rng.standard_normal((64, 32, 14, 14)).astype(np.float32),
                              requires_grad=True)
 
+    params = [microtorch.tensor(rng.standard_normal((512, 256)).astype(np.float32),
+                                requires_grad=True) for _ in range(4)]
+    for p in params:
+        p.grad = microtorch.tensor(rng.standard_normal(p.shape).astype(np.float32))
+    adam = microtorch.optim.Adam(params, lr=1e-3)
+    logits = microtorch.tensor(rng.standard_normal((1024, 1000)).astype(np.float32),
+                               requires_grad=True)
+    targets = microtorch.tensor(rng.integers(0, 1000, 1024))
+
     def backward_of(make):
         out = make()
         grad = microtorch.ones_like(out)
@@ -85,6 +95,10 @@ def ops(threads: int, calls: int) -> list[dict]:
             backward_of(lambda: microtorch.nn.functional.max_pool2d(act2, 2)),
         "ReLU backward, 64 x 16 x 28 x 28": backward_of(lambda: microtorch.relu(act1)),
         "ReLU backward, 64 x 32 x 14 x 14": backward_of(lambda: microtorch.relu(act2)),
+        "Adam step, 4 parameters of 512 x 256": adam.step,
+        "cross entropy 1024 x 1000: forward and backward":
+            lambda: microtorch.nn.functional.cross_entropy(logits, targets).backward(),
+        "softmax 1024 x 1000: forward": lambda: microtorch.softmax(logits.detach(), 1),
     }
     rows = []
     for name, fn in cases.items():
@@ -168,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("--cases", default="lstm,cnn", help="comma-separated models.py cases")
+    parser.add_argument("--cases", default="mlp,cnn,lstm,transformer,embedding_lm",
+                        help="comma-separated models.py cases")
     parser.add_argument("--rounds", type=int, default=3, help="workers per setting and case")
     parser.add_argument("--threads", type=int, default=2, help="threads of each worker")
     parser.add_argument("--calls", type=int, default=30, help="calls per op timing")

@@ -112,7 +112,12 @@ def by_row_value(ufunc, x, col, out):
     fused = compiled.kernels_for(np, x.dtype, x.size)
     if fused is None or not x.dtype == col.dtype == out.dtype or type(x) is not np.ndarray:
         return ufunc(x, col, out=out)
-    fused.by_row_value(x, col, out, _ROW_VALUE_OPS[ufunc])
+    if out is x:
+        fused.by_row_value_in_place(x, col, _ROW_VALUE_OPS[ufunc])
+    elif np.may_share_memory(x, out):  # (a partial overlap: NumPy's buffered pass)
+        return ufunc(x, col, out=out)
+    else:
+        fused.by_row_value(x, col, out, _ROW_VALUE_OPS[ufunc])
     return out
 
 
