@@ -146,9 +146,12 @@ def _gradient_in_forward(x, reduction, eps, keep, row_w, denom, safe_t):
             or not _by_row_blocks(xa, 1):
         return None
     m = xa.shape[0]
-    keep, a, scale = _row_factors(keep, row_w, m, xa.dtype, eps, reduction, denom, np)
-    ag = _scaled_targets(a if scale is None else a * scale, xa.dtype.type(1), keep, xa.dtype,
-                         np)
+    if keep is None:  # (plain rows: each a = 1, times the mean's 1 / m; the same bits)
+        ag = np.full(m, 1 / denom if reduction == "mean" else 1, xa.dtype)
+    else:
+        keep, a, scale = _row_factors(keep, row_w, m, xa.dtype, eps, reduction, denom, np)
+        ag = _scaled_targets(a if scale is None else a * scale, xa.dtype.type(1), keep,
+                             xa.dtype, np)
     out = np.empty_like(xa)
     fused = compiled.kernels_for(np, xa.dtype, xa.size)
 
