@@ -277,6 +277,28 @@ def test_adam_step_kernel_gives_the_numpy_paths_bits(restore, dtype, options) ->
     _same_bits(_adam_run(True, dtype, options), _adam_run(False, dtype, options))
 
 
+def test_adam_step_with_parameters_of_mixed_dtypes(restore) -> None:
+    # The kernels are chosen by the step's first parameter; a complex or float64 parameter
+    # beside it takes the NumPy passes or the kernel of its own dtype, the same bits either way.
+    def run(flag):
+        compiled.set_enabled(flag)
+        rng = np.random.default_rng(15)
+        params = [microtorch.tensor(rng.standard_normal(50).astype(np.float32),
+                                    requires_grad=True),
+                  microtorch.tensor((rng.standard_normal(3) + 1j * rng.standard_normal(3))
+                                    .astype(np.complex64), requires_grad=True),
+                  microtorch.tensor(rng.standard_normal(4), requires_grad=True)]
+        opt = microtorch.optim.Adam(params, lr=0.1, amsgrad=True)
+        for _ in range(3):
+            for p in params:
+                p.grad = microtorch.tensor(rng.standard_normal(p.shape).astype(
+                    p.detach().numpy().real.dtype).astype(p.detach().numpy().dtype))
+            opt.step()
+        return [p.detach().numpy().view(np.uint8).copy() for p in params]
+
+    _same_bits(run(True), run(False))
+
+
 def test_numba_is_imported_on_first_use_and_works_without_a_cache_directory() -> None:
     # A fresh process: importing microtorch leaves numba unimported; where numba finds no
     # writable cache directory the kernels compile without one instead of failing.

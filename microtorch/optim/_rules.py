@@ -17,7 +17,14 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..ops._util import xp_of
-from .optimizer import Optimizer, _at_least_1d, _decayed_grad, _increment, _step_tensor
+from .optimizer import (
+    Optimizer,
+    _at_least_1d,
+    _decayed_grad,
+    _increment,
+    _real_views,
+    _step_tensor,
+)
 
 __all__ = ["ElementwiseOptimizer", "ema_square_", "addcdiv_", "effective_grad",
            "scalar_state", "loaded_scalar", "compat_doc"]
@@ -114,7 +121,9 @@ class ElementwiseOptimizer(Optimizer):
         return ("step", *self._scalars, *self._array_keys(group))
 
     def _initial_fill(self, key: str, group: dict[str, Any]) -> float:
-        """The value a new state array starts at (zero unless a preset says otherwise)."""
+        """The value a new state array starts at (zero unless a preset says otherwise). For a
+        complex parameter a value v fills both parts, v + vj, as PyTorch starts Rprop's step
+        sizes and Adagrad's sums: the update runs on the real view, one element per part."""
         return 0.0
 
     def _initial_scalars(self, group: dict[str, Any]) -> dict[str, float]:
@@ -128,7 +137,10 @@ class ElementwiseOptimizer(Optimizer):
             for key, value in self._initial_scalars(group).items():
                 state[key] = scalar_state(value)
             for key in self._array_keys(group):
-                state[key] = self._state_tensor(p, self._initial_fill(key, group))
+                fill = self._initial_fill(key, group)
+                if p._data.dtype.kind == "c":
+                    fill = complex(fill, fill)
+                state[key] = self._state_tensor(p, fill)
         return state
 
     def _load_state_value(self, index, key: str, value, p: Tensor):
@@ -152,6 +164,7 @@ class ElementwiseOptimizer(Optimizer):
         for p, g in zip(params, grads):
             state = self._init_state(p, group)
             step = _increment(state["step"])
-            pa, ga, *arrays = _at_least_1d(p._data, g._data, *(state[k]._data for k in keys))
+            pa, ga, *arrays = _real_views(*_at_least_1d(p._data, g._data,
+                                                        *(state[k]._data for k in keys)))
             self._update(pa, ga, arrays, state, step, options)
 

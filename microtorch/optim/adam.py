@@ -9,7 +9,15 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend import compiled
 from ..ops._util import xp_of
-from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _increment, _step_tensor
+from .optimizer import (
+    Optimizer,
+    ParamsT,
+    _at_least_1d,
+    _decayed_grad,
+    _increment,
+    _real_views,
+    _step_tensor,
+)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -121,8 +129,8 @@ def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: 
     the moments and the update in one pass over contiguous arrays, the same bits.
     """
     xp = xp_of(p)
-    p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _at_least_1d(p, g, exp_avg, exp_avg_sq,
-                                                             max_exp_avg_sq)
+    p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _real_views(*_at_least_1d(
+        p, g, exp_avg, exp_avg_sq, max_exp_avg_sq))
     g = _decayed_grad(xp, p, g, 0.0 if decoupled else weight_decay, maximize)
     if decoupled and weight_decay != 0:
         p *= 1.0 - lr * weight_decay
@@ -163,10 +171,12 @@ def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: 
 
 def _one_pass(*arrays) -> bool:
     """Whether the compiled step can take these NumPy arrays (None: absent) in one pass: each
-    C-contiguous, all of one dtype."""
+    C-contiguous, all float32 or all float64 (a step's parameters may mix dtypes: the kernels
+    were chosen by its first)."""
     present = [a for a in arrays if a is not None]
-    return all(type(a) is np.ndarray and a.flags.c_contiguous and a.dtype == present[0].dtype
-               for a in present)
+    return present[0].dtype.char in "fd" and all(
+        type(a) is np.ndarray and a.flags.c_contiguous and a.dtype == present[0].dtype
+        for a in present)
 
 
 def _fused_adam(params: list[Tensor], grads: list[Tensor], states: list[dict],
