@@ -66,3 +66,36 @@ def test_adam_kernel_on_a_complex_parameters_real_view():
     np.testing.assert_array_equal(results[0].view(np.uint8), results[1].view(np.uint8))
     theirs = _steps(torch, "Adam", {"lr": 0.1}, np.complex64, size=40000, steps=3)
     np.testing.assert_allclose(results[0], theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_lbfgs_takes_complex_parameters_as_their_real_views():
+    # A complex parameter beside a real one; the state dict round trip keeps the flat state real.
+    rng = np.random.default_rng(17)
+    p0 = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    a0 = rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4))
+    results = []
+    for lib in (microtorch, torch):
+        p = lib.tensor(p0, requires_grad=True)
+        q = lib.tensor(np.arange(3.0), requires_grad=True)
+        a = lib.tensor(a0)
+        opt = lib.optim.LBFGS([p, q], lr=0.5, max_iter=5, history_size=3)
+
+        def closure(lib=lib, opt=opt, p=p, q=q, a=a):
+            opt.zero_grad()
+            r = a @ p
+            loss = (r.real ** 2 + r.imag ** 2).sum() + ((q - 1) ** 2).sum()
+            loss.backward()
+            return loss
+
+        for _ in range(2):
+            opt.step(closure)
+        if lib is microtorch:
+            state = opt.state_dict()
+            opt = lib.optim.LBFGS([p, q], lr=0.5, max_iter=5, history_size=3)
+            opt.load_state_dict(state)
+            flat = opt.state[p]["d"]
+            assert flat.dtype == microtorch.float64 and tuple(flat.shape) == (11,)
+        opt.step(closure)
+        results.append([p.detach().numpy(), q.detach().numpy()])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-11, atol=1e-12)

@@ -18,7 +18,7 @@ from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
 from ._rules import loaded_scalar
-from .optimizer import Optimizer, ParamsT, _to_array_like
+from .optimizer import Optimizer, ParamsT, _at_least_1d, _real_views, _to_array_like
 
 __all__ = ["LBFGS"]
 
@@ -176,16 +176,20 @@ class LBFGS(Optimizer):
         super().add_param_group(param_group)
 
     # -- flat views ---------------------------------------------------------------------------
+    # A complex parameter takes part as its real view, (re, im) per element, as in PyTorch:
+    # its flat gradient has two real elements per complex one, and dot products stay real.
     def _numel(self) -> int:
-        return sum(p.numel() for p in self._params)
+        return sum(p.numel() * (2 if p._data.dtype.kind == "c" else 1) for p in self._params)
 
     def _gather_flat_grad(self):
-        """All gradients as one new flat array (zeros for a parameter without one)."""
+        """All gradients as one new flat real array (zeros for a parameter without one)."""
         first = self._params[0]
         xp = first._backend.xp
         with first._backend.context():
-            views = [_dense_array(p._grad).reshape(-1) if p._grad is not None
-                     else xp.zeros(p.numel(), dtype=p._data.dtype) for p in self._params]
+            views = [_real_views(_dense_array(p._grad).reshape(-1))[0].reshape(-1)
+                     if p._grad is not None else
+                     xp.zeros(_real_views(p._data.reshape(-1))[0].size, p._data.real.dtype)
+                     for p in self._params]
             return xp.concatenate(views)
 
     def _add_grad(self, step_size, update) -> None:
@@ -193,8 +197,9 @@ class LBFGS(Optimizer):
         offset = 0
         xp = self._params[0]._backend.xp
         for p in self._params:
-            n = p.numel()
-            p._data += xp.multiply(update[offset:offset + n].reshape(p._data.shape), step_size)
+            (target,) = _real_views(_at_least_1d(p._data)[0])
+            n = target.size
+            target += xp.multiply(update[offset:offset + n].reshape(target.shape), step_size)
             p._vbox[0] += 1  # an in-place write, as PyTorch's param.add_ counts it
             offset += n
 
@@ -209,7 +214,7 @@ class LBFGS(Optimizer):
     def _scalar(self, value):
         """A 0-d result (NumPy or CuPy) as a NumPy scalar of the parameters' dtype: what
         PyTorch keeps as a 0-d tensor."""
-        return self._params[0]._data.dtype.type(float(value))
+        return self._params[0]._data.real.dtype.type(float(value))
 
     def _dot(self, a, b):
         """``a.dot(b)`` as a NumPy scalar of the parameters' dtype."""
@@ -413,10 +418,11 @@ class LBFGS(Optimizer):
         if shape != (self._numel(),):
             raise ValueError(f"state {key!r} of parameter {index!r} has shape {list(shape)}, "
                              f"but the parameters have {self._numel()} elements in all")
-        return Tensor._make(_to_array_like(value, self._params[0]))
+        arr = _to_array_like(value, self._params[0])
+        return Tensor._make(arr.real.copy() if arr.dtype.kind == "c" else arr)  # (real views)
 
     def _load_scalar(self, index, key: str, value):
         if value is None or isinstance(value, (int, float)):
             return value
         arr = loaded_scalar(index, key, value)
-        return Tensor._make(arr.astype(self._params[0]._data.dtype).copy())
+        return Tensor._make(arr.astype(self._params[0]._data.real.dtype).copy())
