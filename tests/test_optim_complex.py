@@ -99,3 +99,24 @@ def test_lbfgs_takes_complex_parameters_as_their_real_views():
         results.append([p.detach().numpy(), q.detach().numpy()])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["Adam", "RMSprop", "Rprop"])
+def test_complex_parameters_on_cuda_step_as_on_the_cpu(name):
+    # On CUDA a complex parameter takes the per-array CuPy code (the fused kernels take real
+    # floats only) on its real view, as on the CPU.
+    if not microtorch.cuda.is_available():
+        pytest.skip("CUDA is not available (the stand-in tier runs this: pytest -m cuda)")
+    rng = np.random.default_rng(18)
+    p0 = rng.standard_normal(6) + 1j * rng.standard_normal(6)
+    grads = [rng.standard_normal(6) + 1j * rng.standard_normal(6) for _ in range(4)]
+    results = []
+    for device in ("cpu", "cuda"):
+        p = microtorch.tensor(p0, device=device, requires_grad=True)
+        opt = getattr(microtorch.optim, name)([p], lr=0.1)
+        for g in grads:
+            p.grad = microtorch.tensor(g, device=device)
+            opt.step()
+        results.append(p.detach().cpu().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-12, atol=1e-12)
