@@ -120,3 +120,20 @@ def test_complex_parameters_on_cuda_step_as_on_the_cpu(name):
             opt.step()
         results.append(p.detach().cpu().numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf"), 1.0, 3.0])
+def test_clip_grad_norm_of_complex_and_real_gradients(norm_type):
+    # A complex gradient's norm is that of its magnitudes, real (it raised before).
+    rng = np.random.default_rng(19)
+    g0, g1 = rng.standard_normal(5) + 1j * rng.standard_normal(5), rng.standard_normal(3)
+    results = []
+    for lib in (microtorch, torch):
+        p = lib.tensor(np.zeros(5, complex), requires_grad=True)
+        q = lib.tensor(np.zeros(3), requires_grad=True)
+        p.grad, q.grad = lib.tensor(g0), lib.tensor(g1)
+        total = lib.nn.utils.clip_grad_norm_([p, q], 0.7, norm_type=norm_type)
+        assert total.dtype == lib.float64
+        results.append([total.numpy(), p.grad.numpy(), q.grad.numpy()])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-15)

@@ -32,17 +32,17 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
         return make_tensor(0.0)
     first = grads[0]
     xp = first._backend.xp
-    dtype = first._data.dtype
+    dtype = first._data.real.dtype  # (a complex gradient's norm is real, as PyTorch's)
     norms = []
     for g in grads:
         arr = g._data
-        if arr.dtype.kind != "f":
-            raise RuntimeError("clip_grad_norm_ expects floating-point gradients")
+        if arr.dtype.kind not in "fc":
+            raise RuntimeError("clip_grad_norm_ expects floating-point or complex gradients")
         a = xp.abs(arr)
         if norm_type == math.inf:
-            norms.append(a.max() if a.size else xp.zeros((), dtype=arr.dtype))
-        elif norm_type == 2.0:
-            norms.append(xp.sqrt((arr * arr).sum()))  # a plain sum of squares: fast and exact
+            norms.append(a.max() if a.size else xp.zeros((), dtype=a.dtype))
+        elif norm_type == 2.0:  # (a plain sum of squares: fast and exact)
+            norms.append(xp.sqrt((a * a if arr.dtype.kind == "c" else arr * arr).sum()))
         else:
             norms.append((a ** norm_type).sum() ** (1.0 / norm_type))
     # The norm of the per-gradient norms, computed on the first gradient's device.
