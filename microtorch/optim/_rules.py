@@ -164,7 +164,8 @@ class ElementwiseOptimizer(Optimizer):
         for p, g in zip(params, grads):
             state = self._init_state(p, group)
             step = _increment(state["step"])
-            pa, ga, *arrays = _real_views(*_at_least_1d(p._data, g._data,
-                                                        *(state[k]._data for k in keys)))
+            pa, ga, *arrays = _at_least_1d(p._data, g._data, *(state[k]._data for k in keys))
+            if pa.dtype.kind == "c":  # (its gradient and state are complex too)
+                pa, ga, *arrays = _real_views(pa, ga, *arrays)
             self._update(pa, ga, arrays, state, step, options)
 

@@ -129,8 +129,11 @@ def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: 
     the moments and the update in one pass over contiguous arrays, the same bits.
     """
     xp = xp_of(p)
-    p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _real_views(*_at_least_1d(
-        p, g, exp_avg, exp_avg_sq, max_exp_avg_sq))
+    p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _at_least_1d(p, g, exp_avg, exp_avg_sq,
+                                                             max_exp_avg_sq)
+    if p.dtype.kind == "c":  # (its gradient and state are complex too)
+        p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _real_views(p, g, exp_avg, exp_avg_sq,
+                                                                max_exp_avg_sq)
     g = _decayed_grad(xp, p, g, 0.0 if decoupled else weight_decay, maximize)
     if decoupled and weight_decay != 0:
         p *= 1.0 - lr * weight_decay
