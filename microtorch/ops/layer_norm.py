@@ -26,6 +26,7 @@ from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import recording
 from ..autograd.node import _edge_node
 from ..backend.blas import last_axis_sums
+from ..backend.threads import one_blas_thread
 from ._util import _needs, xp_of
 
 __all__ = ["LayerNorm"]
@@ -37,10 +38,11 @@ def _row_sums(a):
 
 
 def _column_sums(a):
-    """The sums of the (R, N) array ``a``'s columns, (N,): ones @ a on NumPy's BLAS for
-    C-contiguous float32/float64 arrays (each column's terms in one order for a thread count:
-    the same bits every run), ``a.sum(0)`` otherwise."""
+    """The sums of the (R, N) array ``a``'s columns, (N,): ones @ a on one thread of NumPy's
+    BLAS for C-contiguous float32/float64 arrays (each column's terms in one order, whatever
+    thread count the op before left: the same bits every run), ``a.sum(0)`` otherwise."""
     if type(a) is np.ndarray and a.flags.c_contiguous and a.shape[0] > 1:
+        one_blas_thread()  # (memory-bound: a second thread gains nothing, and waking it costs)
         return np.ones(a.shape[0], a.dtype) @ a
     return a.sum(0)
 
