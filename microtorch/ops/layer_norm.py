@@ -32,11 +32,6 @@ from ._util import _needs, xp_of
 __all__ = ["LayerNorm"]
 
 
-def _row_sums(a):
-    """The sums of the (R, N) array ``a``'s rows, (R, 1)."""
-    return last_axis_sums(a)
-
-
 def _column_sums(a):
     """The sums of the (R, N) array ``a``'s columns, (N,): ones @ a on one thread of NumPy's
     BLAS for C-contiguous float32/float64 arrays (each column's terms in one order, whatever
@@ -64,8 +59,8 @@ class LayerNorm(Function):
         rows = xa.reshape(-1, n)
         if not rows.flags.c_contiguous:
             rows = xp.ascontiguousarray(rows)
-        centred = rows - _row_sums(rows) / n
-        var = _row_sums(centred * centred) / n
+        centred = rows - last_axis_sums(rows) / n
+        var = last_axis_sums(centred * centred) / n
         rstd = 1 / xp.sqrt(var + eps)
         xhat = centred * rstd
         out = xhat if weight is None else xhat * weight._data.reshape(n)
@@ -103,8 +98,8 @@ class LayerNorm(Function):
         gx = gw = gb = None
         if _needs(ctx, 0):
             scaled = g if weight is None else g * weight._data.reshape(n)
-            gx = scaled - _row_sums(scaled) / n
-            gx -= xhat * (_row_sums(scaled * xhat) / n)
+            gx = scaled - last_axis_sums(scaled) / n
+            gx -= xhat * (last_axis_sums(scaled * xhat) / n)
             gx *= rstd
             gx = gx.reshape(x.shape)
         if weight is not None and _needs(ctx, 1):

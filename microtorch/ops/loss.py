@@ -139,12 +139,12 @@ def _gradient_in_forward(x, reduction, eps, keep, row_w, denom, safe_t):
     """(the input gradient's array, ``then`` for ``_softmax_rows``) when the forward computes
     the gradient for an incoming gradient of 1 (``loss.backward()``) in the same row blocks,
     while the exps are in cache, and saves a second pass over the logits and a second hand-over
-    between threads in the backward; None where it does not: no gradient wanted, reduction
-    "none" (a gradient per row), label smoothing, or not the blocks' NumPy arrays."""
+    between threads in the backward; (None, None) where it does not: no gradient wanted,
+    reduction "none" (a gradient per row), label smoothing, or not the blocks' NumPy arrays."""
     xa = x._data
     if not (recording() and x.requires_grad) or reduction == "none" or eps \
             or not _by_row_blocks(xa, 1):
-        return None
+        return None, None
     m = xa.shape[0]
     if keep is None:  # (plain rows: each a = 1, times the mean's 1 / m; the same bits)
         ag = np.full(m, 1 / denom if reduction == "mean" else 1, xa.dtype)
@@ -204,9 +204,9 @@ class CrossEntropy(Function):
         # (ones sum exactly to m: the plain rows' denominator without the ones)
         denom = 1.0 if reduction == "none" else xa.dtype.type(1) if reduction != "mean" \
             else xa.dtype.type(m) if plain else row_w.sum()
-        ahead = _gradient_in_forward(x, reduction, eps, keep, row_w, denom, safe_t)
+        ahead, then = _gradient_in_forward(x, reduction, eps, keep, row_w, denom, safe_t)
         rows = xp.arange(m)
-        high, log_sum, exps, total = _softmax_rows(xa, ahead and ahead[1])
+        high, log_sum, exps, total = _softmax_rows(xa, then)
         # (each picked log-probability is the element of x - max - log_sum: bit-identical;
         # an infinite logit gives inf - inf there, NaN silently as in PyTorch)
         with np.errstate(invalid="ignore"):
@@ -227,7 +227,7 @@ class CrossEntropy(Function):
                     loss = (1 - eps) * loss + (eps / c) * (smooth.sum() / denom)
         # (freed after backward; the gradient computed ahead replaces the exps, which a
         # backward with another incoming gradient computes again, the same bits)
-        ctx.save_for_backward(x, exps if ahead is None else ahead[0])
+        ctx.save_for_backward(x, exps if ahead is None else ahead)
         ctx.ahead = None if ahead is None else "ready"
         ctx.total = total
         ctx.parts = safe_t, keep, row_w, w, denom, eps, reduction

@@ -134,6 +134,11 @@ def _dense_array(g: Tensor):
     return g.to_dense()._data if type(g._data) in SPARSE_DATA else g._data
 
 
+def _real_numel(p: Tensor) -> int:
+    """A parameter's elements in the flat vectors: two per complex element (its real view)."""
+    return p.numel() * (2 if p._data.dtype.kind == "c" else 1)
+
+
 class LBFGS(Optimizer):
     """L-BFGS exactly as ``torch.optim.LBFGS``; ``step(closure)`` requires the closure.
 
@@ -179,17 +184,15 @@ class LBFGS(Optimizer):
     # A complex parameter takes part as its real view, (re, im) per element, as in PyTorch:
     # its flat gradient has two real elements per complex one, and dot products stay real.
     def _numel(self) -> int:
-        return sum(p.numel() * (2 if p._data.dtype.kind == "c" else 1) for p in self._params)
+        return sum(_real_numel(p) for p in self._params)
 
     def _gather_flat_grad(self):
         """All gradients as one new flat real array (zeros for a parameter without one)."""
         first = self._params[0]
         xp = first._backend.xp
         with first._backend.context():
-            views = [_real_views(_dense_array(p._grad).reshape(-1))[0].reshape(-1)
-                     if p._grad is not None else
-                     xp.zeros(_real_views(p._data.reshape(-1))[0].size, p._data.real.dtype)
-                     for p in self._params]
+            views = [_real_views(_dense_array(p._grad).reshape(-1))[0] if p._grad is not None
+                     else xp.zeros(_real_numel(p), p._data.real.dtype) for p in self._params]
             return xp.concatenate(views)
 
     def _add_grad(self, step_size, update) -> None:

@@ -41,8 +41,8 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
         a = xp.abs(arr)
         if norm_type == math.inf:
             norms.append(a.max() if a.size else xp.zeros((), dtype=a.dtype))
-        elif norm_type == 2.0:  # (a plain sum of squares: fast and exact)
-            norms.append(xp.sqrt((a * a if arr.dtype.kind == "c" else arr * arr).sum()))
+        elif norm_type == 2.0:  # (a plain sum of squares, |x|^2 = x^2 exactly for a real x)
+            norms.append(xp.sqrt((a * a).sum()))
         else:
             norms.append((a ** norm_type).sum() ** (1.0 / norm_type))
     # The norm of the per-gradient norms, computed on the first gradient's device.
