@@ -53,18 +53,25 @@ def test_complex_parameters_step_as_pytorch(case):
     np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
 
 
-def test_adam_kernel_on_a_complex_parameters_real_view():
-    # 40000 complex elements: 80000 real ones, enough for the compiled step
+def test_adam_kernel_on_a_complex_parameters_real_view(monkeypatch):
+    # 70000 complex elements: enough for the compiled step (compiled.MIN_ELEMENTS)
+    kernels = compiled.kernels()
+    if kernels is None:
+        pytest.skip("numba is not available or switched off")
+    calls = []
+    step = kernels.adam_step
+    monkeypatch.setattr(kernels, "adam_step", lambda *args: calls.append(1) or step(*args))
     results = []
     for flag in (True, False):
         compiled.set_enabled(flag)
         try:
-            results.append(_steps(microtorch, "Adam", {"lr": 0.1}, np.complex64, size=40000,
+            results.append(_steps(microtorch, "Adam", {"lr": 0.1}, np.complex64, size=70000,
                                   steps=3))
         finally:
             compiled.set_enabled(None)
+    assert len(calls) == 3  # (the kernel ran, once a step, with the kernels on)
     np.testing.assert_array_equal(results[0].view(np.uint8), results[1].view(np.uint8))
-    theirs = _steps(torch, "Adam", {"lr": 0.1}, np.complex64, size=40000, steps=3)
+    theirs = _steps(torch, "Adam", {"lr": 0.1}, np.complex64, size=70000, steps=3)
     np.testing.assert_allclose(results[0], theirs, rtol=1e-5, atol=1e-6)
 
 

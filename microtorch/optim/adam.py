@@ -78,8 +78,9 @@ class Adam(Optimizer):
         if self._use_fused(group, params) and _fused_adam(params, grads, states, steps,
                                                           options):
             return
-        # (one decision per step, by all its elements: a small model's parameters add up)
-        fused = compiled.kernels_for(xp_of(params[0]._data), params[0]._data.dtype,
+        # (one decision per step, by all its elements: a small model's parameters add up; a
+        # complex parameter steps as its real view)
+        fused = compiled.kernels_for(xp_of(params[0]._data), params[0]._data.real.dtype,
                                      sum(p._data.size for p in params)) if params else None
         for p, g, state, step in zip(params, grads, states, steps):
             _adam_update(p._data, g._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
