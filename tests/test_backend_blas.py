@@ -188,36 +188,6 @@ def test_small_gemm_macs_follows_the_blas_kernel():
     assert blas.small_gemm_macs() == expected
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shapes", [  # a (..., M, K), b (..., K, N), largest piece's columns
-    ((144, 32), (1, 32, 2048), 205),  # pieces of 205 columns and a narrower last one
-    ((2, 16, 8), (2, 8, 300), 64),    # a stack of products
-    ((1, 1, 24, 5), (3, 1, 5, 97), 40),  # broadcast leading axes
-    ((6, 4), (4, 10), 10),            # small enough for one call
-])
-def test_small_products_is_the_product_in_pieces(monkeypatch, dtype, shapes):
-    """With a limit in force: the product within rounding, the same bits on every call, and
-    into ``out`` (a strided view) the same values, nothing outside it touched."""
-    (a_shape, b_shape, width) = shapes
-    m, k = a_shape[-2:]
-    monkeypatch.setattr(blas, "small_gemm_macs", lambda: m * k * max(width, 16))
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal(a_shape).astype(dtype)
-    b = rng.standard_normal(b_shape).astype(dtype)
-    got = blas.small_products(a, b, split=True)
-    assert got.shape == np.matmul(a, b).shape and got.dtype == a.dtype
-    tol = 1e-5 if dtype == "float32" else 1e-12
-    np.testing.assert_allclose(got, np.matmul(a, b), rtol=tol, atol=tol)
-    np.testing.assert_array_equal(blas.small_products(a, b, split=True), got)
-    np.testing.assert_array_equal(blas.small_products(a, b), np.matmul(a, b))  # (no split)
-    n = b_shape[-1]
-    holder = np.full(got.shape[:-1] + (n + 3,), np.nan, dtype)
-    into = blas.small_products(a, b, out=holder[..., 1:n + 1], split=True)
-    assert np.shares_memory(into, holder)
-    np.testing.assert_array_equal(holder[..., 1:n + 1], got)
-    assert np.isnan(holder[..., 0]).all() and np.isnan(holder[..., n + 1:]).all()
-
-
 def test_small_products_without_a_limit_is_matmul(monkeypatch):
     """No small-matrix kernels (Haswell, another BLAS): one ``matmul``, the same bits."""
     monkeypatch.setattr(blas, "small_gemm_macs", lambda: 0)

@@ -53,10 +53,16 @@ def _lstm_run(seed, flag, *, dtype=np.float32, bidirectional=False, proj_size=0,
     return [t.detach().numpy().copy() for t in [out, h, c, *grads]]
 
 
-def _same_bits(a_list, b_list):
+def _same_bits(a_list, b_list, *, nan_sign: bool = True):
+    """Every element's bits equal; with ``nan_sign`` False, a NaN's sign and payload may
+    differ (IEEE leaves them open where two NaNs meet in an addition, and LLVM may swap an
+    addition's operands)."""
     assert len(a_list) == len(b_list)
     for a, b in zip(a_list, b_list):
         assert a.dtype == b.dtype and a.shape == b.shape
+        if not nan_sign:
+            np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+            a, b = np.where(np.isnan(a), np.nan, a), np.where(np.isnan(b), np.nan, b)
         np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
@@ -324,3 +330,114 @@ def test_small_elementwise_passes_keep_numpy(restore, monkeypatch) -> None:
     assert compiled.kernels_for(np, np.float32, 1 << 16) is not None
     assert compiled.kernels_for(np, np.float32) is not None  # (no size: the LSTM's cells)
     assert compiled.kernels_for(np, np.float16, 1 << 20) is None
+
+
+# (input shape, weight shape, stride, padding, dilation, groups): stride 1 at "same" width
+# (the kernels' one-run-per-offset path) and everything else (row by row).
+_CONV_CASES = [
+    ((64, 16, 14, 14), (32, 16, 3, 3), 1, 1, 1, 1),  # the CNN benchmark's second convolution
+    ((3, 4, 9, 11), (6, 2, 5, 3), 1, (2, 1), 1, 2),
+    ((2, 3, 10, 8), (4, 3, 3, 3), 1, (2, 2), 2, 1),  # dilated, still the same width
+    ((2, 2, 7, 6), (3, 2, 2, 4), 1, "same", (1, 2), 1),  # uneven: 0 rows above, 1 below
+    ((5, 4, 9, 7), (6, 2, 3, 2), (2, 1), (2, 1), (1, 2), 2),
+    ((3, 2, 8, 8), (4, 2, 5, 3), (1, 3), (3, 1), (2, 1), 1),
+    ((4, 6, 7, 9), (6, 3, 2, 2), (3, 2), (0, 4), 1, 2),
+    ((2, 3, 5, 5), (3, 3, 1, 1), 2, 0, 1, 1),
+    ((2, 3, 6, 5), (4, 3, 3, 3), 1, 0, 1, 1),  # stride 1, narrower output
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", _CONV_CASES)
+@pytest.mark.parametrize("threads", [1, 3])
+def test_conv_column_kernels_give_the_numpy_paths_bits(restore, monkeypatch, dtype, case,
+                                                       threads) -> None:
+    """Convolution's compiled im2col and col2im against its NumPy copies and slice-adds:
+    forward, every gradient and a double backward, NaN, infinities and -0.0 included (a NaN's
+    sign where two meet aside), images shared between threads (every block layout the shapes
+    take)."""
+    from microtorch.ops import conv
+
+    xs, ws, stride, padding, dilation, groups = case
+    rng = np.random.default_rng(7)
+    x0 = rng.standard_normal(xs).astype(dtype)
+    x0.reshape(-1)[[0, 5, 9, 13]] = [np.nan, np.inf, -0.0, -np.inf]
+    w0 = rng.standard_normal(ws).astype(dtype)
+    b0 = rng.standard_normal(ws[0]).astype(dtype)
+    monkeypatch.setattr(conv, "_MOVES_MIN_WORK", 1)  # share even these small images
+    before = microtorch.get_num_threads()
+    results = {}
+    try:
+        microtorch.set_num_threads(threads)
+        for flag in (True, False):
+            compiled.set_enabled(flag)
+            x, w, b = (microtorch.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+            y = microtorch.nn.functional.conv2d(x, w, b, stride, padding, dilation, groups)
+            g0 = np.random.default_rng(8).standard_normal(y.shape).astype(dtype)
+            g0.reshape(-1)[:3] = [-0.0, np.inf, np.nan]
+            gx, gw = microtorch.autograd.grad(y, (x, w), microtorch.tensor(g0),
+                                              create_graph=True)
+            (gx.sum() + (gw * gw).sum()).backward()
+            results[flag] = [t.detach().numpy().copy() for t in (y, gx, gw, x.grad, w.grad)]
+    finally:
+        microtorch.set_num_threads(before)
+    _same_bits(results[True], results[False], nan_sign=False)
+
+
+def _pair(v):
+    return v if isinstance(v, tuple) else (v, v)
+
+
+@pytest.mark.parametrize("case", _CONV_CASES)
+@pytest.mark.parametrize("images_per_block", [1, 2, "all"])
+def test_conv_column_kernels_against_the_windows(case, images_per_block) -> None:
+    """``im2col`` and ``col2im`` called directly, for blocks of several images and for a
+    share of the blocks or of one block's images: every element of their share (and no
+    other) as the strided windows give it, bit for bit."""
+    from microtorch.ops import conv
+    from microtorch.ops._windows import _col2im, _crop_hw, _pad_hw
+
+    kernels = compiled.kernels()
+    xs, ws, stride, padding, dilation, groups = case
+    n, c, h, w = xs
+    kh, kw = ws[2:]
+    st, dil = (_pair(stride), _pair(dilation))
+    if padding == "same":  # (PyTorch's split: the odd one below and right)
+        total = [d * (k - 1) for d, k in zip(dil, (kh, kw))]
+        pads = (total[0] // 2, total[0] - total[0] // 2, total[1] // 2, total[1] - total[1] // 2)
+    else:
+        pads = tuple(v for v in _pair(padding) for _ in range(2))
+    oh, ow = conv._conv_out_hw(h, w, kh, kw, st, pads, dil)
+    nb = {1: 1, 2: 2 if n % 2 == 0 else 1, "all": n}[images_per_block]
+    b, cg, p = n // nb, c // groups, oh * ow
+    rng = np.random.default_rng(9)
+    x0 = rng.standard_normal(xs).astype(np.float32)
+    # The windows: (B, G, KH, KW, Cg, Nb, OH, OW) views of the padded images.
+    xpad = _pad_hw(x0, pads)
+    s0, s1, s2, s3 = xpad.strides
+    win = np.lib.stride_tricks.as_strided(
+        xpad, (b, groups, kh, kw, cg, nb, oh, ow),
+        (nb * s0, cg * s1, dil[0] * s2, dil[1] * s3, s1, s0, st[0] * s2, st[1] * s3))
+    expected = np.ascontiguousarray(win).reshape(b, groups, kh * kw * cg, nb, p)
+    gcols = rng.standard_normal(expected.shape).astype(np.float32)
+    gpad = np.zeros((b, groups, cg, nb, h + pads[0] + pads[1], w + pads[2] + pads[3]),
+                    np.float32)
+    _col2im(gpad, gcols.reshape(b, groups, kh, kw, cg, nb, oh, ow).transpose(
+        2, 3, 0, 1, 4, 5, 6, 7), *st, *dil)
+    expected_gx = np.ascontiguousarray(_crop_hw(gpad, pads, h, w).transpose(
+        0, 3, 1, 2, 4, 5)).reshape(xs)
+    spans = [(0, b, 0, nb)] + ([(1, b, 0, nb)] if b > 1 else [(0, 1, 1, nb)])
+    for span in spans:
+        cols = np.full(expected.shape, 7.0, np.float32)
+        gx = np.full(xs, 7.0, np.float32)
+        kernels.im2col(x0, cols, kh, kw, *st, pads[0], pads[2], *dil, oh, ow, *span)
+        kernels.col2im(gcols, gx, kh, kw, *st, pads[0], pads[2], *dil, oh, ow, *span)
+        blk, img = slice(span[0], span[1]), slice(span[2], span[3])
+        mine = np.zeros(expected.shape, bool)
+        mine[blk, :, :, img] = True
+        np.testing.assert_array_equal(cols[mine].view(np.int32), expected[mine].view(np.int32))
+        assert (cols[~mine] == 7.0).all()
+        mine_x = mine[:, 0, 0, :, 0].reshape(n)
+        np.testing.assert_array_equal(gx[mine_x].view(np.int32),
+                                      expected_gx[mine_x].view(np.int32))
+        assert (gx[~mine_x] == 7.0).all()

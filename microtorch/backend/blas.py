@@ -213,12 +213,6 @@ _SMALL_GEMM_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
 SMALL_COPY_MIN_ROWS = 16
 SMALL_COPY_MIN_MACS = 1 << 17
 
-# Fewest columns of a piece cut for the small-matrix kernels: products whose M*K leave room
-# for fewer (one AVX-512 register of float32) are split into slivers that run below the
-# packed kernels' speed, so they stay whole.
-_SMALL_PIECE_MIN_COLUMNS = 16
-
-
 @functools.cache
 def small_gemm_macs() -> int:
     """The most multiply-adds (M*N*K) of a float32 or float64 product that NumPy's OpenBLAS
@@ -230,15 +224,13 @@ def small_gemm_macs() -> int:
     return SMALL_GEMM_MACS if core in _SMALL_GEMM_CORES else 0
 
 
-def small_products(a, b, out=None, *, split: bool = False):
+def small_products(a, b, out=None):
     """``np.matmul(a, b, out=out)``, arranged for OpenBLAS's small-matrix kernels where it has
     them (``small_gemm_macs``) and the operands are float32 or float64 NumPy arrays of two
     dims or more: a right operand without contiguous rows (a transposed view) copied to rows
     when each product is small enough for those kernels and worth the copy (see
-    ``SMALL_COPY_MIN_ROWS``); with ``split``, a product too large for them cut into equal
-    pieces of columns that are not (and a last, narrower one): for products that run on one
-    thread anyway, such as a convolution's per-image ones. The same products either way,
-    rounded by whichever kernels OpenBLAS runs for those shapes: a rule of shapes."""
+    ``SMALL_COPY_MIN_ROWS``). The same products either way, rounded by whichever kernels
+    OpenBLAS runs for those shapes: a rule of shapes."""
     limit = small_gemm_macs()
     if not limit or type(a) is not np.ndarray or type(b) is not np.ndarray or \
             a.dtype != b.dtype or a.dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2 or \
@@ -250,16 +242,4 @@ def small_products(a, b, out=None, *, split: bool = False):
         if m * k * n <= limit and m >= SMALL_COPY_MIN_ROWS and \
                 m * k * n * count >= SMALL_COPY_MIN_MACS:
             b = np.ascontiguousarray(b)
-        return np.matmul(a, b, out=out)
-    if not split or m * k * n <= limit or m * k * _SMALL_PIECE_MIN_COLUMNS > limit:
-        return np.matmul(a, b, out=out)
-    width = -(-n // -(-m * k * n // limit))  # the columns of each of the fewest equal pieces
-    if out is None:
-        out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n), a.dtype)
-    whole = n // width * width
-    np.matmul(a[..., None, :, :],
-              b[..., :whole].reshape(b.shape[:-1] + (-1, width)).swapaxes(-3, -2),
-              out=out[..., :whole].reshape(out.shape[:-1] + (-1, width)).swapaxes(-3, -2))
-    if whole < n:
-        np.matmul(a, b[..., whole:], out=out[..., whole:])
-    return out
+    return np.matmul(a, b, out=out)

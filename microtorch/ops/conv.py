@@ -17,6 +17,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import state
+from ..backend import compiled
 from ..backend.autotune import choice, split_rows
 from ..backend.blas import last_axis_sums, small_products
 from ..backend.threads import gemm_threads, get_num_threads, one_blas_thread
@@ -107,19 +108,32 @@ def _im2col(xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int, ow: i
 def _fill_columns(full, xa, kh: int, kw: int, stride, pads, dilation, g: int, oh: int,
                   ow: int, nb: int, ones_row: bool, *, split: bool) -> None:
     """``_im2col``'s columns of the images ``xa`` written into ``full``; ``split``: the copy
-    shared between threads (else on the calling thread)."""
+    shared between threads (else on the calling thread). The compiled loop (``compiled``)
+    where there is one for the dtype, else a copy of a strided view of the padded images:
+    the same elements either way."""
     n, c = xa.shape[:2]
     cg, b = c // g, n // nb
     k = kh * kw * cg
     xp = xp_of(xa)
+    if ones_row:
+        full[:, :, k] = 1
+    fused = compiled.kernels_for(xp, xa.dtype)
+    if fused is not None and full.flags.c_contiguous:
+        xc = np.ascontiguousarray(xa)
+        blocks = full.reshape(b, g, full.shape[2], nb, oh * ow)
+
+        def fill(span) -> None:
+            fused.im2col(xc, blocks, kh, kw, *stride, pads[0], pads[2], *dilation, oh, ow,
+                         *span)
+        _over_image_spans(fill, (xa.shape, full.shape, xa.dtype.str), "im2col", b, nb,
+                          full.size if split else 0)
+        return
     xpad = _pad_hw(xa, pads)
     s0, s1, s2, s3 = xpad.strides
     win = xp.lib.stride_tricks.as_strided(  # (B, G, KH, KW, Cg, Nb, OH, OW), no copy
         xpad, (b, g, kh, kw, cg, nb, oh, ow),
         (nb * s0, cg * s1, dilation[0] * s2, dilation[1] * s3, s1, s0, stride[0] * s2,
          stride[1] * s3))
-    if ones_row:
-        full[:, :, k] = 1
     cols = full[:, :, :k].reshape(win.shape)  # (a view: only axes split)
     if not split:
         cols[...] = win
@@ -156,6 +170,20 @@ def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
         part(0, b if b > 1 else nb)
         return
     split_rows(_MOVES[phase], key, part, b if b > 1 else nb, work, _MOVES_MIN_WORK)
+
+
+def _over_image_spans(fn, key: tuple, phase: str, b: int, nb: int, work: int) -> None:
+    """``fn((first block, last block, first image, last image))`` over the B blocks of Nb
+    images, as ``_over_images`` shares them: the blocks when there are several, else the one
+    block's images; on the calling thread alone when ``work`` is 0."""
+    def part(lo: int, hi: int) -> None:
+        fn((lo, hi, 0, nb) if b > 1 else (0, 1, lo, hi))
+
+    count = b if b > 1 else nb
+    if work:
+        split_rows(_MOVES[phase], key, part, count, work, _MOVES_MIN_WORK)
+    else:
+        part(0, count)
 
 
 def _by_image_chunks(arr, n: int, nb: int, macs: int | None = None) -> bool:
@@ -207,16 +235,16 @@ def _grad_columns(ga, g: int, nb: int):
 
 def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
                      nb: int):
-    """The input gradient (N, C, H, W) of a convolution from its gradient columns (col2im):
-    by whole padded images for stride 1 (when ``_rows_pay``), by strided windows otherwise;
-    in chunks of images on the pool's threads when ``_by_image_chunks``."""
+    """The input gradient (N, C, H, W) of a convolution from its gradient columns
+    (``_conv_input_grad_of``), in chunks of images on the pool's threads when
+    ``_by_image_chunks``."""
     n = x_shape[0]
     macs = gm.size * wa[0].size
     if _by_image_chunks(gm, n, nb, macs):
         gx = np.empty(x_shape, dtype=gm.dtype)
         _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation),
                            _input_grad_chunk(gx, gm, wa, stride, pads, dilation, g, oh, ow, nb),
-                           n, macs, _input_grad_image_bytes(gm, wa, x_shape, pads, g))
+                           n, macs, _input_grad_image_bytes(gm, wa, g))
         return gx
     return _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g, oh, ow, nb)
 
@@ -224,15 +252,14 @@ def _conv_input_grad(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, o
 def _input_grad_chunk(gx, gm, wa, stride, pads, dilation, g: int, oh: int, ow: int, nb: int):
     """``fn(lo, hi)`` writing images lo:hi of the input gradient into ``gx``."""
     def chunk(lo: int, hi: int) -> None:
-        gx[lo:hi] = _conv_input_grad_of(gm[lo:hi], wa, (hi - lo, *gx.shape[1:]), stride, pads,
-                                        dilation, g, oh, ow, nb)
+        _conv_input_grad_of(gm[lo:hi], wa, (hi - lo, *gx.shape[1:]), stride, pads, dilation, g,
+                            oh, ow, nb, out=gx[lo:hi])
     return chunk
 
 
-def _input_grad_image_bytes(gm, wa, x_shape, pads, g: int) -> int:
-    """One image's gradient columns (the whole-image col2im's, the larger layout), in bytes."""
-    padded = (x_shape[2] + pads[0] + pads[1]) * (x_shape[3] + pads[2] + pads[3])
-    return wa[0].size * g * padded * gm.itemsize
+def _input_grad_image_bytes(gm, wa, g: int) -> int:
+    """One image's gradient columns, in bytes (``gm`` one image per block)."""
+    return wa[0].size * g * gm.shape[-1] * gm.itemsize
 
 
 def _conv_grads_by_chunks(gm, wa, cols, x_shape, stride, pads, dilation, g: int, oh: int,
@@ -253,128 +280,62 @@ def _conv_grads_by_chunks(gm, wa, cols, x_shape, stride, pads, dilation, g: int,
 
     _over_image_chunks((x_shape, wa.shape, gm.dtype.str, stride, pads, dilation, "both"),
                        chunk, n, 2 * gm.size * wa[0].size,
-                       _input_grad_image_bytes(gm, wa, x_shape, pads, g) + cols[0].nbytes)
+                       _input_grad_image_bytes(gm, wa, g) + cols[0].nbytes)
     return gx, *_weight_from_parts(parts.sum(0), wa.shape, g, gm.dtype)
 
 
 def _conv_input_grad_of(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int, ow: int,
-                        nb: int):
-    """``_conv_input_grad`` on the calling thread's BLAS setting, for all of ``gm``'s images."""
-    if _rows_pay(wa.shape, g, x_shape, stride, pads, oh, ow, nb):
-        return _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g, oh, ow, nb)
-    return _conv_input_grad_windows(gm, wa, x_shape, stride, pads, dilation, g, oh, ow, nb)
-
-
-# What NumPy's per-row cost of a strided slice-add is worth in GEMM multiply-adds: the
-# stride-1 col2im by whole images (``_conv_input_grad_rows``) saves Cg*KH*KW - Og rows of OW
-# elements per output row, and pays for a product HP*WP/(OH*OW) times larger. Measured on an
-# Intel Xeon (AVX-512, 2 threads): 64x16x14x14 images, 32 3x3 filters: 2.9 vs 3.7 ms (the rule:
-# 112*14*250 = 392k > 276k extra); 32x64x8x8, 64 filters: 3.8 vs 3.4 ms (1.0M < 1.3M);
-# 64x1x28x28, 16 filters: 1.4 vs 1.1 ms (fewer rows saved than added).
-_ROW_COST_IN_MACS = 250
-
-
-def _rows_pay(w_shape, g: int, x_shape, stride, pads, oh: int, ow: int, nb: int) -> bool:
-    """Whether a convolution's input gradient goes by whole padded images (a rule of shapes)."""
-    o, cg, kh, kw = w_shape
-    if tuple(stride) != (1, 1) or _is_pointwise(nb, kh, kw, stride, pads):
-        return False
-    top, bottom, left, right = pads
-    extra = (x_shape[2] + top + bottom) * (x_shape[3] + left + right) - oh * ow
-    return (cg * kh * kw - o // g) * oh * _ROW_COST_IN_MACS > cg * kh * kw * (o // g) * extra
-
-
-def _conv_input_grad_windows(gm, wa, x_shape, stride, pads, dilation, g: int, oh: int,
-                             ow: int, nb: int):
-    """``_conv_input_grad`` for any stride: one strided slice-add per kernel offset."""
+                        nb: int, out=None):
+    """``_conv_input_grad`` on the calling thread's BLAS setting, for all of ``gm``'s images
+    (written into ``out`` when given): the gradient columns by one product per block and
+    group, then col2im, the compiled loop (``compiled``) where there is one for the dtype,
+    else one strided slice-add per kernel offset over zeroed padded images: the same sums in
+    the same order."""
     n, c, h, w = x_shape
     o, cg, kh, kw = wa.shape
     xp = xp_of(gm)
     b = n // nb
     gcols = _in_dtype(xp.matmul(_conv_weight(wa, g).transpose(0, 2, 1), gm), gm.dtype)
+    key = (x_shape, wa.shape, gm.dtype.str, stride, pads, dilation, nb)
+    fused = compiled.kernels_for(xp, gm.dtype)
     if _is_pointwise(nb, kh, kw, stride, pads):
-        return gcols.reshape(n, c, h, w)
+        gx = gcols.reshape(n, c, h, w)
+    elif fused is not None:
+        gx = np.empty(x_shape, dtype=gm.dtype) if out is None else out
+        blocks = gcols.reshape(b, g, kh * kw * cg, nb, oh * ow)
+
+        def add(span) -> None:
+            fused.col2im(blocks, gx, kh, kw, *stride, pads[0], pads[2], *dilation, oh, ow,
+                         *span)
+        _over_image_spans(add, key, "col2im", b, nb, gx.size)
+    else:
+        gx = _col2im_by_slices(gcols, x_shape, kh, kw, stride, pads, dilation, g, oh, ow, nb,
+                               key)
+    if out is not None and gx is not out:
+        out[...] = gx
+        return out
+    return gx
+
+
+def _col2im_by_slices(gcols, x_shape, kh: int, kw: int, stride, pads, dilation, g: int,
+                      oh: int, ow: int, nb: int, key: tuple):
+    """The (N, C, H, W) input gradient from (B, G, K, Nb OH OW) gradient columns: one
+    strided slice-add per kernel offset over zeroed padded images, then the crop."""
+    n, c, h, w = x_shape
+    cg, b = c // g, n // nb
+    xp = xp_of(gcols)
     top, bottom, left, right = pads
-    gpad = xp.zeros((b, g, cg, nb, h + top + bottom, w + left + right), dtype=gm.dtype)
+    gpad = xp.zeros((b, g, cg, nb, h + top + bottom, w + left + right), dtype=gcols.dtype)
     gcols = gcols.reshape(b, g, kh, kw, cg, nb, oh, ow).transpose(2, 3, 0, 1, 4, 5, 6, 7)
 
     def add(sl) -> None:
         _col2im(gpad[sl], gcols[(slice(None), slice(None)) + sl], *stride, *dilation)
 
-    _over_images(xp, "col2im", (x_shape, wa.shape, gm.dtype.str, stride, pads, dilation, nb),
-                 add, b, nb, 3, gpad.size)
+    _over_images(xp, "col2im", key, add, b, nb, 3, gpad.size)
     gx = _crop_hw(gpad, pads, h, w)  # (B, G, Cg, Nb, H, W)
     if nb > 1:
         gx = gx.transpose(0, 3, 1, 2, 4, 5)
     return xp.ascontiguousarray(gx).reshape(n, c, h, w)
-
-
-def _conv_input_grad_rows(gm, wa, x_shape, pads, dilation, g: int, oh: int, ow: int, nb: int):
-    """``_conv_input_grad`` of a stride-1 convolution, its col2im as a few long additions.
-
-    With stride 1 the window of output pixel (r, q) at kernel offset (i, j) starts at padded
-    position (r + i*DH, q + j*DW): in a padded image flattened row by row, one shift
-    i*DH*WP + j*DW for the whole offset. So the gradient columns are laid out channel-major,
-    each image as its padded image, HP*WP long (output pixel (r, q) at r*WP + q, zeros
-    elsewhere; the product is HP*WP/(OH*OW) larger), and one GEMM gives, for each kernel offset,
-    a row of every channel's and image's columns in the target's order: the offset's slice-add
-    is one contiguous addition per channel, shifted, instead of one per row of OW elements
-    (NumPy pays some 0.1 us per row). The zero columns land in the next row or image; adding
-    +0.0 changes no sum, and every position receives its other terms in ``_col2im``'s order.
-    So the result is the windows' bit for bit whenever BLAS rounds each column of the wider
-    product as it does in the narrower one (OpenBLAS's SkylakeX kernels do; its Haswell kernels
-    need not, which moves the last bits: either way the rule of shapes makes the choice, so a
-    machine gives the same bits every run). An image's data columns end before
-    (OH-1)*WP + OW = HP*WP - (largest shift), so a share of images may leave out its last
-    columns' spill into the next share: threads never write the same element. One share
-    adds each offset's channel rows as one flat run, a channel's spill landing in the next
-    channel's first (zero-column) positions: 2-D slice-adds of rows of 2^11 elements or fewer ran
-    3x slower per element than the flat run (NumPy 2.4, Intel Xeon VM). The product goes image
-    by image, each written into its columns of those rows, in pieces that take OpenBLAS's
-    small-matrix kernels where it has them (``small_products``: the CNN benchmark's 16 -> 32
-    channels, 64 images, 2957 -> 2701 us on one thread).
-    """
-    n, c, h, w = x_shape
-    o, cg, kh, kw = wa.shape
-    og = o // g
-    xp = xp_of(gm)
-    top, bottom, left, right = pads
-    hp, wp = h + top + bottom, w + left + right
-    size = hp * wp
-    wide = xp.zeros((g, n, og, hp, wp), dtype=gm.dtype)
-    wide[..., :oh, :ow] = gm.reshape(n // nb, g, og, nb, oh, ow).transpose(
-        1, 0, 3, 2, 4, 5).reshape(g, n, og, oh, ow)
-    # One product per image, written into its columns of every offset's and channel's row.
-    weights = _conv_weight(wa, g).transpose(0, 2, 1)[:, None]  # (G, 1, KH*KW*Cg, Og)
-    gcols = xp.empty((g, kh * kw * cg, n, size), dtype=weights.dtype)
-    if xp is np:
-        small_products(weights, wide.reshape(g, n, og, size), out=gcols.transpose(0, 2, 1, 3),
-                       split=True)
-    else:
-        xp.matmul(weights, wide.reshape(g, n, og, size), out=gcols.transpose(0, 2, 1, 3))
-    gcols = _in_dtype(gcols, gm.dtype).reshape(g, kh * kw, cg, n * size)
-    shifts = [i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)]
-    gflat = xp.zeros((g, cg, n * size), dtype=gm.dtype)
-
-    def add(lo: int, hi: int) -> None:  # images lo:hi
-        if lo == 0 and hi == n:  # all of them: one flat run per group and offset
-            for group in range(g):
-                target = gflat[group].reshape(-1)
-                for k, shift in enumerate(shifts):
-                    run = gcols[group, k].reshape(-1)
-                    target[shift:] += run[:run.size - shift]
-            return
-        start, end = lo * size, hi * size
-        for k, shift in enumerate(shifts):
-            gflat[:, :, start + shift:end] += gcols[:, k, :, start:end - shift]
-
-    if xp is np:
-        split_rows(_MOVES["col2im"], (x_shape, wa.shape, gm.dtype.str, pads, dilation),
-                   add, n, gflat.size, _MOVES_MIN_WORK)
-    else:
-        add(0, n)
-    gx = _crop_hw(gflat.reshape(g, cg, n, hp, wp), pads, h, w)
-    return xp.ascontiguousarray(gx.transpose(2, 0, 1, 3, 4)).reshape(n, c, h, w)
 
 
 def _conv_weight_grad(cols, gm, w_shape, g: int):
