@@ -8,8 +8,9 @@ Three measurements, written to ``compiled_kernels.{json,md}`` under ``--out``:
   first; ratio = with / without (below 1: the kernels are faster). Both give the same bits.
 - **ops**: each op that has a kernel, both ways in one process (``compiled.set_enabled``),
   median microseconds: an LSTM layer's forward and backward (the benchmark's second layer),
-  max pooling's backward and ReLU's backward on the benchmark CNN's activations, Adam's step,
-  and the softmax family's row-value passes (cross entropy and softmax over 1024 x 1000).
+  max pooling's forward and backward and ReLU's backward on the benchmark CNN's activations,
+  its second convolution's forward and backward (im2col, col2im), Adam's step, and the
+  softmax family's row-value passes (cross entropy and softmax over 1024 x 1000).
 - **startup**: fresh processes: ``import microtorch``, and the first LSTM training step with
   no compiled cache (``NUMBA_CACHE_DIR`` pointed at an empty directory: numba compiles),
   with that cache filled (numba loads it), and with the kernels off.
@@ -72,6 +73,10 @@ def ops(threads: int, calls: int) -> list[dict]:
     act2 = microtorch.tensor(rng.standard_normal((64, 32, 14, 14)).astype(np.float32),
                              requires_grad=True)
 
+    conv = microtorch.nn.Conv2d(16, 32, 3, padding=1)
+    conv_in = microtorch.tensor(rng.standard_normal((64, 16, 14, 14)).astype(np.float32),
+                                requires_grad=True)
+
     params = [microtorch.tensor(rng.standard_normal((512, 256)).astype(np.float32),
                                 requires_grad=True) for _ in range(4)]
     for p in params:
@@ -89,12 +94,18 @@ def ops(threads: int, calls: int) -> list[dict]:
     cases = {
         "LSTM layer 128 -> 128, 50 steps, batch 32: forward": lambda: lstm(x_seq),
         "LSTM layer: backward": backward_of(lambda: lstm(x_seq)[0]),
+        "max pool 2x2 forward, 64 x 16 x 28 x 28":
+            lambda: microtorch.nn.functional.max_pool2d(act1, 2),
+        "max pool 2x2 forward, 64 x 32 x 14 x 14":
+            lambda: microtorch.nn.functional.max_pool2d(act2, 2),
         "max pool 2x2 backward, 64 x 16 x 28 x 28":
             backward_of(lambda: microtorch.nn.functional.max_pool2d(act1, 2)),
         "max pool 2x2 backward, 64 x 32 x 14 x 14":
             backward_of(lambda: microtorch.nn.functional.max_pool2d(act2, 2)),
         "ReLU backward, 64 x 16 x 28 x 28": backward_of(lambda: microtorch.relu(act1)),
         "ReLU backward, 64 x 32 x 14 x 14": backward_of(lambda: microtorch.relu(act2)),
+        "conv 16 -> 32, 3x3, 64 x 14 x 14: forward": lambda: conv(conv_in),
+        "conv 16 -> 32: backward": backward_of(lambda: conv(conv_in)),
         "Adam step, 4 parameters of 512 x 256": adam.step,
         "cross entropy 1024 x 1000: forward and backward":
             lambda: microtorch.nn.functional.cross_entropy(logits, targets).backward(),

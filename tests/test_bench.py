@@ -444,7 +444,7 @@ def test_compiled_kernels_script_measures_both_paths(monkeypatch) -> None:
         ["MICROTORCH_NUMBA=0", "MICROTORCH_NUMBA=1"]
     assert steps[0]["ratio"] == pytest.approx(2 / 3)
     ops = script.ops(1, 2)
-    assert compiled._state["enabled"] is None and len(ops) == 9
+    assert compiled._state["enabled"] is None and len(ops) == 13
     assert all(r["kernels_us"] > 0 and r["numpy_us"] > 0 for r in ops)
     result = {"machine": {"cpu": "cpu", "cores": 2, "blas": "openblas"}, "date": "2026-12-03",
               "threads": 1, "rounds": 2, "steps": steps, "ops": ops,

@@ -264,7 +264,8 @@ def col2im(gcols, gx, kh, kw, sh, sw, top, left, dh, dw, oh, ow, blk_lo, blk_hi,
     written with the sum, at each input element, of the columns (B, G, K, Nb, OH OW) whose
     windows reach it (blocks and images as ``im2col``'s), added kernel offset by kernel
     offset from 0.0 (``_windows._col2im``'s slice-adds over a zeroed padded image, in their
-    order: the same bits); terms that land in the padding are dropped. Both arrays
+    order: the same bits, but for which NaN a sum of two NaNs gives, which IEEE leaves open
+    and LLVM may swap); terms that land in the padding are dropped. Both arrays
     C-contiguous.
 
     Stride 1 at "same" width goes as ``im2col``: one shifted run per kernel offset, the
