@@ -471,3 +471,35 @@ def test_max_pool_forward_gives_pytorchs_value_and_index(restore, dtype, shape, 
         else:
             y = microtorch.nn.functional.max_pool2d(x, 2)
         _same_bits([y.detach().numpy()], [expected.numpy()])
+
+
+@pytest.mark.parametrize("case", [  # (input shape, weight shape, conv2d keywords)
+    ((0, 3, 8, 8), (4, 3, 3, 3), dict(padding=1)),  # an empty batch: no block to write
+    ((2, 3, 8, 8), (4, 3, 3, 3), dict(padding=4)),  # rows and columns of windows all padding
+    ((2, 3, 4, 5), (4, 3, 5, 5), dict(padding=3)),  # a kernel larger than the image
+    ((2, 3, 6, 6), (4, 3, 1, 1), dict(padding=2)),  # 1x1 windows, padded (not pointwise)
+    ((2, 3, 9, 9), (4, 3, 2, 2), dict(stride=4, padding=1)),  # strides skip elements
+])
+def test_conv_column_kernels_on_edge_geometry(restore, case) -> None:
+    """The compiled im2col and col2im write only their arrays' elements (they check no
+    bounds: an empty batch once wrote a block past its end) and agree with the NumPy path
+    and PyTorch where windows reach wholly into the padding."""
+    torch = pytest.importorskip("torch")
+    xs, ws, kwargs = case
+    rng = np.random.default_rng(12)
+    x0 = rng.standard_normal(xs).astype(np.float32)
+    w0 = rng.standard_normal(ws).astype(np.float32)
+    results = {}
+    for flag in (True, False):
+        compiled.set_enabled(flag)
+        x, w = (microtorch.tensor(a, requires_grad=True) for a in (x0, w0))
+        y = microtorch.nn.functional.conv2d(x, w, None, **kwargs)
+        g0 = np.random.default_rng(13).standard_normal(y.shape).astype(np.float32)
+        y.backward(microtorch.tensor(g0))
+        results[flag] = [t.detach().numpy().copy() for t in (y, x.grad, w.grad)]
+    _same_bits(results[True], results[False])
+    tx, tw = (torch.tensor(a, requires_grad=True) for a in (x0, w0))
+    ty = torch.nn.functional.conv2d(tx, tw, None, **kwargs)
+    ty.backward(torch.tensor(g0))
+    for mine, theirs in zip(results[True], (ty, tx.grad, tw.grad)):
+        np.testing.assert_allclose(mine, theirs.detach().numpy(), rtol=1e-4, atol=1e-4)

@@ -174,12 +174,13 @@ def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
 
 def _over_image_spans(fn, key: tuple, phase: str, b: int, nb: int, work: int) -> None:
     """``fn((first block, last block, first image, last image))`` over the B blocks of Nb
-    images, as ``_over_images`` shares them: the blocks when there are several, else the one
-    block's images; on the calling thread alone when ``work`` is 0."""
+    images, as ``_over_images`` shares them: the blocks, or the images of one block (none
+    for an empty batch: the compiled loops check no bounds); on the calling thread alone
+    when ``work`` is 0."""
     def part(lo: int, hi: int) -> None:
-        fn((lo, hi, 0, nb) if b > 1 else (0, 1, lo, hi))
+        fn((0, 1, lo, hi) if b == 1 else (lo, hi, 0, nb))
 
-    count = b if b > 1 else nb
+    count = nb if b == 1 else b
     if work:
         split_rows(_MOVES[phase], key, part, count, work, _MOVES_MIN_WORK)
     else:
