@@ -204,6 +204,23 @@ def _column_masks(kw, dw, left, width, ow, size):
     return masks
 
 
+@njit(inline="always")
+def _shifted_run(i, j, dh, dw, top, left, h, w, ow, r_lo, r_hi):
+    """At stride 1 and "same" width: (shift, lo, hi), kernel offset (i, j)'s flat distance
+    from a window position to its input element, and the window positions lo to hi of the
+    rows ``r_lo`` to ``r_hi`` whose element lies in the image's rows."""
+    shift = (i * dh - top) * w + j * dw - left
+    lo = max(r_lo * ow, -shift)
+    return shift, lo, max(lo, min(r_hi * ow, h * w - shift))
+
+
+@njit(inline="always")
+def _column_start(blk, gi, row, m, groups, krows, nb, p):
+    """Where image ``m`` of block ``blk``, group ``gi``, begins its row ``row`` of the
+    (B, G, K, Nb, P) columns, flat."""
+    return _U((((blk * groups + gi) * krows + row) * nb + m) * p)
+
+
 @_compiled
 def im2col(x, cols, kh, kw, sh, sw, top, left, dh, dw, oh, ow, blk_lo, blk_hi, m_lo, m_hi):
     """Convolution's columns: ``cols`` (B, G, K, Nb, OH OW), K's rows ordered kernel offset
@@ -229,14 +246,12 @@ def im2col(x, cols, kh, kw, sh, sw, top, left, dh, dw, oh, ow, blk_lo, blk_hi, m
                 for j in range(kw):
                     w0 = j * dw - left
                     q_lo, q_hi = _inside(w0, sw, ow, w)
-                    shift = (i * dh - top) * w + w0
-                    lo = max(r_lo * ow, -shift)  # (flat: the run, inside the image)
-                    hi = max(lo, min(r_hi * ow, h * w - shift))
+                    shift, lo, hi = _shifted_run(i, j, dh, dw, top, left, h, w, ow, r_lo, r_hi)
                     mask = _U(j * p)
                     for ch in range(cg):
                         for m in range(m_lo, m_hi):
-                            dst = _U((((blk * groups + gi) * krows + (i * kw + j) * cg + ch)
-                                      * nb + m) * p)
+                            dst = _column_start(blk, gi, (i * kw + j) * cg + ch, m, groups,
+                                                krows, nb, p)
                             plane = ((blk * nb + m) * c + gi * cg + ch) * h * w
                             if flat:
                                 for k in range(_U(lo)):
@@ -288,12 +303,11 @@ def col2im(gcols, gx, kh, kw, sh, sw, top, left, dh, dw, oh, ow, blk_lo, blk_hi,
                         r_lo, r_hi = _inside_rows(i, dh, sh, top, oh, h)
                         for j in range(kw):
                             w0 = j * dw - left
-                            src = _U((((blk * groups + gi) * krows + (i * kw + j) * cg + ch)
-                                      * nb + m) * p)
+                            src = _column_start(blk, gi, (i * kw + j) * cg + ch, m, groups,
+                                                krows, nb, p)
                             if flat:
-                                shift = (i * dh - top) * w + w0
-                                lo = max(r_lo * ow, -shift)
-                                hi = max(lo, min(r_hi * ow, h * w - shift))
+                                shift, lo, hi = _shifted_run(i, j, dh, dw, top, left, h, w,
+                                                             ow, r_lo, r_hi)
                                 dst = _U(plane + shift + lo)
                                 mask = _U(j * p + lo)
                                 run = src + _U(lo)
