@@ -46,7 +46,9 @@ _IMAGE_COLUMNS = 128
 # (2026-12-03), 64 images, ms, chunks of 8 / 16 / 32 / 64 images: two threads, 16 -> 32 on
 # 14x14 forward 1.53 / 1.45 / 1.34 / 2.11, forward and backward 5.15 / 4.67 / 4.37 / 7.77, 1 ->
 # 16 on 28x28 forward and backward 1.19 / 1.14 / 1.10 / 1.05; one thread 2.39 / 2.24 / 2.21 /
-# 2.09, 7.22 / 7.02 / 6.83 / 7.34, 1.16 / 1.15 / 1.11 / 1.04.
+# 2.09, 7.22 / 7.02 / 6.83 / 7.34, 1.16 / 1.15 / 1.11 / 1.04. Again with the compiled im2col
+# and col2im (2026-12-04), the 16 -> 32 backward on two threads at 16 / 4 / 2 / 1 MiB a chunk:
+# 1734 / 1883 / 1929 / 2589 us.
 _CHUNK_BYTES = 1 << 24
 
 # Multiply-adds per thread below which the chunks run on one thread: small products are bound
