@@ -17,14 +17,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..ops._util import xp_of
-from .optimizer import (
-    Optimizer,
-    _at_least_1d,
-    _decayed_grad,
-    _increment,
-    _real_views,
-    _step_tensor,
-)
+from .optimizer import Optimizer, _as_real_1d, _decayed_grad, _increment, _step_tensor
 
 __all__ = ["ElementwiseOptimizer", "ema_square_", "addcdiv_", "effective_grad",
            "scalar_state", "loaded_scalar", "compat_doc"]
@@ -164,8 +157,6 @@ class ElementwiseOptimizer(Optimizer):
         for p, g in zip(params, grads):
             state = self._init_state(p, group)
             step = _increment(state["step"])
-            pa, ga, *arrays = _at_least_1d(p._data, g._data, *(state[k]._data for k in keys))
-            if pa.dtype.kind == "c":  # (its gradient and state are complex too)
-                pa, ga, *arrays = _real_views(pa, ga, *arrays)
+            pa, ga, *arrays = _as_real_1d(p._data, g._data, *(state[k]._data for k in keys))
             self._update(pa, ga, arrays, state, step, options)
 

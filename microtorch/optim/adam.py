@@ -9,15 +9,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend import compiled
 from ..ops._util import xp_of
-from .optimizer import (
-    Optimizer,
-    ParamsT,
-    _at_least_1d,
-    _decayed_grad,
-    _increment,
-    _real_views,
-    _step_tensor,
-)
+from .optimizer import Optimizer, ParamsT, _as_real_1d, _decayed_grad, _increment, _step_tensor
 
 __all__ = ["Adam", "AdamW"]
 
@@ -130,11 +122,8 @@ def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: 
     the moments and the update in one pass over contiguous arrays, the same bits.
     """
     xp = xp_of(p)
-    p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _at_least_1d(p, g, exp_avg, exp_avg_sq,
-                                                             max_exp_avg_sq)
-    if p.dtype.kind == "c":  # (its gradient and state are complex too)
-        p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _real_views(p, g, exp_avg, exp_avg_sq,
-                                                                max_exp_avg_sq)
+    p, g, exp_avg, exp_avg_sq, max_exp_avg_sq = _as_real_1d(p, g, exp_avg, exp_avg_sq,
+                                                            max_exp_avg_sq)
     g = _decayed_grad(xp, p, g, 0.0 if decoupled else weight_decay, maximize)
     if decoupled and weight_decay != 0:
         p *= 1.0 - lr * weight_decay

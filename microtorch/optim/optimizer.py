@@ -68,11 +68,16 @@ def _at_least_1d(*arrays):
     return tuple(a.reshape(1) if a is not None and a.ndim == 0 else a for a in arrays)
 
 
-def _real_views(*arrays):
-    """Complex arrays (at least 1-d) as views of their real and imaginary parts, interleaved;
-    None and real arrays as they are. PyTorch's elementwise optimizers step a complex parameter
-    as ``view_as_real`` of it, its gradient and its state: each part its own element, so a
-    second moment holds re^2 and im^2, not the complex g^2."""
+def _as_real_1d(*arrays):
+    """``_at_least_1d``'s arrays, and for a complex parameter (the first array: its gradient
+    and state share its dtype) each complex array as a view of its real and imaginary parts,
+    interleaved (None as it is). PyTorch's Adam family, elementwise optimizers and LBFGS step a
+    complex parameter as ``view_as_real`` of it, its gradient and its state: each part its own
+    element, so a second moment holds re^2 and im^2, not the complex g^2. (SGD steps it as
+    complex numbers, as PyTorch's does.)"""
+    arrays = _at_least_1d(*arrays)
+    if arrays[0].dtype.kind != "c":
+        return arrays
     return tuple(a if a is None or a.dtype.kind != "c" else
                  a.view(a.real.dtype) if a.flags.c_contiguous else
                  a[..., None].view(a.real.dtype) for a in arrays)

@@ -18,7 +18,7 @@ from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
 from ._rules import loaded_scalar
-from .optimizer import Optimizer, ParamsT, _at_least_1d, _real_views, _to_array_like
+from .optimizer import Optimizer, ParamsT, _as_real_1d, _to_array_like
 
 __all__ = ["LBFGS"]
 
@@ -191,7 +191,7 @@ class LBFGS(Optimizer):
         first = self._params[0]
         xp = first._backend.xp
         with first._backend.context():
-            views = [_real_views(_dense_array(p._grad).reshape(-1))[0] if p._grad is not None
+            views = [_as_real_1d(_dense_array(p._grad).reshape(-1))[0] if p._grad is not None
                      else xp.zeros(_real_numel(p), p._data.real.dtype) for p in self._params]
             return xp.concatenate(views)
 
@@ -200,7 +200,7 @@ class LBFGS(Optimizer):
         offset = 0
         xp = self._params[0]._backend.xp
         for p in self._params:
-            (target,) = _real_views(_at_least_1d(p._data)[0])
+            (target,) = _as_real_1d(p._data)
             n = target.size
             target += xp.multiply(update[offset:offset + n].reshape(target.shape), step_size)
             p._vbox[0] += 1  # an in-place write, as PyTorch's param.add_ counts it
