@@ -159,26 +159,11 @@ _MOVES = {"im2col": choice("conv2d_im2col_images", ("threads", "one")),
 _MOVES_MIN_WORK = 1 << 17
 
 
-def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
-                 work: int) -> None:
-    """``fn(index)`` over the images of (B, ..., Nb, ...) arrays: the blocks B (axis 0) when
-    there are several, else the images Nb of the one block (axis ``nb_axis``)."""
-    def part(lo: int, hi: int) -> None:
-        sl = ((slice(lo, hi),) if b > 1
-              else (slice(None),) * nb_axis + (slice(lo, hi),))
-        fn(sl)
-
-    if xp is not np:
-        part(0, b if b > 1 else nb)
-        return
-    split_rows(_MOVES[phase], key, part, b if b > 1 else nb, work, _MOVES_MIN_WORK)
-
-
 def _over_image_spans(fn, key: tuple, phase: str, b: int, nb: int, work: int) -> None:
     """``fn((first block, last block, first image, last image))`` over the B blocks of Nb
-    images, as ``_over_images`` shares them: the blocks, or the images of one block (none
-    for an empty batch: the compiled loops check no bounds); on the calling thread alone
-    when ``work`` is 0."""
+    images, shared between threads by ``phase``'s choice when ``work`` elements allow (0: on
+    the calling thread alone): the blocks, or the images of one block (none for an empty
+    batch: the compiled loops check no bounds)."""
     def part(lo: int, hi: int) -> None:
         fn((0, 1, lo, hi) if b == 1 else (lo, hi, 0, nb))
 
@@ -187,6 +172,19 @@ def _over_image_spans(fn, key: tuple, phase: str, b: int, nb: int, work: int) ->
         split_rows(_MOVES[phase], key, part, count, work, _MOVES_MIN_WORK)
     else:
         part(0, count)
+
+
+def _over_images(xp, phase: str, key: tuple, fn, b: int, nb: int, nb_axis: int,
+                 work: int) -> None:
+    """``fn(index)`` over the images of (B, ..., Nb, ...) arrays, as ``_over_image_spans``
+    shares them: an index of the blocks (axis 0), or of the one block's images (axis
+    ``nb_axis``); on a GPU in one call."""
+    def part(span) -> None:
+        blk_lo, blk_hi, m_lo, m_hi = span
+        fn((slice(blk_lo, blk_hi),) if b != 1
+           else (slice(None),) * nb_axis + (slice(m_lo, m_hi),))
+
+    _over_image_spans(part, key, phase, b, nb, work if xp is np else 0)
 
 
 def _by_image_chunks(arr, n: int, nb: int, macs: int | None = None) -> bool:
