@@ -71,16 +71,8 @@ def _lowest(dtype):
 
 def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> None:
     """Max pooling of the images ``xa`` into ``best`` and (unless None) each window's offset
-    of its maximum into ``idx`` (see MaxPool2d): a compiled loop for 2x2 windows at stride 2
-    (``_kernels.max_pool_2x2``), else NumPy passes over the kernel offsets."""
+    of its maximum into ``idx`` (see MaxPool2d), by NumPy passes over the kernel offsets."""
     xp = xp_of(xa)
-    fused = compiled.kernels_for(xp, xa.dtype, xa.size)
-    if fused is not None and _is_plain_2x2(xa.shape, kernel, stride, pads, dilation, out_hw) \
-            and xa.flags.c_contiguous:
-        if idx is None:
-            idx = np.empty(best.shape, np.uint8)
-        fused.max_pool_2x2(xa, best, idx)
-        return
     low = _lowest(xa.dtype)
     xpad = _pad_hw(xa, pads, low)
     views = [v for _, v in _window_slices(xpad, *kernel, *stride, *dilation, *out_hw)]
@@ -179,9 +171,18 @@ class MaxPool2d(Function):
         idx = (xp.empty((n, c, *out_hw), np.uint8 if kernel[0] * kernel[1] < 256
                         else np.int64) if with_index else None)
 
+        # 2x2 windows at stride 2 in one compiled pass (``_kernels.max_pool_2x2``: the same
+        # values and indices), which writes indices even where none are kept
+        fused = (compiled.kernels_for(xp, xa.dtype, xa.size) if xa.flags.c_contiguous and
+                 _is_plain_2x2(xa.shape, kernel, stride, pads, dilation, out_hw) else None)
+        at = idx if idx is not None or fused is None else np.empty(best.shape, np.uint8)
+
         def images(lo: int, hi: int) -> None:  # images are independent: any split is exact
-            _max_pool_images(xa[lo:hi], best[lo:hi], None if idx is None else idx[lo:hi],
-                             kernel, stride, pads, dilation, out_hw)
+            if fused is not None:
+                fused.max_pool_2x2(xa[lo:hi], best[lo:hi], at[lo:hi])
+            else:
+                _max_pool_images(xa[lo:hi], best[lo:hi], None if at is None else at[lo:hi],
+                                 kernel, stride, pads, dilation, out_hw)
 
         _over_images(xp, "forward", (xa.shape, xa.dtype.str, kernel, stride, pads, dilation,
                                      with_index), images, n, xa.size)
