@@ -69,6 +69,11 @@ def _lowest(dtype):
     return -math.inf if dtype.kind in "fV" else dtype.type(np.iinfo(dtype).min)
 
 
+def _index_dtype(kernel):
+    """The dtype of max pooling's window offsets: one byte while they fit."""
+    return np.uint8 if kernel[0] * kernel[1] < 256 else np.int64
+
+
 def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> None:
     """Max pooling of the images ``xa`` into ``best`` and (unless None) each window's offset
     of its maximum into ``idx`` (see MaxPool2d), by NumPy passes over the kernel offsets."""
@@ -93,7 +98,7 @@ def _max_pool_images(xa, best, idx, kernel, stride, pads, dilation, out_hw) -> N
     if idx is None:
         if ties is None:
             return
-        idx = xp.empty(best.shape, np.uint8 if len(views) < 256 else np.int64)
+        idx = xp.empty(best.shape, _index_dtype(kernel))
     _window_indices(xp, best, idx, views, low, kernel, stride, pads, dilation, out_hw)
     if ties is not None:
         for k, v in enumerate(views):
@@ -168,8 +173,7 @@ class MaxPool2d(Function):
                       or indices is not None)
         n, c = xa.shape[:2]
         best = xp.empty((n, c, *out_hw), dtype=xa.dtype)
-        idx = (xp.empty((n, c, *out_hw), np.uint8 if kernel[0] * kernel[1] < 256
-                        else np.int64) if with_index else None)
+        idx = xp.empty((n, c, *out_hw), _index_dtype(kernel)) if with_index else None
 
         # 2x2 windows at stride 2 in one compiled pass (``_kernels.max_pool_2x2``: the same
         # values and indices), which writes indices even where none are kept
