@@ -453,6 +453,62 @@ def test_integer_results_do_not_require_grad_and_integer_dtype_reductions_raise(
             assert x.sum(dtype=m.int64).item() == 3
 
 
+EMPTY_DIM_REDUCTIONS = {
+    "sum": lambda m, x: m.sum(x, ()),
+    "sum_list_keepdim": lambda m, x: x.sum([], keepdim=True),
+    "nansum": lambda m, x: m.nansum(x, ()),
+    "mean": lambda m, x: x.mean(()),
+    "nanmean": lambda m, x: m.nanmean(x, []),
+    "amax_list": lambda m, x: m.amax(x, []),
+    "amin_keepdim": lambda m, x: x.amin((), keepdim=True),
+    "logsumexp_keepdim": lambda m, x: m.logsumexp(x, (), keepdim=True),
+    "vector_norm": lambda m, x: m.linalg.vector_norm(x, dim=()),
+    "norm": lambda m, x: m.norm(x, dim=[]),
+}
+
+
+@pytest.mark.parametrize("name", EMPTY_DIM_REDUCTIONS)
+def test_an_empty_dim_list_reduces_every_dimension(name, device):
+    """sum(x, ()) / mean(x, []) / var / std / amax(x, []) / vector_norm(x, dim=()): an empty
+    dim list reduces every dimension, as PyTorch's int-list reductions do (microtorch passed it
+    to NumPy as axis=(), which reduces none: sum returned x, var NaN everywhere)."""
+    check(EMPTY_DIM_REDUCTIONS[name], inputs("n", [(3, 4)], "float64"), device)
+
+
+VAR_OVER_EMPTY_DIMS = {
+    "var": lambda m, x, dim: m.var(x, dim),
+    "std_correction": lambda m, x, dim: m.std(x, dim=dim, correction=0),
+    "std_mean": lambda m, x, dim: m.std_mean(x, dim)[0] + m.std_mean(x, dim)[1],
+}
+
+
+@pytest.mark.parametrize("name", VAR_OVER_EMPTY_DIMS)
+def test_var_and_std_over_an_empty_dim_list(name, device):
+    """var / std / std_mean over ``()``: PyTorch's value (every element), and the gradient of
+    that value, the one var(x) has (PyTorch's var_backward counts an empty dim list as 1
+    element: inf or n times too large; docs/semantics.md)."""
+    fn = VAR_OVER_EMPTY_DIMS[name]
+    data = np.random.default_rng(3).standard_normal((3, 4))
+    ours, theirs = pair(lambda m: fn(m, m.tensor(data), ()), device)
+    assert_same(ours, theirs)
+    grads = []
+    for dim in ((), None):
+        x = _OnDevice(device).tensor(data, requires_grad=True)
+        fn(microtorch, x, dim).backward()
+        grads.append(as_numpy(x.grad))
+    reference = torch.tensor(data, requires_grad=True)
+    fn(torch, reference, None).backward()
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_allclose(grads[0], reference.grad.numpy(), rtol=1e-12, atol=0)
+
+
+def test_count_nonzero_over_an_empty_dim_list_counts_everything(device):
+    """count_nonzero(x, ()) counts every element (an int64 0-d tensor), as PyTorch."""
+    ours, theirs = pair(lambda m: m.count_nonzero(m.tensor([[0.0, 1.0], [2.0, 0.0]]), ()),
+                        device)
+    assert_same(ours, theirs)
+
+
 STD_VAR_MEAN = {
     "std_mean_unbiased": lambda m, x: m.std_mean(x, True),
     "var_mean_biased": lambda m, x: m.var_mean(x, False),

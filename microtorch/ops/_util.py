@@ -252,7 +252,10 @@ def split_size_arg(step: int, n: int) -> int:
 
 
 def dims_arg(dim, ndim: int) -> tuple | None:
-    """Normalise a ``dim`` argument (None, an int or a sequence) to a sorted tuple or None."""
+    """Normalise a reduction's ``dim`` argument (None, an int or a sequence) to a sorted tuple,
+    or None for every dimension. An empty sequence also means every dimension, as in PyTorch's
+    int-list reductions (sum, mean, var, amax, logsumexp, vector_norm, count_nonzero: its
+    ``make_dim_mask``), not none of them as NumPy's ``axis=()`` would."""
     if dim is None:
         return None
     if not isinstance(dim, (int, np.integer, tuple, list)):
@@ -266,6 +269,8 @@ def dims_arg(dim, ndim: int) -> tuple | None:
         return ()
     if isinstance(dim, (int, np.integer)):
         return (wrap_dim(dim, ndim),)
+    if len(dim) == 0:
+        return None
     dims = tuple(sorted(wrap_dim(d, ndim) for d in dim))
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")

@@ -278,7 +278,7 @@ def _check_nonempty(op: str, arr, dims) -> None:
 
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """The largest values over ``dim`` (all dims when empty)."""
-    dims = dims_arg(dim, input._data.ndim) if dim != () else None
+    dims = dims_arg(dim, input._data.ndim)
     _check_nonempty("amax", input._data, dims)
     dims = tuple(range(input._data.ndim)) if dims is None else dims
     return _ExtremeDims.apply(input, dims, keepdim, "max")
@@ -286,7 +286,7 @@ def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
 
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """The smallest values over ``dim`` (all dims when empty)."""
-    dims = dims_arg(dim, input._data.ndim) if dim != () else None
+    dims = dims_arg(dim, input._data.ndim)
     _check_nonempty("amin", input._data, dims)
     dims = tuple(range(input._data.ndim)) if dims is None else dims
     return _ExtremeDims.apply(input, dims, keepdim, "min")
