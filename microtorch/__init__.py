@@ -93,11 +93,13 @@ from . import (  # noqa: E402
     func,  # after nn: functional_call calls modules
     jit,
     linalg,
+    masked,
     nn,
     onnx,
     optim,
     profiler,
     return_types,
+    signal,
     sparse,
     special,
     utils,
@@ -197,7 +199,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
            "set_autocast_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype",
            "is_autocast_cpu_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
-           "set_autocast_gpu_dtype", *_ops_all, *_inplace_names]
+           "set_autocast_gpu_dtype", "signal", "masked", *_ops_all, *_inplace_names]
 del _dtype
 
 

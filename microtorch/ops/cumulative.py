@@ -10,6 +10,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import _dtype
 from ..autograd.function import Function, named
 from ..autograd.grad_mode import recording
 from ._util import Tensor, _wrap, wrap_dim, xp_of
@@ -90,6 +91,8 @@ def _cumprod_grad_with_zeros(xa, ga, d: int):
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative product along ``dim``."""
     if dtype is not None:
+        if _dtype.as_dtype(dtype) == _dtype.bool_:  # (PyTorch has no bool running product)
+            raise NotImplementedError("\"cumprod_out_cpu\" not implemented for 'Bool'")
         input = input.to(_differentiable_dtype(input, dtype))
     return in_requested(Cumprod.apply(input, wrap_dim(dim, builtins.max(input._data.ndim, 1))),
                         dtype)

@@ -242,7 +242,7 @@ def _extreme(op: str, input: Tensor, dim=None, keepdim=False):
         return (Maximum if op == "max" else Minimum).apply(input, dim)
     d = wrap_dim(dim, input._data.ndim)
     _check_nonempty(op, input._data, (d,))
-    indices = argmax(input, d, True) if op == "max" else argmin(input, d, True)
+    indices = _arg("argmax" if op == "max" else "argmin", input, d, True)  # (bool too)
     values = gather_unique(input, d, indices)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
@@ -332,13 +332,21 @@ def _arg(op, input: Tensor, dim, keepdim) -> Tensor:
     return Tensor._make(xp.asarray(out, dtype="int64"), False, None)
 
 
+def _no_bool(op: str, input: Tensor) -> None:
+    # PyTorch's argmax/argmin refuse bool tensors (its max/min along a dim take them).
+    if input._data.dtype == bool:
+        raise RuntimeError(f"{op}(): does not support bool input")
+
+
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest value (of the flattened tensor, or along ``dim``)."""
+    _no_bool("argmax", input)
     return _arg("argmax", input, dim, keepdim)
 
 
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the smallest value (of the flattened tensor, or along ``dim``)."""
+    _no_bool("argmin", input)
     return _arg("argmin", input, dim, keepdim)
 
 
@@ -539,6 +547,8 @@ class Cumsum(Function):
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """Cumulative sum along ``dim``."""
     if dtype is not None:
+        if _dtype.as_dtype(dtype) == _dtype.bool_:  # (PyTorch has no bool running sum)
+            raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")
         input = input.to(_differentiable_dtype(input, dtype))
     return in_requested(Cumsum.apply(input, wrap_dim(dim, input._data.ndim)), dtype)
 
