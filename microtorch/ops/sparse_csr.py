@@ -3,8 +3,10 @@
 gradients; products with dense matrices run through ``SparseAddmm`` (``sparse_coo``) on
 scipy.sparse / cupyx.scipy.sparse CSR matrices.
 
-microtorch's CSR tensors are 2-D matrices of scalars (PyTorch's also allow batch and dense
-dimensions: those raise here).
+microtorch's CSR tensors are matrices of scalars, or batches of them (``sparse_csr_tensor``
+with batched indices, ``torch.sparse.sampled_addmm``): every matrix of a batch holds the same
+number of entries, as in PyTorch. Dense dimensions (PyTorch's hybrid CSR tensors) raise here,
+and so do products, conversions from dense or COO and other ops of batched ones.
 """
 
 from __future__ import annotations
@@ -40,14 +42,13 @@ def _beta_warning() -> None:
 def csr_masked_grad(grad: Tensor, data: CsrData) -> Tensor:
     """A CSR tensor with ``data``'s pattern holding ``grad`` (dense or sparse) there."""
     g = grad._data
-    rows = K.csr_rows(data.crow)
+    idx = K.csr_coo_indices(data)
     if is_sparse_data(g):
         src = K.coalesce(g if type(g) is CooData else K.csr_to_coo(g))
-        idx = data.backend.xp.stack([rows, data.col])
         vals = K.gather_sparse(src, idx, data.shape)
     else:
-        vals = g[rows, data.col]
-    return wrap(CsrData(data.crow, data.col, vals, data.shape))
+        vals = g[tuple(idx)]
+    return wrap(CsrData(data.crow, data.col, vals.reshape(data.col.shape), data.shape))
 
 
 class SparseCsrTensor(Function):
@@ -151,7 +152,7 @@ def to_sparse_csr(self: Tensor, dense_dim: int | None = None) -> Tensor:
         raise RuntimeError("to_sparse_csr: dense dimensions are not supported by microtorch")
     if data.ndim != 2:
         raise RuntimeError(f"to_sparse_csr: expected a 2-D tensor, got {data.ndim}-D "
-                           f"(microtorch's CSR tensors are matrices)")
+                           f"(microtorch converts matrices only)")
     if type(data) is CooData and data.dense_dim:
         raise RuntimeError("to_sparse_csr: hybrid COO tensors are not supported by microtorch")
     return ToSparseCsr.apply(self)
@@ -178,7 +179,9 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
                       device=None, pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants: bool | None = None) -> Tensor:
     """A sparse CSR matrix from its compressed row indices, column indices and values (used
-    as given when their dtype and device fit); ``size`` defaults to (rows, max column + 1)."""
+    as given when their dtype and device fit); ``size`` defaults to (rows, max column + 1).
+    Batched indices ((*batch, rows + 1), (*batch, nnz) and values (*batch, nnz)) give a
+    batch of matrices."""
     want = checks_wanted(check_invariants)
     _beta_warning()
     if not isinstance(values, Tensor):
@@ -191,35 +194,55 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
         if t._data.dtype.kind not in "iu":
             raise RuntimeError(f"{name} must be an int32 or int64 type, but got: "
                                f"{_dtype.title(t.dtype)}")
-        if t._data.ndim != 1:
-            raise RuntimeError(f"{name} must have dimensionality 1 (microtorch's CSR tensors "
-                               f"are matrices), but got {t._data.ndim}")
+        if t._data.ndim < 1:
+            raise RuntimeError(f"{name} must have dimensionality >= 1 but got "
+                               f"{t._data.ndim}")
         arrays.append(t.to(dev, _dtype.int64)._data)
     crow, col = arrays
     vals = values._data
-    if vals.ndim != 1:
-        raise RuntimeError(f"values must have dimensionality 1 (microtorch's CSR tensors hold "
-                           f"scalars), but got {vals.ndim}")
-    if col.shape[0] != vals.shape[0]:
-        raise RuntimeError(f"col_indices and values nnz must be equal, but got "
-                           f"{col.shape[0]} != {vals.shape[0]}")
+    _check_batch(crow, col, vals)
+    batch = crow.shape[:-1]
     if size is None:
         ncols = int(_host(col).max()) + 1 if col.size else 0
-        shape = (crow.shape[0] - 1, ncols)
+        shape = batch + (crow.shape[-1] - 1, ncols)
     else:
         shape = tuple(int(n) for n in size)
-        if len(shape) != 2:
-            raise RuntimeError(f"sparse_csr_tensor: expected a 2-D size (microtorch's CSR "
-                               f"tensors are matrices), got {list(shape)}")
-    if crow.shape[0] != shape[0] + 1:
+        if len(shape) != len(batch) + 2:
+            raise RuntimeError(f"sparse_csr_tensor: expected a size of {len(batch) + 2} "
+                               f"dimensions (batch dimensions, rows, columns; microtorch's CSR "
+                               f"tensors have no dense dimensions), got {list(shape)}")
+        if shape[:-2] != batch:
+            raise RuntimeError(f"sparse_csr_tensor: the batch sizes {list(shape[:-2])} of "
+                               f"size differ from those of crow_indices {list(batch)}")
+    if crow.shape[-1] != shape[-2] + 1:
         raise RuntimeError(f"crow_indices.shape[-1] must be equal to the number of rows + 1 "
-                           f"(={shape[0] + 1}), but got {crow.shape[0]}")
+                           f"(={shape[-2] + 1}), but got {crow.shape[-1]}")
     if want:
-        _check_csr(_host(crow), _host(col), shape)
+        host_crow, host_col = _host(crow), _host(col)
+        for b in np.ndindex(*batch):
+            _check_csr(host_crow[b], host_col[b], shape[-2:])
     if requires_grad or not values.requires_grad:
         out = wrap(CsrData(crow, col, vals, shape))
         return out.requires_grad_(True) if requires_grad else out
     return SparseCsrTensor.apply(values, crow, col, shape)
+
+
+def _check_batch(crow, col, vals) -> None:
+    """The index and value arrays agree in their batch dimensions and number of entries."""
+    if col.ndim != crow.ndim:
+        raise RuntimeError(f"crow_indices and col_indices must have the same number of "
+                           f"dimensions (the batch's and one), but got {crow.ndim} and "
+                           f"{col.ndim}")
+    if vals.ndim != col.ndim:
+        raise RuntimeError(f"values must have dimensionality {col.ndim}, as col_indices "
+                           f"(microtorch's CSR tensors hold scalars), but got {vals.ndim}")
+    if crow.shape[:-1] != col.shape[:-1] or col.shape[:-1] != vals.shape[:-1]:
+        raise RuntimeError(f"crow_indices, col_indices and values must have the same batch "
+                           f"sizes, but got {list(crow.shape[:-1])}, {list(col.shape[:-1])} "
+                           f"and {list(vals.shape[:-1])}")
+    if col.shape[-1] != vals.shape[-1]:
+        raise RuntimeError(f"col_indices and values nnz must be equal, but got "
+                           f"{col.shape[-1]} != {vals.shape[-1]}")
 
 
 def _check_csr(crow: np.ndarray, col: np.ndarray, shape: tuple) -> None:

@@ -154,6 +154,8 @@ def _matmul(cls, a, b):
 def check_spmm(s: Tensor, d: Tensor) -> None:
     """PyTorch's checks of a sparse @ dense product (``addmm`` in its messages)."""
     data = s._data
+    if type(data) is CsrData and len(data.shape) != 2:  # a batch of matrices
+        raise RuntimeError(f"mat1 must be a matrix, got {len(data.shape)}-D tensor")
     sd = 2 if type(data) is CsrData else data.sparse_dim
     if sd != 2:
         raise RuntimeError(f"addmm: matrices expected, got {sd}D tensor")
@@ -325,7 +327,7 @@ def zero_sparse(self: Tensor) -> Tensor:
             self._data = empty_like_data(data)
         else:
             xp = data.backend.xp
-            self._data = CsrData(xp.zeros_like(data.crow), data.col[:0], data.values[:0],
-                                 data.shape)
+            self._data = CsrData(xp.zeros_like(data.crow), data.col[..., :0],
+                                 data.values[..., :0], data.shape)
     self._vbox[0] += 1
     return self

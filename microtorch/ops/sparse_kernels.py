@@ -340,10 +340,31 @@ def _product(rows, cols, vals, n: int, m: int, dense, xp):
 
 
 def csr_rows(crow):
-    """The row of each entry of a CSR matrix (its COO row indices)."""
+    """The row of each entry of a CSR matrix (its COO row indices); of a batch of them, an
+    array shaped like their column indices (*batch, nnz)."""
     xp = _module_of(crow)
-    counts = crow[1:] - crow[:-1]
-    return xp.repeat(xp.arange(counts.size, dtype=np.int64), counts)
+    counts = crow[..., 1:] - crow[..., :-1]
+    n = counts.shape[-1]
+    if crow.ndim == 1:
+        return xp.repeat(xp.arange(n, dtype=np.int64), counts)
+    # every matrix of a batch holds the same number of entries (PyTorch's invariant), so the
+    # rows of all of them, laid end to end, reshape to (*batch, nnz)
+    reps = counts.size // n if n else 0
+    rows = xp.repeat(xp.tile(xp.arange(n, dtype=np.int64), reps), counts.reshape(-1))
+    return rows.reshape(crow.shape[:-1] + (-1,))
+
+
+def csr_coo_indices(data: CsrData):
+    """The COO indices (ndim, nnz of the whole batch) of every entry of CSR ``data``, batch
+    by batch, row by row: (batch indices..., row, column)."""
+    xp = _xp(data)
+    rows = csr_rows(data.crow)
+    batch = data.crow.shape[:-1]
+    parts = []
+    if batch:
+        parts = [g.reshape(-1) for g in xp.indices(batch + (data.nnz,), dtype=np.int64)[:-1]]
+    return xp.stack(parts + [rows.reshape(-1), data.col.reshape(-1)]).astype(np.int64,
+                                                                            copy=False)
 
 
 def csr_matmul(data: CsrData, dense, transpose: bool = False):
@@ -358,8 +379,11 @@ def csr_matmul(data: CsrData, dense, transpose: bool = False):
 
 # -- CSR conversions ---------------------------------------------------------------------------
 def coo_to_csr(data: CooData) -> CsrData:
-    """The CSR form of a 2-D COO matrix (coalesced first, as PyTorch converts)."""
+    """The CSR form of a 2-D COO matrix (coalesced first, as PyTorch converts), or of a batch
+    of them (a COO tensor whose leading sparse dimensions are the batch's)."""
     data = coalesce(data)
+    if len(data.shape) > 2:
+        return _coo_to_batched_csr(data)
     xp = _xp(data)
     n = data.shape[0]
     rows = data.indices[0]
@@ -368,20 +392,40 @@ def coo_to_csr(data: CooData) -> CsrData:
     return CsrData(crow, data.indices[1].copy(), data.values.copy(), data.shape)
 
 
-def csr_to_coo(data: CsrData) -> CooData:
-    """The COO form of a CSR matrix (coalesced when its columns are sorted in each row)."""
+def _coo_to_batched_csr(data: CooData) -> CsrData:
+    """Batched CSR data of a coalesced COO tensor of (*batch, rows, columns): each matrix
+    must hold the same number of entries."""
     xp = _xp(data)
-    idx = xp.stack([csr_rows(data.crow), data.col]).astype(np.int64, copy=False)
+    batch, n = data.shape[:-2], data.shape[-2]
+    nb = int(np.prod(batch))
+    keys = flat_keys(data.indices[:-2], batch)  # (sorted: the tensor is coalesced)
+    per = xp.bincount(keys, minlength=nb) if keys.size else xp.zeros(nb, np.int64)
+    nnz = data.nnz // nb if nb else 0
+    if bool((per != nnz).any()):
+        raise RuntimeError("Expect the same number of specified elements per batch.")
+    flat_rows = keys * n + data.indices[-2]
+    counts = xp.bincount(flat_rows, minlength=nb * n) if flat_rows.size else \
+        xp.zeros(nb * n, np.int64)
+    crow = xp.cumsum(counts.reshape(nb, n), axis=1)
+    crow = xp.concatenate([xp.zeros((nb, 1), np.int64), crow], axis=1).astype(np.int64)
+    return CsrData(crow.reshape(batch + (n + 1,)), data.indices[-1].reshape(batch + (nnz,)),
+                   data.values.reshape(batch + (nnz,)).copy(), data.shape)
+
+
+def csr_to_coo(data: CsrData) -> CooData:
+    """The COO form of a CSR matrix, or of a batch of them (every dimension sparse);
+    coalesced when the columns are sorted in each row."""
+    idx = csr_coo_indices(data)
     keys = flat_keys(idx, data.shape)
     ordered = keys.size < 2 or bool((keys[1:] > keys[:-1]).all())
-    return CooData(idx, data.values.copy(), data.shape, ordered)
+    return CooData(idx, data.values.reshape(-1).copy(), data.shape, ordered)
 
 
 def csr_to_dense(data: CsrData):
-    """The dense matrix of a CSR matrix."""
+    """The dense matrix (or batch of matrices) of CSR data."""
     xp = _xp(data)
     out = xp.zeros(data.shape, dtype=data.values.dtype)
     if data.nnz:
-        check_indices(data.col[None], data.shape[1:])
-        scatter_add_arrays(xp, out, (csr_rows(data.crow), data.col), data.values)
+        check_indices(data.col.reshape(1, -1), data.shape[-1:])
+        scatter_add_arrays(xp, out, tuple(csr_coo_indices(data)), data.values.reshape(-1))
     return out

@@ -6,7 +6,8 @@ a ``CsrData`` (``sparse_csr``) instead of an array. They hold PyTorch's own repr
 
 - COO: ``indices``, an int64 array (sparse_dim, nnz), and ``values``, an array (nnz, *dense
   sizes) of the tensor's dtype; ``coalesced`` says the indices are sorted and unique.
-- CSR: ``crow`` (rows + 1), ``col`` (nnz) int64 arrays and ``values`` (nnz).
+- CSR: ``crow`` (*batch, rows + 1), ``col`` (*batch, nnz) int64 arrays and ``values``
+  (*batch, nnz): a batch of matrices, each with the same number of entries, as PyTorch's.
 
 The arrays are NumPy arrays on the CPU and CuPy arrays on a GPU, so everything written on
 ``xp`` runs on both; matrix products hand them to scipy.sparse / cupyx.scipy.sparse
@@ -146,7 +147,8 @@ class CooData(SparseData):
 
 
 class CsrData(SparseData):
-    """A ``sparse_csr`` matrix's data: crow_indices (rows + 1), col_indices and values (nnz)."""
+    """A ``sparse_csr`` tensor's data: crow_indices (*batch, rows + 1), col_indices and values
+    (*batch, nnz); no batch dimensions for a matrix."""
 
     __slots__ = ("crow", "col")
     layout = _layout.sparse_csr
@@ -162,8 +164,8 @@ class CsrData(SparseData):
 
     @property
     def nnz(self) -> int:
-        """The number of specified elements."""
-        return self.col.shape[0]
+        """The number of specified elements (of each matrix of a batch)."""
+        return self.col.shape[-1]
 
     def component_arrays(self) -> tuple:
         return self.crow, self.col, self.values

@@ -5,7 +5,8 @@ layouts (``microtorch.sparse_coo_tensor``, ``Tensor.to_sparse``): see
 ``microtorch.ops.sparse_layout`` for how they are held. The functions here differ from the
 dense ones in their gradients: ``mm`` and ``addmm`` give the sparse operand a gradient only at
 its specified entries (PyTorch's SparseAddmmBackward0), ``sum`` and ``softmax`` leave the
-implicit zeros out.
+implicit zeros out. ``mm(..., reduce=)`` (``ops.sparse_mm_reduce``) and ``sampled_addmm``
+(``ops.sparse_sampled``) take sparse CSR tensors.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from ..ops.activation import softmax as _dense_softmax
 from ..ops.sparse_coo import SparseAddmm, SparseTranspose, sparse_tensor_from
 from ..ops.sparse_dispatch import check_spmm
 from ..ops.sparse_layout import CooData, is_sparse_data
+from ..ops.sparse_mm_reduce import mm_reduce
 from ..ops.sparse_reduce import SparseSoftmax, SparseSum
+from ..ops.sparse_sampled import sampled_addmm
 from ..ops.sparse_tensor import check_sparse_tensor_invariants
 
-__all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "check_sparse_tensor_invariants"]
+__all__ = ["mm", "addmm", "sampled_addmm", "sum", "softmax", "log_softmax",
+           "check_sparse_tensor_invariants"]
 
 
 def _matrix_check(t: Tensor, dim: int) -> None:
@@ -33,9 +37,11 @@ def _matrix_check(t: Tensor, dim: int) -> None:
 
 def mm(mat1: Tensor, mat2: Tensor, reduce: str | None = None) -> Tensor:
     """``mat1 @ mat2`` with a sparse operand (COO or CSR); the sparse operand's gradient is
-    kept to its specified entries."""
+    kept to its specified entries. With ``reduce`` ("sum", "mean", "amax", "amin") for a CSR
+    ``mat1`` and a dense ``mat2``, each output element reduces its row's products instead
+    (``ops.sparse_mm_reduce``)."""
     if reduce is not None:
-        raise NotImplementedError("torch.sparse.mm with reduce= is not supported by microtorch")
+        return mm_reduce(mat1, mat2, reduce)
     _matrix_check(mat1, -2)
     _matrix_check(mat2, 1)
     if is_sparse_data(mat1._data) and not is_sparse_data(mat2._data):

@@ -1,4 +1,8 @@
-"""Compare microtorch's results with PyTorch's: structure, shapes, dtypes, values.
+"""Compare microtorch's results with PyTorch's: structure, shapes, dtypes, layouts, values.
+
+A sparse result is compared as ``torch.testing.assert_close`` compares sparse tensors: the
+same layout, then a COO tensor's coalesced indices (exactly) and values, a CSR tensor's
+compressed row and column indices (exactly) and values.
 
 ``compare`` raises ``Mismatch`` naming the first difference. ``distance`` is PyTorch's own
 measure of how far a result lies from a more precise computation (``_ref_test_helper`` in
@@ -19,9 +23,16 @@ class Mismatch(Exception):
     """microtorch's result differs from PyTorch's."""
 
 
+def is_sparse(t) -> bool:
+    """True for a tensor (either framework's) in a sparse layout."""
+    return str(t.layout).rsplit(".", 1)[-1] != "strided"
+
+
 def mt_numpy(t) -> np.ndarray:
-    """A microtorch tensor's values on the host (bfloat16 as float32)."""
-    arr = t.detach().cpu().numpy()
+    """A microtorch tensor's values on the host (bfloat16 as float32; a sparse tensor's
+    dense values)."""
+    t = t.detach()
+    arr = (t.to_dense() if is_sparse(t) else t).cpu().numpy()
     return arr.astype(np.float32) if arr.dtype.name == "bfloat16" else arr
 
 
@@ -50,9 +61,14 @@ def compare(got, want, tol: dict, values: bool = True, where: str = "result") ->
             raise Mismatch(f"{where}: shape {tuple(got.shape)}, PyTorch {tuple(want.shape)}")
         if str(got.dtype) != str(want.dtype).replace("torch.", "microtorch."):
             raise Mismatch(f"{where}: dtype {got.dtype}, PyTorch {want.dtype}")
-        if values and want.layout == torch.strided:
+        layout = str(want.layout).removeprefix("torch.")
+        if str(got.layout).rsplit(".", 1)[-1] != layout:
+            raise Mismatch(f"{where}: layout {got.layout}, PyTorch {want.layout}")
+        if values:
             name = str(want.dtype).removeprefix("torch.")
-            _compare_arrays(mt_numpy(got), porting.to_numpy(want), tol.get(name), where)
+            for part, g, w in _parts(got, want, where):
+                _compare_arrays(g, w, tol.get(name) if part in (None, "values") else None,
+                                where if part is None else f"{where} {part}")
         return
     if isinstance(want, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
@@ -77,6 +93,34 @@ def compare(got, want, tol: dict, values: bool = True, where: str = "result") ->
         want = porting.mt_dtype(want)
     if got != want:
         raise Mismatch(f"{where}: {got!r}, PyTorch {want!r}")
+
+
+def _parts(got, want, where: str) -> list:
+    """``(name, microtorch's array, PyTorch's array)`` to compare: the values of a strided
+    tensor (name None); a sparse tensor's index arrays and values."""
+    if not is_sparse(want):
+        return [(None, mt_numpy(got), porting.to_numpy(want))]
+    got, want = got.detach(), want.detach()
+    if want.layout == torch.sparse_coo:
+        got, want = got.coalesce(), want.coalesce()
+        pairs = [("indices", got.indices(), want.indices()),
+                 ("values", got.values(), want.values())]
+    elif want.layout == torch.sparse_csr:
+        pairs = [("crow_indices", got.crow_indices(), want.crow_indices()),
+                 ("col_indices", got.col_indices(), want.col_indices()),
+                 ("values", got.values(), want.values())]
+    else:
+        raise Mismatch(f"{where}: a {want.layout} result (the tier compares COO and CSR "
+                       f"tensors only)")
+    out = []
+    for name, g, w in pairs:
+        g, w = mt_numpy(g), porting.to_numpy(w)
+        if name != "values":  # (PyTorch's may be int32 indices: the numbers are compared)
+            g, w = g.astype(np.int64), w.astype(np.int64)
+        if g.shape != w.shape:
+            raise Mismatch(f"{where} {name}: shape {g.shape}, PyTorch {w.shape}")
+        out.append((name, g, w))
+    return out
 
 
 def _compare_arrays(got: np.ndarray, want: np.ndarray, tol: dict | None, where: str) -> None:

@@ -100,13 +100,8 @@ MODE_TIE = TIE + (
     "by value with std::sort, which is not stable (insertion sort, stable, below 16 "
     "elements); microtorch returns the last position, as PyTorch does on short rows"
 )
-SPARSE_MM_REDUCE = (
-    "issue 24 (sparse, not done): sparse.mm(csr, dense, reduce=...) is refused by microtorch "
-    "(NotImplementedError), and the oracle converts strided samples only"
-)
 
 XFAILS: list[XFail] = [
-    XFail(("sparse.mm.reduce",), ("op.convert",), SPARSE_MM_REDUCE),
     XFail(("nn.functional.normalize",), ("op.grad",), NORMALIZE_ROUNDING, dtypes=("float32",),
           some_cpus=True),
     XFail(("nn.functional.local_response_norm",), ("op.value",), LRN_ROUNDING, dtypes=("int64",)),

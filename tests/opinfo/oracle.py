@@ -8,7 +8,10 @@ per sample and variant (``op`` = the function, ``method``, ``inplace``, ``out``)
   also: returned where PyTorch raised, or raised another exception class);
 - ``value``: the results differ in structure, shape, dtype or values (NaN in the same places);
 - ``grad``: the gradients of a weighted sum of the float outputs (one fixed random weight per
-  output element, the same in both) differ, for any input tensor that requires grad;
+  output element, the same in both) differ, for any input tensor that requires grad; a sparse
+  output enters the sum through ``to_dense()``, whose gradient keeps the output's pattern (the
+  masked semantics of PyTorch's ``gradcheck(masked=True)``: ``(sparse * w).sum()`` would give
+  a sparse input the dense gradient of the CSR sum's backward instead);
 - ``convert``: a sample holds a value microtorch has no counterpart for.
 
 Gradients go through the entry's ``gradcheck_wrapper`` where it has one (the projections
@@ -46,7 +49,7 @@ import porting
 import spread
 import tolerances
 import torch
-from compare import Mismatch, compare, distance, leaves, mt_numpy
+from compare import Mismatch, compare, distance, is_sparse, leaves, mt_numpy
 
 import microtorch as mt
 
@@ -103,7 +106,10 @@ def _weights(outs: list) -> list[np.ndarray]:
 
 
 def _grad_outputs(out) -> list:
-    return [t for t in leaves(out) if t.requires_grad and t.dtype.is_floating_point]
+    """The float outputs that require grad, a sparse one as its dense tensor (see the module
+    docstring), in either framework."""
+    return [t.to_dense() if is_sparse(t) else t for t in leaves(out)
+            if t.requires_grad and t.dtype.is_floating_point]
 
 
 def _torch_grads(sample_values, process, out, weights=None):
@@ -159,11 +165,12 @@ def _detached(sample):
 
 
 def _zeros_like(ref):
-    """Zero-filled tensors of ``ref``'s shapes and dtypes (a tensor or a tuple of them)."""
+    """Zero-filled tensors of ``ref``'s shapes, dtypes and layouts (a tensor or a tuple of
+    them; a sparse one with no entries)."""
     if isinstance(ref, torch.Tensor):
-        return torch.zeros(ref.shape, dtype=ref.dtype)
+        return torch.zeros(ref.shape, dtype=ref.dtype, layout=ref.layout)
     if isinstance(ref, (tuple, list)) and ref and all(isinstance(r, torch.Tensor) for r in ref):
-        return tuple(torch.zeros(r.shape, dtype=r.dtype) for r in ref)
+        return tuple(torch.zeros(r.shape, dtype=r.dtype, layout=r.layout) for r in ref)
     return None
 
 

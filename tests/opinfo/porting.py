@@ -8,7 +8,9 @@ x.view(shape)``, ``lambda x, n: torch.polygamma(n, x)``): ``port`` copies such a
 its global ``torch`` (and any torch submodule) rebound to microtorch's, so the same lambda
 runs on microtorch. ``to_mt`` converts a sample's values (tensors, dtypes, sizes, memory
 formats, parameter-free modules, nested lists/tuples/dicts) to microtorch objects on the device
-under test.
+under test. A sparse COO or CSR tensor is carried over as the same sparse tensor (its indices,
+values, size, coalesced flag and requires_grad, through microtorch's own constructors), so a
+sample's sparse operands reach microtorch's sparse kernels and receive its gradients.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import types
+import warnings
 import weakref
 
 import numpy as np
@@ -187,8 +190,11 @@ def mt_dtype(dtype: torch.dtype):
 
 def to_numpy(t: torch.Tensor) -> np.ndarray:
     """A tensor's values as a NumPy array (conjugate and negative bits resolved; a gradient
-    PyTorch gives as a ZeroTensor as zeros; bfloat16 as float32)."""
+    PyTorch gives as a ZeroTensor as zeros; bfloat16 as float32; a sparse tensor's dense
+    values)."""
     t = t.detach()
+    if t.layout != torch.strided:
+        t = t.to_dense()
     if t._is_zerotensor():
         return np.zeros(tuple(t.shape), dtype=torch.empty(0, dtype=t.dtype).numpy().dtype)
     if t.dtype == torch.bfloat16:
@@ -203,10 +209,15 @@ def to_mt(obj, device: str, memo: dict):
         hit = memo.get(id(obj))
         if hit is not None:
             return hit[1]
-        if obj.layout != torch.strided or obj.dtype == torch.complex32:
+        if obj.layout in (torch.sparse_coo, torch.sparse_csr):
+            out = _sparse_twin(obj, device)
+        elif obj.layout != torch.strided or obj.dtype == torch.complex32:
             raise Unportable(f"no NumPy form of a {obj.layout} {obj.dtype} tensor")
-        out = mt.tensor(to_numpy(obj), dtype=mt_dtype(obj.dtype), device=device,
-                        requires_grad=obj.requires_grad)
+        else:
+            # (from a copy: a storage handed to NumPy can no longer be resized, and PyTorch's
+            # in-place ops that resize their input, addbmm_ of a broadcast input, then raise)
+            out = mt.tensor(to_numpy(obj.detach().clone()), dtype=mt_dtype(obj.dtype),
+                            device=device, requires_grad=obj.requires_grad)
         memo[id(obj)] = (obj, out)  # the torch tensor is kept alive so its id stays unique
         return out
     if isinstance(obj, torch.dtype):
@@ -235,6 +246,35 @@ def to_mt(obj, device: str, memo: dict):
     if isinstance(obj, types.FunctionType) and obj.__module__.startswith("torch.testing"):
         return translate(obj)
     return obj
+
+
+def _sparse_twin(t: torch.Tensor, device: str):
+    """microtorch's sparse tensor of a PyTorch COO or CSR tensor on ``device``: the same
+    indices as stored (an uncoalesced COO tensor stays uncoalesced), values, size, dtype and
+    requires_grad (a leaf, as the sample's own tensors are)."""
+    dtype = mt_dtype(t.dtype)
+    size = tuple(t.shape)
+
+    def host(part: torch.Tensor) -> np.ndarray:
+        # From a copy: a storage handed to NumPy can no longer be resized, and an ``out=``
+        # sample's sparse tensor must grow its indices and values in PyTorch's own call.
+        return to_numpy(part.detach().clone())
+
+    with warnings.catch_warnings():  # (PyTorch's beta and invariant-check notices)
+        warnings.simplefilter("ignore")
+        if t.layout == torch.sparse_coo:
+            values = mt.tensor(host(t._values()), dtype=dtype, device=device)
+            indices = mt.tensor(host(t._indices()), device=device)
+            return mt.sparse_coo_tensor(indices, values, size, check_invariants=False,
+                                        is_coalesced=t.is_coalesced(),
+                                        requires_grad=t.requires_grad)
+        if t.dense_dim():
+            raise Unportable("microtorch has no hybrid sparse CSR tensors (dense dimensions)")
+        values = mt.tensor(host(t.values()), dtype=dtype, device=device)
+        crow = mt.tensor(host(t.crow_indices()), dtype=mt.int64, device=device)
+        col = mt.tensor(host(t.col_indices()), dtype=mt.int64, device=device)
+        return mt.sparse_csr_tensor(crow, col, values, size, check_invariants=False,
+                                    requires_grad=t.requires_grad)
 
 
 def _module_instance(module: torch.nn.Module):
