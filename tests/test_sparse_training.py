@@ -150,6 +150,8 @@ def _cases(L):
                               dtype=L.float64).coalesce()  # hybrid
     yield L.sparse_coo_tensor(L.zeros(2, 0, dtype=L.int64), L.zeros(0), (2, 2))
     yield L.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]]).to_sparse_csr()
+    yield L.sparse_csr_tensor(L.tensor([[0, 1, 2], [0, 0, 2]]), L.tensor([[1, 0], [0, 2]]),
+                              L.tensor([[1.0, 2.0], [3.0, 4.0]]), (2, 2, 3))  # a batch
 
 
 def _same(ours, theirs):
@@ -182,6 +184,18 @@ def test_sparse_tensors_saved_by_microtorch_load_in_torch(device):
         back = mt.load(buf)
         assert back.device.type == device
         _same(back.cpu(), theirs)
+
+
+def test_a_bad_batched_csr_record_is_refused_on_load():
+    """Each matrix of a CSR batch is checked: the second's crow ends at 1, not at nnz 2."""
+    t = torch.sparse_csr_tensor(torch.tensor([[0, 1, 2], [0, 0, 1]]),
+                                torch.tensor([[1, 0], [0, 2]]), torch.ones(2, 2), (2, 2, 3),
+                                check_invariants=False)
+    buf = io.BytesIO()
+    torch.save(t, buf)
+    buf.seek(0)
+    with pytest.raises(RuntimeError, match="crow_indices do not run from 0 to nnz"):
+        mt.load(buf)
 
 
 @pytest.mark.parametrize("bad", ["out_of_range", "negative", "false_coalesced"])

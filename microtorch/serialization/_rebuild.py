@@ -195,12 +195,12 @@ class LoadContext:
 
     def rebuild_sparse_tensor(self, layout, data) -> Tensor:
         """``torch._utils._rebuild_sparse_tensor(layout, data)``: a COO tensor from (indices,
-        values, size[, is_coalesced]) or a CSR matrix from (crow, col, values, size), every
-        index checked against the size (PyTorch checks them only when asked) and a claim of
-        being coalesced checked too, so no later op reads out of bounds or trusts a wrong
+        values, size[, is_coalesced]) or a CSR matrix or batch from (crow, col, values, size),
+        every index checked against the size (PyTorch checks them only when asked) and a claim
+        of being coalesced checked too, so no later op reads out of bounds or trusts a wrong
         order."""
         from ..ops import sparse_kernels
-        from ..ops.sparse_layout import CooData, CsrData
+        from ..ops.sparse_layout import CooData
 
         if not isinstance(data, tuple):
             raise self.error("invalid sparse tensor record")
@@ -222,20 +222,30 @@ class LoadContext:
                                  "are not sorted and unique")
             return Tensor._make(CooData(idx, vals, shape, bool(coalesced) or nnz <= 1))
         if layout is _layout.sparse_csr and len(data) == 4:
-            crow, col = data[0], data[1]
-            crow_a, vals, shape = self._sparse_parts(crow, data[2], data[3], 1)
-            col_a = self._sparse_parts(col, data[2], data[3], 1)[0]
-            if len(shape) != 2 or vals.ndim != 1 or crow_a.shape[0] != shape[0] + 1 or \
-                    col_a.shape[0] != vals.shape[0]:
-                raise self.error(f"sparse CSR record: crow {list(crow_a.shape)}, col "
-                                 f"{list(col_a.shape)} and values {list(vals.shape)} do not fit "
-                                 f"size {list(shape)} (microtorch reads 2-D CSR matrices)")
-            c = self._host_indices(crow_a[None], (col_a.shape[0] + 1,))[0]
-            if c.size and (c[0] != 0 or c[-1] != col_a.shape[0] or (np.diff(c) < 0).any()):
-                raise self.error("sparse CSR record: crow_indices do not run from 0 to nnz")
-            self._host_indices(col_a[None], (shape[1],))
-            return Tensor._make(CsrData(crow_a, col_a, vals, shape))
+            return self._csr_tensor(*data)
         raise self.error(f"sparse tensor record of layout {layout!r} is not supported")
+
+    def _csr_tensor(self, crow, col, values, size) -> Tensor:
+        """A CSR matrix, or a batch of them, from its record: crow (*batch, rows + 1), col and
+        values (*batch, nnz) for a size (*batch, rows, cols); each matrix's crow runs from 0 to
+        nnz without decreasing and every column lies in [0, cols)."""
+        from ..ops.sparse_layout import CsrData
+
+        nb = max(len(size) - 2, 0) if isinstance(size, tuple) else 0  # batch dimensions
+        crow_a, vals, shape = self._sparse_parts(crow, values, size, nb + 1)
+        col_a = self._sparse_parts(col, values, size, nb + 1)[0]
+        if len(shape) < 2 or vals.ndim != nb + 1 or tuple(vals.shape[:nb]) != shape[:nb] or \
+                tuple(crow_a.shape) != (*shape[:nb], shape[-2] + 1) or col_a.shape != vals.shape:
+            raise self.error(f"sparse CSR record: crow {list(crow_a.shape)}, col "
+                             f"{list(col_a.shape)} and values {list(vals.shape)} do not fit "
+                             f"size {list(shape)}")
+        rows = self._to_host(crow_a).reshape(-1, shape[-2] + 1)
+        nnz = col_a.shape[-1]
+        if rows.size and ((rows[:, 0] != 0).any() or (rows[:, -1] != nnz).any()
+                          or (np.diff(rows, axis=1) < 0).any()):
+            raise self.error("sparse CSR record: crow_indices do not run from 0 to nnz")
+        self._host_indices(col_a.reshape(1, -1), (shape[-1],))
+        return Tensor._make(CsrData(crow_a, col_a, vals, shape))
 
     def _sparse_parts(self, indices, values, size, index_ndim: int):
         if not (isinstance(indices, Tensor) and isinstance(values, Tensor)
@@ -247,9 +257,13 @@ class LoadContext:
                              f"{idx.ndim} dimensions")
         return idx.astype(np.int64, copy=False), values._data, tuple(size)
 
+    @staticmethod
+    def _to_host(idx) -> np.ndarray:
+        return idx if type(idx) is np.ndarray else Tensor._make(idx)._backend.to_numpy(idx)
+
     def _host_indices(self, idx, sizes: tuple) -> np.ndarray:
         """The indices on the host, each row checked to lie in [0, size)."""
-        host = idx if type(idx) is np.ndarray else Tensor._make(idx)._backend.to_numpy(idx)
+        host = self._to_host(idx)
         if host.shape[0] != len(sizes):
             raise self.error(f"sparse tensor record: {host.shape[0]} index rows for "
                              f"{len(sizes)} sparse dimensions")
