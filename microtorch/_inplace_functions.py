@@ -4,8 +4,8 @@
 Most are the ``Tensor`` method of the same name called as a function; a few exist only as
 functions, for in-place functional ops (PyTorch's ``_VF`` entry points), and call
 ``nn.functional``'s op with ``inplace=True``. PyTorch names that microtorch has no op for
-(``addmv_``, ``as_strided_``, ``ldexp_``, ``resize_as_``, ``embedding_renorm_``,
-``resize_as_sparse_``) are left out rather than defined to raise.
+(``as_strided_``, ``resize_as_``, ``embedding_renorm_``, ``resize_as_sparse_``) are left out
+rather than defined to raise.
 """
 
 from __future__ import annotations

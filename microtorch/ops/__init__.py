@@ -20,30 +20,41 @@ from . import (
     _writes,
     arrange,
     bessel,
+    blas_products,
+    calculus,
     comparison,
     counting,
     creation,
     cumulative,
     deprecated_overloads,
     elementwise,
+    flat_index,
+    float_parts,
     gamma,
+    index_reduction,
     indexed,
     integer,
     linalg,
+    linalg_norms,
     linalg_toplevel,
     matrix,
     numpy_names,
     pinned,
     random_fill,
     reduce,
+    scatter_views,
     shape,
+    sign_forms,
     sorting,
     sparse_csr,
     sparse_dispatch,
     sparse_tensor,
     special,
     spectral,
+    statistics,
+    strided_creation,
     transcendental,
+    view_copies,
 )
 from . import complex as complex_ops
 from ._autocast import autocast_op
@@ -63,6 +74,7 @@ from ._writes import (
     _ufunc_inplace,
     _write,
     copy_,
+    fill,
     fill_,
     masked_fill_,
     setitem,
@@ -72,6 +84,8 @@ from .activation import log_softmax, softmax
 from .arrange import *  # noqa: F403
 from .arrange import unfold
 from .bessel import i0
+from .blas_products import *  # noqa: F403
+from .calculus import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .comparison import (
     allclose,
@@ -135,12 +149,16 @@ from .elementwise import (
     remainder,
     where,
 )
+from .flat_index import unravel_index
+from .float_parts import *  # noqa: F403
 from .gamma import *  # noqa: F403
+from .index_reduction import *  # noqa: F403
 from .index_writes import index_put, masked_scatter, masked_scatter_
 from .indexed import *  # noqa: F403
 from .indexing import getitem
 from .integer import *  # noqa: F403
 from .linalg import bmm, dot, matmul, mm, mv, outer
+from .linalg_norms import renorm
 from .linalg_toplevel import *  # noqa: F403
 from .matrix import *  # noqa: F403
 from .random_fill import *  # noqa: F403
@@ -170,6 +188,7 @@ from .reduce import (
     var_mean,
     vector_norm,
 )
+from .scatter_views import *  # noqa: F403
 from .shape import (
     broadcast_to,
     cat,
@@ -198,13 +217,18 @@ from .shape import (
     unsqueeze,
     view,
 )
+from .sign_forms import *  # noqa: F403
 from .sorting import *  # noqa: F403
 from .sparse_csr import sparse_csr_tensor
 from .sparse_tensor import sparse_coo_tensor
 from .special import *  # noqa: F403
 from .special import erf
 from .spectral import *  # noqa: F403
+from .statistics import *  # noqa: F403
+from .strided_creation import *  # noqa: F403
 from .transcendental import *  # noqa: F403
+from .view_copies import *  # noqa: F403
+from .vision import constant_pad_nd
 
 
 def add(input, other, *, alpha=1) -> Tensor:
@@ -495,6 +519,13 @@ METHODS.update(spectral.METHODS)
 METHODS.update(sparse_tensor.METHODS)
 METHODS.update(sparse_csr.METHODS)
 METHODS.update(linalg_toplevel.METHODS)
+for _module in (blas_products, linalg_norms, statistics):  # addmv, renorm, cov, in-place forms
+    METHODS.update(_module.METHODS)
+for _module in (float_parts, index_reduction, scatter_views, sign_forms, view_copies):
+    METHODS.update(_module.METHODS)
+METHODS.update(new_empty_strided=strided_creation.new_empty_strided, isreal=isreal,  # noqa: F405
+               nonzero_static=nonzero_static, __rdiv__=_rtruediv,  # noqa: F405
+               __pos__=positive)  # noqa: F405
 
 
 def _polygamma_method(self: Tensor, n: int) -> Tensor:
@@ -542,6 +573,7 @@ def install_tensor_methods(cls) -> None:
     for alias, name in transcendental.ALIASES.items():
         methods[alias + "_"] = methods[name + "_"]
     methods["masked_scatter_"] = masked_scatter_
+    methods["index_reduce_"] = _inplace(methods["index_reduce"])
     methods["conj_physical_"] = _inplace(complex_ops.conj_physical)
     methods["masked_fill_"] = masked_fill_
     methods["fill_diagonal_"] = indexed.fill_diagonal_
@@ -588,9 +620,12 @@ __all__ = [
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
     *sorting.__all__, *special.__all__, *cumulative.__all__, *random_fill.__all__,
     *counting.__all__, *gamma.__all__, *bessel.__all__, *integer.__all__, *spectral.__all__,
-    *linalg_toplevel.__all__,
+    *linalg_toplevel.__all__, *blas_products.__all__, *calculus.__all__, *flat_index.__all__,
+    *statistics.__all__, "renorm",
     *comparison.__all__, *transcendental.__all__, "aminmax", "index_put", "masked_scatter",
     "sparse_coo_tensor", "sparse_csr_tensor", "spmm",
+    *float_parts.__all__, *index_reduction.__all__, *scatter_views.__all__, *sign_forms.__all__,
+    *strided_creation.__all__, *view_copies.__all__, "fill", "constant_pad_nd",
 ]
 
 

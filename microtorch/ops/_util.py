@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -15,7 +16,7 @@ __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "r
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
            "broadcast_shape", "tensors_arg", "check_index_arg",
            "narrow_start", "split_size_arg", "writable_copy", "index_array", "result_xp",
-           "wrapped_int", "fma64"]
+           "wrapped_int", "checked_scalar", "fma64"]
 
 wrap_dim = _wrap_dim
 
@@ -49,6 +50,41 @@ def wrapped_int(value, np_dtype):
                            "without overflow")
     return np_dtype.type(value % (1 << (8 * np_dtype.itemsize))) if value < 0 and \
         np_dtype.kind == "u" else np_dtype.type(value)
+
+
+def checked_scalar(value, np_dtype):
+    """A number argument (``fill``'s value, ``scalar_tensor``'s ``s``, a pad value) converted
+    to ``np_dtype`` as PyTorch converts a Scalar: integers as ``wrapped_int``, floats into an
+    integer dtype truncated when in range, a complex number into a real dtype only without an
+    imaginary part, float32 refusing finite values beyond its range (float16 and bfloat16
+    saturate); anything else raises PyTorch's overflow error."""
+    dt = np.dtype(np_dtype)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if type(value) is int and not -(1 << 63) <= value < (1 << 64):
+        raise OverflowError("int too big to convert")
+    if dt.kind == "b":
+        return bool(value)
+    if dt.kind == "c":
+        return complex(value)
+    # (float16 and bfloat16 take the value through double, so their error names that)
+    name = _C_TYPES.get(dt.name, "float" if dt == np.float32 else "double")
+    overflow = RuntimeError(f"value cannot be converted to type {name} without overflow")
+    if isinstance(value, complex):
+        if value.imag != 0:
+            raise overflow
+        value = value.real
+    if dt.kind in "iu":
+        if isinstance(value, (bool, int)):
+            return wrapped_int(int(value), dt)
+        info = np.iinfo(dt)
+        if not math.isfinite(value) or not int(info.min) <= value <= int(info.max):
+            raise overflow
+        return dt.type(int(value))
+    if dt == np.float32 and math.isfinite(value) and \
+            abs(value) > float(np.finfo(np.float32).max):
+        raise overflow
+    return value
 
 
 def assert_no_internal_overlap(arr) -> None:

@@ -1,6 +1,7 @@
 """In-place writes: the in-place forms of ops (``add_``, ``zero_``, ``copy_``, ...), ``x[key] =
 value``, their argument checks and PyTorch's warning for writes into expanded tensors; each
-check raises before anything is written."""
+check raises before anything is written. Also ``fill``, the out-of-place ``fill_`` (its node
+shared with ``fill_``'s)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..autograd import forward_mode, saved, views
 from ..autograd._profiler_record import PROCEED as _PROCEED
 from ..autograd._profiler_record import inplace as _profiler_inplace
 from ..autograd._profiler_record import state as _profiling
-from ..autograd.function import Function, namespace
+from ..autograd.function import Function, named, namespace
 from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
 from . import indexing
@@ -22,6 +23,7 @@ from ._util import (
     Tensor,
     assert_no_internal_overlap,
     check_cast,
+    checked_scalar,
     has_internal_overlap,
     is_scalar,
     promote_operands,
@@ -251,6 +253,24 @@ class _Fill(Function):
         if ctx.value is None:
             return zeros, None
         return zeros, grad.sum().reshape(ctx.value.shape).to(ctx.value.dtype)
+
+
+def fill(input: Tensor, value) -> Tensor:
+    """A new tensor of ``input``'s shape and dtype holding ``value`` everywhere (a number,
+    converted as PyTorch converts a Scalar, or a 0-d tensor, which then gets the sum of the
+    gradient): the out-of-place ``fill_``."""
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value._data.ndim} dimensions.")
+        checked_scalar(value.item(), input._data.dtype)
+        return named(_Fill.apply(input, value), "FillBackward1", input, value)
+    if not is_scalar(value):
+        raise TypeError(f"fill() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(value).__name__}), but expected one of:\n * (Tensor input, "
+                        f"Tensor value)\n * (Tensor input, Number value)\n")
+    value = checked_scalar(value, input._data.dtype)
+    return named(_Fill.apply(input, value), "FillBackward0", input)
 
 
 def zero_(self: Tensor) -> Tensor:

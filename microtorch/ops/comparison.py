@@ -1,7 +1,7 @@
 """Comparisons, bitwise and logical ops, and closeness tests: elementwise ops without a
 gradient, with PyTorch's type promotion and errors; and the comparisons beyond the operators:
-``fmax``/``fmin`` (extremes that ignore NaN, with gradients), ``isposinf``/``isneginf``, and
-``isin`` (membership)."""
+``fmax``/``fmin`` (extremes that ignore NaN, with gradients), ``isposinf``/``isneginf``,
+``isreal``, and ``isin`` (membership)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ._util import Tensor, is_scalar, promote_operands, reduce_grad, scalar_name
 from .elementwise import _meta
 
 # (eq, ne, ... are imported by name in ops/__init__; these are the names a star import adds)
-__all__ = ["fmax", "fmin", "isposinf", "isneginf", "isin"]
+__all__ = ["fmax", "fmin", "isposinf", "isneginf", "isin", "isreal"]
 
 
 def _array_of(xa, xb):
@@ -239,6 +239,15 @@ def isposinf(input: Tensor) -> Tensor:
 def isneginf(input: Tensor) -> Tensor:
     """True where the value is -inf."""
     return _infinity_test("isneginf", input, -1.0)
+
+
+def isreal(input: Tensor) -> Tensor:
+    """True where the value has no imaginary part: everywhere for a real dtype."""
+    arr = input._data
+    xp = xp_of(arr)
+    if arr.dtype.kind == "c":
+        return Tensor._make(arr.imag == 0, False, None)
+    return Tensor._make(xp.ones(arr.shape, dtype=bool), False, None)
 
 
 def isin(elements, test_elements, *, assume_unique: bool = False,

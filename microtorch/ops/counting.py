@@ -1,4 +1,5 @@
-"""Finding and counting: ``nonzero``, ``argwhere``, ``count_nonzero``, ``bincount``, ``histc``.
+"""Finding and counting: ``nonzero``, ``nonzero_static``, ``argwhere``, ``count_nonzero``,
+``bincount``, ``histc``.
 
 Their results are indices or counts, so none of them records a graph (PyTorch's are not
 differentiable either: ``histc`` and ``bincount`` raise there, which here means a result that
@@ -12,7 +13,8 @@ import numpy as np
 from ..autograd.function import Function
 from ._util import Tensor, _wrap, dims_arg, scalar_name, xp_of
 
-__all__ = ["nonzero", "argwhere", "count_nonzero", "bincount", "histc"]
+__all__ = ["nonzero", "nonzero_static", "argwhere", "count_nonzero", "bincount",
+           "histc"]
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False):
@@ -26,6 +28,28 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     if arr.ndim == 0:
         return _wrap(xp.zeros((1 if bool(arr) else 0, 0), np.int64))
     return _wrap(xp.ascontiguousarray(xp.stack(xp.nonzero(arr), axis=1).astype(np.int64)))
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1, out=None) -> Tensor:
+    """``nonzero`` with a fixed number of rows: the first ``size`` indices of non-zero
+    elements, padded with rows of ``fill_value``: a (size, ndim) int64 tensor (a 0-d input has
+    no index columns). ``out`` must be int64."""
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    if out is not None and out.dtype.name != "int64":
+        raise RuntimeError(f"nonzero_static: Expected out tensor to have scalar type Long but "
+                           f"got scalar type{scalar_name(out)}")  # (sic: PyTorch's words)
+    arr = input._data
+    xp = xp_of(arr)
+    rows = xp.full((size, arr.ndim), fill_value, dtype=np.int64)
+    if arr.ndim:
+        found = xp.stack(xp.nonzero(arr), axis=1)[:size]
+        rows[:found.shape[0]] = found
+    if out is None:
+        return _wrap(rows)
+    from .out_arg import write_out
+
+    return write_out("nonzero_static", _wrap(rows), out)
 
 
 def argwhere(input: Tensor) -> Tensor:

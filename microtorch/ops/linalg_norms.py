@@ -1,13 +1,17 @@
 """The norms of ``torch.linalg``: ``vector_norm``, ``matrix_norm`` (every order: Frobenius,
 nuclear and +-2 through the singular values, +-1 and +-inf from row and column sums) and
-``norm``."""
+``norm``; and ``torch.renorm``, which rescales the sub-tensors whose norm exceeds a maximum."""
 
 from __future__ import annotations
 
 import math
+import numbers
 
 from .. import _dtype
-from ._util import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
+from ._util import Tensor, wrap_dim, xp_of
+from ._writes import _inplace
 from .reduce import vector_norm as _vector_norm
 
 __all__ = ["vector_norm", "matrix_norm", "norm"]
@@ -91,3 +95,133 @@ def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None) ->
                            f"be 1D or 2D. Got {x.ndim}D.")
     return vector_norm(x, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
+
+# -- renorm -------------------------------------------------------------------------------------
+def _accumulate_dtype(x: Tensor):
+    """PyTorch's ``toAccumulateType`` for the tensor's device: on the CPU float32 (and
+    complex64) accumulate in double precision, the 16-bit floats in float32; on CUDA every
+    float type but the 16-bit ones in itself."""
+    name = x.dtype.name
+    if name in ("float16", "bfloat16"):
+        return _dtype.float32
+    if x.device.type == "cpu":
+        return {"float32": _dtype.float64, "complex64": _dtype.complex128}.get(name, x.dtype)
+    return x.dtype
+
+
+def _norm_backward(grad: Tensor, x: Tensor, p: float, norm: Tensor, dims: tuple) -> Tensor:
+    """PyTorch's ``norm_backward`` (keepdim): the gradient of ``vector_norm(x, p, dims)``
+    times ``grad``, 0 where the norm is 0 (and, for p < 1, where x is 0)."""
+    if p == 1.0:
+        return x.sgn() * grad
+    if p == 2.0:
+        return grad * (x / norm).where(norm != 0, 0)
+    if math.isinf(p):  # the maxima share the gradient (NaNs count as maxima)
+        size = x.abs()
+        mask = (size == norm) | size.isnan()
+        return x.sgn() * ((grad / mask.sum(dims, keepdim=True)) * mask)
+    if p < 1.0:
+        scaled = x.sgn() * x.abs().pow(p - 1).where(x != 0, 0)
+        return scaled * grad * norm.pow(1 - p)
+    scaled = x.sgn() * x.abs().pow(p - 1) if p < 2.0 else x * x.abs().pow(p - 2)
+    return scaled * (grad / norm.pow(p - 1)).where(norm != 0, 0)
+
+
+class Renorm(Function):
+    """Each sub-tensor along ``dim`` whose p-norm exceeds ``maxnorm`` scaled by
+    ``maxnorm / (norm + 1e-7)``; backward as PyTorch's ``renorm_backward``, the norm in the
+    accumulation dtype."""
+
+    torch_name = "RenormBackward0"
+
+    @staticmethod
+    def forward(ctx, x, p, dim, maxnorm):
+        arr = x._data
+        dims = tuple(i for i in range(arr.ndim) if i != dim)
+        ctx.args = p, dims, maxnorm
+        ctx.save_for_backward(x)
+        # the norm and the factor of a 16-bit float input in float32 (PyTorch's CUDA
+        # accumulation type, which its renorm uses on every device)
+        wide = arr.astype(_dtype.float32.np) if x.dtype.name in ("float16", "bfloat16") else arr
+        with no_grad():
+            norm = _vector_norm(Tensor._make(wide), p, dims, True)._data
+        xp = xp_of(arr)
+        real = norm.dtype.type
+        factor = xp.where(norm > real(maxnorm), real(maxnorm) / (norm + real(1e-7)), real(1))
+        return arr * factor.astype(arr.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        p, dims, maxnorm = ctx.args
+        acc = _accumulate_dtype(x)
+        norm = _vector_norm(x if acc == x.dtype else x.to(acc), p, dims, True)
+        out = x.conj() * grad
+        if out.is_complex():
+            out = out.real
+        out = out.sum(dims, keepdim=True, dtype=norm.dtype)
+        nb = _norm_backward(out, x, p, norm, dims)
+        inv = (norm + 1e-7).reciprocal()
+        scaled = maxnorm * inv * (grad - inv * nb)
+        return scaled.to(grad.dtype).where(norm > maxnorm, grad), None, None, None
+
+
+def _renorm_args(input: Tensor, p, maxnorm) -> tuple:
+    """PyTorch's checks of renorm's arguments before its out= check, in its order; the
+    factors ``(p, maxnorm)`` as floats."""
+    for name, value in (("p", p), ("maxnorm", maxnorm)):
+        if isinstance(value, Tensor) and value._data.ndim == 0:
+            value = value.item()
+        if isinstance(value, complex):
+            raise RuntimeError(f"renorm: {name} must be real-valued")
+        if not isinstance(value, numbers.Number):
+            raise TypeError(f"renorm(): argument '{name}' must be Number, not "
+                            f"{type(value).__name__}")
+        if name == "p":
+            p = float(value)
+            if not p > 0:
+                raise RuntimeError("renorm: non-positive-norm not supported")
+        else:
+            maxnorm = float(value)
+            if not maxnorm >= 0:
+                raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    nd = input._data.ndim
+    if nd < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {nd} dimensions")
+    return p, maxnorm
+
+
+def _renorm_dim(input: Tensor, dim: int) -> int:
+    """The checks of PyTorch's renorm kernel (after its out= check): the wrapped ``dim``."""
+    d = wrap_dim(dim, input._data.ndim)
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_dtype.title(input.dtype)}")
+    return d
+
+
+def _renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """``input`` with each sub-tensor along ``dim`` (the slices ``input.select(dim, i)``)
+    whose ``p``-norm exceeds ``maxnorm`` scaled down to norm ``maxnorm``."""
+    p, maxnorm = _renorm_args(input, p, maxnorm)
+    return Renorm.apply(input, p, _renorm_dim(input, dim), maxnorm)
+
+
+def renorm(input: Tensor, p, dim: int, maxnorm, *, out: Tensor | None = None) -> Tensor:
+    """``input`` with each sub-tensor along ``dim`` (the slices ``input.select(dim, i)``)
+    whose ``p``-norm exceeds ``maxnorm`` scaled down to norm ``maxnorm`` (divided by
+    ``norm + 1e-7``, as PyTorch)."""
+    if out is None:
+        return _renorm(input, p, dim, maxnorm)
+    from .blas_products import _check_out_dtype, _refuse_grad
+    from .out_arg import write_out
+
+    _refuse_grad("renorm", input)
+    p, maxnorm = _renorm_args(input, p, maxnorm)
+    _check_out_dtype(input, out)  # (the result has input's dtype)
+    return write_out("renorm", Renorm.apply(input, p, _renorm_dim(input, dim), maxnorm), out)
+
+
+_renorm.__name__ = "renorm"
+# Tensor methods (no out=) and the in-place form.
+METHODS = dict(renorm=_renorm, renorm_=_inplace(_renorm))

@@ -116,3 +116,62 @@ def install(namespace: dict) -> None:
     for name in OUT_FUNCTIONS:
         if name in namespace:
             namespace[name] = with_out(name, namespace[name])
+
+
+def write_exact(name: str, result: Tensor, out: Tensor) -> Tensor:
+    """``write_out`` for the ``out=`` of PyTorch's generated out variants (the ``*_copy`` ops,
+    ``slice_scatter``, ``index_reduce``): they copy the functional result into ``out`` and
+    take no other dtype than the result's."""
+    if isinstance(out, Tensor) and out.dtype != result.dtype:
+        from .linalg import cpp_name
+
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result)}, but got "
+                           f"{cpp_name(out)} instead")
+    return write_out(name, result, out)
+
+
+def with_exact_out(name: str, fn, grad_check: bool = True, kernel: str | None = None):
+    """``fn`` with the ``out=`` of a generated out variant (see ``write_exact``): a sequence
+    result takes a sequence of as many tensors and the call then returns None, as PyTorch's
+    does. ``grad_check``: refuse inputs that require grad (ops with a derivative formula of
+    their own; the ``*_copy`` of a view op has none). ``kernel``: the overload PyTorch's
+    error for an ``out`` of another length names (``unbind_copy_int``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return fn(*args, **kwargs)
+        if grad_check and is_grad_enabled() and _any_requires_grad((*args, *kwargs.values())):
+            raise RuntimeError(f"{name}(): functions with out=... arguments don't support "
+                               "automatic differentiation, but one of the arguments requires "
+                               "grad.")
+        result = fn(*args, **kwargs)
+        if not isinstance(result, (tuple, list)):
+            return _untracked(name, write_exact(name, result, out), args, kwargs)
+        if not isinstance(out, (tuple, list)):
+            raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                            f"{type(out).__name__}")
+        if len(out) != len(result):
+            raise RuntimeError(f"{kernel or name}_out expected an out= argument of size "
+                               f"{len(result)}, got size {len(out)}")
+        for r, o in zip(result, out):
+            _untracked(name, write_exact(name, r, o), args, kwargs)
+        return None
+
+    return wrapper
+
+
+def _untracked(name: str, out: Tensor, args: tuple, kwargs: dict) -> Tensor:
+    """``out`` after an out= call of an op without an out derivative whose inputs require
+    grad: as in PyTorch, it then requires grad through a ``NotImplemented`` node, whose
+    backward raises."""
+    inputs = [v for v in (*args, *kwargs.values()) if isinstance(v, Tensor) and v.requires_grad]
+    if inputs and is_grad_enabled():
+        from ..autograd import views
+        from ..autograd.function import named
+        from .counting import no_derivative
+
+        marker = no_derivative(out._data, name, "torch::autograd::NotImplemented", *inputs,
+                               message=f"derivative for aten::{name} is not implemented")
+        views.set_node(out, named(marker, marker.grad_fn.torch_name, *inputs).grad_fn)
+    return out

@@ -1,5 +1,6 @@
-"""Graph nodes of constant padding and of affine sampling grids, and the index and weight
-tables of interpolation (NumPy arrays built from the shapes alone).
+"""Constant padding (``constant_pad_nd`` and its node), the graph node of affine sampling
+grids, and the index and weight tables of interpolation (NumPy arrays built from the shapes
+alone).
 
 This module must not import ``microtorch.nn`` (one direction of dependency).
 """
@@ -9,15 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype
-from ..autograd.function import Function
+from ..autograd.function import Function, named
 from ..autograd.grad_mode import recording
 from ..backend import cpu_capability
-from ._util import Tensor, const, xp_of
+from ._util import Tensor, checked_scalar, const, xp_of
 from .linalg import matmul
 from .resample import Taps
 
-__all__ = ["Pad", "AffineGridGenerator", "source_scale", "nearest_indices", "linear_taps",
-           "cubic_taps", "uint8_matrix", "uint8_resample"]
+__all__ = ["Pad", "constant_pad_nd", "AffineGridGenerator", "source_scale", "nearest_indices",
+           "linear_taps", "cubic_taps", "uint8_matrix", "uint8_resample"]
 
 
 # -- padding ------------------------------------------------------------------------------------
@@ -35,6 +36,36 @@ class Pad(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad[ctx.crop], None, None
+
+
+def constant_pad_nd(input: Tensor, pad, value=0) -> Tensor:
+    """``input`` padded with ``value`` by ``pad`` = (before, after) pairs of the last dim, then
+    of the dim before...; a negative amount crops that side instead (PyTorch's op behind
+    ``F.pad``'s constant mode, with its own errors)."""
+    pad = [int(p) for p in pad]
+    shape = input._data.shape
+    if len(pad) % 2:
+        raise RuntimeError(f"Length of pad must be even but instead it equals {len(pad)}")
+    if len(pad) // 2 > len(shape):
+        raise RuntimeError(f"Length of pad should be no more than twice the number of "
+                           f"dimensions of the input. Pad length is {len(pad)}while the input "
+                           f"has {len(shape)}dimensions.")  # (sic: PyTorch's spacing)
+    pairs = [(0, 0)] * len(shape)
+    for i in range(len(pad) // 2):
+        pairs[len(shape) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    crop = []
+    for (lo, hi), n in zip(pairs, shape):  # the negative amounts narrow the input first
+        if n + min(lo, 0) + min(hi, 0) < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        crop.append(slice(max(-lo, 0), n - max(-hi, 0)))
+    fill = checked_scalar(value, input._data.dtype)
+    if not shape:  # (a 0-d tensor takes no padding: a copy)
+        from .copies import Clone
+
+        return named(Clone.apply(input), "ConstantPadNdBackward0", input)
+    cropped = input[tuple(crop)] if any(lo < 0 or hi < 0 for lo, hi in pairs) else input
+    out = Pad.apply(cropped, tuple((max(lo, 0), max(hi, 0)) for lo, hi in pairs), fill)
+    return named(out, "ConstantPadNdBackward0", input)
 
 
 # -- affine grids (PyTorch's AffineGridGenerator.cpp) ------------------------------------------
