@@ -679,3 +679,56 @@ def test_std_of_a_constant_has_a_zero_gradient(device):
     """std over identical values: PyTorch's std_backward gives 0 there (microtorch: NaN)."""
     check(lambda m, x: x.std(1), [np.array([[1.5, 1.5, 1.5], [1.0, 2.0, 4.0]])], device)
     check(lambda m, x: m.std_mean(x, 0)[0], [np.array([[2.0, 1.0], [2.0, 3.0]])], device)
+
+
+# -- numbers as operands ----------------------------------------------------------------------
+TWO_NUMBER_OPS = ("add", "sub", "mul", "div", "true_divide", "floor_divide", "multiply",
+                  "subtract", "divide")
+
+
+@pytest.mark.parametrize("name", TWO_NUMBER_OPS)
+@pytest.mark.parametrize("operands", [(2, 3), (2.5, 3), (True, True), (1 + 2j, 2), (7, -2)],
+                         ids=["ints", "float_int", "bools", "complex", "negative"])
+def test_two_numbers_make_a_tensor_as_in_pytorch(name, operands):
+    """torch.add(2, 3) is tensor(5) (int64; the default float or complex dtype for floats and
+    complex numbers): PyTorch's add, sub, mul, div and floor_divide take a number for each
+    tensor. microtorch returned a Tensor holding a Python number, broken at its first use."""
+    outcomes = []
+    for m in (microtorch, torch):
+        try:
+            outcomes.append(getattr(m, name)(*operands))
+        except (RuntimeError, NotImplementedError) as e:
+            outcomes.append(type(e))
+    ours, theirs = outcomes
+    if isinstance(theirs, type):
+        assert ours is theirs
+    else:
+        assert_same(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["add", "sub"])
+@pytest.mark.parametrize(("dtype", "other", "alpha"), [
+    ("int64", 3, 2), ("float32", 3.1, 2), ("float32", 3, 0.5), ("float64", 3.0, -2),
+    ("uint8", 3, -1)])
+def test_add_and_sub_of_a_number_with_alpha(name, dtype, other, alpha, device):
+    """x.add(3, alpha=2): the number scaled by alpha in the result's dtype (microtorch raised
+    AttributeError: 'int' object has no attribute 'dtype')."""
+    def fn(m):
+        x = m.tensor([1, 2, 250], dtype=getattr(m, dtype))
+        return getattr(m, name)(x, other, alpha=alpha)
+
+    ours, theirs = pair(fn, device)
+    assert_same(ours, theirs, dict(rtol=0, atol=0))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: m.div(x, 2, rounding_mode="floor"),
+    lambda m, x: m.div(x, 2, rounding_mode="trunc"),
+    lambda m, x: x // 2, lambda m, x: m.remainder(x, 2), lambda m, x: m.fmod(x, 2)],
+    ids=["floor", "trunc", "floordiv", "remainder", "fmod"])
+def test_real_only_divisions_refuse_complex_as_pytorch(fn, device):
+    """Floor and trunc division, remainder and fmod of complex tensors raise PyTorch's
+    NotImplementedError naming the kernel and dtype (NumPy's TypeError named neither)."""
+    for m in (_OnDevice(device), torch):
+        with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+            fn(m, m.tensor([1 + 1j, 2 - 3j]))

@@ -146,6 +146,7 @@ from .elementwise import (
     Trunc,
     clamp,
     floor_divide,
+    numbers_as_tensor,
     remainder,
     where,
 )
@@ -233,21 +234,25 @@ from .vision import constant_pad_nd
 
 def add(input, other, *, alpha=1) -> Tensor:
     """input + alpha * other."""
+    input = numbers_as_tensor(input, other)
     return Add.apply(input, other, alpha)
 
 
 def sub(input, other, *, alpha=1) -> Tensor:
     """input - alpha * other."""
+    input = numbers_as_tensor(input, other)
     return Sub.apply(input, other, alpha)
 
 
 def mul(input, other) -> Tensor:
     """Elementwise product."""
+    input = numbers_as_tensor(input, other)
     return Mul.apply(input, other)
 
 
 def div(input, other, *, rounding_mode=None) -> Tensor:
     """Elementwise quotient (true division unless rounding_mode is 'floor' or 'trunc')."""
+    input = numbers_as_tensor(input, other)
     return Div.apply(input, other, rounding_mode)
 
 

@@ -38,14 +38,14 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        xa, xb, _ = promote_operands(a, b)
+        xa, xb, dt = promote_operands(a, b)
         # (_meta inlined: these three ops are most of a chain of small ops)
         ctx.meta = ((a._data.shape, a._data.dtype) if isinstance(a, Tensor) and a.requires_grad
                     else None,
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa + xb if alpha == 1 else xa + wrapped_int(alpha, xb.dtype) * xb
+        return xa + xb if alpha == 1 else xa + _times_alpha(alpha, xb, dt)
 
     @staticmethod
     def backward(ctx, grad):
@@ -53,6 +53,14 @@ class Add(Function):
         (g,) = lift(grad)
         gb = g if ctx.alpha == 1 or mb is None else g * ctx.alpha
         return finish(_grad_for(g, ma), _grad_for(gb, mb))
+
+
+def _times_alpha(alpha, x, dt):
+    """``alpha * x`` in the op's result dtype ``dt``: a number operand is taken in ``dt`` first,
+    as PyTorch casts a wrapped number to the op's dtype (and ``x.dtype`` does not exist)."""
+    if not hasattr(x, "dtype"):
+        x = np.asarray(x).astype(dt)[()]
+    return wrapped_int(alpha, dt) * x
 
 
 def _is_bool(x) -> bool:
@@ -69,13 +77,13 @@ class Sub(Function):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                                "supported. If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")
-        xa, xb, _ = promote_operands(a, b)
+        xa, xb, dt = promote_operands(a, b)
         ctx.meta = ((a._data.shape, a._data.dtype) if isinstance(a, Tensor) and a.requires_grad
                     else None,
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa - xb if alpha == 1 else xa - wrapped_int(alpha, xb.dtype) * xb
+        return xa - xb if alpha == 1 else xa - _times_alpha(alpha, xb, dt)
 
     @staticmethod
     def backward(ctx, grad):
@@ -152,7 +160,7 @@ def _divide(a, b, rounding_mode):
                            f"but found '{rounding_mode}'")
     xp = xp_of(_array_of(xa, xb))
     _check_integer_divisor(xp, xb, dt)
-    _not_bool(dt, f"div_{rounding_mode}_cpu")
+    _real_only(dt, f"div_{rounding_mode}_cpu")
     if rounding_mode == "floor":
         return xp.floor_divide(xa, xb)
     return xp.trunc(xa / xb).astype(dt, copy=False)
@@ -162,6 +170,15 @@ def _not_bool(dt, kernel: str) -> None:
     """PyTorch's error for a kernel without bool support, given bool operands."""
     if dt.kind == "b":
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _real_only(dt, kernel: str) -> None:
+    """PyTorch's error for a kernel of real numbers only (floor and trunc division, remainder,
+    fmod), given bool or complex operands (NumPy's own error named neither)."""
+    _not_bool(dt, kernel)
+    if dt.kind == "c":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_dtype.title(_dtype.from_numpy_dtype(dt))}'")
 
 
 def _check_integer_divisor(xp, xb, dt) -> None:
@@ -176,7 +193,7 @@ def _remainder(a, b):
     xp = xp_of(_array_of(xa, xb))
     if _dtype.kind_of(dt) != "f":
         _check_integer_divisor(xp, xb, dt)
-        _not_bool(dt, "remainder_cpu")
+        _real_only(dt, "remainder_cpu")
         return xp.remainder(xa, xb).astype(dt, copy=False)
     mod = xp.fmod(xa, xb)
     fix = (mod != 0) & ((xb < 0) != (mod < 0))
@@ -584,9 +601,22 @@ def clamp(input: Tensor, min=None, max=None) -> Tensor:
     return Clamp.apply(input, min, max)
 
 
+def numbers_as_tensor(a, b):
+    """``a`` as a 0-d tensor of its own kind (int64, the default float or complex dtype, bool)
+    when neither operand is a tensor, else ``a`` itself: PyTorch's add, sub, mul, div and
+    floor_divide take two numbers this way (its ``should_allow_numbers_as_tensors``; the other
+    binary ops refuse two numbers)."""
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return a
+    from .creation import tensor
+
+    return tensor(a)
+
+
 def floor_divide(a, b) -> Tensor:
     """Division rounded towards minus infinity; like PyTorch, it has no derivative (a
     backward through it raises), unlike ``div(a, b, rounding_mode='floor')``."""
+    a = numbers_as_tensor(a, b)
     inputs = [t for t in (a, b) if isinstance(t, Tensor)]
     if recording() and any(t.requires_grad for t in inputs):
         from .counting import no_derivative

@@ -30,7 +30,7 @@ from ._util import (
 )
 from .complex import conj_of
 from .counting import no_derivative
-from .elementwise import _check_integer_divisor, _meta, _not_bool
+from .elementwise import _check_integer_divisor, _meta, _real_only
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "hypot", "clamp_min",
            "clamp_max", "dist", "cdist", "copysign", "logit", "xlogy", "sinc", "frac",
@@ -546,7 +546,7 @@ class Fmod(Function):
             ctx.torch_name = "FmodBackward0"
         xp = xp_of(xa)
         _check_integer_divisor(xp, xb, dt)
-        _not_bool(dt, "fmod_cpu")
+        _real_only(dt, "fmod_cpu")
         return xp.fmod(xa, xb).astype(dt, copy=False)
 
     @staticmethod
