@@ -732,3 +732,66 @@ def test_real_only_divisions_refuse_complex_as_pytorch(fn, device):
     for m in (_OnDevice(device), torch):
         with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
             fn(m, m.tensor([1 + 1j, 2 - 3j]))
+
+
+# -- addcmul / addcdiv: one dtype, PyTorch's order and fusion ------------------------------------
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("value", [1, 0.001, -3])
+def test_addcmul_addcdiv_give_pytorchs_bits(name, dtype, value):
+    """(value * t1) * t2 fused with the add where PyTorch's CPU build fuses it (AVX2/AVX512),
+    (value * t1) / t2 then the add: bit for bit (microtorch rounded t1 * t2 first and then
+    scaled: some 0.2% of float32 elements one ulp away)."""
+    rng = np.random.default_rng(0)
+    s, a, b = (rng.standard_normal(4099).astype(dtype) for _ in range(3))
+    if name == "addcdiv":
+        b = b + 3
+    ours = getattr(microtorch, name)(microtorch.tensor(s), microtorch.tensor(a),
+                                    microtorch.tensor(b), value=value)
+    theirs = getattr(torch, name)(torch.from_numpy(s), torch.from_numpy(a), torch.from_numpy(b),
+                                  value=value)
+    np.testing.assert_array_equal(as_numpy(ours), theirs.numpy())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m: m.addcmul(m.tensor([1.0, 2.0], dtype=m.float64),
+                        m.tensor([1.1, 2.3]).to(m.bfloat16), m.tensor([3.7, 0.3])),
+    lambda m: m.addcdiv(m.tensor([1.0, 2.0], dtype=m.float64),
+                        m.tensor([1.1, 2.3]).to(m.bfloat16), m.tensor([3.7, 0.3])),
+    lambda m: m.addcmul(m.tensor([1, 2, 3]), m.tensor([1, 2, 3]), m.tensor([4, 5, 6]),
+                        value=0.5),
+    lambda m: m.addcmul(m.tensor(1.0), m.tensor(2.0), m.tensor(3.0), value=2)],
+    ids=["mixed_dtypes_mul", "mixed_dtypes_div", "int_value_truncated", "zero_d"])
+def test_addcmul_addcdiv_compute_in_the_promoted_dtype(fn, device):
+    """The three tensors' promoted dtype throughout (microtorch divided a bfloat16 by a
+    float32 in float32 before adding a float64 input); value converted to it as PyTorch does
+    (0.5 is 0 for integers); bool refused with PyTorch's error."""
+    ours, theirs = pair(fn, device)
+    assert_same(ours, theirs, dict(rtol=0, atol=0))
+    for m in (_OnDevice(device), torch):
+        b = m.tensor([True, False])
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            m.addcmul(b, b, b)
+
+
+def test_angle_of_negative_zero_is_zero_as_pytorch(device):
+    """angle of a real tensor: pi where x < 0, 0 elsewhere (-0.0 included), NaN kept, in the
+    input's dtype (NumPy's angle is atan2(0, x): pi for -0.0)."""
+    def fn(m):
+        return m.angle(m.tensor([-0.0, 0.0, -1.0, NAN, -INF, 2.0]))
+
+    ours, theirs = pair(fn, device)
+    assert_same(ours, theirs, dict(rtol=0, atol=0))
+
+
+def test_margin_ranking_loss_of_integers_is_a_float(device):
+    """The margin is a float (PyTorch's double): integer inputs give a float32 loss, and the
+    mean reduction works (microtorch kept int64 and its mean raised)."""
+    for reduction in ("none", "sum", "mean"):
+        def fn(m, reduction=reduction):
+            return m.nn.functional.margin_ranking_loss(
+                m.tensor([[1, 5], [3, -2]]), m.tensor([[2], [1]]), m.tensor([[1, -1]]),
+                reduction=reduction)
+
+        ours, theirs = pair(fn, device)
+        assert_same(ours, theirs, dict(rtol=0, atol=0))

@@ -40,6 +40,7 @@ from . import (
     matrix,
     numpy_names,
     pinned,
+    pointwise_addc,
     random_fill,
     reduce,
     scatter_views,
@@ -162,6 +163,7 @@ from .linalg import bmm, dot, matmul, mm, mv, outer
 from .linalg_norms import renorm
 from .linalg_toplevel import *  # noqa: F403
 from .matrix import *  # noqa: F403
+from .pointwise_addc import *  # noqa: F403
 from .random_fill import *  # noqa: F403
 from .rectifier import Relu
 from .reduce import (
@@ -623,7 +625,8 @@ __all__ = [
     "broadcast_to", "flip", "cat", "concat", "concatenate", "stack", "split", "chunk", "unbind",
     "narrow", "gather", "scatter_add", "index_select", "masked_fill", "clone", "erf", "select",
     *arrange.__all__, *complex_ops.__all__, *indexed.__all__, *matrix.__all__,
-    *sorting.__all__, *special.__all__, *cumulative.__all__, *random_fill.__all__,
+    *sorting.__all__, *special.__all__, *pointwise_addc.__all__, *cumulative.__all__,
+    *random_fill.__all__,
     *counting.__all__, *gamma.__all__, *bessel.__all__, *integer.__all__, *spectral.__all__,
     *linalg_toplevel.__all__, *blas_products.__all__, *calculus.__all__, *flat_index.__all__,
     *statistics.__all__, "renorm",

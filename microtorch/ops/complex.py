@@ -9,6 +9,7 @@ holomorphic op's backward multiplies by the *conjugate* of its derivative.
 from __future__ import annotations
 
 import builtins
+import math
 
 from .. import _dtype
 from ..autograd.function import Function, namespace
@@ -129,8 +130,13 @@ class Angle(Function):
         ctx.save_for_backward(x)
         if arr.dtype.kind in "biu":
             arr = arr.astype(_dtype.get_default_dtype().np)
-        out = xp_of(arr).angle(arr)
-        return out.astype(arr.dtype) if arr.dtype.kind == "f" else out  # (NumPy: float64)
+        xp = xp_of(arr)
+        if arr.dtype.kind == "c":
+            return xp.angle(arr)
+        # PyTorch's real kernel: pi where x < 0, else 0, NaN kept; NumPy's atan2(0, x) would
+        # give pi for -0.0 too (and is float64)
+        out = xp.where(arr < 0, arr.dtype.type(math.pi), arr.dtype.type(0))
+        return xp.where(xp.isnan(arr), arr, out)
 
     @staticmethod
     def backward(ctx, grad):

@@ -34,7 +34,7 @@ from .elementwise import _check_integer_divisor, _meta, _real_only
 
 __all__ = ["atan2", "arctan2", "lerp", "erfc", "erfinv", "nan_to_num", "hypot", "clamp_min",
            "clamp_max", "dist", "cdist", "copysign", "logit", "xlogy", "sinc", "frac",
-           "heaviside", "addcmul", "addcdiv", "fmod", "float_power", "sgn", "signbit", "fix",
+           "heaviside", "fmod", "float_power", "sgn", "signbit", "fix",
            "deg2rad", "rad2deg"]
 
 
@@ -512,27 +512,6 @@ class Xlogy(Function):
 
 
 # -- the pointwise helpers of optimizers and numerics scripts ---------------------------------
-def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-    """``input + value * tensor1 * tensor2`` (the second-moment update of hand-written Adam)."""
-    return named(input + (tensor1 * tensor2) * value if value != 1 else input + tensor1 * tensor2,
-                 "AddcmulBackward0", input, tensor1, tensor2)
-
-
-def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:
-    """``input + value * tensor1 / tensor2``; integer division is refused, as in PyTorch."""
-    if not tensor1.is_floating_point() and not tensor1.is_complex() and \
-            not tensor2.is_floating_point() and not tensor2.is_complex():
-        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
-                           "future  release addcdiv will perform a true division of tensor1 and "
-                           "tensor2. The historic addcdiv behavior can be implemented as "
-                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
-                           "for integer inputs and as (input + value * tensor1 / tensor2) for "
-                           "float inputs. The future addcdiv behavior is just the latter "
-                           "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
-    return named(input + (tensor1 / tensor2) * value if value != 1 else input + tensor1 / tensor2,
-                 "AddcdivBackward0", input, tensor1, tensor2)
-
-
 class Fmod(Function):
     """C's fmod: the remainder with the sign of the dividend. d/dx = 1, d/dy = -trunc(x / y)."""
     torch_name = "FmodBackward1"

@@ -339,13 +339,14 @@ def _same_dims(name: str, *tensors: Tensor, labels=("input1", "input2", "target"
 
 
 @autocast_op("margin_ranking_loss")
-def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
-    """max(0, -y (x1 - x2) + margin)."""
+    """max(0, -y (x1 - x2) + margin); the margin is a float (PyTorch's ``double``), so integer
+    inputs give a loss in the default float dtype."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_dims("margin_ranking_loss", input1, input2, target)
-    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+    return _reduce((-target * (input1 - input2) + float(margin)).clamp(min=0), reduction)
 
 
 @autocast_op("hinge_embedding_loss")
