@@ -795,3 +795,12 @@ def test_margin_ranking_loss_of_integers_is_a_float(device):
 
         ours, theirs = pair(fn, device)
         assert_same(ours, theirs, dict(rtol=0, atol=0))
+
+
+def test_polygamma_at_infinity_is_nan_as_pytorchs_zeta(device):
+    """polygamma(n >= 2, +inf): PyTorch's (-1)^(n+1) n! zeta(n + 1, inf) is NaN (SciPy's limit,
+    which microtorch gave, is 0); the other special values agree."""
+    for n in (2, 3, 4):
+        ours, theirs = pair(lambda m, n=n: m.polygamma(n, m.tensor([INF, -INF, NAN, 0.0, -2.0],
+                                                                     dtype=m.float64)), device)
+        assert_same(ours, theirs, dict(rtol=0, atol=0))

@@ -98,7 +98,10 @@ def _trigamma_array(arr):
 def _polygamma_array(n: int, arr):
     if n == 1:
         return _trigamma_array(arr)
-    return _special("polygamma", arr, n)
+    # PyTorch's polygamma is (-1)^(n+1) n! zeta(n + 1, x) for n >= 2, and its zeta is NaN at
+    # x = +inf (see _zeta_values), where SciPy's polygamma gives the limit 0
+    out = _special("polygamma", arr, n)
+    return xp_of(arr).where(arr == math.inf, math.nan, out).astype(arr.dtype, copy=False)
 
 
 def lgamma(input: Tensor) -> Tensor:
@@ -148,11 +151,10 @@ class Mvlgamma(Function):
 
 
 def mvlgamma(input: Tensor, p: int) -> Tensor:
-    """Log of the multivariate gamma function of dimension ``p``."""
+    """Log of the multivariate gamma function of dimension ``p``; like PyTorch (since 2.x) it
+    checks no domain: at or below (p - 1) / 2 it is the sum of lgamma's values there."""
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    if bool((input <= (p - 1) / 2.0).any()):
-        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2.0}")
     return Mvlgamma.apply(_as_float(input), p)  # (integers: the default float dtype)
 
 
