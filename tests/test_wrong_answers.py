@@ -804,3 +804,27 @@ def test_polygamma_at_infinity_is_nan_as_pytorchs_zeta(device):
         ours, theirs = pair(lambda m, n=n: m.polygamma(n, m.tensor([INF, -INF, NAN, 0.0, -2.0],
                                                                      dtype=m.float64)), device)
         assert_same(ours, theirs, dict(rtol=0, atol=0))
+
+
+@pytest.mark.parametrize(("fn", "error"), [
+    (lambda m: m.sub(m.tensor([1, 2]), 1, alpha=0.5), "integral input tensors"),
+    (lambda m: m.add(m.tensor([1, 2]), m.tensor([1, 2]), alpha=1.0), "integral input tensors"),
+    (lambda m: m.sub(m.tensor([1.0]), 1, alpha=True), "Boolean alpha"),
+    (lambda m: m.add(m.tensor([1.0]), m.tensor([1.0]), alpha=1j), "non-complex input tensors"),
+    (lambda m: m.tensor([True]) - m.tensor([False]), "two bool tensors"),
+    (lambda m: m.tensor([True]) - 1, "with a bool tensor")],
+    ids=["int_float_alpha", "int_alpha_1.0", "bool_alpha", "complex_alpha", "two_bools", "bool"])
+def test_add_and_sub_check_alpha_as_pytorch(fn, error, device):
+    """PyTorch's alpha_check: an integer result refuses a float alpha (microtorch returned
+    floats: sub(int, 1, alpha=0.5) gave [0.5, 1.5]), a bool alpha needs a bool result, a
+    complex alpha a complex one; bool minus bool has its own message."""
+    for m in (_OnDevice(device), torch):
+        with pytest.raises(RuntimeError, match=error):
+            fn(m)
+
+
+def test_bool_add_with_alpha_stays_bool(device):
+    """True + 2 * False is True in a bool result (microtorch gave the int64 [3, 0])."""
+    ours, theirs = pair(lambda m: m.add(m.tensor([True, False]), m.tensor([True, False]),
+                                        alpha=2), device)
+    assert_same(ours, theirs, dict(rtol=0, atol=0))

@@ -45,7 +45,9 @@ class Add(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa + xb if alpha == 1 else xa + _times_alpha(alpha, xb, dt)
+        if alpha.__class__ is int and alpha == 1:
+            return xa + xb
+        return xa + _times_alpha(alpha, xb, dt)
 
     @staticmethod
     def backward(ctx, grad):
@@ -56,11 +58,21 @@ class Add(Function):
 
 
 def _times_alpha(alpha, x, dt):
-    """``alpha * x`` in the op's result dtype ``dt``: a number operand is taken in ``dt`` first,
-    as PyTorch casts a wrapped number to the op's dtype (and ``x.dtype`` does not exist)."""
+    """``alpha * x`` in the op's result dtype ``dt`` after PyTorch's ``alpha_check``: a bool
+    alpha for bool results only, no float alpha for integer results, no complex alpha for real
+    ones. A number operand is taken in ``dt`` first, as PyTorch casts a wrapped number to the
+    op's dtype; a bool result's alpha is a bool (True + 2 * False is True, not 1)."""
+    if isinstance(alpha, bool) and dt.kind != "b":
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dt.kind in "biu" and not isinstance(alpha, (int, np.integer)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if dt.kind != "c" and isinstance(alpha, complex):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
+                           "number.")
     if not hasattr(x, "dtype"):
         x = np.asarray(x).astype(dt)[()]
-    return wrapped_int(alpha, dt) * x
+    return (bool(alpha) if dt.kind == "b" else wrapped_int(alpha, dt)) * x
 
 
 def _is_bool(x) -> bool:
@@ -74,6 +86,9 @@ class Sub(Function):
     @staticmethod
     def forward(ctx, a, b, alpha=1):
         if _is_bool(a) or (type(b) is not float and _is_bool(b)):  # (a number: often a float)
+            if _is_bool(a) and _is_bool(b):
+                raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                                   "supported. Use the `^` or `logical_xor()` operator instead.")
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                                "supported. If you are trying to invert a mask, use the `~` or "
                                "`logical_not()` operator instead.")
@@ -83,7 +98,9 @@ class Sub(Function):
                     (b._data.shape, b._data.dtype) if isinstance(b, Tensor) and b.requires_grad
                     else None)
         ctx.alpha = alpha
-        return xa - xb if alpha == 1 else xa - _times_alpha(alpha, xb, dt)
+        if alpha.__class__ is int and alpha == 1:
+            return xa - xb
+        return xa - _times_alpha(alpha, xb, dt)
 
     @staticmethod
     def backward(ctx, grad):
