@@ -828,3 +828,23 @@ def test_bool_add_with_alpha_stays_bool(device):
     ours, theirs = pair(lambda m: m.add(m.tensor([True, False]), m.tensor([True, False]),
                                         alpha=2), device)
     assert_same(ours, theirs, dict(rtol=0, atol=0))
+
+
+@pytest.mark.parametrize(("fn", "error"), [
+    (lambda m: m.tensor([1, 2]).add_(1, alpha=0.5), "integral input tensors"),
+    (lambda m: m.tensor([1, 2]).add_(m.tensor([1, 1]), alpha=True), "Boolean alpha")],
+    ids=["int_float_alpha", "bool_alpha"])
+def test_in_place_add_checks_alpha_too(fn, error, device):
+    """x.add_(1, alpha=0.5) on an integer tensor raises (microtorch's fast in-place path raised
+    AttributeError, and a bool alpha slipped through as 1)."""
+    for m in (_OnDevice(device), torch):
+        with pytest.raises(RuntimeError, match=error):
+            fn(m)
+
+
+def test_in_place_add_and_sub_of_a_number_with_alpha(device):
+    """x.add_(3, alpha=2) and x.sub_(3, alpha=2) scale the number in x's dtype."""
+    for fn in (lambda m: m.tensor([1.0, 2.0]).add_(3, alpha=2),
+               lambda m: m.tensor([5, 2]).sub_(3, alpha=2)):
+        ours, theirs = pair(fn, device)
+        assert_same(ours, theirs, dict(rtol=0, atol=0))

@@ -16,7 +16,7 @@ __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "r
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
            "broadcast_shape", "tensors_arg", "check_index_arg",
            "narrow_start", "split_size_arg", "writable_copy", "index_array", "result_xp",
-           "wrapped_int", "checked_scalar", "fma64"]
+           "wrapped_int", "checked_scalar", "scaled_by_alpha", "fma64"]
 
 wrap_dim = _wrap_dim
 
@@ -50,6 +50,24 @@ def wrapped_int(value, np_dtype):
                            "without overflow")
     return np_dtype.type(value % (1 << (8 * np_dtype.itemsize))) if value < 0 and \
         np_dtype.kind == "u" else np_dtype.type(value)
+
+
+def scaled_by_alpha(alpha, x, dt):
+    """``alpha * x`` in the op's result dtype ``dt`` after PyTorch's ``alpha_check``: a bool
+    alpha for bool results only, no float alpha for integer results, no complex alpha for real
+    ones. A number operand is taken in ``dt`` first, as PyTorch casts a wrapped number to the
+    op's dtype; a bool result's alpha is a bool (True + 2 * False is True, not 1)."""
+    if isinstance(alpha, bool) and dt.kind != "b":
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dt.kind in "biu" and not isinstance(alpha, (int, np.integer)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if dt.kind != "c" and isinstance(alpha, complex):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
+                           "number.")
+    if not hasattr(x, "dtype"):
+        x = np.asarray(x).astype(dt)[()]
+    return (bool(alpha) if dt.kind == "b" else wrapped_int(alpha, dt)) * x
 
 
 def checked_scalar(value, np_dtype):

@@ -27,7 +27,7 @@ from ._util import (
     has_internal_overlap,
     is_scalar,
     promote_operands,
-    wrapped_int,
+    scaled_by_alpha,
     xp_of,
 )
 from .indexing import is_basic as _is_basic
@@ -170,7 +170,7 @@ def _ufunc_inplace(name, op):
         )) is not _PROCEED:
             return out
         if _check_inplace(self, other):
-            kwargs = {"alpha": alpha} if alpha != 1 else {}
+            kwargs = {"alpha": alpha} if alpha.__class__ is not int or alpha != 1 else {}
             return _write(self, op(_frozen(self), other, **kwargs))
         arr = self._data
         if (type(arr) is not np.ndarray or isinstance(other, Tensor) and type(other._data)
@@ -180,7 +180,8 @@ def _ufunc_inplace(name, op):
 
                 return add_into(self, other, -alpha if name == "subtract" else alpha)
             with no_grad():  # (a sparse kernel's out-of-place result, stored into self)
-                return _write(self, op(self, other, **({"alpha": alpha} if alpha != 1 else {})))
+                return _write(self, op(self, other, **({"alpha": alpha} if alpha.__class__ is not
+                                                       int or alpha != 1 else {})))
         _, xb, dt = promote_operands(self, other)
         check_cast(dt, arr.dtype)
         assert_no_internal_overlap(arr)
@@ -193,8 +194,8 @@ def _ufunc_inplace(name, op):
             if wide != arr.shape:
                 raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
                                    f"broadcast shape {list(wide)}")
-        if alpha != 1:
-            xb = xb * wrapped_int(alpha, xb.dtype)
+        if alpha.__class__ is not int or alpha != 1:  # (True == 1 == 1.0: checked all the same)
+            xb = scaled_by_alpha(alpha, xb, dt)
         if saved.writes.count:
             saved.before_write(self)
         getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")

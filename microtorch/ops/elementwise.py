@@ -16,7 +16,7 @@ from ._util import (
     is_scalar,
     promote_operands,
     reduce_grad,
-    wrapped_int,
+    scaled_by_alpha,
     xp_of,
 )
 from .complex import conj_of
@@ -47,7 +47,7 @@ class Add(Function):
         ctx.alpha = alpha
         if alpha.__class__ is int and alpha == 1:
             return xa + xb
-        return xa + _times_alpha(alpha, xb, dt)
+        return xa + scaled_by_alpha(alpha, xb, dt)
 
     @staticmethod
     def backward(ctx, grad):
@@ -55,24 +55,6 @@ class Add(Function):
         (g,) = lift(grad)
         gb = g if ctx.alpha == 1 or mb is None else g * ctx.alpha
         return finish(_grad_for(g, ma), _grad_for(gb, mb))
-
-
-def _times_alpha(alpha, x, dt):
-    """``alpha * x`` in the op's result dtype ``dt`` after PyTorch's ``alpha_check``: a bool
-    alpha for bool results only, no float alpha for integer results, no complex alpha for real
-    ones. A number operand is taken in ``dt`` first, as PyTorch casts a wrapped number to the
-    op's dtype; a bool result's alpha is a bool (True + 2 * False is True, not 1)."""
-    if isinstance(alpha, bool) and dt.kind != "b":
-        raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    if dt.kind in "biu" and not isinstance(alpha, (int, np.integer)):
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
-                           "point number.")
-    if dt.kind != "c" and isinstance(alpha, complex):
-        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
-                           "number.")
-    if not hasattr(x, "dtype"):
-        x = np.asarray(x).astype(dt)[()]
-    return (bool(alpha) if dt.kind == "b" else wrapped_int(alpha, dt)) * x
 
 
 def _is_bool(x) -> bool:
@@ -100,7 +82,7 @@ class Sub(Function):
         ctx.alpha = alpha
         if alpha.__class__ is int and alpha == 1:
             return xa - xb
-        return xa - _times_alpha(alpha, xb, dt)
+        return xa - scaled_by_alpha(alpha, xb, dt)
 
     @staticmethod
     def backward(ctx, grad):
