@@ -55,10 +55,17 @@ def pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode: 
     pad, dil = tuple_of(padding, n, "padding"), tuple_of(dilation, n, "dilation")
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
+    if min(pad) < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(pad)}")
     for p, k, d in zip(pad, kernel, dil):
         if p > (d * (k - 1) + 1) // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
+    for what, v in (("kernel size", kernel), ("dilation", dil)):
+        if min(v) <= 0:  # (PyTorch's words: kT: 0 kH: 0 kW: 0 ...)
+            names = ("k", "k", "k") if what == "kernel size" else ("dilation",) * 3
+            got = " ".join(f"{a}{b}: {x}" for a, b, x in zip(names, "THW", v))
+            raise RuntimeError(f"{what} should be greater than zero, but got {got}")
     sizes = x.shape[2:]
     out = tuple(pool_output_size(s, k, st, p, d, ceil_mode)
                 for s, k, st, p, d in zip(sizes, kernel, stride, pad, dil))

@@ -21,6 +21,7 @@ from ...ops import matmul
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const
 from ...ops.conv import Conv2d, ConvInputGrad
+from ...ops.linalg import cpp_name
 from ...ops.shape import stack
 from ...ops.vision import Pad
 from ._util import _as_3d, _as_4d, _pair, _single
@@ -33,6 +34,32 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 def _check_stride(stride) -> None:
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
+
+
+def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, stride, padding, dilation,
+                groups: int) -> None:
+    """PyTorch's argument checks of a convolution, in its order, on the batched input ``x``
+    (``padding`` None for a padding string), before any work: Python ints and shapes only."""
+    if weight.ndim < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if padding is not None and any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    _check_stride(stride)
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if weight.ndim != x.ndim:
+        raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-"
+                           f"dimensional weight {list(weight.shape)}, but got {x.ndim}-"
+                           f"dimensional input of size {list(x.shape)} instead")
+    # (no implicit promotion: PyTorch refuses mixed dtypes rather than casting)
+    if weight._data.dtype != x._data.dtype:
+        raise RuntimeError(f"Input type ({cpp_name(x)}) and weight type ({cpp_name(weight)}) "
+                           "should be the same")
+    if bias is not None and bias._data.dtype != x._data.dtype:
+        raise RuntimeError(f"Input type ({cpp_name(x)}) and bias type ({cpp_name(bias)}) "
+                           "should be the same")
 
 
 def _check_groups(x: Tensor, weight: Tensor, groups: int) -> None:
@@ -63,7 +90,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     """2-D cross-correlation; ``padding`` may be an int, a pair, ``'same'`` or ``'valid'``."""
     x, unbatched = _as_4d(input, "conv2d")
     stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    _check_stride(stride)
+    groups = int(groups)
+    _check_conv(x, weight, bias, stride,
+                None if isinstance(padding, str) else _pair(padding, "padding"), dilation, groups)
     o, cg, kh, kw = weight.shape
     _check_groups(x, weight, groups)
     if padding == "valid":
@@ -127,11 +156,10 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     """1-D cross-correlation over (N, C, L) or (C, L) inputs with a (O, C / groups, K)
     weight; ``padding`` may be an int, ``'same'`` or ``'valid'``."""
     x, unbatched = _as_3d(input, "conv1d")
-    if weight.ndim != 3:
-        raise RuntimeError(f"Expected 3-dimensional weight for 3-dimensional input "
-                           f"{list(input.shape)}, but got weight of size {list(weight.shape)} "
-                           "instead")
     pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    _check_conv(x, weight, bias, (_single(stride, "stride"),),
+                None if isinstance(padding, str) else pad[1:],
+                (_single(dilation, "dilation"),), int(groups))
     if not isinstance(padding, str):  # (PyTorch's message names the 1-D sizes)
         _check_kernel_fits(x.shape[2:], [(pad[1], pad[1])], weight.shape[2:],
                            [_single(dilation, "dilation")])
@@ -140,11 +168,12 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return named(out.squeeze(0) if unbatched else out, "ConvolutionBackward0")
 
 
-def _as_5d(input: Tensor, weight: Tensor, name: str) -> tuple[Tensor, bool]:
+def _as_5d(input: Tensor, weight: Tensor | None, name: str) -> tuple[Tensor, bool]:
+    """(N, C, D, H, W) input; ``weight`` (unless None) must have 5 dims."""
     if input.ndim not in (4, 5):
         raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to {name}, but got "
                            f"input of size: {list(input.shape)}")
-    if weight.ndim != 5:
+    if weight is not None and weight.ndim != 5:
         raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input "
                            f"{list(input.shape)}, but got weight of size {list(weight.shape)} "
                            "instead")
@@ -162,11 +191,12 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     """3-D cross-correlation over (N, C, D, H, W) or (C, D, H, W) input with a
     (O, C / groups, KD, KH, KW) weight; ``padding`` may be an int, a triple, ``'same'`` or
     ``'valid'``."""
-    x, unbatched = _as_5d(input, weight, "conv3d")
+    x, unbatched = _as_5d(input, None, "conv3d")
     stride, dilation = tuple_of(stride, 3, "stride"), tuple_of(dilation, 3, "dilation")
-    _check_stride(stride)
-    o, cg, kd, kh, kw = weight.shape
     groups = int(groups)
+    _check_conv(x, weight, bias, stride, None if isinstance(padding, str) else
+                tuple_of(padding, 3, "padding"), dilation, groups)
+    o, cg, kd, kh, kw = weight.shape
     _check_groups(x, weight, groups)
     if padding == "valid":
         pads = [(0, 0)] * 3

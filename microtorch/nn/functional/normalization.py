@@ -26,11 +26,18 @@ __all__ = ["rms_norm", "layer_norm", "batch_norm", "normalize", "group_norm", "i
            "local_response_norm"]
 
 
+def _check_normalized_shape(shape: tuple) -> None:
+    if not shape:  # (it would normalise over no dims: x / sqrt(x * x + eps))
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+
+
 @autocast_op("layer_norm")
 def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims (biased variance), then affine."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    _check_normalized_shape(shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, shape))}], but got input of size"
@@ -71,6 +78,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
         raise TypeError("rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
                         "ints, not int")
     shape = tuple(normalized_shape)
+    _check_normalized_shape(shape)
     if tuple(input.shape[input.ndim - len(shape):]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*{', '.join(map(str, shape))}], but got input of size"

@@ -33,9 +33,20 @@ def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode)
     kernel = _pair(kernel_size, "kernel_size")
     stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
     pad, dil = _pair(padding, "padding"), _pair(dilation, "dilation")
+    # PyTorch's checks, in its order, before any work (a zero would divide below)
+    if 0 in stride:
+        raise RuntimeError("stride should not be zero")
+    if min(pad) < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(pad)}")
     if pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
         raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                            f"pad={pad[0]}, kernel_size={kernel[0]}")
+    for what, v in (("kernel size", kernel), ("stride", stride), ("dilation", dil)):
+        if min(v) <= 0:
+            names = ("dilationH", "dilationW") if what == "dilation" else \
+                ("kH", "kW") if what == "kernel size" else ("dH", "dW")
+            raise RuntimeError(f"{what} should be greater than zero, but got "
+                               f"{names[0]}: {v[0]} {names[1]}: {v[1]}")
     h, w = x.shape[2:]
     out = (P.pool_output_size(h, kernel[0], stride[0], pad[0], dil[0], ceil_mode),
            P.pool_output_size(w, kernel[1], stride[1], pad[1], dil[1], ceil_mode))
@@ -49,10 +60,21 @@ def _pool_geometry(x: Tensor, kernel_size, stride, padding, dilation, ceil_mode)
     return kernel, stride, pad, pads, dil, out
 
 
+def _check_pool_dims(input: Tensor, dims: int, name: str = "") -> None:
+    """PyTorch's shape check of a ``dims``-D pool: ``dims + 1`` (unbatched) or ``dims + 2``
+    dims, every one but a batch dim non-empty."""
+    shape = input.shape
+    if not (len(shape) == dims + 1 and 0 not in shape
+            or len(shape) == dims + 2 and 0 not in shape[1:]):
+        raise RuntimeError(f"{name}Expected {dims + 1}D or {dims + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got:{list(shape)}")
+
+
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     """Maximum over sliding windows (stride defaults to the kernel size); with
     ``return_indices`` also each maximum's flat (h * W + w) position in its image."""
+    _check_pool_dims(input, 2)
     x, unbatched = _as_4d(input, "max_pool2d")
     kernel, stride, _, pads, dil, out_hw = _pool_geometry(x, kernel_size, stride, padding,
                                                           dilation, ceil_mode)
@@ -69,6 +91,9 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Average over sliding windows (stride defaults to the kernel size)."""
+    _check_pool_dims(input, 2)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     if input._data.dtype.kind in "biu":
         return _integer_average(avg_pool2d, "avg_pool2d", input, kernel_size, stride, padding,
                                 ceil_mode, count_include_pad, divisor_override)
@@ -104,15 +129,33 @@ def _integer_average(pool, kernel: str, input: Tensor, kernel_size, stride, padd
     return Tensor._make(xp.sign(s) * xp.sign(d) * (xp.abs(s) // xp.abs(d)))
 
 
+def _check_max_pool1d(input: Tensor, k: int, s: int, p: int, d: int, ceil_mode: bool) -> None:
+    """PyTorch's checks of max_pool1d without indices, in its order and words."""
+    _check_pool_dims(input, 1, "max_pool1d: ")
+    for what, v in (("kernel_size", k), ("stride", s), ("padding", p), ("dilation", d)):
+        if v < 0 if what == "padding" else v <= 0:
+            rule = "be non-negative" if what == "padding" else "be greater than zero"
+            raise RuntimeError(f"max_pool1d() {what} must {rule}, but got {v}")
+        if what == "padding" and p > k // 2:
+            raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, "
+                               f"but got padding={p} and kernel_size={k}")
+    out = P.pool_output_size(input.shape[-1], k, s, p, d, ceil_mode)
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+
+
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
     """Maximum over sliding windows of the last dim (stride defaults to the kernel size)."""
+    k = _single(kernel_size, "kernel_size")
+    s = k if stride is None or stride == [] or stride == () else _single(stride, "stride")
+    if not return_indices:  # (with indices: the 2-D pool's checks and messages, as PyTorch's)
+        _check_max_pool1d(input, k, s, _single(padding, "padding"),
+                          _single(dilation, "dilation"), ceil_mode)
     x, unbatched = _as_3d(input, "max_pool1d")
     if x._data.dtype.kind in "biu" and not return_indices:  # (PyTorch's 1-D kernel: floats)
         raise NotImplementedError(f'"max_pool1d_impl" not implemented for '
                                   f"'{scalar_name(x)}'")
-    k = _single(kernel_size, "kernel_size")
-    s = k if stride is None or stride == [] or stride == () else _single(stride, "stride")
     out = max_pool2d(x.unsqueeze(2), (1, k), (1, s), (0, _single(padding, "padding")),
                      (1, _single(dilation, "dilation")), ceil_mode, return_indices)
     if return_indices:  # (the flat index in a height-1 image is the position along W)
@@ -134,12 +177,16 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
 # -- 3-D pooling ---------------------------------------------------------------------------------
 def _as_5d(input: Tensor, name: str) -> tuple[Tensor, bool]:
     """(N, C, D, H, W) input; an unbatched (C, D, H, W) one gets a batch axis."""
-    if input.ndim == 4:
-        return input.unsqueeze(0), True
-    if input.ndim != 5:
+    if input.ndim not in (4, 5):
         raise RuntimeError(f"{name}: Expected 4D or 5D tensor for input, but got: "
                            f"{list(input.shape)}")
-    return input, False
+    for i in range(input.ndim - 4, input.ndim):  # (only a batch dim may be empty)
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input's non-batch dimensions to have "
+                               f"positive length, but input has a shape of "
+                               f"{list(input.shape)} and non-batch dimension {i} has length "
+                               "zero!")
+    return (input.unsqueeze(0), True) if input.ndim == 4 else (input, False)
 
 
 def _windows(x: Tensor, pad, extra, value: float, out, kernel, stride, dil) -> Tensor:

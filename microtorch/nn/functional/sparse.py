@@ -26,6 +26,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     """Rows of ``weight`` for each index in ``input``; the ``padding_idx`` row gets no grad.
     With ``sparse=True`` the gradient of ``weight`` is a sparse COO tensor (one entry per
     index, PyTorch's layout)."""
+    if weight.ndim != 2:  # (rows of a table: a 0-d or 3-d weight would index wrongly)
+        raise RuntimeError("'weight' must be 2-D")
     if max_norm is not None or scale_grad_by_freq:
         raise NotImplementedError("embedding: max_norm and scale_grad_by_freq are not "
                                   "supported")
