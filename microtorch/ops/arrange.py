@@ -117,6 +117,13 @@ def atleast_3d(*tensors):
     return out[0] if one else tuple(out)
 
 
+def _non_empty(tensors, name: str) -> tuple:
+    tensors = tuple(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
 def _cat_all(tensors, dim: int) -> Tensor:
     from .shape import cat
 
@@ -125,18 +132,18 @@ def _cat_all(tensors, dim: int) -> Tensor:
 
 def hstack(tensors) -> Tensor:
     """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
-    ts = atleast_1d(tuple(tensors))
+    ts = atleast_1d(_non_empty(tensors, "hstack"))
     return _cat_all(ts, 0 if ts[0]._data.ndim == 1 else 1)
 
 
 def vstack(tensors) -> Tensor:
     """Concatenate as rows (1-D tensors become rows)."""
-    return _cat_all(atleast_2d(tuple(tensors)), 0)
+    return _cat_all(atleast_2d(_non_empty(tensors, "vstack")), 0)
 
 
 def dstack(tensors) -> Tensor:
     """Concatenate along dim 2 (after ``atleast_3d``)."""
-    return _cat_all(atleast_3d(tuple(tensors)), 2)
+    return _cat_all(atleast_3d(_non_empty(tensors, "dstack")), 2)
 
 
 def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:

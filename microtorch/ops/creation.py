@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import warnings
 from collections.abc import Sequence
 
@@ -383,6 +384,9 @@ def _linspace_float(xp, start, end, steps: int, dt):
 def linspace(start, end, steps: int, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    steps = _steps_arg(steps, "linspace")
+    start, end = _range_endpoint(start, "start", "linspace"), \
+        _range_endpoint(end, "end", "linspace")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _creation_dtype(dtype)
@@ -407,15 +411,22 @@ def linspace(start, end, steps: int, *, dtype=None, device=None,
     return _finish(arr, requires_grad)
 
 
-def _range_endpoint(value, name: str):
+def _range_endpoint(value, name: str, fn: str = "logspace"):
     """A logspace/linspace endpoint: a number, or a 0-d tensor read as one (PyTorch's tensor
     overload)."""
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
-            raise RuntimeError(f"logspace only supports 0-dimensional start and end tensors, "
+            raise RuntimeError(f"{fn} only supports 0-dimensional start and end tensors, "
                                f"but got {name} with {value._data.ndim} dimension(s).")
         return value.item()
     return value
+
+
+def _steps_arg(steps, fn: str) -> int:
+    """``steps`` as an int: PyTorch's signature takes no float (it would truncate it)."""
+    if isinstance(steps, bool) or not hasattr(steps, "__index__"):
+        raise TypeError(f"{fn}(): argument 'steps' must be int, not {type(steps).__name__}")
+    return operator.index(steps)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
@@ -424,6 +435,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     computed as PyTorch's CPU kernel: endpoints in the dtype, the step and the exponents
     (``start + step * i`` for the first half, ``end - step * (steps - 1 - i)`` for the rest)
     in double precision, ``pow`` in double, then rounded (integers: truncated) to the dtype."""
+    steps = _steps_arg(steps, "logspace")
     start, end = _range_endpoint(start, "start"), _range_endpoint(end, "end")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")

@@ -163,9 +163,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1
     if index._data.dtype.kind not in "iu":
         raise IndexError("index_add_(): Expected dtype int32/int64 for index")
     if source._data.dtype != input._data.dtype:
-        raise RuntimeError("index_add_(): self (" + input.dtype.name.capitalize()
-                           + ") and source (" + source.dtype.name.capitalize()
-                           + ") must have the same scalar type")
+        raise RuntimeError(f"index_add_(): self ({_dtype.title(input.dtype)}) and source "
+                           f"({_dtype.title(source.dtype)}) must have the same scalar type")
     expect = list(input._data.shape)
     if expect:
         expect[d] = index._data.size

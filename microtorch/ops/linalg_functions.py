@@ -30,7 +30,7 @@ from ._linalg_util import (
     eye_like,
     kernel_dtype_error,
 )
-from ._util import Tensor
+from ._util import Tensor, wrap_dim
 from .linalg import matmul
 
 __all__ = ["matrix_exp", "matrix_power", "matrix_rank", "cond", "vecdot", "multi_dot",
@@ -264,7 +264,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    d = dim % input.dim() if input.dim() else 0
+    d = wrap_dim(dim, input.dim())  # (a dim out of range: IndexError, as PyTorch's)
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")
@@ -354,6 +354,9 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
     """``op(Q) @ other`` (``other @ op(Q)`` when not ``left``) for Q = H_1 ... H_k given by
     ``geqrf``'s reflectors, op the adjoint when ``transpose``."""
+    for name, t in (("input", input), ("other", other)):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.ormqr: {name} must have at least 2 dimensions.")
     check_lapack_dtype("ormqr_cpu", input)
     k = tau.shape[-1]
     V = _reflectors(input, k)

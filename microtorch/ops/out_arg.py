@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import warnings
 
+import numpy as np
+
 from .. import _dtype
 from ..autograd import saved
 from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, is_grad_enabled
@@ -41,6 +43,76 @@ OUT_FUNCTIONS = (
 # Creation functions take their dtype and device from ``out`` unless given.
 CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn", "logspace", "linspace",
                       "arange"})
+# The ops whose out= PyTorch refuses when its elements share memory with each other
+# (assert_no_internal_overlap) or with an input's (assert_no_overlap): the written result
+# would depend on the order of the writes, or read values already overwritten.
+NO_OVERLAP = frozenset({"masked_select", "gather", "index_select", "cat", "concat",
+                        "concatenate", "kthvalue"})
+# Structured kernels whose out= must already have the result's dtype (no casting).
+EXACT_DTYPE = frozenset({"aminmax", "gather"})
+OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor "
+           "refer to a single memory location. Please clone() the tensor before performing the "
+           "operation.")
+
+
+def _dense(arr) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: the elements fill their memory span exactly."""
+    span = arr.itemsize + sum((n - 1) * abs(s) for n, s in zip(arr.shape, arr.strides))
+    return span == arr.nbytes
+
+
+def _overlaps(out: Tensor, t: Tensor) -> bool:
+    """PyTorch's get_overlap_status is Full or Partial: the same tensor, or two non-empty
+    dense ones whose memory spans meet (a strided pair is "too hard" there and passes).
+    Pointer arithmetic only: no device sync."""
+    if out is t:
+        return True
+    a, b = out._data, t._data
+    if a.size == 0 or b.size == 0 or type(a) is not type(b) or not (_dense(a) and _dense(b)):
+        return False
+    may_share = getattr(out._backend.xp, "may_share_memory", None)
+    return may_share is not None and bool(may_share(a, b))
+
+
+def _same_place(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a`` and ``b`` are the same elements in the same memory (a full overlap)."""
+    x, y = a._data, b._data
+    if a is b:
+        return True
+    if x.shape != y.shape or x.strides != y.strides or type(x) is not type(y):
+        return False
+    ptr = (lambda arr: arr.__array_interface__["data"][0]) if type(x) is np.ndarray else \
+        (lambda arr: arr.data.ptr)
+    return ptr(x) == ptr(y)
+
+
+def check_no_overlap(name: str, outs, args: tuple, kwargs: dict) -> None:
+    """PyTorch's overlap checks of ``name``'s out= tensors against its inputs, made before
+    the op runs so nothing is written. gather's index may coincide with out (PyTorch only
+    refuses a partial overlap there)."""
+    from ._util import assert_no_internal_overlap
+
+    inputs = []
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, Tensor):
+            inputs.append(v)
+        elif isinstance(v, (list, tuple)):
+            inputs.extend(x for x in v if isinstance(x, Tensor))
+    index = args[2] if name == "gather" and len(args) > 2 else kwargs.get("index")
+    for o in outs:
+        if not isinstance(o, Tensor):
+            continue
+        assert_no_internal_overlap(o._data)
+        if any(_overlaps(o, t) for t in inputs if t is not index or not _same_place(o, t)):
+            raise RuntimeError(OVERLAP)
+
+
+def _check_exact_dtype(result: Tensor, out) -> None:
+    if isinstance(out, Tensor) and out.dtype != result.dtype:
+        from .linalg import cpp_name
+
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result)}, but got "
+                           f"{cpp_name(out)} instead")
 
 
 def _any_requires_grad(values) -> bool:
@@ -99,13 +171,21 @@ def with_out(name: str, fn):
         if name in CREATION and isinstance(out, Tensor):
             kwargs.setdefault("dtype", out.dtype)
             kwargs.setdefault("device", out.device)
+        if name in NO_OVERLAP:
+            check_no_overlap(name, out if isinstance(out, (tuple, list)) else (out,), args,
+                             kwargs)
         result = fn(*args, **kwargs)
         if isinstance(result, tuple):
             if not isinstance(out, (tuple, list)) or len(out) != len(result):
                 raise TypeError(f"{name}(): argument 'out' must be tuple of {len(result)} "
                                 f"Tensors, not {type(out).__name__}")
+            if name in EXACT_DTYPE:  # (every out checked before the first is written)
+                for r, o in zip(result, out):
+                    _check_exact_dtype(r, o)
             written = [write_out(name, r, o) for r, o in zip(result, out)]
             return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+        if name in EXACT_DTYPE:
+            _check_exact_dtype(result, out)
         return write_out(name, result, out, warn_resize=name not in CREATION)
 
     return wrapper
@@ -122,11 +202,7 @@ def write_exact(name: str, result: Tensor, out: Tensor) -> Tensor:
     """``write_out`` for the ``out=`` of PyTorch's generated out variants (the ``*_copy`` ops,
     ``slice_scatter``, ``index_reduce``): they copy the functional result into ``out`` and
     take no other dtype than the result's."""
-    if isinstance(out, Tensor) and out.dtype != result.dtype:
-        from .linalg import cpp_name
-
-        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result)}, but got "
-                           f"{cpp_name(out)} instead")
+    _check_exact_dtype(result, out)
     return write_out(name, result, out)
 
 

@@ -574,6 +574,11 @@ def sum_to_size(input: Tensor, *size) -> Tensor:
     from ._util import sizes_arg
 
     shape = sizes_arg(size, "sum_to_size")
+    have = tuple(input._data.shape)
+    # PyTorch's is_expandable_to(size, self): aligned from the right, each size 1 or equal
+    if len(shape) > len(have) or [1 for s, h in zip(reversed(shape), reversed(have))
+                                  if s != 1 and s != h]:  # (this module defines its own any)
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(have)}}}.")
     if tuple(input._data.shape) == shape and shape:  # (to (): always a sum, as PyTorch's)
         return input
     return SumToSize.apply(input, shape)

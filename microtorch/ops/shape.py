@@ -297,6 +297,10 @@ def cat(tensors, dim: int = 0) -> Tensor:
     tensors = _util.tensors_arg(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
     tensors = [t for t in tensors if not (t._data.ndim == 1 and t._data.size == 0)] or tensors
     ndim = tensors[0]._data.ndim
     d = wrap_dim(dim, ndim)
@@ -370,8 +374,14 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """The slice ``start:start+length`` along ``dim`` (a view)."""
+    if isinstance(start, Tensor):  # PyTorch's Tensor overload: read with item()
+        if start._data.ndim != 0 or start._data.dtype.kind not in "iu":
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
+        start = start.item()
+    if input._data.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input._data.ndim)
-    start = _util.narrow_start(input._data.shape[d] if input._data.ndim else 1, start, length)
+    start = _util.narrow_start(input._data.shape[d], start, length)
     index = (slice(None),) * d + (slice(start, start + length),)
     return named(input[index], "SliceBackward0")
 
@@ -490,6 +500,9 @@ def _scalar_index(index: Tensor, fn: str, name: str) -> None:
 @autocast_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
+    if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:
+        # (PyTorch's scatter check: adding would otherwise cast src silently)
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     d = wrap_dim(dim, input._data.ndim)
     if input._data.ndim == 0:
         _scalar_index(index, "scatter_add", "self")
@@ -519,9 +532,16 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     if mask._data.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}")
-    if isinstance(value, Tensor) and value._data.dtype != input._data.dtype:
-        value = value.to(input.dtype)  # (the fill takes self's dtype, as PyTorch's)
-    elif _util.is_scalar(value) and input._data.dtype.kind in "iub":
-        value = np.asarray(value).astype(input._data.dtype).item()
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value._data.ndim} dimension(s).")
+        if value._data.dtype != input._data.dtype:
+            if type(value._data) is np.ndarray:  # (a CPU value is read: no device sync)
+                _util.checked_scalar(value._data.item(), input._data.dtype)
+            value = value.to(input.dtype)  # (the fill takes self's dtype, as PyTorch's)
+    elif _util.is_scalar(value):
+        # PyTorch converts the value to self's dtype, refusing one out of its range
+        value = _util.checked_scalar(value, input._data.dtype)
     return named(input.where(~mask, value),
                  "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0")

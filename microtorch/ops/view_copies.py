@@ -70,6 +70,9 @@ def narrow_copy(input: Tensor, dim: int, start, length: int) -> Tensor:
     node name)."""
     if input._data.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if dim >= input._data.ndim:  # (a negative dim out of range: IndexError, as PyTorch's)
+        raise RuntimeError(f"narrow_copy(): Expected dim < {input._data.ndim} (the number of "
+                           f"dimensions of self), but got dim {dim}")
     return materialised(narrow(input, dim, start, length), input, "NarrowCopyBackward0")
 
 
