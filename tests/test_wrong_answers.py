@@ -848,3 +848,16 @@ def test_in_place_add_and_sub_of_a_number_with_alpha(device):
                lambda m: m.tensor([5, 2]).sub_(3, alpha=2)):
         ours, theirs = pair(fn, device)
         assert_same(ours, theirs, dict(rtol=0, atol=0))
+
+
+@pytest.mark.parametrize("name", ["upsample", "upsample_nearest", "upsample_bilinear"])
+def test_deprecated_upsample_functions_warn_and_interpolate(name, device):
+    """F.upsample_nearest / upsample_bilinear (align_corners=True) / upsample: interpolate,
+    with PyTorch's deprecation warning."""
+    def fn(m):
+        x = m.arange(16.0).reshape(1, 1, 4, 4)
+        with pytest.warns(UserWarning, match=f"`nn.functional.{name}` is deprecated"):
+            return getattr(m.nn.functional, name)(x, scale_factor=2)
+
+    ours, theirs = pair(fn, device)
+    assert_same(ours, theirs, dict(rtol=1e-6, atol=1e-6))  # (bilinear's float32 last bits)

@@ -23,8 +23,8 @@ from ...ops.grid_sampler import grid_sampler
 from ...ops.resample import AxisProduct, Taps
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
-__all__ = ["pad", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle",
-           "channel_shuffle", "affine_grid", "grid_sample"]
+__all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
+           "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "affine_grid", "grid_sample"]
 
 
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
@@ -171,10 +171,29 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                               f"{input.ndim}D) for the modes: {_MODES} (got {mode})")
 
 
+def _deprecated(name: str) -> None:
+    # (a UserWarning, as PyTorch's: a DeprecationWarning is hidden by default)
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  f"instead.", stacklevel=3)
+
+
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
              align_corners: bool | None = None) -> Tensor:
     """Deprecated alias of :func:`interpolate`."""
+    _deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: :func:`interpolate` with ``mode="nearest"``."""
+    _deprecated("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated: :func:`interpolate` with ``mode="bilinear", align_corners=True``."""
+    _deprecated("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 # -- pixel shuffle -------------------------------------------------------------------------------
