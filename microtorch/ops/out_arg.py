@@ -38,7 +38,7 @@ OUT_FUNCTIONS = (
     "logaddexp", "logaddexp2", "fmax", "fmin", "isposinf", "isneginf", "isin", "aminmax",
     "mode", "nanmedian", "cross", "column_stack", "logspace", "bitwise_left_shift",
     "bitwise_right_shift", "linspace", "arange", "i0", "igamma", "igammac", "lgamma", "digamma",
-    "polygamma", "mvlgamma", "xlogy", "sinc", "logit",
+    "polygamma", "mvlgamma", "xlogy", "sinc", "logit", "take", "complex",
 )
 # Creation functions take their dtype and device from ``out`` unless given.
 CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn", "logspace", "linspace",
@@ -47,9 +47,9 @@ CREATION = frozenset({"zeros", "ones", "empty", "rand", "randn", "logspace", "li
 # (assert_no_internal_overlap) or with an input's (assert_no_overlap): the written result
 # would depend on the order of the writes, or read values already overwritten.
 NO_OVERLAP = frozenset({"masked_select", "gather", "index_select", "cat", "concat",
-                        "concatenate", "kthvalue"})
+                        "concatenate", "kthvalue", "take"})
 # Structured kernels whose out= must already have the result's dtype (no casting).
-EXACT_DTYPE = frozenset({"aminmax", "gather"})
+EXACT_DTYPE = frozenset({"aminmax", "gather", "complex"})
 OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor "
            "refer to a single memory location. Please clone() the tensor before performing the "
            "operation.")
