@@ -28,8 +28,8 @@ from ._autocast import autocast_op
 from ._util import _C_TYPES, Tensor, _needs, reduce_grad, xp_of
 from ._writes import _check_inplace, _frozen, _write
 from .complex import conj_of
-from .linalg import bmm, cpp_name, dot, mv, outer
-from .out_arg import write_out
+from .linalg import bmm, dot, mv, outer
+from .out_arg import check_exact_dtype, write_out
 
 __all__ = ["addmv", "addr", "addbmm", "vdot"]
 
@@ -106,13 +106,6 @@ def _refuse_grad(name: str, *args) -> None:
     if is_grad_enabled() and any(isinstance(a, Tensor) and a.requires_grad for a in args):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
-
-
-def _check_out_dtype(result: Tensor, out: Tensor) -> None:
-    """A structured kernel's out= rule: ``out`` has exactly the result's dtype."""
-    if isinstance(out, Tensor) and out.dtype != result.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result)}, but got "
-                           f"{cpp_name(out)} instead")
 
 
 # -- addmv --------------------------------------------------------------------------------------
@@ -196,7 +189,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1,
         return _addmv(input, mat, vec, beta=beta, alpha=alpha)
     _refuse_grad("addmv", input, mat, vec)
     result = _addmv(input, mat, vec, beta=beta, alpha=alpha)
-    _check_out_dtype(result, out)
+    check_exact_dtype(result, out)
     return write_out("addmv", result, out)
 
 

@@ -213,12 +213,12 @@ def renorm(input: Tensor, p, dim: int, maxnorm, *, out: Tensor | None = None) ->
     ``norm + 1e-7``, as PyTorch)."""
     if out is None:
         return _renorm(input, p, dim, maxnorm)
-    from .blas_products import _check_out_dtype, _refuse_grad
-    from .out_arg import write_out
+    from .blas_products import _refuse_grad
+    from .out_arg import check_exact_dtype, write_out
 
     _refuse_grad("renorm", input)
     p, maxnorm = _renorm_args(input, p, maxnorm)
-    _check_out_dtype(input, out)  # (the result has input's dtype)
+    check_exact_dtype(input, out)  # (the result has input's dtype)
     return write_out("renorm", Renorm.apply(input, p, _renorm_dim(input, dim), maxnorm), out)
 
 

@@ -107,7 +107,8 @@ def check_no_overlap(name: str, outs, args: tuple, kwargs: dict) -> None:
             raise RuntimeError(OVERLAP)
 
 
-def _check_exact_dtype(result: Tensor, out) -> None:
+def check_exact_dtype(result: Tensor, out) -> None:
+    """A structured kernel's out= rule: ``out`` has exactly the result's dtype."""
     if isinstance(out, Tensor) and out.dtype != result.dtype:
         from .linalg import cpp_name
 
@@ -181,11 +182,11 @@ def with_out(name: str, fn):
                                 f"Tensors, not {type(out).__name__}")
             if name in EXACT_DTYPE:  # (every out checked before the first is written)
                 for r, o in zip(result, out):
-                    _check_exact_dtype(r, o)
+                    check_exact_dtype(r, o)
             written = [write_out(name, r, o) for r, o in zip(result, out)]
             return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
         if name in EXACT_DTYPE:
-            _check_exact_dtype(result, out)
+            check_exact_dtype(result, out)
         return write_out(name, result, out, warn_resize=name not in CREATION)
 
     return wrapper
@@ -202,7 +203,7 @@ def write_exact(name: str, result: Tensor, out: Tensor) -> Tensor:
     """``write_out`` for the ``out=`` of PyTorch's generated out variants (the ``*_copy`` ops,
     ``slice_scatter``, ``index_reduce``): they copy the functional result into ``out`` and
     take no other dtype than the result's."""
-    _check_exact_dtype(result, out)
+    check_exact_dtype(result, out)
     return write_out(name, result, out)
 
 

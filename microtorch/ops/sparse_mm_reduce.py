@@ -29,7 +29,7 @@ from .. import _dtype
 from ..autograd.function import Function
 from ..autograd.grad_mode import recording
 from . import sparse_kernels as K
-from ._util import Tensor, _needs, scatter_add_arrays
+from ._util import Tensor, _needs, scatter_add_arrays, xp_of
 from .sparse_coo import dense_of, first_order, wrap
 from .sparse_layout import CooData, CsrData, backend_key, is_sparse_data
 
@@ -203,15 +203,9 @@ def _scatter_max(xp, target, rows, values) -> None:
 def _arg_entries(arg, nnz: int):
     """``(m, k, e)``: the output elements that have an entry, in row-major order (the order
     PyTorch adds their gradients in), and the entries."""
-    xp = _module_of(arg)
+    xp = xp_of(arg)
     m, k = xp.nonzero(arg != nnz)
     return m, k, arg[m, k]
-
-
-def _module_of(arr):
-    from ..backend import xp_of
-
-    return xp_of(arr)
 
 
 def values_grad(data: CsrData, dense, g, op: str, arg):

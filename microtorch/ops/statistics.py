@@ -21,6 +21,7 @@ from ..autograd.grad_mode import no_grad
 from ..return_types import structseq
 from ._util import Tensor, scatter_add_arrays, xp_of
 from .counting import no_derivative
+from .linalg import cpp_name
 from .out_arg import write_out
 
 __all__ = ["cov", "corrcoef", "histogram", "histogramdd"]
@@ -195,8 +196,8 @@ def _check_inputs(input: Tensor, bins: list, weight: Tensor | None) -> None:
     for d, b in enumerate(bins):
         if b.dtype != input.dtype:
             raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
-                               f"the same dtype, but got input with dtype {_cpp(input)} and "
-                               f"bins for dimension {d} with dtype {_cpp(b)}")
+                               f"the same dtype, but got input with dtype {cpp_name(input)} and "
+                               f"bins for dimension {d} with dtype {cpp_name(b)}")
         if b._data.ndim != 1:
             raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but "
                                f"got {b._data.ndim} dimensions in the bins tensor for dimension "
@@ -208,18 +209,12 @@ def _check_inputs(input: Tensor, bins: list, weight: Tensor | None) -> None:
         if weight.dtype != input.dtype:
             raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor "
                                f"and weight tensor should have the same dtype, but got "
-                               f"input({_cpp(input)}), and weight({_cpp(weight)})")
+                               f"input({cpp_name(input)}), and weight({cpp_name(weight)})")
         if tuple(input._data.shape[:-1]) != (tuple(weight._data.shape) or (1,)):
             raise RuntimeError(f"torch.histogramdd: if weight tensor is provided it should have "
                                f"the same shape as the input tensor excluding its innermost "
                                f"dimension, but got input with shape {list(input._data.shape)} "
                                f"and weight with shape {list(weight._data.shape)}")
-
-
-def _cpp(t: Tensor) -> str:
-    from .linalg import cpp_name
-
-    return cpp_name(t)
 
 
 def _check_out(input: Tensor, counts, out) -> None:
@@ -228,11 +223,12 @@ def _check_out(input: Tensor, counts, out) -> None:
         hist, edges = out
         if hist.dtype != input.dtype:
             raise RuntimeError(f"torch.histogram: input tensor and hist tensor should have the "
-                               f"same dtype, but got input {_cpp(input)} and hist {_cpp(hist)}")
+                               f"same dtype, but got input {cpp_name(input)} and hist "
+                               f"{cpp_name(hist)}")
         if edges.dtype != input.dtype:
             raise RuntimeError(f"torch.histogram: input tensor and bin_edges tensor should have "
-                               f"the same dtype, but got input {_cpp(input)} and bin_edges "
-                               f"{_cpp(edges)} for dimension 0")
+                               f"the same dtype, but got input {cpp_name(input)} and bin_edges "
+                               f"{cpp_name(edges)} for dimension 0")
     for d, k in enumerate(counts):
         if k <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {k} for dimension "
