@@ -70,22 +70,23 @@ def amax(input: Tensor, dim: DimOrDims = None, *, keepdim: bool | None = False,
          dtype: _dtype.dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """The maximum of the masked-in elements over ``dim`` (-inf, or the dtype's minimum,
     for a fully masked-out slice)."""
-    strided_only("amax", input, mask)
-    dtype = input.dtype if dtype is None else dtype
-    x = masked_input("amax", input, mask)
-    dims = _canonical_dim(dim, x.ndim)
-    return _amax(x, _reduce_dims(dims), bool(keepdim)).to(dtype=dtype)
+    return _extremum("amax", _amax, input, dim, keepdim, dtype, mask)
 
 
 def amin(input: Tensor, dim: DimOrDims = None, *, keepdim: bool | None = False,
          dtype: _dtype.dtype | None = None, mask: Tensor | None = None) -> Tensor:
     """The minimum of the masked-in elements over ``dim`` (inf, or the dtype's maximum,
     for a fully masked-out slice)."""
-    strided_only("amin", input, mask)
+    return _extremum("amin", _amin, input, dim, keepdim, dtype, mask)
+
+
+def _extremum(name: str, reduce, input: Tensor, dim, keepdim, dtype, mask) -> Tensor:
+    """amax/amin: the masked-out elements set to the reduction's identity, then ``reduce``."""
+    strided_only(name, input, mask)
     dtype = input.dtype if dtype is None else dtype
-    x = masked_input("amin", input, mask)
+    x = masked_input(name, input, mask)
     dims = _canonical_dim(dim, x.ndim)
-    return _amin(x, _reduce_dims(dims), bool(keepdim)).to(dtype=dtype)
+    return reduce(x, _reduce_dims(dims), bool(keepdim)).to(dtype=dtype)
 
 
 def argmax(input: Tensor, dim: int | None = None, *, keepdim: bool | None = False,
