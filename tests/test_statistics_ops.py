@@ -339,3 +339,24 @@ def test_errors(name):
     # signature of the function)
     first = str(got.value).replace("microtorch", "torch").splitlines()[0]
     assert first == str(want.value).splitlines()[0]
+
+
+def test_negative_factors_wrap_for_unsigned_results():
+    """beta=-3, alpha=-1 with uint8 operands: c10 converts the factors as it converts any
+    Scalar to an unsigned type (negatives down to -max wrap, 253 and 255), so PyTorch returns;
+    -300 is beyond and raises its overflow error (microtorch raised for every negative)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (microtorch, torch):
+        u = lib.uint8
+        results.append([
+            lib.addmv(lib.ones(2, dtype=u), lib.ones(2, 2, dtype=u), lib.ones(2, dtype=u),
+                      beta=-3, alpha=-1).tolist(),
+            lib.addr(lib.ones(2, 2, dtype=u), lib.ones(2, dtype=u), lib.ones(2, dtype=u),
+                     beta=-3, alpha=-1).tolist(),
+            lib.addbmm(lib.ones(2, 2, dtype=u), lib.ones(3, 2, 2, dtype=u),
+                       lib.ones(3, 2, 2, dtype=u), beta=-3, alpha=-1).tolist()])
+        with pytest.raises(RuntimeError, match="without overflow"):
+            lib.addmv(lib.ones(2, dtype=u), lib.ones(2, 2, dtype=u), lib.ones(2, dtype=u),
+                      beta=-300)
+    assert results[0] == results[1]

@@ -25,7 +25,7 @@ from .. import _dtype
 from ..autograd.function import Function, named
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ._autocast import autocast_op
-from ._util import _C_TYPES, Tensor, _needs, reduce_grad, xp_of
+from ._util import _C_TYPES, Tensor, _needs, reduce_grad, wrapped_int, xp_of
 from ._writes import _check_inplace, _frozen, _write
 from .complex import conj_of
 from .linalg import bmm, dot, mv, outer
@@ -54,7 +54,8 @@ def _number(value, name: str, fn: str):
 def _factor(value, np_dtype):
     """``value`` converted to ``np_dtype`` as c10's ``Scalar::to<T>`` converts it: a complex
     number with an imaginary part, a finite float beyond a float type's range or any number
-    beyond an integer type's range is PyTorch's overflow error; floats truncate to integers."""
+    beyond an integer type's range is PyTorch's overflow error (an unsigned type takes
+    negatives down to -max and wraps them); floats truncate to integers."""
     kind = _dtype.kind_of(np_dtype)
     if kind == "c":
         return complex(value)
@@ -73,10 +74,7 @@ def _factor(value, np_dtype):
         if not math.isfinite(value):
             raise _overflow(np_dtype)
         value = math.trunc(value)
-    info = np.iinfo(np_dtype)
-    if not int(info.min) <= int(value) <= int(info.max):
-        raise _overflow(np_dtype)
-    return int(value)
+    return int(wrapped_int(int(value), np_dtype))  # (an unsigned type wraps -3, as c10)
 
 
 def _largest(np_dtype) -> float:
