@@ -265,7 +265,7 @@ def test_shift_errors(device):
 
 
 # -- top-level in-place functions ----------------------------------------------------------------
-MISSING_BASE_OPS = {"as_strided_", "resize_as_", "resize_as_sparse_", "embedding_renorm_"}
+MISSING_BASE_OPS = {"resize_as_sparse_", "embedding_renorm_"}
 
 
 def test_every_torch_inplace_function_with_a_microtorch_op():

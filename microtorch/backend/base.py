@@ -37,12 +37,29 @@ ARRAY_WRAPPERS: dict = {}
 DEVICE_NAMESPACE: list = [None, 0]
 
 
+# Arrays made on a raw address inside another array's memory, which no ``.base`` leads back
+# to (CuPy's ``memptr`` arrays, ``as_strided`` on a storage): id -> (weak ref, owner array).
+_POINTER_VIEWS: dict = {}
+
+
+def mark_pointer_view(view, owner) -> None:
+    """Record that ``view`` was made on an address inside ``owner``'s memory, so that
+    ``root_buffer`` finds ``owner``'s root from it (and from views of it)."""
+    key = id(view)
+    _POINTER_VIEWS[key] = (weakref.ref(view, lambda _ref: _POINTER_VIEWS.pop(key, None)),
+                           root_buffer(owner))
+
+
 def root_buffer(arr):
     """The array that owns ``arr``'s memory (views chain to it through ``.base``; the walk
     stops at owners that are not arrays, such as ``bytes``)."""
     base = arr.base
     while base is not None and type(base) is type(arr):
         arr, base = base, base.base
+    if _POINTER_VIEWS:
+        entry = _POINTER_VIEWS.get(id(arr))
+        if entry is not None and entry[0]() is arr:
+            return entry[1]
     return arr
 
 

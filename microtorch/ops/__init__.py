@@ -54,6 +54,7 @@ from . import (
     spectral,
     statistics,
     strided_creation,
+    strided_views,
     transcendental,
     view_copies,
 )
@@ -229,6 +230,7 @@ from .special import erf
 from .spectral import *  # noqa: F403
 from .statistics import *  # noqa: F403
 from .strided_creation import *  # noqa: F403
+from .strided_views import *  # noqa: F403
 from .transcendental import *  # noqa: F403
 from .view_copies import *  # noqa: F403
 from .vision import constant_pad_nd
@@ -526,6 +528,7 @@ METHODS.update(spectral.METHODS)
 METHODS.update(sparse_tensor.METHODS)
 METHODS.update(sparse_csr.METHODS)
 METHODS.update(linalg_toplevel.METHODS)
+METHODS.update(strided_views.METHODS)  # as_strided, resize_, data_ptr, untyped_storage ...
 for _module in (blas_products, linalg_norms, statistics):  # addmv, renorm, cov, in-place forms
     METHODS.update(_module.METHODS)
 for _module in (float_parts, index_reduction, scatter_views, sign_forms, view_copies):
@@ -634,6 +637,7 @@ __all__ = [
     "sparse_coo_tensor", "sparse_csr_tensor", "spmm",
     *float_parts.__all__, *index_reduction.__all__, *scatter_views.__all__, *sign_forms.__all__,
     *strided_creation.__all__, *view_copies.__all__, "fill", "constant_pad_nd",
+    *strided_views.__all__,
 ]
 
 
