@@ -21,6 +21,7 @@ from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, scalar_name
 from ...ops.grid_sampler import grid_sampler
 from ...ops.resample import AxisProduct, Taps
+from ...ops.resample_aa import UpsampleAA
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
@@ -100,7 +101,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     'linear' (3-D), 'bilinear' / 'bicubic' (4-D), 'trilinear' (5-D) (``align_corners`` False
     or True) or 'area' (3-D, 4-D),
     with PyTorch's source-index rules (the given ``scale_factor`` is used for the mapping
-    unless ``recompute_scale_factor``)."""
+    unless ``recompute_scale_factor``); ``antialias`` for 'bilinear' / 'bicubic' on 4-D input
+    (float32, float64, uint8)."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating "
@@ -127,7 +129,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if recompute_scale_factor:
         scales = None
     if antialias:
-        raise NotImplementedError("interpolate(antialias=True) is not supported")
+        if mode not in ("bilinear", "bicubic", "lanczos") or input.ndim != 4:
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                             "modes and requires a 4-D tensor as input")
+        return _antialiased(input, out_size, align_corners, scales, mode)
     if scales is None:
         scales = [None] * dim
     if input._data.dtype.kind in "biu" and dim in (1, 2, 3):
@@ -169,6 +174,29 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                                       f"{need + 2}D input")
     raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
                               f"{input.ndim}D) for the modes: {_MODES} (got {mode})")
+
+
+def _antialiased(input: Tensor, out_size: list, align_corners: bool, scales: list | None,
+                 mode: str) -> Tensor:
+    """``interpolate(antialias=True)`` of a 4-D input: PyTorch's ``_upsample_bilinear2d_aa`` /
+    ``_upsample_bicubic2d_aa``, with their checks in PyTorch's order."""
+    if mode == "lanczos":
+        raise NotImplementedError("interpolate(mode='lanczos') is not supported")
+    (h, w), (oh, ow) = input.shape[2:], out_size
+    if min(h, w, oh, ow) <= 0:
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"(H: {h}, W: {w}) output (H: {oh}, W: {ow})")
+    if input.shape[1] == 0:
+        raise RuntimeError(f"Non-empty 4D data tensor expected but got a tensor with sizes "
+                           f"{list(input.shape)}")
+    # (PyTorch's CPU kernels: float32, float64 and uint8; a resize to the same size copies
+    # before the dtype is looked at)
+    if input._data.dtype not in (np.float32, np.float64, np.uint8) and [h, w] != out_size:
+        raise NotImplementedError(f'"compute_index_ranges_weights" not implemented for '
+                                  f"'{scalar_name(input)}'")
+    out = UpsampleAA.apply(input, tuple(out_size), align_corners,
+                           tuple(scales or (None, None)), mode == "bicubic")
+    return named(out, f"Upsample{mode.capitalize()}2DAaBackward0")
 
 
 def _deprecated(name: str) -> None:
