@@ -7,14 +7,18 @@ half as fast). numba compiles a version per layout and dtype.
 
 Every operation is written in the order the NumPy path performs it, one IEEE operation per
 NumPy pass (a product, then a sum: no fused multiply-add, which numba forms only under
-fast-math). The constants 0, 1 and 0.5 are exact in any float type, so one kernel serves
-float32 and float64. Importing this module imports numba (ImportError when it is missing).
+fast-math). Where PyTorch's kernels fuse a multiply-add (``backend.aten_arith``), a kernel
+says so with ``_fma``: LLVM's ``llvm.fma``, one rounding on any CPU (an FMA instruction, or
+libm's exact ``fma`` without one). The constants 0, 1 and 0.5 are exact in any float type, so
+one kernel serves float32 and float64. Importing this module imports numba (ImportError when
+it is missing).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from numba import njit, types, uint64
+from numba.extending import intrinsic
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -30,6 +34,32 @@ def _compiled(fn):
         return njit(cache=True, **_OPTIONS)(fn)
     except RuntimeError:  # numba: "cannot cache function ...: no locator available"
         return njit(**_OPTIONS)(fn)
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` rounded once (LLVM's ``llvm.fma``), for three floats of one type."""
+    if not (isinstance(a, types.Float) and a == b == c):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+
+    return a(a, b, c), codegen
+
+
+@njit(inline="always")
+def _multiply_add(a, b, c, fused):
+    """``a * b + c``: rounded once when ``fused``, else a product then a sum."""
+    return _fma(a, b, c) if fused else a * b + c
+
+
+@_compiled
+def axpy_fused(y, x, alpha):
+    """``y = fma(x, alpha, y)`` over flat arrays, in place: PyTorch's ``y.add_(x, alpha=a)``
+    in its AVX2 and AVX512 kernels (``alpha`` in the arrays' dtype)."""
+    for i in range(y.shape[0]):
+        y[i] = _fma(x[i], alpha, y[i])
 
 
 @_compiled
@@ -148,20 +178,21 @@ def scaled_rows_less_targets(e, coef, targets, picked, out):
 
 
 @_compiled
-def adam_step(p, g, m, v, v_max, amsgrad, w, w_low, beta2, one_minus_beta2, bc2_sqrt, eps,
-              neg_step_size):
+def adam_step(p, g, m, v, v_max, amsgrad, coeff, w_low, beta2, one_minus_beta2, bc2_sqrt, eps,
+              neg_step_size, fused):
     """One Adam step over flat arrays after the gradient's decay (``optim.adam``'s NumPy
-    passes, in their order): ``m`` lerped towards ``g`` by PyTorch's formula (``w_low``:
-    m + (g - m) w, else g - (g - m) w with w = 1 - weight), ``v = v beta2 + (g (1 - beta2)) g``,
-    with ``amsgrad`` ``v_max = max(v_max, v)`` (NaN if either is), then ``p += m neg_step_size
-    / (sqrt(v) / bc2_sqrt + eps)``. The scalars come in the arrays' dtype, as NumPy rounds
-    Python floats meeting them."""
+    passes, in their order): ``m`` lerped towards ``g`` by PyTorch's formula, ``(g - m) coeff``
+    added to m (``w_low``) or to g (coeff = weight - 1), ``v = v beta2 + (g (1 - beta2)) g``,
+    those two multiply-adds rounded once when ``fused`` (``aten_arith``), with ``amsgrad``
+    ``v_max = max(v_max, v)`` (NaN if either is), then ``p += m neg_step_size / (sqrt(v) /
+    bc2_sqrt + eps)``. The scalars come in the arrays' dtype, as NumPy rounds Python floats
+    meeting them."""
     for i in range(p.shape[0]):
         gi = g[i]
         mi = m[i]
-        mi = mi + (gi - mi) * w if w_low else gi - (gi - mi) * w
+        mi = _multiply_add(gi - mi, coeff, mi if w_low else gi, fused)
         m[i] = mi
-        vi = v[i] * beta2 + (gi * one_minus_beta2) * gi
+        vi = _multiply_add(gi * one_minus_beta2, gi, v[i] * beta2, fused)
         v[i] = vi
         if amsgrad:
             top = v_max[i]

@@ -9,14 +9,14 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim
-from ..backend import backend_of, is_array_wrapper, xp_of
+from ..backend import aten_arith, backend_of, is_array_wrapper, xp_of
 
 __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "reduce_grad",
            "sum_to_shape", "xp_of", "is_scalar", "scalar_name", "has_internal_overlap",
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
            "broadcast_shape", "tensors_arg", "check_index_arg",
            "narrow_start", "split_size_arg", "writable_copy", "index_array", "result_xp",
-           "wrapped_int", "checked_scalar", "scaled_by_alpha", "fma64"]
+           "wrapped_int", "checked_scalar", "checked_alpha", "add_alpha", "plus_scaled", "fma64"]
 
 wrap_dim = _wrap_dim
 
@@ -52,11 +52,11 @@ def wrapped_int(value, np_dtype):
         np_dtype.kind == "u" else np_dtype.type(value)
 
 
-def scaled_by_alpha(alpha, x, dt):
-    """``alpha * x`` in the op's result dtype ``dt`` after PyTorch's ``alpha_check``: a bool
+def checked_alpha(alpha, dt):
+    """``alpha`` after PyTorch's ``alpha_check`` for an op of result dtype ``dt``: a bool
     alpha for bool results only, no float alpha for integer results, no complex alpha for real
-    ones. A number operand is taken in ``dt`` first, as PyTorch casts a wrapped number to the
-    op's dtype; a bool result's alpha is a bool (True + 2 * False is True, not 1)."""
+    ones; converted as PyTorch converts it (a bool result's alpha is a bool, an integer one's
+    wraps as ``wrapped_int``)."""
     if isinstance(alpha, bool) and dt.kind != "b":
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if dt.kind in "biu" and not isinstance(alpha, (int, np.integer)):
@@ -65,9 +65,31 @@ def scaled_by_alpha(alpha, x, dt):
     if dt.kind != "c" and isinstance(alpha, complex):
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
                            "number.")
-    if not hasattr(x, "dtype"):
-        x = np.asarray(x).astype(dt)[()]
-    return (bool(alpha) if dt.kind == "b" else wrapped_int(alpha, dt)) * x
+    return bool(alpha) if dt.kind == "b" else wrapped_int(alpha, dt)
+
+
+def add_alpha(alpha, dt, subtract: bool = False):
+    """The checked ``alpha`` of ``add`` (:func:`checked_alpha`); for ``sub``, which PyTorch
+    computes as ``add`` with ``-alpha``, the negation is what must fit the dtype (``sub`` of
+    int8 takes ``alpha=128`` and refuses ``-128``, as in PyTorch)."""
+    if not subtract:
+        return checked_alpha(alpha, dt)
+    if isinstance(alpha, bool):
+        checked_alpha(alpha, dt)  # (its dtype rule, which -alpha, an int, would pass)
+    return checked_alpha(-alpha, dt)
+
+
+def plus_scaled(xa, xb, alpha, dt, subtract: bool = False):
+    """``xa + alpha * xb`` (``add``), or ``xa - alpha * xb`` (``sub``), in the result dtype
+    ``dt`` with ``alpha`` checked (:func:`checked_alpha`), rounded as PyTorch's CPU kernel
+    rounds it (``backend.aten_arith``: one rounding in its AVX2/AVX512 builds). A number
+    operand is taken in ``dt`` first, as PyTorch casts a wrapped number to the op's dtype."""
+    alpha = add_alpha(alpha, dt, subtract)
+    if aten_arith.fuses(xa, xb):
+        return aten_arith.add_scaled(xa, xb, alpha)
+    if not hasattr(xb, "dtype"):
+        xb = np.asarray(xb).astype(dt)[()]
+    return xa + alpha * xb
 
 
 def checked_scalar(value, np_dtype):

@@ -18,16 +18,17 @@ from ..autograd._profiler_record import state as _profiling
 from ..autograd.function import Function, named, namespace
 from ..autograd.grad_mode import INFERENCE_INPLACE, in_inference_mode, no_grad, recording
 from ..autograd.node import broadcast_message
+from ..backend import aten_arith
 from . import indexing
 from ._util import (
     Tensor,
+    add_alpha,
     assert_no_internal_overlap,
     check_cast,
     checked_scalar,
     has_internal_overlap,
     is_scalar,
     promote_operands,
-    scaled_by_alpha,
     xp_of,
 )
 from .indexing import is_basic as _is_basic
@@ -194,11 +195,20 @@ def _ufunc_inplace(name, op):
             if wide != arr.shape:
                 raise RuntimeError(f"output with shape {list(arr.shape)} doesn't match the "
                                    f"broadcast shape {list(wide)}")
+        fused, ufunc = False, name
         if alpha.__class__ is not int or alpha != 1:  # (True == 1 == 1.0: checked all the same)
-            xb = scaled_by_alpha(alpha, xb, dt)
+            alpha = add_alpha(alpha, dt, name == "subtract")  # (sub: add with -alpha)
+            # (one rounding where PyTorch's kernel fuses: backend.aten_arith)
+            fused = arr.dtype == dt and aten_arith.fuses(arr, xb)
+            if not fused:
+                ufunc = "add"
+                xb = alpha * (xb if hasattr(xb, "dtype") else np.asarray(xb).astype(dt)[()])
         if saved.writes.count:
             saved.before_write(self)
-        getattr(xp_of(arr), name)(arr, xb, out=arr, casting="unsafe")
+        if fused:
+            aten_arith.add_scaled_(arr, xb, alpha)
+        else:
+            getattr(xp_of(arr), ufunc)(arr, xb, out=arr, casting="unsafe")
         self._vbox[0] += 1
         return self
 

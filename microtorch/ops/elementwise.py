@@ -14,9 +14,9 @@ from ._util import (
     _cast,
     _promotion_key,
     is_scalar,
+    plus_scaled,
     promote_operands,
     reduce_grad,
-    scaled_by_alpha,
     xp_of,
 )
 from .complex import conj_of
@@ -47,7 +47,7 @@ class Add(Function):
         ctx.alpha = alpha
         if alpha.__class__ is int and alpha == 1:
             return xa + xb
-        return xa + scaled_by_alpha(alpha, xb, dt)
+        return plus_scaled(xa, xb, alpha, dt)
 
     @staticmethod
     def backward(ctx, grad):
@@ -82,7 +82,7 @@ class Sub(Function):
         ctx.alpha = alpha
         if alpha.__class__ is int and alpha == 1:
             return xa - xb
-        return xa - scaled_by_alpha(alpha, xb, dt)
+        return plus_scaled(xa, xb, alpha, dt, subtract=True)
 
     @staticmethod
     def backward(ctx, grad):

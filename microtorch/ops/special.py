@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
-from ..backend import special_functions
+from ..backend import aten_arith, special_functions
 from ._autocast import autocast_op
 from ._special_util import float_input
 from ._util import (
@@ -127,7 +127,8 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
 
 class Lerp(Function):
     """input + weight * (end - input), from ``end`` where |weight| >= 0.5 (PyTorch's
-    evaluation), with PyTorch's gradients, one product each: g (1 - w) for input, g w for end,
+    evaluation; one rounding where its AVX2/AVX512 kernel fuses it: ``backend.aten_arith``),
+    with PyTorch's gradients, one product each: g (1 - w) for input, g w for end,
     g (end - input) for a tensor weight (conjugated for complex). The composition's two terms
     for end made inf - inf (NaN) of an infinite g."""
 
@@ -139,6 +140,8 @@ class Lerp(Function):
         ctx.meta = _meta(a), _meta(e), _meta(w) if tensor_w else None
         ctx.save_for_backward(a, e, w if tensor_w else None)
         ctx.w = None if tensor_w else w
+        if aten_arith.fuses(xa, xe, w._data if tensor_w else None):  # (AVX2/AVX512 kernels)
+            return aten_arith.lerp(xa, xe, w._data if tensor_w else w)
         diff = xe - xa
         if not tensor_w:
             return xa + w * diff if builtins.abs(w) < 0.5 else xe - diff * (1.0 - w)

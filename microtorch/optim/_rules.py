@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from .optimizer import Optimizer, _as_real_1d, _decayed_grad, _increment, _step_tensor
 
@@ -74,9 +75,7 @@ def ema_square_(avg, g, beta: float) -> None:
     of RMSprop, Adam's second moment and both Adadelta accumulators."""
     xp = xp_of(avg)
     avg *= beta
-    tmp = xp.multiply(g, 1.0 - beta)
-    tmp *= g
-    avg += tmp
+    avg[...] = aten_arith.multiply_add(xp.multiply(g, 1.0 - beta), g, avg)  # (addcmul's FMA)
 
 
 def addcdiv_(p, t1, t2, value: float) -> None:

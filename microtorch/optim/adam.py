@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend import compiled
+from ..backend import aten_arith, compiled
 from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _as_real_1d, _decayed_grad, _increment, _step_tensor
 
@@ -96,20 +96,10 @@ class AdamW(Adam):
 
 
 def lerp_(a, b, weight: float) -> None:
-    """``a.lerp_(b, weight)`` in place with PyTorch's formula (the weight rounded to a's dtype).
-
-    PyTorch computes ``a + w * (b - a)`` for ``|w| < 0.5`` and ``b - (b - a) * (1 - w)``
-    otherwise, so that the result is exact at both ends.
-    """
-    xp = xp_of(a)
-    w = float(a.dtype.type(weight))
-    diff = xp.subtract(b, a)
-    if abs(w) < 0.5:
-        diff *= w
-        a += diff
-    else:
-        diff *= 1.0 - w
-        xp.subtract(b, diff, out=a)
+    """``a.lerp_(b, weight)`` in place with PyTorch's formula and rounding (``aten_arith``):
+    ``a + w * (b - a)`` for ``|w| < 0.5`` and ``b - (b - a) * (1 - w)`` otherwise, exact at
+    both ends, the multiply-add fused where PyTorch's kernel fuses it."""
+    a[...] = aten_arith.lerp(a, b, weight)
 
 
 def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: float,
@@ -132,21 +122,19 @@ def _adam_update(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, *, step: float, lr: 
     if fused is not None and _one_pass(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq):
         # (each Python float as NumPy rounds it meeting the arrays: to their dtype)
         t = p.dtype.type
-        w = float(t(1.0 - beta1))
+        coeff, from_start = aten_arith.lerp_coefficients(1.0 - beta1, p.dtype)
         second = max_exp_avg_sq if amsgrad else exp_avg_sq
         fused.adam_step(p.reshape(-1), g.reshape(-1), exp_avg.reshape(-1),
-                        exp_avg_sq.reshape(-1), second.reshape(-1), amsgrad,
-                        t(w if abs(w) < 0.5 else 1.0 - w), abs(w) < 0.5, t(beta2),
-                        t(1.0 - beta2), t(bias_correction2 ** 0.5), t(eps),
-                        t(-(lr / bias_correction1)))
+                        exp_avg_sq.reshape(-1), second.reshape(-1), amsgrad, t(coeff),
+                        from_start, t(beta2), t(1.0 - beta2), t(bias_correction2 ** 0.5),
+                        t(eps), t(-(lr / bias_correction1)), aten_arith.fuses(p))
         return
     # (NaN and infinite gradients silently, as in PyTorch and the compiled pass)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         lerp_(exp_avg, g, 1.0 - beta1)
         exp_avg_sq *= beta2  # exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         tmp = xp.multiply(g, 1.0 - beta2)
-        tmp *= g
-        exp_avg_sq += tmp
+        exp_avg_sq[...] = aten_arith.multiply_add(tmp, g, exp_avg_sq)
         step_size = lr / bias_correction1
         bias_correction2_sqrt = bias_correction2 ** 0.5
         if amsgrad:

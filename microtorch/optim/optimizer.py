@@ -36,6 +36,7 @@ from .._user_warnings import warn_at_caller
 from ..autograd._profiler_record import state as _profiling
 from ..autograd.grad_mode import enable_grad
 from ..autograd.profiler import record_function
+from ..backend import aten_arith
 
 __all__ = ["Optimizer", "StaleGradWarning", "ParamsT"]
 
@@ -85,11 +86,12 @@ def _as_real_1d(*arrays):
 
 def _decayed_grad(xp, p, g, weight_decay: float, maximize: bool):
     """The gradient a step uses: ``-g`` with ``maximize``, plus ``weight_decay * p``
-    (``grad.add(param, alpha=weight_decay)``); a new array unless it is ``g`` itself."""
+    (``grad.add(param, alpha=weight_decay)``, rounded as PyTorch's kernel rounds it:
+    ``aten_arith``); a new array unless it is ``g`` itself."""
+    g = xp.negative(g) if maximize else g
     if weight_decay != 0:
-        d = xp.multiply(p, weight_decay)
-        return xp.subtract(d, g, out=d) if maximize else xp.add(d, g, out=d)
-    return xp.negative(g) if maximize else g
+        return aten_arith.add_scaled(g, p, weight_decay)
+    return g
 
 
 def _to_array_like(value, param: Tensor):

@@ -7,6 +7,7 @@ from typing import Any
 from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _zeros_like
 
@@ -133,12 +134,10 @@ def _sgd_update(p, g, buf, first: bool, *, lr: float, momentum: float, dampening
             buf[...] = d
         else:  # buf.mul_(momentum).add_(grad, alpha=1 - dampening)
             buf *= momentum
-            buf += d if dampening == 0 else xp.multiply(d, 1.0 - dampening)
-        if nesterov:  # grad.add(buf, alpha=momentum)
-            d = xp.add(d, xp.multiply(buf, momentum))
-        else:
-            d = buf
-    p -= xp.multiply(d, lr)  # param.add_(grad, alpha=-lr)
+            aten_arith.add_scaled_(buf, d, 1.0 - dampening)
+        # (grad.add(buf, alpha=momentum) with nesterov)
+        d = aten_arith.add_scaled(d, buf, momentum) if nesterov else buf
+    aten_arith.add_scaled_(p, d, -lr)  # param.add_(grad, alpha=-lr)
 
 
 def _fused_sgd(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor | None],
