@@ -61,9 +61,12 @@ def add_scaled(a, x, alpha):
     return multiply_add(x, alpha, a)
 
 
-def add_scaled_(a, x, alpha) -> None:
+def add_scaled_(a, x, alpha, kernels=None) -> None:
     """``a.add_(x, alpha=alpha)`` in place, rounded as PyTorch rounds it: ``a`` a NumPy or
-    CuPy array, ``x`` an array broadcastable to it or a number."""
+    CuPy array, ``x`` an array broadcastable to it or a number. ``kernels``: the compiled
+    kernels a caller chose for a whole step of small arrays (an optimizer's many parameters:
+    the emulation's fixed cost, some 15 us a call, would dominate); by default only arrays of
+    ``compiled.MIN_ELEMENTS`` take them. The bits are the same either way."""
     if alpha == 1 and not isinstance(alpha, bool):
         a += x  # (fma(x, 1, a) is a + x: one rounding either way)
         return
@@ -72,7 +75,7 @@ def add_scaled_(a, x, alpha) -> None:
         return
     if isinstance(x, np.ndarray) and x.shape == a.shape and a.flags.c_contiguous and \
             x.flags.c_contiguous:
-        kernels = compiled.kernels_for(np, a.dtype, a.size)
+        kernels = kernels or compiled.kernels_for(np, a.dtype, a.size)
         if kernels is not None:
             kernels.axpy_fused(a.reshape(-1), x.reshape(-1), a.dtype.type(alpha))
             return

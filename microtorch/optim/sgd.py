@@ -7,7 +7,7 @@ from typing import Any
 from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from ..backend import aten_arith
+from ..backend import aten_arith, compiled
 from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _zeros_like
 
@@ -90,6 +90,10 @@ class SGD(Optimizer):
                 weight_decay=weight_decay, nesterov=nesterov, maximize=maximize):
             pass
         else:
+            # (one decision per step, by all its elements, as Adam's: many small parameters
+            # take the compiled fused multiply-add too)
+            kernels = compiled.kernels_for(xp_of(params[0]._data), params[0]._data.dtype,
+                                           sum(p._data.size for p in params))
             for i, (p, g) in enumerate(zip(params, grads)):
                 buf = bufs[i]
                 if momentum != 0 and buf is None:
@@ -99,7 +103,8 @@ class SGD(Optimizer):
                     first = False
                 _sgd_update(p._data, g._data, None if buf is None else buf._data, first,
                             lr=lr, momentum=momentum, dampening=dampening,
-                            weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+                            weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                            kernels=kernels)
 
 
 def _sgd_sparse(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum: float,
@@ -120,8 +125,9 @@ def _sgd_sparse(p: Tensor, g: Tensor, buf: Tensor | None, *, lr: float, momentum
 
 
 def _sgd_update(p, g, buf, first: bool, *, lr: float, momentum: float, dampening: float,
-                weight_decay: float, nesterov: bool, maximize: bool) -> None:
-    """One SGD step of one array, in place, in PyTorch's single-tensor order.
+                weight_decay: float, nesterov: bool, maximize: bool, kernels=None) -> None:
+    """One SGD step of one array, in place, in PyTorch's single-tensor order (``kernels``:
+    the compiled ones chosen for the step, or None).
 
     ``buf`` is the momentum buffer (None without momentum); ``first`` says it is new and gets a
     copy of the gradient. Scalars stay Python floats so float32 stays float32.
@@ -134,10 +140,10 @@ def _sgd_update(p, g, buf, first: bool, *, lr: float, momentum: float, dampening
             buf[...] = d
         else:  # buf.mul_(momentum).add_(grad, alpha=1 - dampening)
             buf *= momentum
-            aten_arith.add_scaled_(buf, d, 1.0 - dampening)
+            aten_arith.add_scaled_(buf, d, 1.0 - dampening, kernels)
         # (grad.add(buf, alpha=momentum) with nesterov)
         d = aten_arith.add_scaled(d, buf, momentum) if nesterov else buf
-    aten_arith.add_scaled_(p, d, -lr)  # param.add_(grad, alpha=-lr)
+    aten_arith.add_scaled_(p, d, -lr, kernels)  # param.add_(grad, alpha=-lr)
 
 
 def _fused_sgd(params: list[Tensor], grads: list[Tensor], bufs: list[Tensor | None],
