@@ -277,3 +277,38 @@ def test_functional_embedding_and_bags_match_torch():
     for L in (mt, torch):
         with pytest.raises(ValueError, match="max mode does not support sparse weights"):
             L.nn.EmbeddingBag(5, 2, mode="max", sparse=True)(L.tensor([[1, 2]]))
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_csr_leaf_used_twice_accumulates_a_csr_gradient() -> None:
+    # Two CSR gradients of one leaf are summed as PyTorch sums them: CSR + CSR (the union of
+    # the patterns), not a NotImplementedError.
+    dense = np.array([[0.0, 2.0, 0.0], [3.0, 0.0, 5.0]], np.float32)
+    other = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    grads = []
+    for L in (mt, torch):
+        a = L.tensor(dense).to_sparse_csr().requires_grad_()
+        d = L.tensor(other)
+        (L.sparse.mm(a, d).sum() + L.sparse.mm(a, d * 2).sum()).backward()
+        assert a.grad.layout == L.sparse_csr
+        grads.append([host(a.grad.crow_indices()), host(a.grad.col_indices()),
+                      host(a.grad.values())])
+    for ours, theirs in zip(*grads):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_csr_add_is_pytorchs() -> None:
+    a_np = np.array([[0.0, 2.0], [3.0, 0.0]], np.float32)
+    b_np = np.array([[1.0, 0.0], [3.0, 0.0]], np.float32)
+    results = []
+    for L in (mt, torch):
+        a, b = L.tensor(a_np).to_sparse_csr(), L.tensor(b_np).to_sparse_csr()
+        s = L.add(a, b, alpha=-1)  # (the cancelled entry stays, as an explicit zero)
+        results.append([host(s.crow_indices()), host(s.col_indices()), host(s.values())])
+        with pytest.raises(RuntimeError, match="unsupported tensor layout: SparseCsr"):
+            a - b
+        with pytest.raises(RuntimeError, match="expected scalar type Double but found Float"):
+            a + L.tensor(b_np).double().to_sparse_csr()
+    for ours, theirs in zip(*results):
+        np.testing.assert_array_equal(ours, theirs)

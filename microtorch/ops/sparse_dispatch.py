@@ -71,6 +71,30 @@ def _coo(x) -> bool:
     return isinstance(x, Tensor) and type(x._data) is CooData
 
 
+def _csr(x) -> bool:
+    return isinstance(x, Tensor) and type(x._data) is CsrData
+
+
+def _csr_add(cls, a, b, alpha):
+    """CSR + CSR (also two CSR gradients of one leaf accumulating): the union of the two
+    patterns, each shared entry ``a + alpha * b``, through the COO sum and back to CSR."""
+    from .sparse_csr import csr_to_coo_tensor, to_sparse_csr
+
+    if cls is elementwise.Sub:  # (PyTorch's sub has no CSR kernel; add with alpha=-1 does)
+        raise RuntimeError("unsupported tensor layout: SparseCsr")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype.title(b.dtype)} but found "
+                           f"{_dtype.title(a.dtype)}")
+    if a._data.shape != b._data.shape:
+        raise RuntimeError(f"torch.add: Expected input tensors to have the same shape, but got "
+                           f"tensor `self` with shape {list(a.shape)} and tensor `other` with "
+                           f"shape {list(b.shape)}")
+    if a._data.ndim != 2:
+        raise unsupported(cls, (a, b))
+    total = _add(cls, csr_to_coo_tensor(a), csr_to_coo_tensor(b), alpha)
+    return to_sparse_csr(total.coalesce())
+
+
 def _result_dtype(a, b):
     return _dtype.result_type((_promotion_key(a), _promotion_key(b))).np
 
@@ -96,6 +120,8 @@ def _add(cls, a, b, alpha=1):
     if _coo(a):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                            "instead.")
+    if _csr(a) and _csr(b):
+        return _csr_add(cls, a, b, alpha)
     raise unsupported(cls, (a, b))
 
 
