@@ -113,6 +113,7 @@ from ._determinism import (  # noqa: E402
     set_deterministic_debug_mode,
     use_deterministic_algorithms,
 )
+from ._lowrank import pca_lowrank, svd_lowrank  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402
 from ._threads import (  # noqa: E402
     get_num_interop_threads,
@@ -143,6 +144,11 @@ from .backends.cuda import (  # noqa: E402
     set_float32_matmul_precision,
 )
 from .func import vmap  # noqa: E402
+from .nn.functional.native_normalization import (  # noqa: E402
+    native_batch_norm,
+    native_group_norm,
+    native_layer_norm,
+)
 from .version import __version__  # noqa: E402
 
 # NumPy warns when an op makes inf or NaN; PyTorch does not. Silence exactly those warnings,
@@ -199,7 +205,9 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_dtype",
            "set_autocast_enabled", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype",
            "is_autocast_cpu_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
-           "set_autocast_gpu_dtype", "signal", "masked", *_ops_all, *_inplace_names]
+           "set_autocast_gpu_dtype", "signal", "masked", "native_batch_norm",
+           "native_group_norm", "native_layer_norm", "svd_lowrank", "pca_lowrank", *_ops_all,
+           *_inplace_names]
 del _dtype
 
 

@@ -155,6 +155,8 @@ from .elementwise import (
 from .flat_index import unravel_index
 from .float_parts import *  # noqa: F403
 from .gamma import *  # noqa: F403
+from .grid_sampler import grid_sampler, grid_sampler_2d, grid_sampler_3d
+from .hashing import hash_tensor
 from .index_reduction import *  # noqa: F403
 from .index_writes import index_put, masked_scatter, masked_scatter_
 from .indexed import *  # noqa: F403
@@ -524,6 +526,7 @@ METHODS.update({name: globals()[name] for name in (
 METHODS.update({name: globals()[name] for name in UNARY})
 METHODS.update(random_fill.METHODS)
 METHODS.update(pinned.METHODS)
+METHODS.update(hash_tensor=hash_tensor)
 METHODS.update(spectral.METHODS)
 METHODS.update(sparse_tensor.METHODS)
 METHODS.update(sparse_csr.METHODS)
@@ -637,6 +640,7 @@ __all__ = [
     "sparse_coo_tensor", "sparse_csr_tensor", "spmm",
     *float_parts.__all__, *index_reduction.__all__, *scatter_views.__all__, *sign_forms.__all__,
     *strided_creation.__all__, *view_copies.__all__, "fill", "constant_pad_nd",
+    "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "hash_tensor",
     *strided_views.__all__,
 ]
 

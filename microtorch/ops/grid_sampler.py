@@ -19,11 +19,12 @@ from ..autograd.grad_mode import recording
 from . import grid_sampler_kernel as K
 from ._util import Tensor, _needs, const, scalar_name
 
-__all__ = ["grid_sampler"]
+__all__ = ["grid_sampler", "grid_sampler_2d", "grid_sampler_3d"]
 
 
-def _check(input: Tensor, grid: Tensor, mode: str) -> None:
-    """PyTorch's ``check_grid_sampler_common`` and ``_2d`` / ``_3d``, in its order."""
+def _check(input: Tensor, grid: Tensor, mode: str, nd: int | None = None) -> None:
+    """PyTorch's ``check_grid_sampler_common`` and ``_2d`` / ``_3d`` (``nd``: 4 or 5, by
+    default the input's rank), in its order."""
     if input.device != grid.device:
         raise RuntimeError(f"grid_sampler(): expected input and grid to be on same device, but "
                            f"input is on {input.device} and grid is on {grid.device}")
@@ -39,7 +40,7 @@ def _check(input: Tensor, grid: Tensor, mode: str) -> None:
             raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
                                f"dimensions, but input has sizes {list(input.shape)} with "
                                f"dimension {i} being empty")
-    nd = 4 if input.ndim == 4 else 5
+    nd = nd or (4 if input.ndim == 4 else 5)
     if input.ndim != nd or grid.ndim != nd:
         raise RuntimeError(f"grid_sampler(): expected {nd}D input and grid with same number of "
                            f"dimensions, but got input with sizes {list(input.shape)} and grid "
@@ -92,11 +93,54 @@ class GridSampler(Function):
                 Tensor._make(ggrid, False, None) if _needs(ctx, 1) else None, None, None, None)
 
 
-def grid_sampler(input: Tensor, grid: Tensor, mode: str, padding: str, align: bool) -> Tensor:
+# ATen's enums of the modes, by their integer values.
+_MODES = ("bilinear", "nearest", "bicubic")
+_PADDINGS = ("zeros", "border", "reflection")
+
+
+def _named(value, names: tuple, arg: str, position: int, fn: str) -> str:
+    """The name of ATen's enum ``value`` (a name passes through, for ``grid_sample``)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {position}) must be int, not "
+                        f"{type(value).__name__}")
+    if not 0 <= value < len(names):  # (PyTorch's kernels leave such a result unwritten)
+        raise RuntimeError(f"{fn}(): expected {arg} to be one of 0..{len(names) - 1} "
+                           f"({', '.join(names)}), but got {value}")
+    return names[value]
+
+
+def _sample(input: Tensor, grid: Tensor, interpolation_mode, padding_mode,
+            align_corners: bool, fn: str, nd: int | None) -> Tensor:
+    mode = _named(interpolation_mode, _MODES, "interpolation_mode", 3, fn)
+    padding = _named(padding_mode, _PADDINGS, "padding_mode", 4, fn)
+    _check(input, grid, mode, nd)
+    return GridSampler.apply(input, grid, mode, padding, bool(align_corners))
+
+
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int | str,
+                 padding_mode: int | str, align_corners: bool) -> Tensor:
     """``torch.grid_sampler``: sample ``input`` (N, C, H, W) / (N, C, D, H, W) at the
-    normalized coordinates of ``grid`` (N, Ho, Wo, 2) / (N, Do, Ho, Wo, 3)."""
-    _check(input, grid, mode)
-    return GridSampler.apply(input, grid, mode, padding, align)
+    normalized coordinates of ``grid`` (N, Ho, Wo, 2) / (N, Do, Ho, Wo, 3); the modes are
+    ATen's integers (0 bilinear, 1 nearest, 2 bicubic; 0 zeros, 1 border, 2 reflection) or
+    their names."""
+    return _sample(input, grid, interpolation_mode, padding_mode, align_corners,
+                   "grid_sampler", None)
+
+
+def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    """``torch.grid_sampler_2d``: ``grid_sampler`` of a 4-D input and grid only."""
+    return _sample(input, grid, interpolation_mode, padding_mode, align_corners,
+                   "grid_sampler_2d", 4)
+
+
+def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int, padding_mode: int,
+                    align_corners: bool) -> Tensor:
+    """``torch.grid_sampler_3d``: ``grid_sampler`` of a 5-D input and grid only."""
+    return _sample(input, grid, interpolation_mode, padding_mode, align_corners,
+                   "grid_sampler_3d", 5)
 
 
 # -- composed of differentiable ops (gradients of gradients) -----------------------------------

@@ -29,7 +29,7 @@ from ..backend.blas import last_axis_sums
 from ..backend.threads import one_blas_thread
 from ._util import _needs, xp_of
 
-__all__ = ["LayerNorm"]
+__all__ = ["LayerNorm", "row_moments"]
 
 
 def _column_sums(a):
@@ -40,6 +40,17 @@ def _column_sums(a):
         one_blas_thread()  # (memory-bound: a second thread gains nothing, and waking it costs)
         return np.ones(a.shape[0], a.dtype) @ a
     return a.sum(0)
+
+
+def row_moments(rows, eps: float) -> tuple:
+    """(mean, rows - mean, 1 / sqrt(biased var + eps)) of the C-contiguous (R, N) float32 or
+    float64 array ``rows``, the means and reciprocals as (R, 1): the layer norm's statistics
+    (also ``native_layer_norm``'s second and third results)."""
+    n = rows.shape[1]
+    mean = last_axis_sums(rows) / n
+    centred = rows - mean
+    var = last_axis_sums(centred * centred) / n
+    return mean, centred, 1 / xp_of(rows).sqrt(var + eps)
 
 
 class LayerNorm(Function):
@@ -59,9 +70,7 @@ class LayerNorm(Function):
         rows = xa.reshape(-1, n)
         if not rows.flags.c_contiguous:
             rows = xp.ascontiguousarray(rows)
-        centred = rows - last_axis_sums(rows) / n
-        var = last_axis_sums(centred * centred) / n
-        rstd = 1 / xp.sqrt(var + eps)
+        _, centred, rstd = row_moments(rows, eps)
         xhat = centred * rstd
         out = xhat if weight is None else xhat * weight._data.reshape(n)
         if bias is not None:

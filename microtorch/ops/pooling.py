@@ -518,3 +518,50 @@ def adaptive_max_indices(arr, out_sizes: tuple[int, ...]):
     pick = xp.where(nan.any(-1), nan.astype(xp.int8).argmax(-1), windows.argmax(-1))
     return xp.take_along_axis(xp.broadcast_to(flat, windows.shape), pick[..., None],
                               -1)[..., 0]
+
+
+# -- fractional max pooling windows ---------------------------------------------------------------
+def fractional_starts(samples, size: int, out: int, pool: int):
+    """PyTorch's ``generate_intervals``: the first element of each of ``out`` windows of
+    ``pool`` elements along an axis of ``size``, one row per sample (``samples[..., None]``
+    gives ``(..., out)`` int64). Computed in the samples' dtype, as PyTorch's kernel does (a
+    float16 sample rounds after each operation, so its windows differ from float32's)."""
+    xp = xp_of(samples)
+    dt = samples.dtype
+    starts = xp.full((*samples.shape, out), size - pool, dtype=np.int64)
+    if out > 1:  # the last window always ends at the last element
+        alpha = xp.asarray(size - pool, dtype=dt) / xp.asarray(out - 1, dtype=dt)
+        s = samples[..., None]
+        steps = (xp.arange(out - 1).astype(dt) + s) * alpha
+        starts[..., :-1] = steps.astype(np.int64) - (s * alpha).astype(np.int64)
+    return starts
+
+
+def fractional_max_indices(arr, samples, out_sizes: tuple, kernel: tuple):
+    """Flat index (row-major over the spatial dims) of each fractional max pooling window's
+    maximum, ``(N, C, *out_sizes)`` int64, for an ``(N, C, *spatial)`` array and PyTorch's
+    ``(N' >= N, C, dims)`` samples (a 2-D pool reads sample 0 for the width, 1 for the height;
+    a 3-D one 0, 1, 2 for depth, height, width). PyTorch's rule: the first maximum, the last
+    NaN of a window holding NaNs (its loop keeps ``val > max || isnan(val)``)."""
+    xp = xp_of(arr)
+    n, c, *spatial = arr.shape
+    k = len(spatial)
+    order = (1, 0) if k == 2 else (0, 1, 2)
+    flat, stride = xp.zeros((n, c) + (1,) * (2 * k), dtype=np.int64), 1
+    for d in range(k - 1, -1, -1):  # (N, C, *out, *window) positions, last axis first
+        starts = fractional_starts(samples[:n, :, order[d]], spatial[d], out_sizes[d], kernel[d])
+        pos = starts[..., None] + xp.arange(kernel[d], dtype=np.int64)  # (N, C, out_d, k_d)
+        shape = [n, c] + [1] * (2 * k)
+        shape[2 + d], shape[2 + k + d] = out_sizes[d], kernel[d]
+        flat = flat + pos.reshape(shape) * stride
+        stride *= spatial[d]
+    count, size = math.prod(out_sizes), math.prod(kernel)
+    flat = flat.reshape(n, c, count, size)  # (N, C, windows, window size)
+    windows = xp.take_along_axis(arr.reshape(n, c, math.prod(spatial)),
+                                 flat.reshape(n, c, count * size), 2).reshape(flat.shape)
+    if windows.dtype in _dtype.REDUCED_FLOATS:  # (argmax on float32: exact, order kept)
+        windows = windows.astype(np.float32)
+    nan = xp.isnan(windows)
+    last_nan = flat.shape[-1] - 1 - nan[..., ::-1].argmax(-1)
+    pick = xp.where(nan.any(-1), last_nan, windows.argmax(-1))
+    return xp.take_along_axis(flat, pick[..., None], -1)[..., 0].reshape(n, c, *out_sizes)

@@ -97,7 +97,9 @@ def comparable(op) -> bool:
 # are unique up to sign (a phase for complex ones), so two correct LAPACK builds may differ
 # (torch.linalg.svd, eig, eigh docs). Their samples' ``output_process_fn_grad`` gives the
 # gauge-invariant form (|U|, |V|, U @ Vh, eigenvalues with |eigenvectors|).
-GAUGE_DEFINED = frozenset({"svd", "linalg.svd", "linalg.eig", "linalg.eigh"})
+GAUGE_DEFINED = frozenset({"svd", "linalg.svd", "linalg.eig", "linalg.eigh",
+                           # (an SVD of the projected matrix: U @ V^H and S compared)
+                           "svd_lowrank", "pca_lowrank"})
 
 
 def gauge_defined(op) -> bool:

@@ -108,6 +108,11 @@ PARTIAL_VIEW_PORT = (
     "2, the bounds error); tests/test_strided_storage.py runs these cases on real views"
 )
 
+NO_UINT64 = (
+    "BUG: microtorch has no uint64 dtype; hash_tensor returns int64 holding PyTorch's 64 "
+    "bits (tests/test_native_forms.py compares the bits)"
+)
+
 XFAILS: list[XFail] = [
     XFail(("nn.functional.normalize",), ("op.grad",), NORMALIZE_ROUNDING, dtypes=("float32",),
           some_cpus=True),
@@ -123,4 +128,5 @@ XFAILS: list[XFail] = [
     XFail(("as_strided.partial_views",), ("op.grad",), PARTIAL_VIEW_PORT, dtypes=("float64",),
           samples=(1,)),
     XFail(("as_strided.partial_views",), ("op.error",), PARTIAL_VIEW_PORT, samples=(2,)),
+    XFail(("hash_tensor",), ("op.value", "method.value"), NO_UINT64),
 ]

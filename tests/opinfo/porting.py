@@ -16,6 +16,7 @@ sample's sparse operands reach microtorch's sparse kernels and receive its gradi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import types
 import warnings
@@ -240,6 +241,8 @@ def to_mt(obj, device: str, memo: dict):
         raise Unportable("a torch.Generator argument")
     if isinstance(obj, torch.nn.Module):
         return _module_instance(obj)
+    if dataclasses.is_dataclass(obj) and type(obj).__module__.startswith("torch."):
+        return _dataclass_twin(obj, device, memo)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return type(obj)(*(to_mt(v, device, memo) for v in obj))
     if isinstance(obj, (list, tuple)):
@@ -293,6 +296,16 @@ def _module_instance(module: torch.nn.Module):
         if not key.startswith("_") and isinstance(value, (bool, int, float, str, type(None))):
             setattr(twin, key, value)
     return twin
+
+
+def _dataclass_twin(obj, device: str, memo: dict):
+    """microtorch's dataclass of the same name in ``microtorch.nn`` (a sample's
+    ``options=nn.LinearCrossEntropyOptions(...)``), its fields converted."""
+    cls = getattr(mt.nn, type(obj).__name__, None)
+    if cls is None or not dataclasses.is_dataclass(cls):
+        raise Unportable(f"no microtorch twin of {type(obj).__name__}")
+    return cls(**{f.name: to_mt(getattr(obj, f.name), device, memo)
+                  for f in dataclasses.fields(obj)})
 
 
 def _device_arg(value, device: str):

@@ -17,7 +17,9 @@ from . import ctc as _ctc
 from . import distance as _distance
 from . import dropout as _dropout
 from . import fold as _fold
+from . import fractional_pooling as _fractional_pooling
 from . import linear as _linear
+from . import linear_cross_entropy as _linear_cross_entropy
 from . import loss as _loss
 from . import margin_loss as _margin_loss
 from . import normalization as _normalization
@@ -31,7 +33,9 @@ from .ctc import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .fold import *  # noqa: F403
+from .fractional_pooling import *  # noqa: F403
 from .linear import *  # noqa: F403
+from .linear_cross_entropy import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .margin_loss import *  # noqa: F403
 from .normalization import *  # noqa: F403
@@ -40,6 +44,7 @@ from .sparse import *  # noqa: F403
 from .vision import *  # noqa: F403
 
 __all__ = [name for module in (_activation, _attention, _conv, _ctc, _distance, _dropout, _fold,
-                               _linear, _loss, _margin_loss, _normalization, _pooling, _sparse,
-                               _vision)
+                               _fractional_pooling,
+                               _linear, _linear_cross_entropy, _loss, _margin_loss,
+                               _normalization, _pooling, _sparse, _vision)
            for name in module.__all__]

@@ -105,16 +105,28 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != c:  # before the running stats are touched
             raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    n = math.prod(input.shape[:1] + input.shape[2:])
+    if training and n == 1 and input.ndim >= 2:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {list(input.shape)}")
+    return _batch_norm_parts(input, running_mean, running_var, weight, bias, training,
+                             momentum, eps)[0]
+
+
+def _batch_norm_parts(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+                      weight: Tensor | None, bias: Tensor | None, training: bool,
+                      momentum: float, eps: float) -> tuple:
+    """``batch_norm``'s result after its checks, with the batch's mean and ``rsqrt(var +
+    eps)`` as (1, C, 1, ...) tensors (None outside training), for ``native_batch_norm``."""
+    c = input.shape[1] if input.ndim > 1 else 0
     dims = (0,) + tuple(range(2, input.ndim))
     view = (1, c) + (1,) * (input.ndim - 2)
     n = math.prod(input.shape[:1] + input.shape[2:])
+    mean = invstd = None
     if input.ndim < 2 or training and n == 0:  # an empty batch: an empty result, the running
         # stats untouched
         out = input.clone()
     elif training:
-        if n == 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {list(input.shape)}")
         mean = input.mean(dims, keepdim=True)
         centred = input - mean
         var = (centred * centred).mean(dims, keepdim=True)
@@ -129,9 +141,12 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                 if running_var is not None:
                     rv = running_var._data
                     rv *= 1.0 - m
-                    rv += (m * n / (n - 1)) * var._data.reshape(c).astype(rv.dtype, copy=False)
+                    # (one value per channel: 0 / 0, PyTorch's NaN)
+                    unbiased = m * n / (n - 1) if n > 1 else math.nan
+                    rv += unbiased * var._data.reshape(c).astype(rv.dtype, copy=False)
                     running_var._vbox[0] += 1
-        out = centred * (var + eps).rsqrt()
+        invstd = (var + eps).rsqrt()
+        out = centred * invstd
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
@@ -140,7 +155,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         out = out * weight.reshape(view)
     if bias is not None:
         out = out + bias.reshape(view)
-    return named(out, "NativeBatchNormBackward0", input, weight, bias)
+    if out.dtype != input.dtype:  # (16-bit input, float32 statistics: the input's dtype)
+        out = out.to(input.dtype)
+    return named(out, "NativeBatchNormBackward0", input, weight, bias), mean, invstd
 
 
 @autocast_op("normalize")
@@ -172,7 +189,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
-    n, c = input.shape[0], input.shape[1]
+    c = input.shape[1]
     if num_groups <= 0 or c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
@@ -182,13 +199,22 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
+    return _group_norm_parts(input, num_groups, weight, bias, eps)[0]
+
+
+def _group_norm_parts(input: Tensor, num_groups: int, weight: Tensor | None,
+                      bias: Tensor | None, eps: float) -> tuple:
+    """``group_norm``'s result after its checks, with each group's mean and ``rsqrt(var +
+    eps)`` as (N, num_groups, 1) tensors, for ``native_group_norm``."""
+    n, c = input.shape[0], input.shape[1]
     # (the group size spelt out: with n = 0 a -1 would be ambiguous)
     x = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))
     mean = x.mean(-1, keepdim=True)
     centred = x - mean
-    var = (centred * centred).mean(-1, keepdim=True)
-    out = (centred * (var + eps).rsqrt()).reshape(input.shape)
-    return named(_affine(out, weight, bias), "NativeGroupNormBackward0", input, weight, bias)
+    rstd = ((centred * centred).mean(-1, keepdim=True) + eps).rsqrt()
+    out = (centred * rstd).reshape(input.shape)
+    return (named(_affine(out, weight, bias), "NativeGroupNormBackward0", input, weight, bias),
+            mean, rstd)
 
 
 def _verify_spatial_size(shape) -> None:

@@ -54,4 +54,5 @@ __all__ = ["Module"] + [
 # PyTorch's module paths of classes kept with their category here (torch.nn.modules.batchnorm)
 _module_aliases.alias_modules(__name__, {"batchnorm": normalization,
                                          "instancenorm": normalization,
-                                         "channelshuffle": pixelshuffle})
+                                         "channelshuffle": pixelshuffle,
+                                         "linear_cross_entropy_options": loss})

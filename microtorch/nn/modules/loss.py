@@ -4,16 +4,21 @@ losses."""
 
 from __future__ import annotations
 
+import math
+
 from ..._tensor import Tensor
 from .. import functional as F
+from ..functional.linear_cross_entropy import LinearCrossEntropyOptions
 from ..functional.loss import _legacy_reduction
+from .linear import Linear
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
-           "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "CTCLoss"]
+           "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "CTCLoss",
+           "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
 
 
 class _Loss(Module):
@@ -306,3 +311,46 @@ class CTCLoss(_Loss):
         """The loss."""
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                           self.reduction, self.zero_infinity)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of ``input`` linearly transformed to ``num_classes`` (times
+    ``out_features``) logits by an owned ``Linear`` (its weight stored flat, as PyTorch's:
+    ``(C * prod(out_features), in_features)``); ``F.linear_cross_entropy``'s arguments."""
+
+    def __init__(self, in_features: int, num_classes: int, *,
+                 out_features: tuple[int, ...] = (), bias: bool = False, device=None,
+                 dtype=None, reduction: str = "mean", weight: Tensor | None = None,
+                 ignore_index: int | None = None, label_smoothing: float = 0.0,
+                 options: LinearCrossEntropyOptions | None = None) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes),
+                             bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The loss, the weight (and bias) viewed in their logical shapes."""
+        shape = (self.num_classes, *self.out_features)
+        bias = self.linear.bias
+        return F.linear_cross_entropy(
+            input, self.linear.weight.reshape(*shape, self.linear.in_features), target,
+            linear_bias=None if bias is None else bias.reshape(shape), weight=self.weight,
+            reduction=self.reduction, ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self) -> str:
+        """PyTorch's summary line."""
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

@@ -1,5 +1,5 @@
-"""Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d`` and adaptive pooling (over batched or
-unbatched inputs)."""
+"""Pooling layers: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, adaptive and fractional pooling
+(over batched or unbatched inputs)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from .module import Module
 
 __all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AdaptiveAvgPool3d",
-           "AdaptiveMaxPool3d", "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "AdaptiveMaxPool3d", "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+           "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 class MaxPool2d(Module):
@@ -232,5 +233,55 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     """The inverse of ``MaxPool3d``."""
+
+    _n = 3
+
+
+def _repeat(v, n: int) -> tuple:
+    """PyTorch's ``_pair``/``_triple``: a sequence as a tuple, anything else repeated."""
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling (``F.fractional_max_pool2d``/``3d``): ``output_size`` or an
+    ``output_ratio`` in (0, 1); ``_random_samples`` (a buffer, as PyTorch's) fixes the windows."""
+
+    _n = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if self._n == 3 and any(k <= 0 for k in _repeat(kernel_size, 1)):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _repeat(kernel_size, self._n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _repeat(output_size, self._n) if output_size is not None else None
+        self.output_ratio = _repeat(output_ratio, self._n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             "ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(
+                0 < self.output_ratio[i] < 1 for i in range(self._n)):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        """Pool ``input`` (values, or values and indices with ``return_indices``)."""
+        pool = F.fractional_max_pool2d if self._n == 2 else F.fractional_max_pool3d
+        return pool(input, self.kernel_size, self.output_size, self.output_ratio,
+                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-D fractional max pooling over (N, C, H, W) or (C, H, W) input."""
+
+    _n = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-D fractional max pooling over (N, C, T, H, W) or (C, T, H, W) input."""
 
     _n = 3
