@@ -63,6 +63,7 @@ from .ops import __all__ as _ops_all
 from .ops import deprecated_overloads as _deprecated_overloads
 from .ops import numpy_names as _numpy_names
 from .ops import out_arg as _out_arg
+from .ops import tensor_args as _tensor_args
 from .random import (
     Generator,
     default_generator,
@@ -180,8 +181,10 @@ def is_complex(input: Tensor) -> bool:
 
 _numpy_names.install(globals(), _ops_all)  # torch.sum(x, axis=0, keepdims=True)
 _out_arg.install(globals())  # torch.add(a, b, out=r) and the like (Tensor methods take no out=)
+_tensor_args.install(globals())  # torch.atan2(2, t) raises PyTorch's TypeError (inside:)
 _deprecated_overloads.install(globals(), method=False)  # torch.add(x, 2, y), as PyTorch 2.13
 _inplace_names = _inplace_functions.install(globals())  # torch.exp_(x), torch.dropout_(x, ...)
+_tensor_args.install(globals())  # the in-place functions just defined (wrapped ones are kept)
 
 __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "inference_mode", "is_inference_mode_enabled", "is_anomaly_enabled",

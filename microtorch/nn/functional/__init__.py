@@ -10,6 +10,7 @@ hot ones use live in ``microtorch.ops`` under the same category names (``ops.con
 """
 
 # Aliased: ``dropout`` and ``linear`` are also the names of functions exported below.
+from ...ops import tensor_args as _tensor_args
 from . import activation as _activation
 from . import attention as _attention
 from . import conv as _conv
@@ -48,3 +49,5 @@ __all__ = [name for module in (_activation, _attention, _conv, _ctc, _distance, 
                                _linear, _linear_cross_entropy, _loss, _margin_loss,
                                _normalization, _pooling, _sparse, _vision)
            for name in module.__all__]
+
+_tensor_args.install(globals(), "functional")  # F.gelu(2): PyTorch's TypeError
