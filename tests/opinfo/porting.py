@@ -241,7 +241,7 @@ def to_mt(obj, device: str, memo: dict):
         raise Unportable("a torch.Generator argument")
     if isinstance(obj, torch.nn.Module):
         return _module_instance(obj)
-    if dataclasses.is_dataclass(obj) and type(obj).__module__.startswith("torch."):
+    if dataclasses.is_dataclass(obj) and type(obj).__module__.startswith("torch.nn."):
         return _dataclass_twin(obj, device, memo)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return type(obj)(*(to_mt(v, device, memo) for v in obj))
