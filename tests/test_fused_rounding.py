@@ -124,10 +124,22 @@ SQRT_FREE = [("SGD", {"lr": 0.013}), ("SGD", {"lr": 0.013, "momentum": 0.9}),
              ("SGD", {"lr": 0.013, "momentum": 0.9, "nesterov": True}),
              ("SGD", {"lr": 0.013, "momentum": 0.9, "dampening": 0.1}),
              ("SGD", {"lr": 0.013, "weight_decay": 0.01, "maximize": True}),
-             ("Rprop", {})]
+             ("Rprop", {}), ("ASGD", {}), ("ASGD", {"t0": 1, "weight_decay": 0.01}),
+             ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 2, "maximize": True}),
+             ("ASGD", {"lr": 0.05, "lambd": 0.3, "alpha": 1.5})]
+# (with foreach=True each is compared with PyTorch's multi-tensor step: for ASGD, NAdam and
+# RAdam it is another formula, rounded differently)
 WITH_SQRT = [("Adam", {}), ("Adam", {"weight_decay": 0.01}), ("Adam", {"amsgrad": True}),
-             ("AdamW", {}), ("Adamax", {}), ("RMSprop", {}), ("Adadelta", {}),
-             ("NAdam", {}), ("RAdam", {})]
+             ("AdamW", {}), ("Adamax", {}), ("RMSprop", {}),
+             ("RMSprop", {"momentum": 0.9}), ("RMSprop", {"momentum": 0.9, "centered": True}),
+             ("RMSprop", {"centered": True, "weight_decay": 0.01, "maximize": True}),
+             ("Adagrad", {}), ("Adagrad", {"weight_decay": 0.01, "lr_decay": 0.01}),
+             ("Adagrad", {"maximize": True, "lr": 0.3}),
+             ("Adadelta", {}), ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.01}),
+             ("NAdam", {}), ("NAdam", {"decoupled_weight_decay": True, "weight_decay": 0.01}),
+             ("NAdam", {"maximize": True, "momentum_decay": 0.01, "betas": (0.8, 0.9)}),
+             ("RAdam", {}), ("RAdam", {"weight_decay": 0.01}),
+             ("RAdam", {"maximize": True, "betas": (0.5, 0.6)})]
 
 
 def _steps(lib, name, options, foreach, dtype="float32"):
@@ -159,11 +171,12 @@ _SUBPROCESS = textwrap.dedent("""
     failed = []
     for name, options in {cases}:
         for dtype in {dtypes}:
-            try:
-                _same_bits(_steps(microtorch, name, options, False, dtype),
-                           _steps(torch, name, options, False, dtype))
-            except AssertionError as e:
-                failed.append(f"{{name}} {{options}} {{dtype}}: {{e}}")
+            for foreach in (False, True):
+                try:
+                    _same_bits(_steps(microtorch, name, options, foreach, dtype),
+                               _steps(torch, name, options, foreach, dtype))
+                except AssertionError as e:
+                    failed.append(f"{{name}} {{options}} {{dtype}} foreach={{foreach}}: {{e}}")
     print("\\n".join(failed) or "ok")
 """)
 
@@ -186,3 +199,18 @@ def test_optimizers_with_a_square_root_are_pytorch_bits_with_mkl_avx2() -> None:
 
 def test_default_build_rounds_twice_as_pytorch_does() -> None:
     assert _run_level({"ATEN_CPU_CAPABILITY": "default"}, "SQRT_FREE") == "ok"
+    if cpu_capability.aten() != "DEFAULT":  # (MKL's AVX2 sqrt: see the module docstring)
+        assert _run_level({"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+                          "WITH_SQRT", ("float32",)) == "ok"
+
+
+def test_muon_rounds_as_pytorch_at_each_level() -> None:
+    # Muon's lerp and update go through aten_arith too: fused in the AVX builds, twice in the
+    # DEFAULT one (its bit-exact cases are test_muon's small matrices)
+    test = os.path.join(os.path.dirname(__file__), "test_muon.py")
+    for env in ({}, {"ATEN_CPU_CAPABILITY": "default"}):
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              f"{test}::test_muon_bit_exact_on_small_matrices"],
+                             env={**os.environ, **env}, capture_output=True, text=True,
+                             timeout=600, cwd=os.path.dirname(test))
+        assert out.returncode == 0, (env, out.stdout[-2000:])

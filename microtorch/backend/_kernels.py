@@ -63,6 +63,24 @@ def axpy_fused(y, x, alpha):
 
 
 @_compiled
+def addcmul_fused(y, t1, t2, value):
+    """``y = fma(t1 * value, t2, y)`` over flat arrays, in place: PyTorch's
+    ``y.addcmul_(t1, t2, value=v)`` in its AVX2 and AVX512 kernels (``value`` in the arrays'
+    dtype; the scaled ``t1`` is rounded on its own, the product with ``t2`` is not)."""
+    for i in range(y.shape[0]):
+        y[i] = _fma(t1[i] * value, t2[i], y[i])
+
+
+@_compiled
+def multiply_add_fused(a, b, c, out):
+    """``out = fma(a, b, c)`` over flat arrays of one length and dtype (any strides: a number
+    broadcast to the length has stride 0): ``aten_arith.multiply_add`` where PyTorch's
+    kernel fuses the multiply-add of a pointwise formula (tanh's backward, GELU's)."""
+    for i in range(out.shape[0]):
+        out[i] = _fma(a[i], b[i], c[i])
+
+
+@_compiled
 def lstm_forward_cell(acts, c_prev, c):
     """One LSTM step after the gates' tanh, on (rows, columns) arrays: ``acts`` (4, R, C)
     holds tanh of the pre-activations, gate order i, f, o, g, the sigmoid blocks'

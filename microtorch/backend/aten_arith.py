@@ -7,7 +7,7 @@ formulas with one fused multiply-add, so the product is not rounded on its own:
   with ``-alpha``), which is how every PyTorch optimizer applies its update and weight decay;
 - ``lerp`` (``fma(coeff, end - start, base)``: ``coeff = w`` and ``base = start`` for
   ``|w| < 0.5``, else ``coeff = w - 1`` and ``base = end``), Adam's first moment;
-- ``addcmul`` (``fma(value * t1, t2, self)``), Adam's second moment.
+- ``addcmul`` (``fma(value * t1, t2, self)``), Adam's second moment (``addcmul_``).
 
 The DEFAULT build rounds the product and then the sum, as NumPy does. Measured against
 PyTorch 2.13 on an AVX-512 Xeon: one SGD step with ``alpha=-lr`` differed in 13% of the
@@ -16,17 +16,26 @@ NumPy float32 and float64 arrays; other dtypes (integers, complex, float16/bfloa
 kernels convert through float32 in ways not replayed here) and CuPy arrays are computed as
 written, product then sum (PyTorch's CUDA kernels are not this project's oracle).
 
-Large contiguous arrays take a numba kernel (``_kernels.axpy_fused``: hardware FMA at
-NumPy's speed); the others ``cpu_capability.fma``'s exact emulation.
+Large arrays take a numba kernel (``_kernels.axpy_fused``, ``addcmul_fused``,
+``multiply_add_fused``: hardware FMA at NumPy's speed); the others ``cpu_capability.fma``'s
+exact emulation.
+
+Beyond these three ops, ``multiply_add`` serves the pointwise formulas of PyTorch's kernels
+whose multiply-adds GCC contracts (measured against PyTorch 2.13, share of elements that
+differed when rounded twice): tanh's backward (56%), SiLU's (22%) and Mish's backward, GELU's
+tanh form and both of its backwards.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from . import compiled, cpu_capability
 
-__all__ = ["fuses", "multiply_add", "add_scaled", "add_scaled_", "lerp", "lerp_coefficients"]
+__all__ = ["fuses", "multiply_add", "add_scaled", "add_scaled_", "addcmul_", "lerp",
+           "lerp_coefficients"]
 
 _FUSABLE = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -35,23 +44,65 @@ def _is_array(value) -> bool:
     return hasattr(value, "shape") and not isinstance(value, np.generic)
 
 
+@functools.cache
+def _build_fuses() -> bool:
+    return cpu_capability.build() != "DEFAULT"
+
+
 def fuses(*operands) -> bool:
     """Whether PyTorch rounds a multiply-add of these operands once here: its CPU build fuses
     (AVX2, AVX512) and the array operands are NumPy arrays of one dtype, float32 or float64
     (numbers among them take that dtype, as PyTorch's Scalars do)."""
-    arrays = [v for v in operands if _is_array(v)]
-    if not arrays or any(type(v) is not np.ndarray for v in arrays):
-        return False
-    dtype = arrays[0].dtype
-    return (dtype in _FUSABLE and all(v.dtype == dtype for v in arrays)
-            and cpu_capability.build() != "DEFAULT")
+    dtype = None
+    for v in operands:  # (a loop, not comprehensions: this runs on every optimizer update)
+        if type(v) is np.ndarray:
+            if dtype is None:
+                dtype = v.dtype
+            elif v.dtype != dtype:
+                return False
+        elif hasattr(v, "shape") and not isinstance(v, np.generic):  # CuPy, a Tensor
+            return False
+    return dtype is not None and dtype in _FUSABLE and _build_fuses()
+
+
+def _kernels(dtype, size: int, chosen=None):
+    """The compiled kernels for a fused op over ``size`` elements: the caller's choice (an
+    optimizer's, once per step), else those for large arrays, else those this process has
+    already loaded (a kernel call costs less than the emulation's fixed 15-20 us)."""
+    return chosen or compiled.kernels_for(np, dtype, size) or compiled.loaded()
 
 
 def multiply_add(a, b, c):
     """``a * b + c`` as PyTorch's CPU kernels round it here: once (:func:`fuses`), else the
-    product and then the sum. A new array."""
+    product and then the sum. A new array. Any operand may be a number (in the arrays' dtype,
+    as PyTorch's constants are) and the arrays broadcast; tensors (a backward under
+    ``create_graph``) take the differentiable product then sum.
+
+    The general form of a multiply-add in a PyTorch kernel's formula (GCC contracts any
+    ``x * y + z`` of its vectorized code into one FMA: tanh's backward ``g * (1 - y * y)``
+    is ``g * fma(-y, y, 1)``); a caller writes ``multiply_add(-y, y, 1)`` where the kernel has
+    ``1 - y * y``."""
     if fuses(a, b, c):
         dtype = next(x.dtype for x in (a, b, c) if isinstance(x, np.ndarray))
+        # (the emulation costs 10-40x a NumPy pass on large arrays, and some 20 us on any:
+        # three C-contiguous arrays of one shape go to a loaded kernel as they are, others
+        # broadcast into copies only when large)
+        if type(a) is type(b) is type(c) is np.ndarray and a.shape == b.shape == c.shape \
+                and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous:
+            kernels = _kernels(dtype, a.size)
+            if kernels is not None:
+                out = np.empty(a.shape, dtype)
+                kernels.multiply_add_fused(a.reshape(-1), b.reshape(-1), c.reshape(-1),
+                                           out.reshape(-1))
+                return out
+        shape = np.broadcast_shapes(*(np.shape(v) for v in (a, b, c)))
+        kernels = compiled.kernels_for(np, dtype, int(np.prod(shape)))
+        if kernels is not None:
+            out = np.empty(shape, dtype)
+            flat = [np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype), shape))
+                    .reshape(-1) for v in (a, b, c)]
+            kernels.multiply_add_fused(*flat, out.reshape(-1))
+            return out
         return np.asarray(cpu_capability.fma(a, b, c), dtype=dtype)
     return a * b + c
 
@@ -75,11 +126,28 @@ def add_scaled_(a, x, alpha, kernels=None) -> None:
         return
     if isinstance(x, np.ndarray) and x.shape == a.shape and a.flags.c_contiguous and \
             x.flags.c_contiguous:
-        kernels = kernels or compiled.kernels_for(np, a.dtype, a.size)
+        kernels = _kernels(a.dtype, a.size, kernels)
         if kernels is not None:
             kernels.axpy_fused(a.reshape(-1), x.reshape(-1), a.dtype.type(alpha))
             return
     a[...] = cpu_capability.fma(x, np.asarray(alpha, a.dtype), a)
+
+
+def addcmul_(a, t1, t2, value: float = 1.0, kernels=None) -> None:
+    """``a.addcmul_(t1, t2, value=value)`` in place, rounded as PyTorch rounds it:
+    ``fma(value * t1, t2, a)`` where :func:`fuses`, else ``(value * t1) * t2 + a``. ``a`` a
+    NumPy or CuPy array, ``t1`` and ``t2`` arrays broadcastable to it; ``kernels`` as for
+    :func:`add_scaled_` (same-shape contiguous arrays take the compiled kernel)."""
+    if fuses(a, t1, t2) and all(
+            isinstance(t, np.ndarray) and t.shape == a.shape and t.flags.c_contiguous
+            for t in (t1, t2)) and a.flags.c_contiguous:
+        kernels = _kernels(a.dtype, a.size, kernels)
+        if kernels is not None:
+            kernels.addcmul_fused(a.reshape(-1), t1.reshape(-1), t2.reshape(-1),
+                                  a.dtype.type(value))
+            return
+    scaled = t1 if value == 1 else t1 * value  # (value * t1 is t1 itself when value is 1)
+    a[...] = multiply_add(scaled, t2, a)
 
 
 def lerp_coefficients(weight: float, dtype) -> tuple[float, bool]:

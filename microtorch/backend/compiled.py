@@ -62,6 +62,16 @@ def _load() -> ModuleType | None:
     return _kernels
 
 
+def loaded() -> ModuleType | None:
+    """The compiled kernels if this process has loaded them already (numba imported by some
+    earlier, larger work), else None without importing numba: a small array then costs a
+    kernel call rather than the NumPy code's fixed cost where that is the dearer one
+    (``aten_arith``'s exact fused multiply-add emulation)."""
+    if not enabled() or _load.cache_info().currsize == 0:
+        return None
+    return _load()
+
+
 # Elements below which a one-pass kernel replacing a few NumPy passes (ReLU's backward, max
 # pooling's) is not used: it saves some 0.3 ns an element (Intel Xeon VM), a few microseconds
 # a call here, while the first use in a process imports numba and loads its cache (0.4 s).

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
+from ..backend import aten_arith
 from ..backend.autotune import choice
 from ..backend.blas import last_axis_sums
 from ..backend.rows import SHORT_ROW_BYTES, by_row_value, last_axis_max, over_row_blocks
@@ -290,9 +291,14 @@ class Elu(_Pointwise):
 
     @staticmethod
     def derivative(g, x, F, alpha, scale, input_scale, grad_input_scale):
-        # PyTorch's CELU backward uses 1 / float(alpha) (``grad_input_scale``).
+        # PyTorch's CELU backward uses 1 / float(alpha) (``grad_input_scale``). Its kernel's
+        # order: ((g * s) * negcoef) * exp(x s), negcoef = alpha * scale in the dtype (float
+        # for 16-bit floats); one product (alpha * scale * s) differed in 15% of SELU's.
         s = grad_input_scale
-        neg = g * F.exp(_neg_part(F, x) * s) * (alpha * scale * s)
+        arr = g._data if isinstance(g, Tensor) else g
+        ct = np.float64 if arr.dtype == np.float64 else np.float32
+        negcoef = float(ct(alpha) * ct(scale))
+        neg = g * s * negcoef * F.exp(_neg_part(F, x) * s)
         return F.where(x <= 0, neg, g * scale)
 
 
@@ -331,7 +337,8 @@ class Silu(_Pointwise):
     """x / (1 + exp(-x)), PyTorch's formula; its derivative, as PyTorch's kernel writes it,
     ``g * s * (1 + x * (1 - s))`` with s = 1 / (1 + exp(-x)): one product of g with the
     derivative (x * sigmoid(x) composed gives g s + g x s (1 - s), NaN for an infinite g where
-    the two terms' signs differ)."""
+    the two terms' signs differ); ``1 + x * (1 - s)`` one fused multiply-add where PyTorch's
+    kernel fuses it (``aten_arith``)."""
 
     @staticmethod
     def compute(xp, x):
@@ -341,7 +348,7 @@ class Silu(_Pointwise):
     def derivative(g, x, F):
         # (under create_graph the Sigmoid node, whose own derivative cannot overflow)
         s = F.sigmoid(x) if hasattr(F, "sigmoid") else 1 / (1 + F.exp(-x))
-        return g * s * (1 + x * (1 - s))
+        return g * s * aten_arith.multiply_add(x, 1 - s, 1)
 
 
 class Prelu(Function):
@@ -387,13 +394,14 @@ class Gelu(_Pointwise):
     """x Phi(x), exactly (erf) or by its tanh approximation, each with PyTorch's kernel
     formulas: forward and derivative are one expression each, so the gradient is one product
     of g with the derivative (x * 0.5 * (1 + erf(...)) composed adds two terms: NaN for an
-    infinite g)."""
+    infinite g). Their multiply-adds (``x + kappa x^3``, ``1 - t^2``, ``1 + 3 kappa x^2``,
+    ``cdf + x pdf``) are rounded once where PyTorch's kernels fuse them (``aten_arith``)."""
 
     @staticmethod
     def compute(xp, x, approximate):
         v = _wide(x)
         if approximate == "tanh":
-            inner = _GELU_TANH_BETA * (v + _GELU_TANH_KAPPA * (v * v * v))
+            inner = _GELU_TANH_BETA * aten_arith.multiply_add(_GELU_TANH_KAPPA, v * v * v, v)
             return 0.5 * v * (1 + xp.tanh(inner))
         return v * 0.5 * (1 + _erf(xp, v * _SQRT1_2))
 
@@ -404,13 +412,15 @@ class Gelu(_Pointwise):
             dt = v._data.dtype if isinstance(v, Tensor) else v.dtype
             three_kappa = float(dt.type(3) * dt.type(_GELU_TANH_KAPPA))  # (in the dtype)
             v_sq = v * v
-            t = F.tanh(_GELU_TANH_BETA * (v + _GELU_TANH_KAPPA * (v_sq * v)))
-            left_derivative = 0.5 * (1 + t)
-            right_derivative = 0.5 * v * (1 - t * t) * (_GELU_TANH_BETA * (1 + three_kappa * v_sq))
+            t = F.tanh(_GELU_TANH_BETA * aten_arith.multiply_add(_GELU_TANH_KAPPA, v_sq * v, v))
+            left_derivative = 0.5 * (1 + t)  # (exact halving: its fusing would change nothing)
+            tanh_derivative = aten_arith.multiply_add(-t, t, 1)
+            inner_derivative = _GELU_TANH_BETA * aten_arith.multiply_add(three_kappa, v_sq, 1)
+            right_derivative = 0.5 * v * tanh_derivative * inner_derivative
             out = dy * (left_derivative + right_derivative)
         else:
             cdf = 0.5 * (1 + _erf(F, v * _SQRT1_2))
-            out = dy * (cdf + v * (_GELU_PDF * F.exp(v * v * -0.5)))
+            out = dy * aten_arith.multiply_add(v, _GELU_PDF * F.exp(v * v * -0.5), cdf)
         return out if isinstance(out, Tensor) else out.astype(g.dtype, copy=False)
 
 
@@ -467,7 +477,8 @@ class Mish(_Pointwise):
     @staticmethod
     def derivative(g, x, F):
         t = F.tanh(_softplus(F, x))
-        return g * (t + x * _sigmoid(F, x) * (1.0 - t * t))
+        # PyTorch's kernel fuses both multiply-adds (aten_arith): 1 - t t, and the sum
+        return g * aten_arith.multiply_add(x * _sigmoid(F, x), aten_arith.multiply_add(-t, t, 1), t)
 
 
 class LogSigmoid(_Pointwise):

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, namespace
 from ..autograd.grad_mode import recording
+from ..backend import aten_arith
 from ._util import (
     Tensor,
     _cast,
@@ -466,7 +467,9 @@ Rsqrt = _unary("Rsqrt", lambda xp, x: 1 / xp.sqrt(x),
 Sin = _unary("Sin", lambda xp, x: xp.sin(x), lambda g, x, o, F: g * F.cos(x))
 Cos = _unary("Cos", lambda xp, x: xp.cos(x), lambda g, x, o, F: g * -F.sin(x))
 Tan = _unary("Tan", lambda xp, x: xp.tan(x), lambda g, x, o, F: g * (o * o + 1), "output")
-Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x), lambda g, x, o, F: g * (1 - o * o), "output")
+# (1 - o * o) as PyTorch's AVX2/AVX512 kernel rounds it: one fused multiply-add, aten_arith)
+Tanh = _unary("Tanh", lambda xp, x: xp.tanh(x),
+              lambda g, x, o, F: g * aten_arith.multiply_add(-o, o, 1), "output")
 Reciprocal = _unary("Reciprocal", lambda xp, x: 1 / x,
                     lambda g, x, o, F: g * -(o * o), "output")
 # (PyTorch's square is pow(x, 2): a bool tensor squares to int64)

@@ -16,20 +16,23 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend import aten_arith
+from ..backend import aten_arith, compiled
 from ..ops._util import xp_of
 from .optimizer import Optimizer, _as_real_1d, _decayed_grad, _increment, _step_tensor
 
 __all__ = ["ElementwiseOptimizer", "ema_square_", "addcdiv_", "effective_grad",
-           "scalar_state", "loaded_scalar", "compat_doc"]
+           "scalar_state", "loaded_scalar", "compat_doc", "multi_tensor"]
 
 # What PyTorch's storage and compilation keywords do here; appended to each preset's docstring.
 _COMPAT_DOC = """
-    ``foreach`` and ``flat_grads`` choose the gradient storage strategy (see ``Optimizer``); all
-    three give bit-identical results. ``foreach=True`` on CUDA runs the same per-array CuPy code
-    (these optimizers have no multi-tensor kernel). ``capturable`` is accepted and stored in the
-    param groups, as in PyTorch, but microtorch has no graph capture: the update is PyTorch's
-    ``capturable=False`` formula and the step counters stay 0-d float32 CPU tensors.
+    ``foreach`` and ``flat_grads`` choose the gradient storage strategy (see ``Optimizer``).
+    ``foreach`` also chooses PyTorch's formula: ``foreach=True`` (and ``None`` on CUDA, as in
+    PyTorch) follows its ``_multi_tensor_*`` step, the others its ``_single_tensor_*`` one;
+    they round differently for ASGD, NAdam and RAdam, and give the same bits for the rest.
+    On CUDA the same per-array CuPy code runs (these optimizers have no multi-tensor kernel).
+    ``capturable`` is accepted and stored in the param groups, as in PyTorch, but microtorch
+    has no graph capture: the update is PyTorch's ``capturable=False`` formula and the step
+    counters stay 0-d float32 CPU tensors.
     ``differentiable=True`` (autograd through the step) is not supported and raises ValueError.
 """
 
@@ -70,12 +73,21 @@ def effective_grad(xp, p, g, *, lr: float, weight_decay: float, decoupled: bool,
     return _decayed_grad(xp, p, g, weight_decay, maximize)
 
 
-def ema_square_(avg, g, beta: float) -> None:
+def ema_square_(avg, g, beta: float, kernels=None) -> None:
     """``avg.mul_(beta).addcmul_(g, g, value=1 - beta)`` in place: the running square average
-    of RMSprop, Adam's second moment and both Adadelta accumulators."""
-    xp = xp_of(avg)
+    of RMSprop, Adam's second moment and both Adadelta accumulators (``kernels``: the compiled
+    ones chosen for the step, or None)."""
     avg *= beta
-    avg[...] = aten_arith.multiply_add(xp.multiply(g, 1.0 - beta), g, avg)  # (addcmul's FMA)
+    aten_arith.addcmul_(avg, g, g, 1.0 - beta, kernels)  # (addcmul's FMA)
+
+
+def multi_tensor(group: dict[str, Any], params: list[Tensor]) -> bool:
+    """Whether PyTorch steps ``group`` with its multi-tensor formula (``_multi_tensor_*``):
+    ``foreach=True``, or ``foreach=None`` on CUDA (its default there; on the CPU None means
+    the single-tensor loop). Where the two formulas round differently (ASGD, NAdam, RAdam)
+    microtorch follows the one PyTorch would run."""
+    foreach = group.get("foreach")
+    return bool(foreach) or (foreach is None and bool(params) and params[0].is_cuda)
 
 
 def addcdiv_(p, t1, t2, value: float) -> None:
@@ -92,8 +104,10 @@ class ElementwiseOptimizer(Optimizer):
     A preset declares ``_arrays`` (its state arrays, shaped like the parameter, created on the
     first step in this order after ``step``), ``_scalars`` (extra 0-d float32 state) and the
     rule ``_update(p, g, arrays, state, step, options)``, where ``options`` comes once per
-    group from ``_options(group)``. As in PyTorch the state of a parameter is created on its
-    first step with a gradient, and ``step`` counts only those steps.
+    group from ``_options(group)``, with two entries added for the step: ``kernels`` (the
+    compiled kernels for its multiply-adds, chosen once by all its elements, or None) and
+    ``multi_tensor`` (:func:`multi_tensor`). As in PyTorch the state of a parameter is created
+    on its first step with a gradient, and ``step`` counts only those steps.
     """
 
     _arrays: tuple[str, ...] = ()
@@ -152,6 +166,12 @@ class ElementwiseOptimizer(Optimizer):
     def _step_group(self, group: dict[str, Any], params: list[Tensor],
                     grads: list[Tensor]) -> None:
         options = self._options(group)
+        # (one decision per step, by all its elements, as SGD's and Adam's: a small model's
+        # many small parameters take the compiled multiply-adds too; complex ones step real)
+        options["kernels"] = compiled.kernels_for(
+            xp_of(params[0]._data), params[0]._data.real.dtype,
+            sum(p._data.size for p in params)) if params else None
+        options["multi_tensor"] = multi_tensor(group, params)
         keys = self._array_keys(group)
         for p, g in zip(params, grads):
             state = self._init_state(p, group)

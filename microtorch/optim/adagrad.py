@@ -7,6 +7,7 @@ from typing import Any
 from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from ..ops.sparse_coo import wrap
 from ..ops.sparse_layout import CooData
@@ -82,7 +83,7 @@ class Adagrad(ElementwiseOptimizer):
         (state_sum,) = arrays
         g = effective_grad(xp, p, g, lr=o["lr"], weight_decay=o["weight_decay"],
                            decoupled=False, maximize=o["maximize"])
-        state_sum += xp.multiply(g, g)  # state_sum.addcmul_(grad, grad, value=1)
+        aten_arith.addcmul_(state_sum, g, g, 1.0, o["kernels"])  # (one rounding: PyTorch's FMA)
         std = xp.sqrt(state_sum)  # state_sum.sqrt().add_(eps)
         std += o["eps"]
         addcdiv_(p, g, std, -(o["lr"] / (1 + (step - 1) * o["lr_decay"])))

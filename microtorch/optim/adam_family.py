@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from ._rules import ElementwiseOptimizer, addcdiv_, compat_doc, effective_grad, ema_square_
 from .adam import lerp_
@@ -50,7 +53,7 @@ class MomentOptimizer(ElementwiseOptimizer):
                            decoupled=o["decoupled"], maximize=o["maximize"])
         lerp_(exp_avg, g, 1.0 - o["beta1"])
         if self._second == "square":
-            ema_square_(second, g, o["beta2"])
+            ema_square_(second, g, o["beta2"], o["kernels"])
         else:  # torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
             second *= o["beta2"]
             norm = xp.abs(g)
@@ -97,7 +100,9 @@ class NAdam(MomentOptimizer):
 
     With ``mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay))`` and ``mu_product`` their
     running product: ``param -= lr * ((1 - mu_t) / (1 - mu_product) * g
-    + mu_{t+1} / (1 - mu_product * mu_{t+1}) * exp_avg) / (sqrt(v / bc2) + eps)``.
+    + mu_{t+1} / (1 - mu_product * mu_{t+1}) * exp_avg) / (sqrt(v / bc2) + eps)``; with
+    ``foreach=True`` (``None`` on CUDA) the denominator is PyTorch's multi-tensor
+    ``sqrt(v) / sqrt(bc2) + eps``, which rounds differently.
     """
 
     _ranges = _ADAM_RANGES + (("momentum_decay", None, "momentum_decay value", None),)
@@ -127,8 +132,12 @@ class NAdam(MomentOptimizer):
         product = state["mu_product"]._data
         product *= mu  # a float32 tensor in PyTorch: the product is rounded to float32
         mu_product = float(product)
-        denom = xp.divide(exp_avg_sq, 1 - o["beta2"] ** step)
-        xp.sqrt(denom, out=denom)
+        if o["multi_tensor"]:  # (_multi_tensor_nadam: the square root first)
+            denom = xp.sqrt(exp_avg_sq)
+            denom /= (1 - o["beta2"] ** step) ** 0.5
+        else:
+            denom = xp.divide(exp_avg_sq, 1 - o["beta2"] ** step)
+            xp.sqrt(denom, out=denom)
         denom += o["eps"]
         addcdiv_(p, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product))
         addcdiv_(p, exp_avg, denom, (-lr * mu_next) / (1.0 - mu_product * mu_next))
@@ -142,6 +151,9 @@ class RAdam(MomentOptimizer):
 
     While the approximated SMA length ``rho_t`` is at most 5 the step is plain momentum
     (``param -= lr * exp_avg / bc1``); after that it is Adam's step times the rectification.
+    With ``foreach=True`` (``None`` on CUDA) the step is PyTorch's multi-tensor formula, which
+    rounds differently: one factor per element, ``param += exp_avg * factor`` in one
+    multiply-add.
     """
 
     _arrays = ("exp_avg", "exp_avg_sq")
@@ -159,6 +171,9 @@ class RAdam(MomentOptimizer):
         super().__init__(params, defaults, flat_grads=flat_grads)
 
     def _direction(self, xp, p, g, exp_avg, exp_avg_sq, state, step, o) -> None:
+        if o["multi_tensor"]:
+            _radam_multi_tensor(xp, p, exp_avg, exp_avg_sq, step, o)
+            return
         beta2, lr = o["beta2"], o["lr"]
         bias_correction2 = 1 - beta2 ** step
         update = xp.divide(exp_avg, 1 - o["beta1"] ** step)
@@ -173,3 +188,25 @@ class RAdam(MomentOptimizer):
             update *= ((rho_t - 4) * (rho_t - 2) * rho_inf
                        / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
         p -= update
+
+
+def _radam_multi_tensor(xp, p, exp_avg, exp_avg_sq, step: float, o) -> None:
+    """PyTorch's ``_multi_tensor_radam`` update of one parameter, in place: the factor
+    ``sqrt(bc2) * lr * rect / bc1 / (sqrt(v) + eps)`` (negated), or while ``rho_t <= 5`` the
+    plain ``-lr / bc1``, then ``param.addcmul_(exp_avg, factor)``."""
+    beta1, beta2, lr = o["beta1"], o["beta2"], o["lr"]
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * (beta2 ** step) / (1 - beta2 ** step)
+    rect = (((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            ** 0.5 if rho_t > 5 else 0)
+    unrectified = 0 if rect > 0 else 1.0
+    bias_correction1 = 1 - beta1 ** step
+    unrect_step_size = (lr * unrectified / bias_correction1) * -1
+    scale = ((1 - beta2 ** step) ** 0.5) * (lr * rect / bias_correction1) * -1
+    factor = xp.sqrt(exp_avg_sq)
+    factor += o["eps"]
+    with np.errstate(divide="ignore"):  # (scale is -0.0 unrectified: the factor 1/-inf, -0)
+        factor /= scale
+        xp.reciprocal(factor, out=factor)
+    factor += unrect_step_size
+    aten_arith.addcmul_(p, exp_avg, factor, 1.0, o["kernels"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from ._rules import ElementwiseOptimizer, compat_doc, effective_grad, ema_square_
 from .optimizer import ParamsT
@@ -53,16 +54,16 @@ class Adadelta(ElementwiseOptimizer):
         rho, eps = o["rho"], o["eps"]
         g = effective_grad(xp, p, g, lr=o["lr"], weight_decay=o["weight_decay"],
                            decoupled=False, maximize=o["maximize"])
-        ema_square_(square_avg, g, rho)
+        kernels = o["kernels"]
+        ema_square_(square_avg, g, rho, kernels)
         std = xp.add(square_avg, eps)  # square_avg.add(eps).sqrt_()
         xp.sqrt(std, out=std)
         delta = xp.add(acc_delta, eps)  # acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
         xp.sqrt(delta, out=delta)
         delta /= std
         delta *= g
-        ema_square_(acc_delta, delta, rho)
-        delta *= -o["lr"]  # param.add_(delta, alpha=-lr)
-        p += delta
+        ema_square_(acc_delta, delta, rho, kernels)
+        aten_arith.add_scaled_(p, delta, -o["lr"], kernels)  # param.add_(delta, alpha=-lr)
 
 
 @compat_doc

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from ._rules import ElementwiseOptimizer, compat_doc, effective_grad
 from .optimizer import ParamsT
@@ -20,6 +23,10 @@ class ASGD(ElementwiseOptimizer):
     Each step: ``param *= 1 - lambd * eta``, ``param -= eta * g``; ``ax`` moves to the
     parameter by ``mu`` (it is the parameter itself while ``mu`` is 1, i.e. before step
     ``t0``); then ``eta = lr / (1 + lambd * lr * step)^alpha`` and ``mu = 1 / max(1, step - t0)``.
+
+    With ``foreach=True`` (``None`` on CUDA) the step is PyTorch's multi-tensor formula, which
+    rounds differently: ``param -= eta * (g + lambd * param)`` in one multiply-add, and
+    ``ax += mu * (param - ax)`` also while ``mu`` is 1.
     """
 
     _ranges = (("lr", None, "learning rate", None),
@@ -47,19 +54,57 @@ class ASGD(ElementwiseOptimizer):
     def _update(self, p, g, arrays, state, step, o) -> None:
         xp = xp_of(p)
         (ax,) = arrays
-        lr, lambd = o["lr"], o["lambd"]
-        g = effective_grad(xp, p, g, lr=lr, weight_decay=o["weight_decay"], decoupled=False,
-                           maximize=o["maximize"])
+        lr, lambd, kernels = o["lr"], o["lambd"], o["kernels"]
         eta_arr, mu_arr = state["eta"]._data, state["mu"]._data
-        eta = float(eta_arr)
-        p *= 1 - lambd * eta  # decay term
-        p -= xp.multiply(g, eta)  # param.add_(grad, alpha=-eta)
-        mu = float(mu_arr)
-        if mu != 1:  # ax.add_(param.sub(ax).mul_(mu))
-            diff = xp.subtract(p, ax)
-            diff *= mu
-            ax += diff
+        eta, mu = float(eta_arr), float(mu_arr)
+        if o["multi_tensor"]:
+            _multi_tensor_step(xp, p, g, ax, eta, mu, o)
         else:
-            ax[...] = p
-        eta_arr[...] = lr / ((1 + lambd * lr * step) ** o["alpha"])  # stored as float32
+            g = effective_grad(xp, p, g, lr=lr, weight_decay=o["weight_decay"],
+                               decoupled=False, maximize=o["maximize"])
+            p *= 1 - lambd * eta  # decay term
+            aten_arith.add_scaled_(p, g, -eta, kernels)  # param.add_(grad, alpha=-eta)
+            if mu != 1:  # ax.add_(param.sub(ax).mul_(mu))
+                diff = xp.subtract(p, ax)
+                diff *= mu
+                ax += diff
+            else:
+                ax[...] = p
+        if o["multi_tensor"]:
+            eta_arr[...] = _multi_tensor_eta(step, lr, lambd, o["alpha"])
+        else:
+            eta_arr[...] = lr / ((1 + lambd * lr * step) ** o["alpha"])  # stored as float32
         mu_arr[...] = 1 / max(1, step - o["t0"])
+
+
+def _multi_tensor_step(xp, p, g, ax, eta: float, mu: float, o) -> None:
+    """PyTorch's ``_multi_tensor_asgd`` update of one parameter and its average, in place
+    (``eta`` and ``mu``: the float32 state values)."""
+    kernels = o["kernels"]
+    inter = xp.negative(g) if o["maximize"] else g.copy()  # intermediate = grad + lambd * param
+    if o["weight_decay"] != 0:  # (first grad + weight_decay * param, rounded on its own)
+        aten_arith.add_scaled_(inter, p, o["weight_decay"], kernels)
+    aten_arith.add_scaled_(inter, p, o["lambd"], kernels)
+    # param.addcmul_(intermediate, eta, value=-1): fma(-intermediate, eta, param), which is
+    # fma(intermediate, -eta, param)
+    aten_arith.add_scaled_(p, inter, -eta, kernels)
+    aten_arith.add_scaled_(ax, xp.subtract(p, ax), mu, kernels)  # ax.addcmul_(param - ax, mu)
+
+
+def _multi_tensor_eta(step: float, lr: float, lambd: float, alpha: float) -> np.float32:
+    """The next ``eta`` as ``_multi_tensor_asgd`` computes it: ``lr / ((1 + lambd * lr *
+    step) ** alpha)`` with ``step`` its float32 0-d tensor, so each operation is a float32
+    tensor op: the product and the sum rounded to float32, ``pow`` in double (its kernel's
+    ``std::pow(float, double)``; the exponents it special-cases as such), and ``lr / t``
+    Tensor's ``t.reciprocal() * lr``."""
+    f32 = np.float32
+    base = f32(1) + f32(lambd * lr) * f32(step)
+    special = {0.5: lambda b: np.sqrt(b), -0.5: lambda b: f32(1) / np.sqrt(b),
+               -1.0: lambda b: f32(1) / b, 2.0: lambda b: b * b, 3.0: lambda b: b * b * b,
+               -2.0: lambda b: f32(1) / (b * b)}
+    with np.errstate(all="ignore"):
+        if alpha in special:
+            powered = f32(special[alpha](base))
+        else:
+            powered = f32(np.power(np.float64(base), float(alpha)))
+        return (f32(1) / powered) * f32(lr)

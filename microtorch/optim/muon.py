@@ -6,8 +6,11 @@ decay; for 2-D parameters only.
 PyTorch rounds every step of the iteration to bfloat16 (each product accumulated in float32,
 each ``addmm`` rounded once); here the values are float32 arrays rounded to bfloat16 by bit
 arithmetic after each of those operations, so the same code runs on NumPy and CuPy (which has
-no bfloat16). The momentum ``lerp`` and the final ``add_(update, alpha=-lr)`` are fused
-multiply-adds in PyTorch's compiled kernels, and are here too.
+no bfloat16). The momentum ``lerp`` and the final ``add_(update, alpha=-lr)`` are rounded as
+PyTorch's kernels round them: on the CPU by ``backend.aten_arith`` (one fused multiply-add in
+its AVX2/AVX512 builds, a product and a sum in DEFAULT), on CuPy arrays as one fused
+multiply-add (CUDA's compiler contracts them too; and the CUDA stand-in's steps give the AVX
+CPU's bits).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend.rng import _fma32, _fma64
+from ..backend import aten_arith
 from ..ops._util import fma64, xp_of
 from .optimizer import Optimizer, ParamsT, _zeros_like
 
@@ -50,14 +53,13 @@ def _round_to_odd_sum(xp, a, b):
 
 
 def _fma(a, b, c):
-    """a * b + c with one rounding, in ``c``'s dtype (float32 or float64)."""
+    """a * b + c in ``c``'s dtype (float32 or float64): NumPy arrays as PyTorch's CPU kernels
+    round it (``aten_arith``), CuPy arrays with one rounding."""
     xp = xp_of(c)
-    if c.dtype == np.float64:
-        if xp is np:
-            return _fma64(a, b, c)
-        return fma64(xp.asarray(a, dtype=np.float64) * 1.0, b, c)
     if xp is np:
-        return _fma32(a, b, c)
+        return aten_arith.multiply_add(a, b, c)
+    if c.dtype == np.float64:
+        return fma64(xp.asarray(a, dtype=np.float64) * 1.0, b, c)
     # the float32 product is exact in double; the sum rounded to odd, then to float32 once
     a64 = xp.asarray(a, dtype=np.float32).astype(np.float64)
     b64 = b.astype(np.float32).astype(np.float64) if hasattr(b, "dtype") else \
@@ -176,5 +178,8 @@ class Muon(Optimizer):
                                                  group["ns_steps"], float(group["eps"]))
             adjusted = _adjust_lr(lr, group["adjust_lr_fn"], p.shape)
             pa *= 1.0 - lr * weight_decay  # param.mul_(1 - lr * weight_decay)
-            pa[...] = _fma(update.astype(pa.dtype), -adjusted, pa)  # param.add_(u, alpha=-lr)
+            if xp_of(pa) is np:  # param.add_(update, alpha=-lr) (large ones: compiled FMA)
+                aten_arith.add_scaled_(pa, update.astype(pa.dtype), -adjusted)
+            else:
+                pa[...] = _fma(update.astype(pa.dtype), -adjusted, pa)
             p._vbox[0] += 1  # mul_ then add_: PyTorch counts two; Optimizer.step adds the other

@@ -12,9 +12,11 @@ Gradient storage strategies (constructor flags of every optimizer):
 * ``flat_grads=True``: one contiguous gradient buffer per (device, dtype), allocated at
   construction; each parameter's gradient is a view of it (see ``_FlatGradBuffer``).
 
-The update arithmetic does not depend on the strategy, so all three train bit-identically on a
-given device. On CUDA the step of SGD and Adam(W) runs the fused kernels unless ``foreach=False``
-is given explicitly (PyTorch also defaults to its multi-tensor path on CUDA).
+The update arithmetic does not depend on the storage, so the strategies train bit-identically
+on a given device, except that ``foreach=True`` also follows PyTorch's multi-tensor formula,
+which rounds differently for ASGD, NAdam and RAdam (``_rules.multi_tensor``). On CUDA the
+step of SGD and Adam(W) runs the fused kernels unless ``foreach=False`` is given explicitly
+(PyTorch also defaults to its multi-tensor path on CUDA).
 """
 
 from __future__ import annotations

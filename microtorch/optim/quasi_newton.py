@@ -17,6 +17,7 @@ import numpy as np
 from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
+from ..backend import aten_arith
 from ._rules import loaded_scalar
 from .optimizer import Optimizer, ParamsT, _as_real_1d, _to_array_like
 
@@ -198,11 +199,12 @@ class LBFGS(Optimizer):
     def _add_grad(self, step_size, update) -> None:
         """``param += step_size * update`` (its slice of the flat vector) for each parameter."""
         offset = 0
-        xp = self._params[0]._backend.xp
         for p in self._params:
             (target,) = _as_real_1d(p._data)
             n = target.size
-            target += xp.multiply(update[offset:offset + n].reshape(target.shape), step_size)
+            # (param.add_(update, alpha=step_size): one rounding where PyTorch's kernel fuses)
+            aten_arith.add_scaled_(target, update[offset:offset + n].reshape(target.shape),
+                                   step_size)
             p._vbox[0] += 1  # an in-place write, as PyTorch's param.add_ counts it
             offset += n
 
@@ -300,11 +302,11 @@ class LBFGS(Optimizer):
                 q = -flat_grad  # two-loop recursion
                 for i in range(num_old - 1, -1, -1):
                     al[i] = dot(old_stps[i], q) * ro[i]
-                    q += old_dirs[i] * -al[i]
+                    aten_arith.add_scaled_(q, old_dirs[i], -al[i])  # q.add_(.., alpha=-al[i])
                 d = r = q * h_diag
                 for i in range(num_old):
                     be_i = dot(old_dirs[i], r) * ro[i]
-                    r += old_stps[i] * (al[i] - be_i)
+                    aten_arith.add_scaled_(r, old_stps[i], al[i] - be_i)
 
             if prev_flat_grad is None:
                 prev_flat_grad = flat_grad.copy()

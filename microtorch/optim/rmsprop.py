@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from ._rules import ElementwiseOptimizer, compat_doc, effective_grad, ema_square_
 from .adam import lerp_
@@ -59,11 +60,12 @@ class RMSprop(ElementwiseOptimizer):
         alpha, lr = o["alpha"], o["lr"]
         g = effective_grad(xp, p, g, lr=lr, weight_decay=o["weight_decay"], decoupled=False,
                            maximize=o["maximize"])
-        ema_square_(square_avg, g, alpha)
+        kernels = o["kernels"]
+        ema_square_(square_avg, g, alpha, kernels)
         if grad_avg is not None:
             lerp_(grad_avg, g, 1.0 - alpha)
-            tmp = xp.multiply(grad_avg, grad_avg)  # square_avg.addcmul(grad_avg, grad_avg, -1)
-            avg = xp.subtract(square_avg, tmp, out=tmp)
+            avg = square_avg.copy()  # square_avg.addcmul(grad_avg, grad_avg, value=-1)
+            aten_arith.addcmul_(avg, grad_avg, grad_avg, -1.0, kernels)
             xp.sqrt(avg, out=avg)
         else:
             avg = xp.sqrt(square_avg)
@@ -71,7 +73,7 @@ class RMSprop(ElementwiseOptimizer):
         if momentum_buffer is not None:
             momentum_buffer *= o["momentum"]  # buf.mul_(momentum).addcdiv_(grad, avg)
             momentum_buffer += xp.divide(g, avg)
-            p -= xp.multiply(momentum_buffer, lr)  # param.add_(buf, alpha=-lr)
+            aten_arith.add_scaled_(p, momentum_buffer, -lr, kernels)  # param.add_(buf, -lr)
         else:
             update = xp.multiply(g, -lr)  # param.addcdiv_(grad, avg, value=-lr)
             update /= avg
