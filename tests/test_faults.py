@@ -190,6 +190,7 @@ CASES = {
     "copy-shape-mismatch": lambda t, F: t.ones(2).copy_(t.ones(3)),
     "copy-wider-source": lambda t, F: t.ones(2).copy_(t.ones(2, 2)),
     "copy-non-tensor": lambda t, F: t.ones(2).copy_([1.0, 2.0]),
+    "kron-non-tensor": lambda t, F: t.kron(t.ones(2), [1, 2]),
     "expand-zero": lambda t, F: t.ones(1).expand(3).zero_(),
     "expand-fill": lambda t, F: t.ones(1).expand(3).fill_(2.0),
     "expand-fill-tensor": lambda t, F: t.ones(1).expand(3).fill_(t.tensor(2.0)),
@@ -477,7 +478,7 @@ LENIENT = {
 
 # Known differences not fixed here: nn.init on integer tensors
 # (NotImplementedError in PyTorch), label_smoothing's error class (nn files reworked on other
-# branches), kron with a list (an AttributeError: ops/matrix.py is reworked on another branch), and
+# branches), and
 # NumPy's RuntimeWarnings at IEEE special values of the
 # elementwise ops (a division by zero, log(0)): PyTorch is silent; an np.errstate around every
 # op would cost about 3 us per op.
@@ -488,7 +489,6 @@ KNOWN_GAPS = {
     "init-normal-int": lambda t, F: t.nn.init.normal_(t.ones(2, dtype=t.int64)),
     "cross-entropy-label-smoothing-bad": (
         lambda t, F: F.cross_entropy(t.ones(2, 3), t.tensor([0, 1]), label_smoothing=1.5)),
-    "kron-non-tensor": lambda t, F: t.kron(t.ones(2), [1, 2]),
 }
 
 # Cases whose message scripts may match on: microtorch's words must equal PyTorch's.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .batched_array import (
+    IMPL,
     BatchedArray,
     batched_error,
     ndim_of,
@@ -76,6 +77,9 @@ def elementwise(level, fn, operands: tuple, out=None, where=None, **kwargs):
     if out is not None:
         kwargs["out"] = _outs(level, out, batched)
     return fn(phys, kwargs), batched
+
+
+IMPL.elementwise = elementwise  # (BatchedNamespace.elementwise: aten_arith's fused ops)
 
 
 def _ufunc_call(level, ufunc, inputs, kwargs):

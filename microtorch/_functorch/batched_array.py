@@ -127,9 +127,10 @@ def batched_error(kind: str, name: str = "") -> RuntimeError:
 
 class _Impl:
     """The dispatch functions the array's methods call: ``dispatch``, ``ufunc`` and
-    ``namespace``, installed by the ``dispatch`` module (which builds on this one)."""
+    ``namespace``, installed by the ``dispatch`` module (which builds on this one), and
+    ``elementwise`` (the rule of elementwise functions), by ``array_rules``."""
 
-    dispatch = ufunc = namespace = None
+    dispatch = ufunc = namespace = elementwise = None
 
 
 IMPL = _Impl()

@@ -348,6 +348,14 @@ class BatchedNamespace:
         """cupyx's ``scatter_add``: ``target[key] += values`` with repeats added."""
         dispatch("scatter_add", (target, key, values), {}, inner=self.inner)
 
+    def elementwise(self, fn, *operands):
+        """``fn(*operands)`` for an elementwise function outside NumPy's names
+        (``aten_arith.multiply_add``): one call on the physical arrays, batch dimensions
+        aligned, so a sample rounds as it does outside ``vmap``."""
+        result, batched = IMPL.elementwise(self.level, lambda phys, kwargs: fn(*phys),
+                                           operands)
+        return BatchedArray(result, self.level) if batched else result
+
 
 def _function(name: str, inner):
     """The namespace's function ``name``: NumPy's, dispatched on BatchedArrays."""

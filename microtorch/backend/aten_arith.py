@@ -32,7 +32,7 @@ import functools
 
 import numpy as np
 
-from . import compiled, cpu_capability
+from . import compiled, cpu_capability, is_array_wrapper, xp_of
 
 __all__ = ["fuses", "multiply_add", "add_scaled", "add_scaled_", "addcmul_", "lerp",
            "lerp_coefficients"]
@@ -82,6 +82,9 @@ def multiply_add(a, b, c):
     ``x * y + z`` of its vectorized code into one FMA: tanh's backward ``g * (1 - y * y)``
     is ``g * fma(-y, y, 1)``); a caller writes ``multiply_add(-y, y, 1)`` where the kernel has
     ``1 - y * y``."""
+    for v in (a, b, c):
+        if is_array_wrapper(v):  # (vmap's batched arrays: on their physical arrays, fused)
+            return xp_of(v).elementwise(multiply_add, a, b, c)
     if fuses(a, b, c):
         dtype = next(x.dtype for x in (a, b, c) if isinstance(x, np.ndarray))
         # (the emulation costs 10-40x a NumPy pass on large arrays, and some 20 us on any:
