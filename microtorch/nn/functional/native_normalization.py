@@ -26,7 +26,12 @@ import numpy as np
 from ...autograd.function import named
 from ...ops._util import Tensor
 from ...ops.layer_norm import row_moments
-from .normalization import _batch_norm_parts, _group_norm_parts, layer_norm
+from .normalization import (
+    _batch_norm_parts,
+    _group_norm_parts,
+    check_group_norm_args,
+    layer_norm,
+)
 
 __all__ = ["native_layer_norm", "native_batch_norm", "native_group_norm"]
 
@@ -100,15 +105,7 @@ def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
         raise RuntimeError("Expected X.numel() == N * C * HxW to be true, but got false.  "
                            "(Could this error message be improved?  If so, please report an "
                            "enhancement request to PyTorch.)")
-    if group <= 0 or C % group:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by "
-                           f"num_groups, but got input of shape {_size(input.shape)} and "
-                           f"num_groups={group}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and (t.ndim != 1 or t.numel() != C):
-            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
-                               f"channels in input, but got {name} of shape {_size(t.shape)} "
-                               f"and input of shape {_size(input.shape)}")
+    check_group_norm_args(input, C, group, weight, bias)
     x = input if input.ndim >= 2 else input.reshape(N, C, HxW)
     out, mean, rstd = _group_norm_parts(x, group, weight, bias, eps)
     out = out.reshape(input.shape) if x is not input else out

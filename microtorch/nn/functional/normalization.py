@@ -189,17 +189,23 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
-    c = input.shape[1]
-    if num_groups <= 0 or c % num_groups:
+    check_group_norm_args(input, input.shape[1], num_groups, weight, bias)
+    return _group_norm_parts(input, num_groups, weight, bias, eps)[0]
+
+
+def check_group_norm_args(input: Tensor, channels: int, num_groups: int,
+                          weight: Tensor | None, bias: Tensor | None) -> None:
+    """PyTorch's checks of a group norm's groups and affine vectors (``group_norm`` and
+    ``native_group_norm``)."""
+    if num_groups <= 0 or channels % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
     for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and (t.ndim != 1 or t.numel() != c):
+        if t is not None and (t.ndim != 1 or t.numel() != channels):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    return _group_norm_parts(input, num_groups, weight, bias, eps)[0]
 
 
 def _group_norm_parts(input: Tensor, num_groups: int, weight: Tensor | None,
