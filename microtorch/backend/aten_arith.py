@@ -29,12 +29,13 @@ tanh form and both of its backwards.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
 from . import compiled, cpu_capability, is_array_wrapper, xp_of
 
-__all__ = ["fuses", "multiply_add", "add_scaled", "add_scaled_", "addcmul_", "lerp",
+__all__ = ["fuses", "step_kernels", "multiply_add", "add_scaled", "add_scaled_", "addcmul_", "lerp",
            "lerp_coefficients"]
 
 _FUSABLE = (np.dtype(np.float32), np.dtype(np.float64))
@@ -72,6 +73,16 @@ def _kernels(dtype, size: int, chosen=None):
     return chosen or compiled.kernels_for(np, dtype, size) or compiled.loaded()
 
 
+def step_kernels(xp, dtype, size: int):
+    """The compiled kernels for one optimizer step over ``size`` elements in all: at any size
+    where PyTorch's build fuses (the exact emulation's fixed cost, some 20 us an op, made a
+    small model's Adam step 3x slower; numba loads once, some 0.4 s), else from
+    ``compiled.MIN_ELEMENTS``, as the other kernels. None for CuPy or without numba."""
+    if xp is np and np.dtype(dtype) in _FUSABLE and _build_fuses():
+        return compiled.kernels_for(xp, dtype)
+    return compiled.kernels_for(xp, dtype, size)
+
+
 def multiply_add(a, b, c):
     """``a * b + c`` as PyTorch's CPU kernels round it here: once (:func:`fuses`), else the
     product and then the sum. A new array. Any operand may be a number (in the arrays' dtype,
@@ -88,21 +99,17 @@ def multiply_add(a, b, c):
     if fuses(a, b, c):
         dtype = next(x.dtype for x in (a, b, c) if isinstance(x, np.ndarray))
         # (the emulation costs 10-40x a NumPy pass on large arrays, and some 20 us on any:
-        # three C-contiguous arrays of one shape go to a loaded kernel as they are, others
-        # broadcast into copies only when large)
-        if type(a) is type(b) is type(c) is np.ndarray and a.shape == b.shape == c.shape \
-                and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous:
-            kernels = _kernels(dtype, a.size)
-            if kernels is not None:
-                out = np.empty(a.shape, dtype)
-                kernels.multiply_add_fused(a.reshape(-1), b.reshape(-1), c.reshape(-1),
-                                           out.reshape(-1))
-                return out
-        shape = np.broadcast_shapes(*(np.shape(v) for v in (a, b, c)))
-        kernels = compiled.kernels_for(np, dtype, int(np.prod(shape)))
+        # a loaded kernel takes the operands as contiguous arrays of the result's shape)
+        arrays = [v for v in (a, b, c) if type(v) is np.ndarray]
+        shape = arrays[0].shape
+        if any(v.shape != shape for v in arrays) or len(arrays) < 3:
+            shape = np.broadcast_shapes(*(v.shape for v in arrays))
+        kernels = _kernels(dtype, math.prod(shape))
         if kernels is not None:
             out = np.empty(shape, dtype)
-            flat = [np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype), shape))
+            flat = [v.reshape(-1) if type(v) is np.ndarray and v.shape == shape
+                    and v.flags.c_contiguous else
+                    np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype), shape))
                     .reshape(-1) for v in (a, b, c)]
             kernels.multiply_add_fused(*flat, out.reshape(-1))
             return out

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend import aten_arith, compiled
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from .optimizer import Optimizer, _as_real_1d, _decayed_grad, _increment, _step_tensor
 
@@ -168,7 +168,7 @@ class ElementwiseOptimizer(Optimizer):
         options = self._options(group)
         # (one decision per step, by all its elements, as SGD's and Adam's: a small model's
         # many small parameters take the compiled multiply-adds too; complex ones step real)
-        options["kernels"] = compiled.kernels_for(
+        options["kernels"] = aten_arith.step_kernels(
             xp_of(params[0]._data), params[0]._data.real.dtype,
             sum(p._data.size for p in params)) if params else None
         options["multi_tensor"] = multi_tensor(group, params)

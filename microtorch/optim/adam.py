@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend import aten_arith, compiled
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _as_real_1d, _decayed_grad, _increment, _step_tensor
 
@@ -72,8 +72,8 @@ class Adam(Optimizer):
             return
         # (one decision per step, by all its elements: a small model's parameters add up; a
         # complex parameter steps as its real view)
-        fused = compiled.kernels_for(xp_of(params[0]._data), params[0]._data.real.dtype,
-                                     sum(p._data.size for p in params)) if params else None
+        fused = aten_arith.step_kernels(xp_of(params[0]._data), params[0]._data.real.dtype,
+                                        sum(p._data.size for p in params)) if params else None
         for p, g, state, step in zip(params, grads, states, steps):
             _adam_update(p._data, g._data, state["exp_avg"]._data, state["exp_avg_sq"]._data,
                          state["max_exp_avg_sq"]._data if amsgrad else None, step=step,

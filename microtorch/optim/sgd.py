@@ -7,7 +7,7 @@ from typing import Any
 from .._layout import SPARSE_DATA
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
-from ..backend import aten_arith, compiled
+from ..backend import aten_arith
 from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _at_least_1d, _decayed_grad, _zeros_like
 
@@ -92,8 +92,8 @@ class SGD(Optimizer):
         else:
             # (one decision per step, by all its elements, as Adam's: many small parameters
             # take the compiled fused multiply-add too)
-            kernels = compiled.kernels_for(xp_of(params[0]._data), params[0]._data.dtype,
-                                           sum(p._data.size for p in params))
+            kernels = aten_arith.step_kernels(xp_of(params[0]._data), params[0]._data.dtype,
+                                              sum(p._data.size for p in params))
             for i, (p, g) in enumerate(zip(params, grads)):
                 buf = bufs[i]
                 if momentum != 0 and buf is None:
