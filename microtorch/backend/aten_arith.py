@@ -61,7 +61,7 @@ def fuses(*operands) -> bool:
                 dtype = v.dtype
             elif v.dtype != dtype:
                 return False
-        elif hasattr(v, "shape") and not isinstance(v, np.generic):  # CuPy, a Tensor
+        elif _is_array(v):  # CuPy, a Tensor (a backward under create_graph)
             return False
     return dtype is not None and dtype in _FUSABLE and _build_fuses()
 
@@ -97,11 +97,10 @@ def multiply_add(a, b, c):
         if is_array_wrapper(v):  # (vmap's batched arrays: on their physical arrays, fused)
             return xp_of(v).elementwise(multiply_add, a, b, c)
     if fuses(a, b, c):
-        dtype = next(x.dtype for x in (a, b, c) if isinstance(x, np.ndarray))
         # (the emulation costs 10-40x a NumPy pass on large arrays, and some 20 us on any:
         # a loaded kernel takes the operands as contiguous arrays of the result's shape)
         arrays = [v for v in (a, b, c) if type(v) is np.ndarray]
-        shape = arrays[0].shape
+        dtype, shape = arrays[0].dtype, arrays[0].shape
         if any(v.shape != shape for v in arrays) or len(arrays) < 3:
             shape = np.broadcast_shapes(*(v.shape for v in arrays))
         kernels = _kernels(dtype, math.prod(shape))
@@ -176,15 +175,9 @@ def lerp(start, end, weight):
     if not _is_array(weight):
         coeff, from_start = lerp_coefficients(weight, diff.dtype)
         return multiply_add(diff.dtype.type(coeff), diff, start if from_start else end)
-    xp = np if isinstance(weight, np.ndarray) else _xp(weight)
+    xp = xp_of(weight)
     small = xp.abs(weight) < 0.5
     coeff = xp.where(small, weight, weight - 1)
     base = xp.where(small, start, end)
     return multiply_add(coeff, diff, base)
 
-
-def _xp(arr):
-    """The array module of a CuPy array (imported only when one is met)."""
-    import cupy
-
-    return cupy.get_array_module(arr)

@@ -36,10 +36,6 @@ from .normalization import (
 __all__ = ["native_layer_norm", "native_batch_norm", "native_group_norm"]
 
 
-def _size(shape) -> str:
-    return str(list(shape))
-
-
 def native_layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None,
                       bias: Tensor | None, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """``(layer_norm(input, normalized_shape, weight, bias, eps), mean, rstd)``: the statistics
@@ -48,8 +44,8 @@ def native_layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Te
     for name, t in (("weight", weight), ("bias", bias)):
         if shape and t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but "
-                               f"got {name} of shape {_size(t.shape)} and normalized_shape = "
-                               f"{_size(shape)}")
+                               f"got {name} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(shape)}")
     out = layer_norm(input, shape, weight, bias, eps)
     axis = input.ndim - len(shape)
     stats_shape = tuple(input.shape[:axis]) + (1,) * len(shape)
@@ -78,7 +74,7 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
                          f"[{-max(input.ndim, 1)}, {max(input.ndim, 1) - 1}], but got 1)")
     if input.numel() == 0:
         raise RuntimeError(f"input tensor must have at least one element, but got input_sizes "
-                           f"= {_size(input.shape)}")
+                           f"= {list(input.shape)}")
     c = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
