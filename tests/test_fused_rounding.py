@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import microtorch as mt
-from microtorch.backend import aten_arith, compiled, cpu_capability
+from microtorch.backend import aten_arith, compiled, cpu_capability, exact_fma
 
 torch = pytest.importorskip("torch")
 
@@ -114,7 +114,7 @@ def test_fused_kernel_and_emulation_give_the_same_bits() -> None:
         a, b = _pair((compiled.MIN_ELEMENTS + 5,), dtype, seed=3)
         kernel, emulated = a.copy(), a.copy()
         aten_arith.add_scaled_(kernel, b, -0.013)
-        emulated[...] = cpu_capability.fma(b, np.asarray(-0.013, dtype), emulated)
+        emulated[...] = exact_fma.fma(b, np.asarray(-0.013, dtype), emulated)
         _same_bits(kernel, emulated)
 
 

@@ -17,7 +17,7 @@ kernels convert through float32 in ways not replayed here) and CuPy arrays are c
 written, product then sum (PyTorch's CUDA kernels are not this project's oracle).
 
 Large arrays take a numba kernel (``_kernels.axpy_fused``, ``addcmul_fused``,
-``multiply_add_fused``: hardware FMA at NumPy's speed); the others ``cpu_capability.fma``'s
+``multiply_add_fused``: hardware FMA at NumPy's speed); the others ``exact_fma.fma``'s
 exact emulation.
 
 Beyond these three ops, ``multiply_add`` serves the pointwise formulas of PyTorch's kernels
@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from . import compiled, cpu_capability, is_array_wrapper, xp_of
+from . import compiled, cpu_capability, exact_fma, is_array_wrapper, xp_of
 
 __all__ = ["fuses", "step_kernels", "multiply_add", "add_scaled", "add_scaled_", "addcmul_", "lerp",
            "lerp_coefficients"]
@@ -112,7 +112,7 @@ def multiply_add(a, b, c):
                     .reshape(-1) for v in (a, b, c)]
             kernels.multiply_add_fused(*flat, out.reshape(-1))
             return out
-        return np.asarray(cpu_capability.fma(a, b, c), dtype=dtype)
+        return np.asarray(exact_fma.fma(a, b, c), dtype=dtype)
     return a * b + c
 
 
@@ -139,7 +139,7 @@ def add_scaled_(a, x, alpha, kernels=None) -> None:
         if kernels is not None:
             kernels.axpy_fused(a.reshape(-1), x.reshape(-1), a.dtype.type(alpha))
             return
-    a[...] = cpu_capability.fma(x, np.asarray(alpha, a.dtype), a)
+    a[...] = exact_fma.fma(x, np.asarray(alpha, a.dtype), a)
 
 
 def addcmul_(a, t1, t2, value: float = 1.0, kernels=None) -> None:

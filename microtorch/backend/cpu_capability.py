@@ -14,7 +14,7 @@ override it; we read them the same way), and they sum differently (``ops.vision`
 ``affine_grid`` product says how, as measured).
 
 Ops that replay such kernels ask ``build()``, ``vector_lanes`` and ``mkl()`` and
-compute fused multiply-adds with ``fma`` (exact emulation in NumPy). Verified on x86-64;
+compute fused multiply-adds with ``exact_fma.fma``. Verified on x86-64;
 other CPUs are taken as DEFAULT, which is not verified.
 """
 
@@ -26,9 +26,7 @@ import warnings
 
 import numpy as np
 
-from .rng import _fma64, _round_to_odd_sum, _two_prod
-
-__all__ = ["aten", "build", "mkl", "vector_lanes", "fma", "fma_chain"]
+__all__ = ["aten", "build", "mkl", "vector_lanes"]
 
 _ORDER = ("DEFAULT", "AVX2", "AVX512")
 
@@ -97,48 +95,3 @@ def mkl() -> str:
     return best
 
 
-def _round32(s, p, c):
-    """float32 of the float64 sum s = p + c as one rounding of the exact p + c: rounding s
-    again errs only where it landed exactly on a float32 midpoint (or among float32
-    subnormals); those few are redone by rounding to odd."""
-    out = np.asarray(s.astype(np.float32))
-    suspect = ((s.view(np.int64) & 0x1FFFFFFF) == 0x10000000) | \
-        ((np.abs(s) < 2.0 ** -126) & (s != 0))
-    if suspect.any():
-        p, c = np.broadcast_arrays(p, c)
-        out[suspect] = _round_to_odd_sum(p[suspect], c[suspect]).astype(np.float32)
-    return out
-
-
-def fma(a, b, c):
-    """``a * b + c`` rounded once (a fused multiply-add), in the dtype of the array operands
-    (float32 or float64; Python numbers among them are taken in that dtype)."""
-    dt = np.result_type(*(v for v in (a, b, c) if isinstance(v, np.ndarray)))
-    a, b, c = (np.asarray(v, dt) for v in (a, b, c))
-    if dt != np.float32:
-        # The emulation's splitting overflows (NaN) for infinite or huge operands; where the
-        # fused result is not finite, a * b + c is it (the same infinity or NaN).
-        out = _fma64(a, b, c)
-        return np.where(np.isfinite(out), out, a * b + c)
-    p = np.multiply(a, b, dtype=np.float64)  # exact (24 + 24 bits)
-    c64 = c.astype(np.float64)
-    return _round32(np.asarray(p + c64), p, c64)
-
-
-def fma_chain(x, y, acc):
-    """``acc = fma(x[t], y[t], acc)`` for t = 0, 1, ... along the first axis (a sum as an
-    FMA loop computes it); the exact products are formed once, outside the loop."""
-    if acc.dtype == np.float32:
-        p = np.multiply(x, y, dtype=np.float64)
-        a = acc.astype(np.float64)
-        for t in range(len(p)):
-            a = _round32(a + p[t], p[t], a).astype(np.float64)
-        return a.astype(np.float32)
-    hi, lo = _two_prod(*np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64)))
-    a = acc
-    for t in range(len(hi)):  # _fma64's sum: TwoSum(a, hi), then its error + lo rounded to odd
-        s = a + hi[t]
-        bb = s - a
-        err = (a - (s - bb)) + (hi[t] - bb)
-        a = s + _round_to_odd_sum(err, lo[t])
-    return a

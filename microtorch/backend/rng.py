@@ -46,6 +46,8 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 
+from .exact_fma import fma
+
 __all__ = ["DEFAULT_SEED", "Generator", "default_generator"]
 
 DEFAULT_SEED = 67280421310721  # torch.Generator()'s default seed
@@ -88,58 +90,6 @@ def _init_genrand(seed: int) -> np.ndarray:
     return key
 
 
-def _round_to_odd_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a + b in float64 rounded to odd: exact if representable, else the neighbour with odd bits.
-
-    Rounding to odd at 53 bits followed by one more rounding to nearest is as good as a single
-    correct rounding of the exact value (Boldo & Melquiond); we use it to emulate FMA.
-    """
-    s = a + b
-    bb = s - a
-    err = (a - (s - bb)) + (b - bb)  # TwoSum: a + b == s + err exactly
-    even = (s.view(np.int64) & 1) == 0
-    fix = (err != 0) & even
-    if fix.any():
-        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-    return s
-
-
-def _fma32(a, b, c) -> np.ndarray:
-    """Correctly rounded float32 fused multiply-add (what ``vfmadd`` computes)."""
-    p = np.asarray(a, _f32).astype(_f64) * np.asarray(b, _f32).astype(_f64)  # exact: 48 bits
-    c64 = np.broadcast_to(np.asarray(c, _f32).astype(_f64), p.shape)
-    s = p + c64
-    # Rounding the double sum to float is only wrong (double rounding) when the sum lands
-    # exactly on a midpoint between two normal floats; redo just those with round-to-odd.
-    mid = (s.view(np.int64) & 0x1FFFFFFF) == 0x10000000
-    mid |= (np.abs(s) < 2.0**-126) & (s != 0)  # float32 subnormals have fewer bits: redo
-    if mid.any():
-        s = np.where(mid, _round_to_odd_sum(p, c64), s)
-    return s.astype(_f32)
-
-
-def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's exact product in float64: a * b == p + e."""
-    p = a * b
-    ca, cb = 134217729.0 * a, 134217729.0 * b  # Veltkamp split, 2**27 + 1
-    ah = ca - (ca - a)
-    bh = cb - (cb - b)
-    al, bl = a - ah, b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
-
-
-def _fma64(a, b, c) -> np.ndarray:
-    """Correctly rounded float64 fused multiply-add, emulated (Boldo & Melquiond, 2008)."""
-    a, b, c = (np.asarray(v, _f64) for v in (a, b, c))
-    a, b, c = np.broadcast_arrays(a, b, c)
-    uh, ul = _two_prod(a, b)
-    th = c + uh
-    bb = th - c
-    tl = (c - (th - bb)) + (uh - bb)  # TwoSum(c, uh)
-    return th + _round_to_odd_sum(tl, ul)
-
-
 # ------------------------------------------------ torch's AVX2 log/sin/cos (avx_mathfun.h)
 # These replay log256_ps and sincos256_ps operation by operation in float32.  torch compiles
 # them with GCC and -mfma, which fuses every "multiply, then add the product" pair into one
@@ -174,11 +124,11 @@ def _log256_ps(x: np.ndarray) -> np.ndarray:
     z = x * x
     y = np.full_like(x, _LOG_P[0])
     for p in _LOG_P[1:]:
-        y = _fma32(y, x, p)
+        y = fma(y, x, p)
     y = y * x
-    y = _fma32(y, z, e * _LOG_Q1)  # y*z + e*q1: GCC fuses the y*z product
+    y = fma(y, z, e * _LOG_Q1)  # y*z + e*q1: GCC fuses the y*z product
     y = y - z * _HALF
-    return _fma32(e, _LOG_Q2, x + y)
+    return fma(e, _LOG_Q2, x + y)
 
 
 def _sincos256_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -191,17 +141,17 @@ def _sincos256_ps(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     swap_sin = ((j & 4) << 29).astype(np.uint32)
     poly = (j & 2) == 0
     for dp in _DP:  # extended precision reduction x - y*pi/4
-        x = _fma32(y, dp, x)
+        x = fma(y, dp, x)
     sign_cos = ((~(j - 2) & 4) << 29).astype(np.uint32)
     sign_sin = sign_sin ^ swap_sin
     z = x * x
-    yc = _fma32(np.full_like(x, _COSCOF[0]), z, _COSCOF[1])
-    yc = _fma32(yc, z, _COSCOF[2])
-    yc = _fma32(yc * z, z, -(z * _HALF))
+    yc = fma(np.full_like(x, _COSCOF[0]), z, _COSCOF[1])
+    yc = fma(yc, z, _COSCOF[2])
+    yc = fma(yc * z, z, -(z * _HALF))
     yc = yc + _ONE
-    ys = _fma32(np.full_like(x, _SINCOF[0]), z, _SINCOF[1])
-    ys = _fma32(ys, z, _SINCOF[2])
-    ys = _fma32(ys * z, x, x)
+    ys = fma(np.full_like(x, _SINCOF[0]), z, _SINCOF[1])
+    ys = fma(ys, z, _SINCOF[2])
+    ys = fma(ys * z, x, x)
     s = np.where(poly, ys, yc)
     c = np.where(poly, yc, ys)
     s = (s.view(np.uint32) ^ sign_sin).view(_f32)
@@ -361,18 +311,18 @@ class Generator:
         if dt == _f64:
             x = self._unit(n, dt)
             lo, hi = _f64(low), _f64(high)
-            out = _fma64(x, hi - lo, lo)  # x * (to - from) + from, fused by the compiler
+            out = fma(x, hi - lo, lo)  # x * (to - from) + from, fused by the compiler
         elif dt == _f32:
             x = self._unit(n, dt)
             lo, hi = _f32(low), _f32(high)
-            out = _fma32(x, hi - lo, lo)
+            out = fma(x, hi - lo, lo)
         else:
             # torch 2.13 computes half uniforms as float32 ones (24-bit, float bounds) and
             # rounds them to half; a value that rounds up to `high` is replaced by `low`, which
             # keeps the result in [low, high).
             x = self._unit(n, np.dtype(_f32))
             lo, hi = _f32(low), _f32(high)
-            out = _fma32(x, hi - lo, lo).astype(dt)
+            out = fma(x, hi - lo, lo).astype(dt)
             out = np.where(out >= hi.astype(dt), lo.astype(dt), out)
         return out.astype(dt, copy=False).reshape(shape)
 
@@ -417,7 +367,7 @@ class Generator:
             theta = 2.0 * math.pi * u1
             self._next_double_normal = r * math.sin(theta)
             ret = r * math.cos(theta)
-        return float(_fma64(ret, std, mean))  # val * std + mean, fused by the compiler
+        return float(fma(ret, std, mean))  # val * std + mean, fused by the compiler
 
     @contextlib.contextmanager
     def scalar_draws(self, chunk: int = 1024):
@@ -469,7 +419,7 @@ class Generator:
             out[start:] = vals[:n - start]
             if (n - start) % 2:
                 self._next_double_normal = float(vals[-1])
-        return _fma64(out, std, mean) if n else out
+        return fma(out, std, mean) if n else out
 
     def _normal_fill(self, n: int, dtype, transform16) -> np.ndarray:
         """torch's ``normal_fill``: uniforms for all n, Box-Muller per block of 16, tail redo."""
@@ -684,7 +634,7 @@ def _normal16_avx2(d: np.ndarray, mean: np.float32, std: np.float32) -> np.ndarr
     radius = np.sqrt(_f32(-2.0) * _log256_ps(u1))
     theta = _f32(2.0 * math.pi) * u2
     s, c = _sincos256_ps(theta)
-    return np.concatenate([_fma32(radius * c, std, mean), _fma32(radius * s, std, mean)], axis=1)
+    return np.concatenate([fma(radius * c, std, mean), fma(radius * s, std, mean)], axis=1)
 
 
 def _normal16_f64(d: np.ndarray, mean: np.float64, std: np.float64) -> np.ndarray:
@@ -694,7 +644,7 @@ def _normal16_f64(d: np.ndarray, mean: np.float64, std: np.float64) -> np.ndarra
     radius = np.sqrt(-2.0 * _libm(math.log, u1))
     theta = (2.0 * math.pi) * u2
     c, s = _libm(math.cos, theta), _libm(math.sin, theta)
-    return np.concatenate([_fma64(radius * c, std, mean), _fma64(radius * s, std, mean)], axis=1)
+    return np.concatenate([fma(radius * c, std, mean), fma(radius * s, std, mean)], axis=1)
 
 
 default_generator = Generator()

@@ -16,7 +16,7 @@ __all__ = ["Tensor", "promote_operands", "sizes_arg", "wrap_dim", "dims_arg", "r
            "assert_no_internal_overlap", "check_bounds", "check_index_bounds",
            "broadcast_shape", "tensors_arg", "check_index_arg",
            "narrow_start", "split_size_arg", "writable_copy", "index_array", "result_xp",
-           "wrapped_int", "checked_scalar", "checked_alpha", "add_alpha", "plus_scaled", "fma64"]
+           "wrapped_int", "checked_scalar", "checked_alpha", "add_alpha", "plus_scaled"]
 
 wrap_dim = _wrap_dim
 
@@ -515,24 +515,3 @@ def _row_index(target, key, values):
     if idx.min() < -n or idx.max() >= n:
         return None
     return np.where(idx < 0, idx + n, idx) if idx.dtype.kind == "i" else idx
-
-
-def fma64(a, b, c):
-    """``a * b + c`` with one rounding (a fused multiply-add), on float64 arrays: Dekker's
-    exact product and Knuth's exact sum, summed once. Where that is not finite (an infinite
-    or NaN operand, an overflow, or a split of a huge operand overflowing), ``a * b + c`` as
-    IEEE arithmetic gives it, which is the fused result there too (inf * 0 is NaN, inf + x
-    is inf): the error terms would make inf - inf."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        p = a * b
-        split = 134217729.0  # 2**27 + 1
-        a_hi = split * a - (split * a - a)
-        b_hi = split * b - (split * b - b)
-        p_err = ((a_hi * b_hi - p) + a_hi * (b - b_hi) + (a - a_hi) * b_hi) + \
-            (a - a_hi) * (b - b_hi)
-        s = p + c
-        virtual = s - p
-        s_err = (p - (s - virtual)) + (c - virtual)
-        out = s + (s_err + p_err)
-    xp = xp_of(out)
-    return xp.where(xp.isfinite(out), out, s)

@@ -12,9 +12,9 @@ import numpy as np
 
 from .. import _dtype
 from .._layout import SPARSE_DATA
-from ..backend import canonical_device, get_backend, is_array_wrapper, xp_of
+from ..backend import canonical_device, exact_fma, get_backend, is_array_wrapper, xp_of
 from ..backend.device import device as Device
-from ._util import Tensor, fma64, sizes_arg, wrapped_int
+from ._util import Tensor, sizes_arg, wrapped_int
 from .dlpack import array_from_dlpack, from_dlpack
 from .pinned import check_pinnable, pinned_leaf
 
@@ -372,9 +372,10 @@ def _linspace_float(xp, start, end, steps: int, dt):
     step = dt.type((hi - lo) / dt.type(steps - 1))
     i = xp.arange(steps, dtype=xp.float64)
     step64 = xp.float64(step)
-    if dt == xp.float64:
-        front = fma64(xp.full(steps, step64), i, xp.full(steps, xp.float64(lo)))
-        back = fma64(xp.full(steps, -step64), steps - 1 - i, xp.full(steps, xp.float64(hi)))
+    if dt in (np.float32, np.float64):
+        i = i.astype(dt)  # (exact: linspace's steps are far below 2**24)
+        front = exact_fma.fma(step, i, lo)
+        back = exact_fma.fma(-step, (steps - 1) - i, hi)
     else:  # an exact product and one float64 sum, then one rounding to the narrow dtype
         front = xp.float64(lo) + step64 * i
         back = xp.float64(hi) - step64 * (steps - 1 - i)

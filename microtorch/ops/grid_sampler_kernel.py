@@ -24,7 +24,7 @@ import functools
 
 import numpy as np
 
-from ..backend import cpu_capability
+from ..backend import cpu_capability, exact_fma
 from ._util import scatter_add_arrays, xp_of
 
 __all__ = ["forward_2d", "backward_2d", "forward_3d", "backward_3d"]
@@ -42,7 +42,7 @@ def _mul_add(xp):
     one an AVX512 capability runs too: the kernel has no AVX512 entry), replayed on NumPy;
     two in its DEFAULT build and on CUDA."""
     if xp is np and cpu_capability.build() != "DEFAULT":
-        return cpu_capability.fma
+        return exact_fma.fma
     return _plain
 
 

@@ -17,9 +17,10 @@ import numpy as np
 from .. import _dtype
 from .._layout import SPARSE_DATA
 from ..autograd.function import Function, named
+from ..backend import exact_fma
 from ..backend.base import root_buffer
 from ._autocast import autocast_op
-from ._util import Tensor, fma64, sum_to_shape, wrap_dim, xp_of
+from ._util import Tensor, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
 from .linalg import check_addmm_dtypes, check_bmm_dtypes, cpp_name
 
@@ -380,9 +381,9 @@ def _fms(x, y, z):
     kind = _dtype.kind_of(x.dtype)
     if kind != "f":
         return x * y - z
-    if x.dtype == np.float64:
-        return fma64(x, y, -z)
-    wide = x.dtype.type  # (16/32-bit floats: the exact product in double, one rounding)
+    if x.dtype in (np.float32, np.float64):
+        return exact_fma.fma(x, y, -z)
+    wide = x.dtype.type  # (16-bit floats: the exact product in double, one rounding)
     return (x.astype(np.float64) * y.astype(np.float64) - z.astype(np.float64)).astype(wide)
 
 

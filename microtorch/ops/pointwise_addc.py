@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function
-from ..backend import cpu_capability
+from ..backend import cpu_capability, exact_fma
 from ._util import Tensor, _promotion_key, reduce_grad, wrapped_int, xp_of
 from .complex import conj_of
 from .elementwise import _meta
@@ -83,7 +83,7 @@ class _Addc(Function):
             out = xs + scaled / x2
         elif xp is np and xs.dtype in (np.float32, np.float64) and \
                 cpu_capability.build() != "DEFAULT":
-            out = cpu_capability.fma(np.asarray(scaled), x2, xs)
+            out = exact_fma.fma(np.asarray(scaled), x2, xs)
         else:
             out = xs + scaled * x2
         out = xp.asarray(out)  # (0-d operands give a NumPy scalar)

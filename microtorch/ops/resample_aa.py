@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import _memory_format as mf
 from ..autograd.function import Function, named
-from ..backend import cpu_capability
+from ..backend import cpu_capability, exact_fma
 from ._util import xp_of
 
 __all__ = ["aa_taps", "aa_forward", "aa_backward", "UpsampleAA", "UpsampleAABackward"]
@@ -43,7 +43,7 @@ def _filter(x: np.ndarray, cubic: bool, fused: bool) -> np.ndarray:
     if not cubic:
         return np.where(x < 1, ft(1) - x, ft(0))
     a = ft(-0.5)
-    fma = cpu_capability.fma if fused else (lambda p, q, r: p * q + r)
+    fma = exact_fma.fma if fused else (lambda p, q, r: p * q + r)
     near = fma(fma(a + ft(2), x, -(a + ft(3))) * x, x, ft(1))
     far = fma(fma(fma(a, x, -(ft(5) * a)), x, ft(8) * a), x, -(ft(4) * a))
     return np.where(x < 1, near, np.where(x < 2, far, ft(0)))
@@ -130,7 +130,7 @@ def _axis_pass(xp, arr, axis: int, taps) -> object:
                 r = xp.asarray(rows)
                 term = moved[..., xp.asarray(start[rows] + j)]
                 if fuse:
-                    out[..., r] = cpu_capability.fma(term, wt[r, j], out[..., r])
+                    out[..., r] = exact_fma.fma(term, wt[r, j], out[..., r])
                 else:
                     out[..., r] += term * wt[r, j]
     if integer:
@@ -207,7 +207,7 @@ def aa_backward(grad, in_size, align_corners: bool, scales, cubic: bool):
                 hi, wi = xp.asarray(h_in)[:, None], xp.asarray(w_in)[None, :]
                 ho, wo = xp.asarray(h_out)[:, None], xp.asarray(w_out)[None, :]
                 if fused:
-                    gi[..., hi, wi] = cpu_capability.fma(weight, grad[..., ho, wo],
+                    gi[..., hi, wi] = exact_fma.fma(weight, grad[..., ho, wo],
                                                          gi[..., hi, wi])
                 else:
                     gi[..., hi, wi] += weight * grad[..., ho, wo]

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _dtype
 from ..autograd.function import Function, named
 from ..autograd.grad_mode import recording
-from ..backend import cpu_capability
+from ..backend import cpu_capability, exact_fma
 from ._util import Tensor, checked_scalar, const, xp_of
 from .linalg import matmul
 from .resample import Taps
@@ -81,7 +81,7 @@ def _linspace_from_neg_one(steps: int, align: bool, dtype: np.dtype) -> np.ndarr
     ft = dtype.type
     if steps <= 1:
         return np.zeros(1, dtype)
-    ma = cpu_capability.fma if cpu_capability.build() != "DEFAULT" else _plain
+    ma = exact_fma.fma if cpu_capability.build() != "DEFAULT" else _plain
     step = ft(2) / ft(steps - 1)
     i = np.arange(steps, dtype=dtype)
     r = np.where(i < steps // 2, ma(step, i, -1.0), ma(-step, (steps - 1) - i, 1.0))
@@ -133,7 +133,7 @@ def _dot(xp, x, y, family: str):
     terms (which change no sum)."""
     if family in ("plain", "SSE"):
         return xp.cumsum(x * y, axis=0)[-1] + 0.0  # cumsum adds in order; + 0.0: 0 + first
-    fma = cpu_capability.fma
+    fma = exact_fma.fma
     length = x.shape[0]
     index = _blocks(length, 384 if family == "AVX512" else 96)
     kc = index.shape[1]
@@ -141,7 +141,7 @@ def _dot(xp, x, y, family: str):
     yb = np.concatenate([y, np.zeros_like(y[:1])])[index]
     zeros = np.zeros(np.broadcast_shapes(xb[:, 0].shape, yb[:, 0].shape), x.dtype)
     if family == "AVX512":
-        acc = cpu_capability.fma_chain(xb.swapaxes(0, 1), yb.swapaxes(0, 1), zeros)
+        acc = exact_fma.fma_chain(xb.swapaxes(0, 1), yb.swapaxes(0, 1), zeros)
     else:  # AVX2
         count = (index < length).sum(1)
         odd = (count % 2 == 1).reshape((-1,) + (1,) * (zeros.ndim - 1))
@@ -152,8 +152,8 @@ def _dot(xp, x, y, family: str):
         live = (np.arange(kc) < pairs[:, None]).reshape(index.shape + odd.shape[1:])
         xs = np.where(live, xb, 0).swapaxes(0, 1)  # (kc, blocks, ...), the odd tails zeroed
         ys = yb.swapaxes(0, 1)
-        even = cpu_capability.fma_chain(xs[0::2], ys[0::2], zeros)
-        odd_sum = cpu_capability.fma_chain(xs[1::2], ys[1::2], zeros)
+        even = exact_fma.fma_chain(xs[0::2], ys[0::2], zeros)
+        odd_sum = exact_fma.fma_chain(xs[1::2], ys[1::2], zeros)
         acc = fma(xl, yl, even + odd_sum)
     return np.cumsum(acc, axis=0)[-1]
 

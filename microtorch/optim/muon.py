@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
-from ..backend import aten_arith
-from ..ops._util import fma64, xp_of
+from ..backend import aten_arith, exact_fma
+from ..ops._util import xp_of
 from .optimizer import Optimizer, ParamsT, _zeros_like
 
 __all__ = ["Muon"]
@@ -42,31 +42,12 @@ def _round_bf16(xp, x):
     return xp.where(xp.isnan(x), x, out)  # (NaN stays NaN: its rounding could carry out)
 
 
-def _round_to_odd_sum(xp, a, b):
-    """a + b in float64 rounded to odd (Boldo & Melquiond): one more rounding to float32 then
-    rounds as the exact sum would (``backend.rng``'s NumPy twin, on any backend)."""
-    s = a + b
-    bb = s - a
-    err = (a - (s - bb)) + (b - bb)  # TwoSum: a + b == s + err exactly
-    fix = (err != 0) & ((s.view(np.int64) & 1) == 0)
-    return xp.where(fix, xp.nextafter(s, xp.where(err > 0, np.inf, -np.inf)), s)
-
-
 def _fma(a, b, c):
     """a * b + c in ``c``'s dtype (float32 or float64): NumPy arrays as PyTorch's CPU kernels
     round it (``aten_arith``), CuPy arrays with one rounding."""
-    xp = xp_of(c)
-    if xp is np:
+    if xp_of(c) is np:
         return aten_arith.multiply_add(a, b, c)
-    if c.dtype == np.float64:
-        return fma64(xp.asarray(a, dtype=np.float64) * 1.0, b, c)
-    # the float32 product is exact in double; the sum rounded to odd, then to float32 once
-    a64 = xp.asarray(a, dtype=np.float32).astype(np.float64)
-    b64 = b.astype(np.float32).astype(np.float64) if hasattr(b, "dtype") else \
-        float(np.float32(b))
-    p = a64 * b64
-    return _round_to_odd_sum(xp, p, xp.broadcast_to(c.astype(np.float64), p.shape)) \
-        .astype(np.float32)
+    return exact_fma.fma(a, b, c)
 
 
 def _lerp(start, end, weight: float):
