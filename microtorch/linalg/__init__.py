@@ -12,7 +12,6 @@ from ..ops.cholesky import cholesky, cholesky_ex, solve_triangular
 from ..ops.linalg_decompositions import eig, eigh, eigvals, eigvalsh, qr, svd, svdvals
 from ..ops.linalg_functions import (
     cond,
-    cross,
     diagonal,
     householder_product,
     matmul,
@@ -45,6 +44,7 @@ from ..ops.linalg_solve import (
     tensorinv,
     tensorsolve,
 )
+from ..ops.matrix import linalg_cross as cross
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
            "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",

@@ -1,5 +1,5 @@
 """Matrix functions and the composite ``torch.linalg`` names: ``matrix_exp``,
-``matrix_power``, ``matrix_rank``, ``cond``, ``vecdot``, ``multi_dot``, ``cross``, ``vander``,
+``matrix_power``, ``matrix_rank``, ``cond``, ``vecdot``, ``multi_dot``, ``vander``,
 ``householder_product`` (with ``torch.orgqr``, ``ormqr``, ``geqrf``), ``diagonal``, ``matmul``.
 
 ``matrix_exp`` is a node whose backward is PyTorch's: the exponential of the 2n x 2n block
@@ -30,11 +30,11 @@ from ._linalg_util import (
     eye_like,
     kernel_dtype_error,
 )
-from ._util import Tensor, wrap_dim
+from ._util import Tensor
 from .linalg import matmul
 
 __all__ = ["matrix_exp", "matrix_power", "matrix_rank", "cond", "vecdot", "multi_dot",
-           "cross", "vander", "householder_product", "diagonal", "matmul"]
+           "vander", "householder_product", "diagonal", "matmul"]
 
 geqrf_result = structseq("geqrf", ["a", "tau"])
 
@@ -256,20 +256,6 @@ def _chain(mats, order, i, j):
         return mats[i]
     k = order[i][j]
     return matmul(_chain(mats, order, i, k), _chain(mats, order, k + 1, j))
-
-
-def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
-    """The cross product of 3-vectors along ``dim`` (batch dimensions broadcast)."""
-    from .arrange import roll
-
-    if input.dim() != other.dim():
-        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    d = wrap_dim(dim, input.dim())  # (a dim out of range: IndexError, as PyTorch's)
-    if input.shape[d] != 3 or other.shape[d] != 3:
-        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
-                           f"{input.shape[d]} and {other.shape[d]}")
-    out = roll(input, -1, d) * roll(other, -2, d) - roll(input, -2, d) * roll(other, -1, d)
-    return named(out, "LinalgCrossBackward0", input, other)
 
 
 def vander(x: Tensor, N: int | None = None) -> Tensor:
