@@ -10,10 +10,13 @@ CUDA scatter kernels.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import autotune
 
 _mode = False
 _warn_only = False
+_fill_uninitialized = True  # torch.utils.deterministic.fill_uninitialized_memory
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
@@ -58,3 +61,33 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 def get_deterministic_debug_mode() -> int:
     """The level matching the current flags: 0, 1 (warn only) or 2."""
     return 0 if not _mode else 1 if _warn_only else 2
+
+
+def get_fill_uninitialized_memory() -> bool:
+    """``utils.deterministic.fill_uninitialized_memory``: True (the default) fills the tensors
+    of ``empty`` and its kin while deterministic algorithms are on (``fill_uninitialized``)."""
+    return _fill_uninitialized
+
+
+def set_fill_uninitialized_memory(mode: bool) -> None:
+    """Set ``utils.deterministic.fill_uninitialized_memory`` (a bool, as PyTorch checks)."""
+    global _fill_uninitialized
+    if not isinstance(mode, bool):
+        raise RuntimeError(f"expected a bool, but got {type(mode).__name__}")
+    _fill_uninitialized = mode
+
+
+def fill_uninitialized(arr):
+    """``arr``, a new array of unspecified contents, filled as PyTorch fills such memory when
+    deterministic algorithms and ``fill_uninitialized_memory`` are both on: NaN for floating
+    and complex dtypes, the largest value for integers (``np.iinfo``: a CuPy array's dtype is
+    NumPy's), True for bool. Else left as it is."""
+    if _mode and _fill_uninitialized and arr.size:
+        kind = arr.dtype.kind
+        if kind == "b":
+            arr.fill(True)
+        elif kind in "iu":
+            arr.fill(np.iinfo(arr.dtype).max)
+        else:  # float, complex, and the ml_dtypes floats (bfloat16, float8: kind "V")
+            arr.fill(float("nan"))
+    return arr

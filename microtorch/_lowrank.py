@@ -3,20 +3,17 @@
 
 Compositions of differentiable ops (``matmul``, ``linalg.qr``, ``linalg.svd``), as in
 PyTorch, so gradients flow through them. The random test matrix is drawn as PyTorch draws it
-(one ``randn(n, q)`` in ``A``'s floating dtype before any other draw), so after the same
-``manual_seed`` the CPU basis is PyTorch's. A sparse COO ``A`` is multiplied through
+(one ``randn(n, q)`` in ``A``'s floating or complex dtype before any other draw), so after
+the same ``manual_seed`` the CPU basis is PyTorch's. A sparse COO ``A`` is multiplied through
 ``sparse.mm``.
 """
 
 from __future__ import annotations
 
-import math
-
 from . import _dtype, linalg, sparse
 from ._layout import sparse_coo
 from ._tensor import Tensor
 from .ops import creation
-from .ops.complex import view_as_complex
 from .ops.sparse_tensor import sparse_coo_tensor
 
 __all__ = ["svd_lowrank", "pca_lowrank"]
@@ -37,15 +34,6 @@ def _matmul(A: Tensor | None, B: Tensor) -> Tensor:
     return A.matmul(B)
 
 
-def _randn(rows: int, cols: int, dtype: _dtype.dtype, device) -> Tensor:
-    """``randn(rows, cols)``; a complex one as PyTorch's CPU kernel makes it: its real view
-    (rows, cols, 2) filled by ``normal_(0, 1 / sqrt(2))``, the same stream."""
-    if not dtype.is_complex:
-        return creation.randn(rows, cols, dtype=dtype, device=device)
-    parts = creation.empty(rows, cols, 2, dtype=dtype.to_real(), device=device)
-    return view_as_complex(parts.normal_(0.0, 1.0 / math.sqrt(2.0)))
-
-
 def get_approximate_basis(A: Tensor, q: int, niter: int | None = 2,
                           M: Tensor | None = None) -> Tensor:
     """An orthonormal (m, q) basis ``Q`` whose span approximates that of ``A - M``:
@@ -53,7 +41,7 @@ def get_approximate_basis(A: Tensor, q: int, niter: int | None = 2,
     products)."""
     niter = 2 if niter is None else niter
     dtype = A.dtype if A.dtype.is_complex else _floating_dtype(A)
-    R = _randn(A.shape[-1], q, dtype, A.device)
+    R = creation.randn(A.shape[-1], q, dtype=dtype, device=A.device)
     # The products of A with the basis, each less M's where M is given: A's centring.
     X = _matmul(A, R)
     if M is not None:

@@ -4,10 +4,13 @@ ops/strided_views.py)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 import microtorch as mt
+from microtorch.ops.storage import offset_of
 
 torch = pytest.importorskip("torch")
 
@@ -74,7 +77,58 @@ def test_storages_of_numpy_memory():
     assert t.untyped_storage().nbytes() == ref.untyped_storage().nbytes() == 56
     assert t[3:].storage_offset() == 3 and t.data_ptr() == ref.data_ptr()
     strided = np.lib.stride_tricks.as_strided(arr[2:], (3,), (8,))
-    assert mt.from_numpy(strided).storage_offset() == 2
+    assert offset_of(strided) == 2
+    # (from_numpy itself starts a storage at the array's first element, as PyTorch's)
+    assert mt.from_numpy(strided).storage_offset() == \
+        torch.from_numpy(strided).storage_offset() == 0
+
+
+def _numpy_views():
+    base = np.arange(24.0)
+    grid = base.reshape(4, 6)
+    return [base, base[2:], base[2:2], base[3::4], grid[:, 1:4], grid.T[1:], grid[1:3, ::2].T,
+            np.broadcast_to(base[5:6], (3, 4)), np.asfortranarray(grid)[1:],
+            base.astype(np.float32)[7:], grid[2]]
+
+
+@pytest.mark.parametrize("which", range(len(_numpy_views())))
+@pytest.mark.parametrize("convert", ["from_numpy", "as_tensor"])
+def test_numpy_views_start_their_own_storage(which, convert):
+    """``from_numpy`` (and ``as_tensor`` of an array) of a NumPy view: storage_offset 0, a
+    storage from the view's first element to the last byte it reaches, as PyTorch's; views
+    of the tensor are offset in that storage and the memory stays shared."""
+    arr = _numpy_views()[which]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (torch warns of read-only arrays: the broadcast one)
+        ref = getattr(torch, convert)(arr)
+    t = getattr(mt, convert)(arr)
+    _same(ref, t)
+    assert t.storage_offset() == ref.storage_offset() == 0
+    assert t.stride() == ref.stride()
+    assert t.data_ptr() == ref.data_ptr()
+    ts, ms = ref.untyped_storage(), t.untyped_storage()
+    assert ms.nbytes() == ts.nbytes()
+    if ts.nbytes():
+        assert ms.data_ptr() == ts.data_ptr() == arr.__array_interface__["data"][0]
+    if t.dim() and t.shape[0] > 1:
+        assert t[1:].storage_offset() == ref[1:].storage_offset()
+        assert t[1:].untyped_storage().data_ptr() == ms.data_ptr()
+    if arr.flags.writeable and arr.size:
+        t[(0,) * t.dim()] = 42.0
+        assert arr[(0,) * arr.ndim] == 42.0
+
+
+def test_from_numpy_storage_keeps_the_array_alive_and_views_work():
+    base = np.arange(10.0)
+    t = mt.from_numpy(base[2:])
+    del base
+    assert t.tolist() == [float(i) for i in range(2, 10)]
+    v = t.as_strided((3,), (2,), 1)  # storage-level view inside the new storage
+    assert v.tolist() == [3.0, 5.0, 7.0] and v.storage_offset() == 1
+    with pytest.raises(RuntimeError):
+        t.as_strided((9,), (1,), 0)  # past the end of its 8-element storage, as PyTorch's
+    t.resize_(4)
+    assert t.storage_offset() == 0 and t.tolist() == [2.0, 3.0, 4.0, 5.0]
 
 
 @pytest.mark.parametrize("make", [

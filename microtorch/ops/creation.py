@@ -11,12 +11,28 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _dtype
+from .._determinism import fill_uninitialized
 from .._layout import SPARSE_DATA
 from ..backend import canonical_device, exact_fma, get_backend, is_array_wrapper, xp_of
 from ..backend.device import device as Device
 from ._util import Tensor, sizes_arg, wrapped_int
 from .dlpack import array_from_dlpack, from_dlpack
+from .legacy_tensors import (  # (re-exported: _tensor imports the last two from here)
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    _legacy_constructor,  # noqa: F401
+    legacy_type_dtype,  # noqa: F401
+)
 from .pinned import check_pinnable, pinned_leaf
+from .random_fill import fresh_sample
+from .storage import own_storage
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "empty", "full",
            "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace",
@@ -162,11 +178,13 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:
-    """A CPU tensor sharing memory with a NumPy array."""
+    """A CPU tensor sharing memory with a NumPy array. Its storage is the memory the array
+    spans from its first element, as PyTorch's (``storage_offset()`` 0 for ``a[2:]`` too:
+    ``storage.own_storage``)."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     _dtype.from_numpy_dtype(ndarray.dtype)  # raises for unsupported dtypes
-    return Tensor._make(ndarray, False, None)
+    return Tensor._make(own_storage(ndarray), False, None)
 
 
 def _creation_dtype(dtype, default=None) -> np.dtype:
@@ -210,6 +228,7 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = Fals
     """A tensor with unspecified contents (in pinned host memory with ``pin_memory``)."""
     check_pinnable(device, pin_memory)
     out = _filled("empty", _size_keyword(sizes, size), dtype, device, requires_grad)
+    fill_uninitialized(out._data)  # (NaN / max under deterministic algorithms, as PyTorch)
     return pinned_leaf(out, pin_memory)
 
 
@@ -495,14 +514,15 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None,
     return _finish(arr, requires_grad)
 
 
-def _random(method: str, size, dtype, device, requires_grad, *args, generator=None) -> Tensor:
-    shape = _shape(size, {"uniform": "rand", "normal": "randn"}.get(method, method))
+def _random(method: str, size, dtype, device, requires_grad, generator=None) -> Tensor:
+    """``rand`` (``method="uniform"``) or ``randn`` (``"normal"``): a new tensor filled as
+    PyTorch fills it, complex ones through their real view (``random_fill.fresh_sample``)."""
+    shape = _shape(size, {"uniform": "rand", "normal": "randn"}[method])
     dt = _dtype.as_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     backend = get_backend(device)
     backend.check_dtype(dt.np)
     source = backend if generator is None else generator
-    arr = getattr(source, method)(shape, dt.np, *args)
-    return _finish(backend.asarray(arr), requires_grad)
+    return _finish(backend.asarray(fresh_sample(source, method, shape, dt)), requires_grad)
 
 
 def _size_keyword(size: tuple, keyword) -> tuple:
@@ -602,79 +622,6 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     backend = get_backend(device)
     source = backend if generator is None else generator
     return _finish(backend.asarray(source.randperm(int(n), dt.np)), requires_grad)
-
-
-def _legacy_new(dt: _dtype.dtype, args: tuple, device=None, sizes_from_lists=False) -> Tensor:
-    """PyTorch's legacy constructor calls: no argument is an empty 1-D tensor, integers (or
-    one ``Size``) an uninitialised tensor of that shape, anything else data to convert."""
-    from .._tensor import Size
-
-    def is_int(a) -> bool:
-        return isinstance(a, (int, np.integer)) and not isinstance(a, bool)
-
-    if not args:
-        return empty(0, dtype=dt, device=device)
-    if all(is_int(a) for a in args):
-        return empty(args, dtype=dt, device=device)
-    if len(args) == 1 and (isinstance(args[0], Size) or sizes_from_lists and isinstance(
-            args[0], (tuple, list)) and all(is_int(a) for a in args[0])):
-        return empty(tuple(args[0]), dtype=dt, device=device)
-    if len(args) > 1:
-        raise TypeError(f"new(): invalid combination of arguments: expected sizes (ints) or "
-                        f"one sequence of data, got {len(args)} arguments")
-    data = args[0]
-    if isinstance(data, Tensor):
-        return data.to(device=device, dtype=dt, copy=True).detach()
-    return tensor(data, dtype=dt, device=device)
-
-
-def _legacy_constructor(cls, *args, **kwargs) -> Tensor:
-    """``Tensor(data)`` copies data as floats; ``Tensor(2, 3)`` is an uninitialised 2x3;
-    ``Tensor()`` an empty 1-D tensor."""
-    device = kwargs.pop("device", None)
-    if kwargs:
-        raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
-    base = _legacy_new(_dtype.get_default_dtype(), args, device, sizes_from_lists=cls is not Tensor)
-    if cls is Tensor:
-        return base
-    return cls._make(base._data, False, None)
-
-
-class _LegacyTensorType(type):
-    """The type of ``FloatTensor`` and its kin: calling one builds a CPU tensor of its dtype
-    (``LongTensor([1, 2])``, ``FloatTensor(2, 3)``), and ``isinstance(t, FloatTensor)`` asks
-    whether ``t`` is a float32 CPU tensor, as in PyTorch."""
-
-    def __call__(cls, *args, device=None):
-        return _legacy_new(cls.dtype, args, device)
-
-    def __instancecheck__(cls, obj) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype == cls.dtype and not obj.is_cuda
-
-    def __repr__(cls) -> str:
-        return f"<class 'microtorch.{cls.__name__}'>"
-
-
-def _legacy_type(name: str, dt: _dtype.dtype) -> _LegacyTensorType:
-    return _LegacyTensorType(name, (), {
-        "dtype": dt, "__doc__": f"PyTorch's legacy constructor of {dt.name} CPU tensors."})
-
-
-FloatTensor = _legacy_type("FloatTensor", _dtype.float32)
-DoubleTensor = _legacy_type("DoubleTensor", _dtype.float64)
-HalfTensor = _legacy_type("HalfTensor", _dtype.float16)
-LongTensor = _legacy_type("LongTensor", _dtype.int64)
-IntTensor = _legacy_type("IntTensor", _dtype.int32)
-ShortTensor = _legacy_type("ShortTensor", _dtype.int16)
-CharTensor = _legacy_type("CharTensor", _dtype.int8)
-ByteTensor = _legacy_type("ByteTensor", _dtype.uint8)
-BoolTensor = _legacy_type("BoolTensor", _dtype.bool_)
-def legacy_type_dtype(spec) -> _dtype.dtype:
-    """The dtype of a legacy type (``LongTensor``) or of a dtype (``Tensor.type``'s argument;
-    type names as strings are ``_dtype.parse_tensor_type``'s)."""
-    if isinstance(spec, _LegacyTensorType):
-        return spec.dtype
-    return _dtype.as_dtype(spec)
 
 
 def _parse_to(tensor_: Tensor, *args, **kwargs):

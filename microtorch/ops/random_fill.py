@@ -12,6 +12,7 @@ the overwritten values get a zero gradient.
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 
 import numpy as np
@@ -25,9 +26,14 @@ from ._util import Tensor, is_scalar, scalar_name, xp_of
 
 __all__ = ["normal", "bernoulli", "multinomial", "poisson"]
 
+# PyTorch's kernel names in the errors of ``rand``/``randn`` and ``uniform_``/``normal_`` on
+# a dtype they cannot fill.
+_KERNELS = {"normal": "normal_kernel_cpu", "uniform": "check_uniform_bounds"}
+
 # PyTorch's C names of the integer dtypes, as its bound errors print them.
 _C_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
-            "int64": "long int", "bool": "bool"}
+            "int64": "long int", "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
 
 
 class Sampled(Function):
@@ -104,9 +110,57 @@ def _shape(self: Tensor) -> tuple:
     return tuple(self._data.shape)
 
 
-def _float_only(self: Tensor, kernel: str) -> None:
-    if self._data.dtype.kind != "f":
+def _float_only(self: Tensor, kernel: str, complex_ok: bool = False) -> None:
+    """PyTorch's dtype error for a floating-point kernel (bfloat16 included; complex too
+    where ``complex_ok``: ``normal_`` and ``uniform_`` fill a complex tensor's real view)."""
+    _fillable(self.dtype, kernel, complex_ok)
+
+
+def _real_only(self: Tensor, kernel: str) -> None:
+    """PyTorch's error for a kernel without complex types (none for an empty tensor: the
+    fill returns before it dispatches)."""
+    if self.dtype.is_complex and self._data.size:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_name(self)}'")
+
+
+def _fillable(dt: _dtype.dtype, kernel: str, complex_ok: bool = False) -> None:
+    if not (dt.is_floating_point or complex_ok and dt.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.title(dt)}'")
+
+
+def _as_complex(parts):
+    """The complex array whose elements are the pairs of ``parts``'s last axis (of size 2):
+    real part, then imaginary part, the layout of a complex tensor's real view."""
+    xp = xp_of(parts)
+    if is_array_wrapper(parts):  # (vmap's batched draws: built from their parts instead)
+        return parts[..., 0] + parts[..., 1] * 1j
+    cdt = np.dtype(np.complex64 if parts.dtype == np.float32 else np.complex128)
+    return xp.ascontiguousarray(parts).view(cdt)[..., 0]
+
+
+def _by_parts(self: Tensor, draw):
+    """``draw`` (real values of a shape) for a fill of ``self``: itself for a real tensor; for
+    a complex one PyTorch fills the real view, shape ``(*shape, 2)`` in memory order, so each
+    element takes two consecutive values, its real part first."""
+    if not self.dtype.is_complex:
+        return draw
+    return lambda shape: _as_complex(draw((*shape, 2)))
+
+
+def fresh_sample(source, method: str, shape: tuple, dt: _dtype.dtype):
+    """The values of ``rand(shape)`` (``method="uniform"``) or ``randn(shape)``
+    (``"normal"``) of dtype ``dt`` from ``source`` (a backend or a generator).
+
+    PyTorch makes them as ``uniform_()`` / ``normal_()`` of a new contiguous tensor; a
+    complex one fills its real view ``(*shape, 2)``: uniform parts in [0, 1), normal parts of
+    std ``1 / sqrt(2)`` (each part gets half the variance, so ``E|z|^2 = 1``), the same
+    stream and the same bits as that real fill.
+    """
+    _fillable(dt, _KERNELS[method], complex_ok=True)
+    if not dt.is_complex:
+        return getattr(source, method)(shape, dt.np)
+    args = (0.0, 1.0 / math.sqrt(2.0)) if method == "normal" else ()
+    return _as_complex(getattr(source, method)((*shape, 2), dt.to_real().np, *args))
 
 
 def _continuous_only(self: Tensor, distribution: str) -> None:
@@ -120,13 +174,15 @@ def _continuous_only(self: Tensor, distribution: str) -> None:
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Fill with samples of N(mean, std^2) (``m.weight.data.normal_(0, 0.02)``)."""
-    _float_only(self, "normal_kernel_cpu")
+    _float_only(self, "normal_kernel_cpu", complex_ok=True)
     if not std >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    source, dt = _source(self, generator), self._data.dtype
+    source, dt = _source(self, generator), self.dtype.to_real().np
+    if self.dtype.is_complex:  # each part of N(mean + mean i, std^2) has half the variance
+        std = std / math.sqrt(2.0)
     contiguous = bool(self._data.flags.c_contiguous)
-    return _store(self, lambda shape: source.normal(shape, dt, mean, std, contiguous),
-                  "NormalBackward0")
+    draw = _by_parts(self, lambda shape: source.normal(shape, dt, mean, std, contiguous))
+    return _store(self, draw, "NormalBackward0")
 
 
 def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None,
@@ -135,12 +191,16 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=Non
     from_ = kwargs.pop("from", from_)
     if kwargs:
         raise TypeError(f"uniform_() got unexpected keyword arguments {list(kwargs)}")
-    _float_only(self, "check_uniform_bounds")
-    if not from_ <= to:
+    _float_only(self, "check_uniform_bounds", complex_ok=True)
+    # (a complex tensor fills its real view, each part in [from, to); an empty one returns
+    # before PyTorch checks the bounds)
+    if not from_ <= to and not (self.dtype.is_complex and self._data.size == 0):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
-                           f"from={from_} > to={to}")
-    source, dt = _source(self, generator), self._data.dtype
-    return _store(self, lambda shape: source.uniform(shape, dt, from_, to), "UniformBackward0")
+                           f"from={from_:g} > to={to:g}")
+    source, dt = _source(self, generator), self.dtype.to_real().np
+    low = min(from_, to)  # (from_ itself, but for the empty complex tensor let through above)
+    draw = _by_parts(self, lambda shape: source.uniform(shape, dt, low, to))
+    return _store(self, draw, "UniformBackward0")
 
 
 def _check_probabilities(p: Tensor) -> None:
@@ -159,6 +219,8 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     """Fill with 1 where a uniform draw is below ``p`` (a number or a broadcastable tensor
     of probabilities), else 0."""
     source = _source(self, generator)
+    _real_only(self, "bernoulli_tensor_cpu_self_" if isinstance(p, Tensor)
+               else "bernoulli_scalar_cpu_")
     if isinstance(p, Tensor):
         _check_probabilities(p)
         probs = p._data
@@ -193,6 +255,7 @@ def geometric_(self: Tensor, p: float, *, generator=None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to and including the first success."""
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    _real_only(self, "geometric_cpu")
     source, dt = _source(self, generator), self._data.dtype
     return _store(self, lambda shape: source.geometric(shape, dt, p), "GeometricBackward0")
 
@@ -236,6 +299,9 @@ def _representable_to(high: int, dt: np.dtype, digits: int) -> int:
 def _random_bounds(dt: np.dtype, low: int, high) -> tuple[int, int]:
     """[low, high) checked against what the dtype holds exactly (PyTorch's bound checks)."""
     name = _dtype.from_numpy_dtype(dt).name
+    if dt.kind == "c":
+        where = "random_from_to_impl" if high is None else "check_random_bounds"
+        raise RuntimeError(f"{where} handles only integral, floating-point and boolean types")
     if dt.kind == "f":
         digits = np.finfo(dt).nmant + 1
         top = 1 << digits
@@ -273,6 +339,9 @@ def random_(self: Tensor, *args, generator=None, **kwargs) -> Tensor:
     source = _source(self, generator)
     dt = self._data.dtype
     if not args:
+        _real_only(self, "random_kernel_cpu")
+        if dt.kind == "c":  # (empty: nothing to draw)
+            return _store(self, lambda shape: np.empty(shape, dt), "RandomBackward0")
         return _store(self, lambda shape: source.random_bits(shape, dt), "RandomBackward0")
     low, high = (0, args[0]) if len(args) == 1 else args
     low = int(low)
@@ -295,6 +364,8 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None,
     from .creation import empty
 
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if isinstance(std, Tensor) and std.dtype.is_complex:  # (a complex mean is fine)
+            raise RuntimeError("normal expects standard deviation to be non-complex")
         for s in (std,) if isinstance(std, Tensor) else ():
             if s._data.size and not bool((s._data >= 0).all()):
                 raise RuntimeError("normal expects all elements of std >= 0.0")

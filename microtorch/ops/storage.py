@@ -111,6 +111,29 @@ def on_storage(arr, shape: tuple, strides: tuple, offset: int):
     return out
 
 
+def own_storage(arr: np.ndarray) -> np.ndarray:
+    """``arr`` on a storage of its own, as PyTorch's ``from_numpy`` makes one: the same
+    memory, seen as a storage that starts at ``arr``'s first element and ends after the last
+    byte it reaches (``from_blob``'s ``computeStorageNbytes``), so ``storage_offset()`` is 0
+    and ``untyped_storage()`` is no larger, even for a view such as ``a[2:]``. Views of the
+    result share that storage. ``arr`` itself when it already is its storage's, or when a
+    stride is negative or not a whole number of elements (PyTorch refuses those; microtorch
+    keeps them as views of the array that owns their memory)."""
+    item = arr.itemsize
+    if any(s < 0 or s % item for s in arr.strides):
+        return arr
+    address = _address(arr)
+    nbytes = 0 if arr.size == 0 else \
+        item + sum(s * (n - 1) for s, n in zip(arr.strides, arr.shape))
+    if storage_span(arr)[1:] == (address, nbytes):
+        return arr
+    # A flat array on the span, whose owner (the holder keeping ``arr`` alive) is no array:
+    # the root ``storage_root`` stops at. ``arr`` is then re-made as a view of it.
+    flat = np.asarray(_Interface(address, (nbytes // item,), arr.dtype, (item,), arr,
+                                 arr.flags.writeable))
+    return np.ndarray(arr.shape, arr.dtype, buffer=flat, strides=arr.strides)
+
+
 def _dense_arr(t: Tensor, what: str):
     data = t._data
     if type(data) in SPARSE_DATA:

@@ -9,6 +9,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype
+from .._determinism import fill_uninitialized
 from ..autograd.views import _strided
 from ..backend import get_backend
 from ._util import Tensor, checked_scalar, sizes_arg
@@ -48,7 +49,8 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
     numel = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
 
     def make(xp, dt):
-        return _strided(xp.empty(numel, dtype=dt), shape, strides, 0)
+        # (NaN / max under deterministic algorithms, as PyTorch: _determinism)
+        return _strided(fill_uninitialized(xp.empty(numel, dtype=dt)), shape, strides, 0)
 
     return _allocate(shape, dtype, device, requires_grad, pin_memory, make)
 
@@ -85,7 +87,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     inverse = tuple(int(i) for i in np.argsort(order))
 
     def make(xp, dt):
-        return xp.empty(physical, dtype=dt).transpose(inverse)
+        return fill_uninitialized(xp.empty(physical, dtype=dt)).transpose(inverse)
 
     return _allocate(shape, dtype, device, requires_grad, pin_memory, make)
 
