@@ -92,6 +92,7 @@ from . import (  # noqa: E402
     distributions,  # after nn: distributions build on nn.functional
     fft,
     func,  # after nn: functional_call calls modules
+    functional,
     jit,
     linalg,
     masked,
@@ -99,10 +100,13 @@ from . import (  # noqa: E402
     onnx,
     optim,
     profiler,
+    quasirandom,
     return_types,
     signal,
     sparse,
     special,
+    testing,
+    types,
     utils,
     version,
 )
@@ -200,7 +204,8 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "set_float32_matmul_precision", "get_float32_matmul_precision", "get_default_dtype",
            "set_default_dtype", "get_default_device", "set_default_device",
            "save", "load", "utils", "linalg", "fft", "special", "distributions", "amp",
-           "profiler", "e", "inf", "nan", "pi", "sparse", "layout", "strided", "sparse_coo",
+           "profiler", "functional", "quasirandom", "testing", "types", "e", "inf", "nan",
+           "pi", "sparse", "layout", "strided", "sparse_coo",
            "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "memory_format",
            "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
            "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
