@@ -289,3 +289,34 @@ def test_registration_errors_match_torch(call):
     with pytest.raises(KeyError) as ours:
         call(mt, nn.Linear(1, 1))
     assert str(ours.value) == str(theirs.value)
+
+
+def test_global_forward_hooks_run_before_each_modules_own():
+    """``nn.modules.module.register_module_forward_(pre_)hook``: on every module, before its
+    own hooks, with_kwargs and always_call as PyTorch's; removing them leaves nothing."""
+    logs = []
+    for lib in (torch, mt):
+        log = []
+        model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.ReLU())
+        model[0].register_forward_pre_hook(lambda m, a: log.append(("own pre", type(m).__name__)))
+        model[0].register_forward_hook(lambda m, a, o: log.append(("own", type(m).__name__)))
+        hooks = lib.nn.modules.module
+        handles = [
+            hooks.register_module_forward_pre_hook(
+                lambda m, a: log.append(("pre", type(m).__name__))),
+            hooks.register_module_forward_hook(
+                lambda m, a, k, o: log.append(("kw", type(m).__name__, sorted(k))),
+                with_kwargs=True),
+            hooks.register_module_forward_hook(
+                lambda m, a, o: log.append(("always", type(m).__name__)), always_call=True),
+        ]
+        model(lib.ones(1, 2))
+        bad = lib.nn.Linear(3, 2)
+        with pytest.raises(RuntimeError):
+            bad(lib.ones(1, 2))
+        for h in handles:
+            h.remove()
+        model(lib.ones(1, 2))
+        logs.append(log)
+    assert logs[0] == logs[1]
+    assert ("always", "Linear") in logs[1]

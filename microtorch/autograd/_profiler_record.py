@@ -8,7 +8,9 @@ profiler runs (``state.active``, the number of sessions collecting in any thread
 - the in-place forms (``ops/_writes.py``) call ``inplace``: one event, the ops inside muted;
 - the engine calls ``backward_step`` around each node's backward and each accumulation into a
   leaf (PyTorch's ``autograd::engine::evaluate_function: <node>`` and ``<node>`` events);
-- ``record_function`` ranges (``autograd.profiler``; optimizers' steps) open events of their own.
+- ``record_function`` ranges (``autograd.profiler``; optimizers' steps) open events of their own;
+- an op watcher (``watch``: the FLOP counter, ``utils.flop_counter``) sees the same ops and
+  backward steps without events; it counts in ``state.active`` as a session does.
 
 As in PyTorch the profiler belongs to the thread that started it: ops of other threads are not
 recorded. Events nest by an explicit stack per session (the parent is known when an event
@@ -53,6 +55,8 @@ class _ThreadState(threading.local):
     pending: RawEvent | None = None
     reentry = None  # the in-place method being re-entered (``inplace``)
     number = 0
+    watcher = None  # an op watcher (``watch``): the FLOP counter
+    watched = None  # the op class whose ``apply`` a watcher is re-entering
 
 
 _tls = _ThreadState()
@@ -89,6 +93,34 @@ def resume(session: Session) -> None:
         session.counted = True
         with _state_lock:
             state.active += 1
+
+
+def watch(watcher) -> None:
+    """Make ``watcher`` this thread's op watcher (None: stop watching), counted in
+    ``state.active`` like a session so the hook points call in.
+
+    A watcher sees the ops the profiler's hook points see, without events: ``watcher.op(cls,
+    args, kwargs)`` for each op applied (it returns ``PROCEED`` to let the op run as usual, or
+    runs it itself through ``run_watched`` and returns its result), ``watcher.backward(node,
+    step, *step_args)`` for each node's backward (it must return ``step(*step_args)``), and
+    ``watcher.muted`` is raised while an in-place op computes (PyTorch's one kernel)."""
+    previous = _tls.watcher
+    if (previous is None) == (watcher is None):
+        _tls.watcher = watcher
+        return
+    _tls.watcher = watcher
+    with _state_lock:
+        state.active += 1 if watcher is not None else -1
+
+
+def run_watched(cls, args: tuple, kwargs: dict):
+    """``cls.apply(*args, **kwargs)`` run by the watcher: ``op`` lets the re-entered call
+    through (to the profiler's session, if one collects, and the op's body)."""
+    _tls.watched = cls
+    try:
+        return cls.apply(*args, **kwargs)
+    finally:
+        _tls.watched = None
 
 
 # Event scopes (PyTorch's at::RecordScope): what kind of range an event is.
@@ -329,6 +361,14 @@ def op(cls, ctx, args: tuple, kwargs: dict):
         tls.pending = None
         pending.ctx = ctx
         return PROCEED
+    watcher = tls.watcher
+    if watcher is not None:
+        if tls.watched is cls:  # the watcher's own call of this op: on to the session
+            tls.watched = None
+        else:
+            out = watcher.op(cls, args, kwargs)
+            if out is not PROCEED:
+                return out
     session = tls.session
     if session is None or not session.collecting or session.muted:
         return PROCEED
@@ -364,7 +404,16 @@ def inplace(name: str, method, args: tuple, kwargs: dict):
         return PROCEED
     session = tls.session
     if session is None or not session.collecting or session.muted:
-        return PROCEED
+        watcher = tls.watcher
+        if watcher is None or watcher.muted:
+            return PROCEED
+        tls.reentry = method  # (the ops it computes through are not PyTorch's: not counted)
+        watcher.muted += 1
+        try:
+            return method(*args, **kwargs)
+        finally:
+            tls.reentry = None
+            watcher.muted -= 1
     ev = session.begin(name)
     if session.record_shapes:
         session.note_inputs(ev, (*args, *kwargs.values()))
@@ -373,18 +422,31 @@ def inplace(name: str, method, args: tuple, kwargs: dict):
     ev.start = _perf_ns()
     tls.reentry = method
     session.muted += 1
+    watcher = tls.watcher
+    if watcher is not None:
+        watcher.muted += 1
     try:
         return method(*args, **kwargs)
     finally:
         tls.reentry = None
         session.muted -= 1
+        if watcher is not None:
+            watcher.muted -= 1
         session.close_on_device(ev)
         session.end(ev)
 
 
 def backward_step(name: str, node, grad, run, *args):
     """``run(*args)`` as PyTorch's pair of events for one step of the engine: ``autograd::
-    engine::evaluate_function: <name>`` around ``<name>`` (backward-function scope)."""
+    engine::evaluate_function: <name>`` around ``<name>`` (backward-function scope); a
+    watcher sees the node's step first."""
+    watcher = _tls.watcher
+    if watcher is not None and node is not None:
+        return watcher.backward(node, _step, name, node, grad, run, *args)
+    return _step(name, node, grad, run, *args)
+
+
+def _step(name: str, node, grad, run, *args):
     session = _tls.session
     if session is None or not session.collecting:
         return run(*args)

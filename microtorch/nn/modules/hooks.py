@@ -12,12 +12,43 @@ None for every input, as PyTorch's do.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from types import SimpleNamespace
 
+from ..._hooks import RemovableHandle
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled
 
-__all__ = ["BackwardHook", "BackwardHookFunction", "call_with_hooks"]
+__all__ = ["BackwardHook", "BackwardHookFunction", "call_with_hooks", "global_hooks",
+           "register_module_forward_pre_hook", "register_module_forward_hook"]
+
+# The forward hooks of every module (``torch.nn.modules.module.register_module_forward_*``),
+# laid out as a module's own tables so one loop runs both; they run before the module's own.
+global_hooks = SimpleNamespace(_forward_pre_hooks={}, _forward_hooks={},
+                               _forward_hooks_with_kwargs=set(),
+                               _forward_hooks_always_called=set())
+
+
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """Call ``hook(module, args)`` before the forward of every module (before its own
+    pre-hooks); a non-None result replaces the args. Returns a removable handle."""
+    return RemovableHandle(global_hooks._forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """Call ``hook(module, args, output)`` (``with_kwargs``: ``hook(module, args, kwargs,
+    output)``) after the forward of every module, before its own forward hooks; a non-None
+    result replaces the output; ``always_call`` hooks run even when forward raises."""
+    handle = RemovableHandle(global_hooks._forward_hooks, hook,
+                             extra_dict=(global_hooks._forward_hooks_with_kwargs,
+                                         global_hooks._forward_hooks_always_called))
+    if with_kwargs:
+        global_hooks._forward_hooks_with_kwargs.add(handle.id)
+    if always_call:
+        global_hooks._forward_hooks_always_called.add(handle.id)
+    return handle
 
 
 class BackwardHookFunction(Function):
@@ -130,10 +161,10 @@ class BackwardHook:
         return tuple(res[i] for i in self.input_index)
 
 
-def _forward_hook(module, hook_id: int, hook, args: tuple, kwargs: dict, result):
-    """Run one forward hook (with the keyword arguments when registered so); its non-None
-    return value replaces the result."""
-    if hook_id in module._forward_hooks_with_kwargs:
+def _forward_hook(module, table, hook_id: int, hook, args: tuple, kwargs: dict, result):
+    """Run one forward hook of ``table`` (the module, or ``global_hooks``) with the keyword
+    arguments when registered so; its non-None return value replaces the result."""
+    if hook_id in table._forward_hooks_with_kwargs:
         new = hook(module, args, kwargs, result)
     else:
         new = hook(module, args, result)
@@ -141,34 +172,38 @@ def _forward_hook(module, hook_id: int, hook, args: tuple, kwargs: dict, result)
 
 
 def call_with_hooks(module, args: tuple, kwargs: dict):
-    """``module(*args, **kwargs)`` with its hooks, in PyTorch's order: forward pre-hooks,
-    the backward hooks' input wrapping, forward, forward hooks, the output wrapping; when
-    forward raises, the ``always_call`` forward hooks that did not run yet still run."""
+    """``module(*args, **kwargs)`` with its hooks, in PyTorch's order: forward pre-hooks (the
+    global ones first), the backward hooks' input wrapping, forward, forward hooks (global
+    first), the output wrapping; when forward raises, the ``always_call`` forward hooks that
+    did not run yet still run."""
     result = None
+    tables = (global_hooks, module)
     called = set()  # always_call hooks that already ran
     try:
-        for hook_id, hook in list(module._forward_pre_hooks.items()):
-            if hook_id in module._forward_pre_hooks_with_kwargs:
-                new = hook(module, args, kwargs)
-                if new is not None:
-                    if not (isinstance(new, tuple) and len(new) == 2):
-                        raise RuntimeError(f"forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {new}.")
-                    args, kwargs = new
-            else:
-                new = hook(module, args)
-                if new is not None:
-                    args = new if isinstance(new, tuple) else (new,)
+        for table in tables:
+            for hook_id, hook in list(table._forward_pre_hooks.items()):
+                if table is module and hook_id in module._forward_pre_hooks_with_kwargs:
+                    new = hook(module, args, kwargs)
+                    if new is not None:
+                        if not (isinstance(new, tuple) and len(new) == 2):
+                            raise RuntimeError(f"forward pre-hook must return None or a tuple "
+                                               f"of (new_args, new_kwargs), but got {new}.")
+                        args, kwargs = new
+                else:
+                    new = hook(module, args)
+                    if new is not None:
+                        args = new if isinstance(new, tuple) else (new,)
         bw_hook = None
         if module._backward_hooks or module._backward_pre_hooks:
             bw_hook = BackwardHook(module, list(module._backward_hooks.values()),
                                    list(module._backward_pre_hooks.values()))
             args = bw_hook.setup_input_hook(args)
         result = module.forward(*args, **kwargs)
-        for hook_id, hook in list(module._forward_hooks.items()):
-            if hook_id in module._forward_hooks_always_called:
-                called.add(hook_id)
-            result = _forward_hook(module, hook_id, hook, args, kwargs, result)
+        for table in tables:
+            for hook_id, hook in list(table._forward_hooks.items()):
+                if hook_id in table._forward_hooks_always_called:
+                    called.add(hook_id)
+                result = _forward_hook(module, table, hook_id, hook, args, kwargs, result)
         if bw_hook is not None:
             if not isinstance(result, (Tensor, tuple)):
                 warnings.warn("For backward hooks to be called, module output should be a "
@@ -178,13 +213,14 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
                 result = bw_hook.setup_output_hook(result)
         return result
     except Exception:
-        for hook_id, hook in list(module._forward_hooks.items()):
-            if hook_id not in module._forward_hooks_always_called or hook_id in called:
-                continue
-            try:
-                result = _forward_hook(module, hook_id, hook, args, kwargs, result)
-            except Exception as e:
-                warnings.warn("module forward hook with ``always_call=True`` raised an "
-                              "exception that was silenced as another error was raised in "
-                              f"forward: {e}", stacklevel=2)
+        for table in tables:
+            for hook_id, hook in list(table._forward_hooks.items()):
+                if hook_id not in table._forward_hooks_always_called or hook_id in called:
+                    continue
+                try:
+                    result = _forward_hook(module, table, hook_id, hook, args, kwargs, result)
+                except Exception as e:
+                    warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                  "exception that was silenced as another error was raised "
+                                  f"in forward: {e}", stacklevel=2)
         raise

@@ -12,9 +12,15 @@ from ...autograd.grad_mode import no_grad
 from ...backend import backend_of
 from ...ops.creation import _parse_to
 from ..parameter import Parameter
-from .hooks import call_with_hooks
+from .hooks import (
+    call_with_hooks,
+    global_hooks,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+)
 
-__all__ = ["Module", "RemovableHandle"]
+__all__ = ["Module", "RemovableHandle", "register_module_forward_hook",
+           "register_module_forward_pre_hook"]
 
 # The hook registries of every module (dicts keyed by handle id, run in order).
 _HOOK_TABLES = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
@@ -81,7 +87,8 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or global_hooks._forward_pre_hooks
+                or global_hooks._forward_hooks):
             return self.forward(*args, **kwargs)
         return call_with_hooks(self, args, kwargs)
 
