@@ -16,12 +16,16 @@ class RemovableHandle:
     _ids = itertools.count()
 
     def __init__(self, hooks: dict, hook: Callable | None = None, *, prepend: bool = False,
-                 extra_dict: dict | set | tuple = ()) -> None:
+                 extra_dict: dict | set | tuple | list | None = ()) -> None:
         self._hooks = hooks
         self.id = next(RemovableHandle._ids)
         # Side tables keyed by the same id (a hook's with_kwargs / always_call flags): removing
-        # the hook removes its entries there too, as PyTorch's ``extra_dict``.
-        self._extra = extra_dict if isinstance(extra_dict, tuple) else (extra_dict,)
+        # the hook removes its entries there too, as PyTorch's ``extra_dict``: one table, a
+        # list of them (PyTorch's form) or a tuple; None for none.
+        if extra_dict is None:
+            extra_dict = ()
+        self._extra = tuple(extra_dict) if isinstance(extra_dict, (tuple, list)) else \
+            (extra_dict,)
         if hook is not None:
             if prepend:  # run before every hook registered so far
                 rest = list(hooks.items())

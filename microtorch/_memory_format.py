@@ -8,8 +8,8 @@ NCHW order (a transposed view of a contiguous (N, H, W, C) array), so ``stride()
 every op reads its operands through their strides. Elementwise ops keep their input's layout
 (NumPy's and CuPy's ``K`` order, as PyTorch's TensorIterator); other ops (matrix products,
 convolutions, reductions) give C-order results where PyTorch may give channels-last ones;
-``stride()`` then differs, the values do not. Tensors with no elements report NumPy's
-strides (zeros).
+``stride()`` then differs, the values do not. Tensors with no elements have PyTorch's strides:
+NumPy allocates them with every stride 0, which ``Tensor._make`` replaces (``torch_strides``).
 """
 
 from __future__ import annotations
@@ -67,8 +67,30 @@ def check_layout(lay, fn: str) -> None:
                         f"not {type(lay).__name__}")
 
 
-def _element_strides(arr) -> tuple:
-    return tuple(s // arr.itemsize for s in arr.strides)
+def contiguous_strides(shape: tuple) -> tuple:
+    """PyTorch's strides of a contiguous tensor of ``shape``, in elements: each the product of
+    the later sizes, a size 0 counted as 1 (``empty(2, 0, 3)``: (3, 3, 1))."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def torch_strides(arr):
+    """A NumPy array with no elements, allocated by NumPy (every stride 0), as a view with
+    PyTorch's contiguous strides: its views (transposes, slices, ...) then carry PyTorch's."""
+    strides = tuple(s * arr.itemsize for s in contiguous_strides(arr.shape))
+    return np.lib.stride_tricks.as_strided(arr, strides=strides)
+
+
+def element_strides(arr) -> tuple:
+    """``Tensor.stride()`` of a dense array; an array with no elements and no strides (one no
+    ``torch_strides`` saw: CuPy's, or set in place) is taken as contiguous, as PyTorch's."""
+    strides = tuple(s // arr.itemsize for s in arr.strides)
+    if not arr.size and not any(strides):
+        return contiguous_strides(arr.shape)
+    return strides
 
 
 def _nests(pairs) -> bool:
@@ -89,7 +111,7 @@ def is_contiguous(arr, fmt) -> bool:
         return bool(arr.flags.c_contiguous)
     if arr.ndim != rank:
         return False
-    strides = _element_strides(arr)
+    strides = element_strides(arr)
     return _nests((arr.shape[d], strides[d]) for d in _ORDERS[rank])
 
 
@@ -110,7 +132,7 @@ def _strides_like(shape: tuple, strides: tuple, rank: int) -> bool:
 
 def suggest(arr) -> memory_format:
     """PyTorch's ``suggest_memory_format``: the format an array's strides resemble."""
-    strides = _element_strides(arr)
+    strides = element_strides(arr)
     if _strides_like(arr.shape, strides, 4):
         return channels_last
     if _strides_like(arr.shape, strides, 5):
@@ -122,7 +144,7 @@ def _dense(arr) -> bool:
     """PyTorch's ``is_non_overlapping_and_dense``."""
     if arr.size == 0:
         return True
-    dims = sorted((s, n) for s, n in zip(_element_strides(arr), arr.shape) if n != 1)
+    dims = sorted((s, n) for s, n in zip(element_strides(arr), arr.shape) if n != 1)
     return _nests((n, s) for s, n in dims) and all(s >= 0 for s, _ in dims)
 
 
@@ -146,7 +168,12 @@ def like(arr, fmt, dtype=None, xp=None):
     dtype = arr.dtype if dtype is None else dtype
     if fmt is preserve_format:
         if _dense(arr):
-            return xp.empty_like(arr, dtype=dtype)  # (order "K": the same strides)
+            out = xp.empty_like(arr, dtype=dtype)  # (order "K": the same strides)
+            if out.size or type(out) is not np.ndarray:
+                return out
+            # (none for NumPy when there are no elements: PyTorch's keep the input's)
+            strides = tuple(s * out.itemsize for s in element_strides(arr))
+            return np.lib.stride_tricks.as_strided(out, strides=strides)
         fmt = suggest(arr)
     return empty(xp, arr.shape, dtype, fmt)
 

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from . import _dtype
+from . import _memory_format as _mf
 from ._hooks import RemovableHandle
 from ._layout import SPARSE_DATA
 from ._layout import dense_only as _dense_only
@@ -137,6 +138,8 @@ class Tensor:
         """Wrap an array without copying (the internal constructor used by every op)."""
         if type(arr) is not np.ndarray and isinstance(arr, np.generic):
             arr = np.asarray(arr)  # NumPy ufuncs turn 0-d results into scalars
+        elif type(arr) is np.ndarray and not arr.size and arr.ndim and not any(arr.strides):
+            arr = _mf.torch_strides(arr)  # NumPy's no-element arrays: PyTorch's strides
         t = object.__new__(cls)
         t._data = arr
         t.requires_grad = requires_grad
@@ -215,7 +218,7 @@ class Tensor:
         """Strides in elements, as PyTorch reports them."""
         if type(self._data) in SPARSE_DATA:
             return _dense_only(self, "stride", dim)
-        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        strides = _mf.element_strides(self._data)
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
@@ -226,9 +229,7 @@ class Tensor:
             return _dense_only(self, "is_contiguous")
         if memory_format is None:
             return bool(self._data.flags.c_contiguous)
-        from . import _memory_format as mf
-
-        return mf.is_contiguous(self._data, mf.check(memory_format, "is_contiguous"))
+        return _mf.is_contiguous(self._data, _mf.check(memory_format, "is_contiguous"))
 
     def is_floating_point(self) -> bool:
         """True for float16/bfloat16/float32/float64 tensors."""
@@ -670,8 +671,8 @@ _NON_LEAF_GRAD = (
 def _wrap_dim(dim: int, ndim: int) -> int:
     """A dimension index in range, negative indices counted from the end."""
     if type(dim) is not int:
-        try:  # NumPy ints and integer 0-d tensors index too; strings, floats, None do not
-            dim = operator.index(dim)
+        try:  # NumPy ints, integer 0-d tensors index too; bools (PyTorch's parser), floats,
+            dim = operator.index(dim if type(dim) is not bool else None)  # strings, None not
         except TypeError:
             raise TypeError(f"argument 'dim' must be int, not {type(dim).__name__}") from None
     lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)

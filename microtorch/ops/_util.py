@@ -347,9 +347,11 @@ def dims_arg(dim, ndim: int) -> tuple | None:
         return (wrap_dim(dim, ndim),)
     if len(dim) == 0:
         return None
-    dims = tuple(sorted(wrap_dim(d, ndim) for d in dim))
-    if len(set(dims)) != len(dims):
-        raise RuntimeError(f"dim {tuple(dim)} appears multiple times in the list of dims")
+    wrapped = [wrap_dim(d, ndim) for d in dim]
+    dims = tuple(sorted(wrapped))
+    if len(set(dims)) != len(dims):  # (PyTorch names the first repeat, wrapped)
+        repeated = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return dims
 
 

@@ -115,31 +115,37 @@ def _same_dtype_operands(a: Tensor, b, name: str):
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
-    """True where |input - other| <= atol + rtol * |other| (or the two are equal, infinities
-    included; NaNs count as equal with ``equal_nan``); both of one dtype."""
+    """True where the two are equal or |input - other| <= atol + rtol * |other| with a finite
+    |input - other| (complex: the complex modulus); NaNs (complex: a NaN part) count as equal
+    with ``equal_nan``. Both of one dtype. PyTorch's algorithm, step by step: each step's dtype
+    decides which values round to "close"."""
     a, b = _same_dtype_operands(input, other, "isclose")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+    # Python floats, as PyTorch's double scalars: they never promote the tensors' dtype
+    rtol, atol = float(rtol), float(atol)
     xp = xp_of(a)
+    inexact = _dtype.kind_of(a.dtype) in "fc"
     try:
-        equal = a == b
-        if a.dtype.kind == "b":
-            return Tensor._make(xp.asarray(equal))
-        if a.dtype.kind != "f":  # integers: the tolerance in the default float dtype
-            a = a.astype("float32")
-            b = b.astype("float32")
-        with np.errstate(invalid="ignore"):  # inf - inf: settled by ``equal`` below
-            close = equal | (xp.abs(a - b) <= atol + xp.abs(rtol * b))
-        close &= xp.isfinite(a) & xp.isfinite(b) | equal
-        if equal_nan:
+        close = xp.asarray(a == b)
+        if equal_nan and inexact:
             close |= xp.isnan(a) & xp.isnan(b)
+        if rtol == 0 and atol == 0:  # no tolerance: exactly equality, with no rounding
+            return Tensor._make(close)
+        if not inexact:  # bools and integers are measured in the default float dtype
+            default = _dtype.get_default_dtype().np
+            a, b = a.astype(default), b.astype(default)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf, overflow: not finite
+            allowed = atol + xp.abs(rtol * b)
+            error = xp.abs(a - b)
+            close |= xp.isfinite(error) & (error <= allowed)
     except ValueError:
         from ..autograd.function import broadcast_message
 
         raise RuntimeError(broadcast_message((input, other))) from None
-    return Tensor._make(xp.asarray(close))
+    return Tensor._make(close)
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,

@@ -202,8 +202,12 @@ class ViewAsReal(Function):
     def forward(ctx, x):
         arr = x._data
         parts = arr.real.dtype
-        return arr.view(parts).reshape(arr.shape + (2,)) if arr.flags.c_contiguous else \
-            xp_of(arr).stack([arr.real, arr.imag], axis=-1)
+        if arr.ndim and arr.flags.c_contiguous:
+            return arr.view(parts).reshape(arr.shape + (2,))
+        # A view in every layout (writes reach the complex tensor), 0-d included: a new last
+        # axis of one element reinterpreted as two parts (the array libraries refuse to change
+        # the itemsize of a 0-d array or of a strided last axis).
+        return arr[..., None].view(parts)
 
     @staticmethod
     def backward(ctx, grad):
@@ -231,15 +235,28 @@ def view_as_real(input: Tensor) -> Tensor:
 
 
 def view_as_complex(input: Tensor) -> Tensor:
-    """A float32/float64 tensor whose last dimension has size 2 as complex numbers."""
+    """A float32/float64 tensor whose last dimension has size 2 as complex numbers: a view, so
+    PyTorch's stride rules (last stride 1, the others and the storage offset even)."""
+    from .storage import storage_offset
+
     arr = input._data
     if input.dtype not in (_dtype.float32, _dtype.float64):
-        raise RuntimeError("view_as_complex is only supported for float and double tensors, "
-                           f"but got a tensor of scalar type: {_dtype.title(input.dtype)}")
-    if arr.ndim == 0 or arr.shape[-1] != 2:
+        if input.dtype == _dtype.float16:  # (PyTorch's complex32: microtorch has none)
+            raise RuntimeError("view_as_complex: float16 would give complex32, which "
+                               "microtorch does not have")
+        raise RuntimeError("view_as_complex is only supported for half, float and double "
+                           f"tensors, but got a tensor of scalar type: {_dtype.title(input.dtype)}")
+    if arr.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if arr.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
-    if arr.strides[-1] != arr.itemsize or not arr.flags.c_contiguous:
+    strides = input.stride()
+    if strides[-1] != 1:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if storage_offset(input) % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
     return as_view(ViewAsComplex.apply(input), input)
 
 

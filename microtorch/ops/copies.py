@@ -19,7 +19,8 @@ class Clone(Function):
     @staticmethod
     def forward(ctx, x, memory_format=_mf.preserve_format):
         arr = x._data
-        if memory_format is _mf.preserve_format and arr.flags.c_contiguous:
+        # (with no elements every array is "C-contiguous": _mf.copy keeps PyTorch's strides)
+        if memory_format is _mf.preserve_format and arr.flags.c_contiguous and arr.size:
             return arr.copy()
         return _mf.copy(arr, memory_format)
 

@@ -177,12 +177,39 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
+_warned_not_writable = False  # (PyTorch warns once per process)
+
+
 def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a NumPy array. Its storage is the memory the array
     spans from its first element, as PyTorch's (``storage_offset()`` 0 for ``a[2:]`` too:
-    ``storage.own_storage``)."""
+    ``storage.own_storage``). PyTorch's refusals: strides that are negative or not whole
+    elements (a tensor's strides cannot say them); a read-only array is warned of once."""
+    global _warned_not_writable
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.flags.writeable and not _warned_not_writable:
+        _warned_not_writable = True
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means writing to this tensor will result in "
+                      "undefined behavior. You may want to copy the array to protect its data "
+                      "or make it writable before converting it to a tensor. This type of "
+                      "warning will be suppressed for the rest of this program.",
+                      UserWarning, stacklevel=2)
+    if any(s % ndarray.itemsize for s in ndarray.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and "
+                         "tensors with negative strides are not currently supported. (You can "
+                         "probably work around this by making a copy of your array  with "
+                         "array.copy().) ")
+    return wrap_numpy(ndarray)
+
+
+def wrap_numpy(ndarray: np.ndarray) -> Tensor:
+    """``from_numpy`` for microtorch's own arrays: any strides (a negative or byte stride is
+    kept as a view of the array that owns the memory), read-only arrays without a warning."""
     _dtype.from_numpy_dtype(ndarray.dtype)  # raises for unsupported dtypes
     return Tensor._make(own_storage(ndarray), False, None)
 
@@ -274,9 +301,9 @@ def _laid_out_like(input: Tensor, out: Tensor, memory_format) -> Tensor:
 
     fmt = mf.preserve_format if memory_format is None else mf.check(memory_format, "empty_like")
     arr = out._data
-    if fmt is mf.contiguous_format or (fmt is mf.preserve_format and
+    if fmt is mf.contiguous_format or (fmt is mf.preserve_format and input._data.size and
                                        input._data.flags.c_contiguous):
-        return out  # (the common case: nothing to re-lay)
+        return out  # (the common case: nothing to re-lay; with no elements, the strides)
     if out.device == input.device:
         laid = mf.like(input._data, fmt, arr.dtype)
     else:  # (another device: the format the input's strides suggest)

@@ -25,7 +25,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim=None, keepdim: bool = False, *,
         x = x.to(_dtype.as_dtype(dtype))
     if not (x.is_floating_point() or x.is_complex()):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {str(x.dtype).split('.')[-1].capitalize()}")
+                           f"as input. Got {_dtype.title(x.dtype)}")
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     return _vector_norm(x, ord, dim, keepdim)
@@ -36,23 +36,27 @@ def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     """The matrix norm over the two dimensions ``dim``: Frobenius (``"fro"``), nuclear
     (``"nuc"``, the sum of the singular values), +-2 (the largest/smallest singular value),
     +-1 (max/min absolute column sum), +-inf (max/min absolute row sum)."""
-    if dtype is not None:
-        x = x.to(_dtype.as_dtype(dtype))
-    if not (x.is_floating_point() or x.is_complex()):
-        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_dtype.title(x.dtype)}")
-    if x.ndim < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
-                           "dimensions.")
-    rows, cols = (d % x.ndim for d in dim)
-    if rows == cols:
-        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
-                           f"{dim[1]})")
+    # PyTorch's order of checks: the order, the input, then dim (a 2-tuple of distinct dims)
     if isinstance(ord, str):
         if ord not in ("fro", "nuc"):
             raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     elif ord not in (1, -1, 2, -2, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if dtype is not None:
+        x = x.to(_dtype.as_dtype(dtype))
+    if x.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_dtype.title(x.dtype)}")
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(map(str, dim))}")
+    rows, cols = (wrap_dim(d, x.ndim) for d in dim)
+    if rows == cols:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({rows}, {cols})")
     if ord == "fro":
         return _vector_norm(x, 2, (rows, cols), keepdim)
     if ord in ("nuc", 2, -2):

@@ -510,23 +510,17 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None,
         raise TypeError("norm(): out= is not supported by microtorch")
     if dtype is not None:
         input = input.to(_differentiable_dtype(input, dtype))
-    if p == "nuc":
-        from .linalg_decompositions import svdvals
+    from . import linalg_norms  # (it imports this module)
 
-        if dim is None:
-            if input._data.ndim != 2:
-                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
-                                   f"{' '.join(map(str, range(input._data.ndim)))}")
-            dim = (-2, -1)
-        elif isinstance(dim, int) or len(dim) != 2:
-            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
-                               f"{' '.join(map(str, (dim,) if isinstance(dim, int) else dim))}")
-        rows, cols = (wrap_dim(d, input._data.ndim) for d in dim)
-        out = svdvals(input.movedim((rows, cols), (-2, -1))).sum(-1)
-        for d in sorted((rows, cols)) if keepdim else ():
-            out = out.unsqueeze(d)
-        return out
-    return vector_norm(input, 2 if p in ("fro", None) else p, dim, keepdim)
+    # torch.norm's own dispatch (torch/functional.py): the Frobenius norm over at most two dims
+    # is the vector 2-norm; any other string order goes to linalg.matrix_norm, whose rules (two
+    # distinct dims, floating input) then apply: "fro" over three dims is an error there.
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return linalg_norms.vector_norm(input, 2, dim, keepdim)
+        dims = range(input._data.ndim) if dim is None else (dim,) if isinstance(dim, int) else dim
+        return linalg_norms.matrix_norm(input, p, tuple(dims), keepdim)
+    return linalg_norms.vector_norm(input, 2 if p is None else p, dim, keepdim)
 
 
 class Cumsum(Function):

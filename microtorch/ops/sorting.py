@@ -10,6 +10,7 @@ Tensor ops.
 from __future__ import annotations
 
 import builtins
+import operator
 from collections import namedtuple
 
 import numpy as np
@@ -145,11 +146,24 @@ def _select_sorted(input: Tensor, dim: int, descending: bool):
     return d, size, _tensor_like(_sort_indices(input._data, d, descending), input)
 
 
+def _k_arg(fn: str, k) -> int:
+    """``k`` as PyTorch's argument parser takes an int: NumPy ints and integer 0-d tensors
+    too, never a bool (an int to Python, not to PyTorch) or a float."""
+    if type(k) is int:
+        return k
+    try:
+        return operator.index(k if type(k) is not bool else None)
+    except TypeError:
+        raise TypeError(f"{fn}(): argument 'k' (position 2) must be int, not "
+                        f"{type(k).__name__}") from None
+
+
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices, with PyTorch's
     CPU order among equal values (and, for ``sorted=False``, its order of the k): its
     ``std::partial_sort`` (k * 64 <= size) or ``std::nth_element`` then ``std::sort``,
     replayed on the rows where it matters."""
+    k = _k_arg("topk", k)
     d, size, idx = _select_sorted(input, dim, largest)
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
@@ -195,7 +209,7 @@ def _kth_order(k: int):
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """The ``k``-th smallest value along ``dim`` and its index; among equal values the one
     PyTorch's CPU quickselect picks (replayed on the rows where the k-th value repeats)."""
-    return _kthvalue(input, k, dim, keepdim, True)
+    return _kthvalue(input, _k_arg("kthvalue", k), dim, keepdim, True)
 
 
 def _kthvalue(input: Tensor, k: int, dim: int, keepdim: bool, replayed: bool):

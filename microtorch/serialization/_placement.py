@@ -61,10 +61,10 @@ def place_storage(host: np.ndarray, saved: str, map_location: MapLocation):
     tensor to use, or None for the default placement.
     """
     if callable(map_location) and not isinstance(map_location, (dict, Device)):
-        from ..ops.creation import from_numpy
+        from ..ops.creation import wrap_numpy  # (any strides: a flipped view's own)
 
         try:
-            moved = map_location(from_numpy(host), saved)
+            moved = map_location(wrap_numpy(host), saved)
         except Exception as exc:
             raise CallerError from exc
         if isinstance(moved, Tensor):

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import get_default_dtype
 from .._tensor import Tensor
 from .._type_promotion import promote_types
-from ..ops import as_tensor, tensor
+from ..ops import as_tensor, isclose, tensor
 
 __all__ = ["assert_close", "assert_allclose"]
 
@@ -296,28 +295,12 @@ class _TensorComparison:
 
     def close(self, actual: Tensor, expected: Tensor, rtol, atol, equal_nan: bool,
               identifier: str | None = None) -> None:
-        matches = _isclose(actual, expected, rtol, atol, equal_nan)
+        matches = isclose(actual, expected, rtol, atol, equal_nan)
         if bool(matches.all()):
             return
         if actual.dim() == 0:
             self.fail(_scalar_text(actual.item(), expected.item(), rtol, atol, identifier))
         self.fail(_tensor_text(actual, expected, matches, rtol, atol, identifier))
-
-
-def _isclose(actual: Tensor, expected: Tensor, rtol, atol, equal_nan: bool) -> Tensor:
-    """PyTorch's ``isclose``, spelled out in tensor ops: microtorch's own (as of writing) drops
-    the imaginary part of complex inputs and ignores the tolerances of bools."""
-    close = actual == expected
-    inexact = actual.dtype.is_floating_point or actual.dtype.is_complex
-    if equal_nan and inexact:
-        close = close | (actual.isnan() & expected.isnan())
-    if rtol == 0 and atol == 0:
-        return close
-    if not inexact:  # bools and integers are measured in the default float dtype
-        actual, expected = actual.to(get_default_dtype()), expected.to(get_default_dtype())
-    allowed = atol + (rtol * expected).abs()
-    error = (actual - expected).abs()
-    return close | (error.isfinite() & (error <= allowed))
 
 
 def _equalize(actual: Tensor, expected: Tensor) -> tuple[Tensor, Tensor]:

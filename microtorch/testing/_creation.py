@@ -16,7 +16,7 @@ from .._memory_format import memory_format as _memory_format
 from .._tensor import Tensor
 from .._typeinfo import finfo, iinfo
 from ..backend.device import device as _device
-from ..ops import empty, randint, view_as_real, where
+from ..ops import empty, randint, view_as_real
 
 __all__ = ["make_tensor"]
 
@@ -69,9 +69,8 @@ def make_tensor(*shape: int | collections.abc.Sequence[int], dtype: _dtype.dtype
         low, high = _bounds(low, high, dtype, info.min, info.max, -9, 9)
         result = empty(shape, device=device, dtype=dtype)
         if name in _COMPLEX:
-            # The real and imaginary parts are drawn as one real tensor. unsqueeze: microtorch's
-            # view_as_real (as of writing) refuses a 0-d tensor; the draws are the same.
-            _uniform_(view_as_real(result.unsqueeze(0)), low, high)
+            # the real and imaginary parts are drawn as one real tensor
+            _uniform_(view_as_real(result), low, high)
         else:
             _uniform_(result, low, high)
     else:
@@ -120,12 +119,5 @@ def _uniform_(t: Tensor, low: float, high: float) -> None:
         # uniform_ needs the width finite in the dtype: draw half the range and double it.
         _uniform_(t, low / 2, high / 2)
         t.mul_(2)
-    elif t.dtype.name == "bfloat16":
-        # microtorch's uniform_ refuses bfloat16 (PyTorch's does not). PyTorch computes a
-        # bfloat16 uniform as a float32 one rounded to bfloat16, a value rounded up to `high`
-        # replaced by `low`: the same draw and arithmetic here.
-        drawn = empty(t.shape, device=t.device).uniform_(low, high).to(t.dtype)
-        top, bottom = (empty((), device=t.device).fill_(v).to(t.dtype) for v in (high, low))
-        t.copy_(where(drawn >= top, bottom, drawn))
     else:
         t.uniform_(low, high)

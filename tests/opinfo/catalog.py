@@ -38,10 +38,20 @@ def find(entry: str):
     return next(op for op in load() if entry_id(op) == entry)
 
 
+# Entries also run in the complex dtypes (the OpInfo's complex samples): ops whose complex
+# arithmetic is their own, not a float kernel run per part. (The linear-algebra entries' complex
+# samples run in tests/_opinfo_linalg.py.) isclose and allclose once dropped the imaginary part
+# unseen here; view_as_real has complex samples only.
+COMPLEX_DTYPES = (torch.complex64, torch.complex128)
+COMPLEX_ENTRIES = frozenset({"isclose", "allclose", "view_as_real"})
+
+
 def tested_dtypes(op) -> list[torch.dtype]:
-    """The dtypes of ``DTYPES`` the OpInfo lists as supported on the CPU."""
+    """The dtypes of ``DTYPES`` the OpInfo lists as supported on the CPU, and for
+    ``COMPLEX_ENTRIES`` those of ``COMPLEX_DTYPES``."""
     supported = op.supported_dtypes("cpu")
-    return [d for d in DTYPES if d in supported]
+    wanted = DTYPES + (COMPLEX_DTYPES if entry_id(op) in COMPLEX_ENTRIES else ())
+    return [d for d in wanted if d in supported]
 
 
 def matched() -> list[tuple[str, object]]:
