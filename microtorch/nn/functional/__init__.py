@@ -51,3 +51,12 @@ __all__ = [name for module in (_activation, _attention, _conv, _ctc, _distance, 
            for name in module.__all__]
 
 _tensor_args.install(globals(), "functional")  # F.gelu(2): PyTorch's TypeError
+
+# Additions: power-average pooling, always-with-indices max pools, leaky_relu_, conv_tbc, ...
+from . import lp_pooling as _lp_pooling  # noqa: E402
+from . import native_ops as _native_ops  # noqa: E402
+from .lp_pooling import *  # noqa: E402, F403
+from .native_ops import *  # noqa: E402, F403
+
+__all__ += [*_native_ops.__all__, *_lp_pooling.__all__]
+_tensor_args.install(globals(), "functional")  # (idempotent for the names above)

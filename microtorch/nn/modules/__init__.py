@@ -1,12 +1,15 @@
 """The layer classes of ``microtorch.nn``, one module per category as in PyTorch's
-``torch/nn/modules``: activation, container, conv, distance, dropout, flatten, fold, linear, loss,
-normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling."""
+``torch/nn/modules``: activation, adaptive, container, conv, distance, dropout, flatten, fold,
+linear, loss, normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer,
+upsampling; and ``DataParallel`` (``data_parallel``: ``nn.parallel`` itself loads on first use)."""
 
 from ... import _module_aliases
 from . import (
     activation,
+    adaptive,
     container,
     conv,
+    data_parallel,
     distance,
     dropout,
     flatten,
@@ -24,8 +27,10 @@ from . import (
     upsampling,
 )
 from .activation import *  # noqa: F403
+from .adaptive import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .data_parallel import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import *  # noqa: F403
@@ -45,10 +50,9 @@ from .upsampling import *  # noqa: F403
 
 __all__ = ["Module"] + [
     name
-    for category in (activation, container, conv, distance, dropout, flatten, fold, lazy, linear,
-                     loss,
-                     normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer,
-                     upsampling)
+    for category in (activation, adaptive, container, conv, data_parallel, distance, dropout,
+                     flatten, fold, lazy, linear, loss, normalization, padding, pixelshuffle,
+                     pooling, rnn, sparse, transformer, upsampling)
     for name in category.__all__]
 
 # PyTorch's module paths of classes kept with their category here (torch.nn.modules.batchnorm)

@@ -16,7 +16,7 @@ from .module import Module
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "ELU",
            "SELU", "CELU", "Softplus", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Mish",
            "PReLU", "Softsign", "Tanhshrink", "LogSigmoid", "Threshold", "Softmin", "Hardshrink",
-           "Softshrink", "RReLU", "MultiheadAttention"]
+           "Softshrink", "RReLU", "MultiheadAttention", "GLU", "Softmax2d"]
 
 
 class ReLU(Module):
@@ -503,3 +503,29 @@ class MultiheadAttention(Module):
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+class GLU(Module):
+    """Gated linear unit: the first half of ``dim`` times the sigmoid of the second half."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``a * sigmoid(b)`` for the halves ``a``, ``b`` of ``input`` along ``dim``."""
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of each spatial position of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Softmax over dim -3."""
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             f"instead")
+        return F.softmax(input, -3, _stacklevel=5)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -11,7 +12,7 @@ from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Container"]
 
 
 def _index(idx: int, size: int) -> int:
@@ -385,3 +386,20 @@ class ParameterDict(Module):
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterDict should not be called.")
+
+
+_CONTAINER_DEPRECATION = ("`nn.Container` is deprecated. All of its functionality is now "
+                          "implemented in `nn.Module`. Subclass that instead.")
+
+
+class Container(Module):
+    """Deprecated: a module holding the keyword arguments as children (subclass ``Module``
+    instead)."""
+
+    __deprecated__ = _CONTAINER_DEPRECATION
+
+    def __init__(self, **kwargs) -> None:
+        warnings.warn(_CONTAINER_DEPRECATION, FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)

@@ -5,6 +5,7 @@ losses."""
 from __future__ import annotations
 
 import math
+import warnings
 
 from ..._tensor import Tensor
 from .. import functional as F
@@ -17,8 +18,8 @@ __all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWi
            "SmoothL1Loss", "HuberLoss", "KLDivLoss", "SoftMarginLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "TripletMarginLoss", "TripletMarginWithDistanceLoss", "MultiMarginLoss",
-           "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "CTCLoss",
-           "LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
+           "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "CTCLoss", "LinearCrossEntropyLoss",
+           "LinearCrossEntropyOptions", "NLLLoss2d"]
 
 
 class _Loss(Module):
@@ -354,3 +355,20 @@ class LinearCrossEntropyLoss(_WeightedLoss):
                 f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
                 f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
                 f"label_smoothing={self.label_smoothing}, options={self.options}")
+
+
+_NLLLOSS2D_DEPRECATION = ("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                          "drop-in replacement and see "
+                          "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more "
+                          "details.")
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated alias of ``NLLLoss`` (a FutureWarning on construction)."""
+
+    __deprecated__ = _NLLLOSS2D_DEPRECATION
+
+    def __init__(self, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
+                 reduce=None, reduction: str = "mean") -> None:
+        warnings.warn(_NLLLOSS2D_DEPRECATION, FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)

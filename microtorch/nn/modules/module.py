@@ -239,6 +239,8 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
                                 f"'{name}' (microtorch.nn.Module or None expected)")
             d["_modules"][name] = None
+        elif isinstance(value, Tensor) and getattr(value, "_is_buffer", False):  # nn.Buffer
+            self.register_buffer(name, value, value.persistent)
         elif "_buffers" in d and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "

@@ -10,7 +10,7 @@ from .module import Module
 __all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AdaptiveAvgPool3d",
            "AdaptiveMaxPool3d", "AdaptiveMaxPool1d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-           "FractionalMaxPool2d", "FractionalMaxPool3d"]
+           "FractionalMaxPool2d", "FractionalMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
 
 
 class MaxPool2d(Module):
@@ -285,3 +285,48 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
     """3-D fractional max pooling over (N, C, T, H, W) or (C, T, H, W) input."""
 
     _n = 3
+
+
+class _LPPoolNd(Module):
+    """Power-average pooling: ``(sum over the window of x ** p) ** (1 / p)``."""
+
+    def __init__(self, norm_type: float, kernel_size, stride=None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def _pool(self):
+        raise NotImplementedError
+
+    def forward(self, input: Tensor) -> Tensor:
+        """Pool ``input``."""
+        return self._pool()(input, float(self.norm_type), self.kernel_size, self.stride,
+                            self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """1-D power-average pooling over (N, C, L) or (C, L) input."""
+
+    def _pool(self):
+        return F.lp_pool1d
+
+
+class LPPool2d(_LPPoolNd):
+    """2-D power-average pooling over (N, C, H, W) or (C, H, W) input."""
+
+    def _pool(self):
+        return F.lp_pool2d
+
+
+class LPPool3d(_LPPoolNd):
+    """3-D power-average pooling over (N, C, D, H, W) or (C, D, H, W) input."""
+
+    def _pool(self):
+        return F.lp_pool3d

@@ -3,3 +3,7 @@
 from ...distributed.ddp import DistributedDataParallel
 
 __all__ = ["DistributedDataParallel"]
+
+from ..modules.data_parallel import DataParallel  # noqa: E402
+
+__all__ += ["DataParallel"]
