@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -271,3 +273,34 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
         rows_to_zero = randperm(rows)[:num_zeros].numpy()
         arr[tensor._backend.asarray(rows_to_zero), col] = 0
     return tensor
+
+
+def _deprecated_alias(fill: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The old name of an in-place initialiser (``uniform`` for ``uniform_``): it warns with
+    PyTorch's FutureWarning, at the caller, and then fills exactly as the new name does."""
+    new_name = fill.__name__
+    old_name = new_name[:-1]
+
+    def alias(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return fill(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old_name
+    alias.__doc__ = (f"{old_name}(...): deprecated, use :func:`{new_name}` (same arguments, "
+                     f"same values); warns FutureWarning.")
+    return alias
+
+
+# PyTorch 2.13 keeps these eleven names (not in its ``__all__``), each warning on use.
+uniform = _deprecated_alias(uniform_)
+normal = _deprecated_alias(normal_)
+constant = _deprecated_alias(constant_)
+eye = _deprecated_alias(eye_)
+dirac = _deprecated_alias(dirac_)
+xavier_uniform = _deprecated_alias(xavier_uniform_)
+xavier_normal = _deprecated_alias(xavier_normal_)
+kaiming_uniform = _deprecated_alias(kaiming_uniform_)
+kaiming_normal = _deprecated_alias(kaiming_normal_)
+orthogonal = _deprecated_alias(orthogonal_)
+sparse = _deprecated_alias(sparse_)

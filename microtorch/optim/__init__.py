@@ -23,3 +23,8 @@ _module_aliases.alias_modules(__name__, {
     "adamw": adam, "adamax": adam_family, "nadam": adam_family, "radam": adam_family,
     "adadelta": adaptive, "rprop": adaptive, "asgd": averaged,
     "lbfgs": quasi_newton})
+
+from . import swa_utils  # noqa: E402
+from .adafactor import Adafactor  # noqa: E402
+
+__all__ += ["Adafactor", "swa_utils"]

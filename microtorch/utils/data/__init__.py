@@ -28,3 +28,8 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDatas
            "random_split", "DataLoader", "default_collate", "default_convert", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler", "get_worker_info", "WorkerInfo"]
+
+from .dataset import ChainDataset, StackDataset  # noqa: E402
+from .distributed import DistributedSampler  # noqa: E402
+
+__all__ += ["ChainDataset", "StackDataset", "DistributedSampler"]

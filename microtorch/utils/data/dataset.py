@@ -14,7 +14,7 @@ from ...backend.rng import Generator
 from ...random import default_generator
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "random_split"]
+           "ChainDataset", "StackDataset", "random_split"]
 
 
 class Dataset:
@@ -35,8 +35,8 @@ class IterableDataset(Dataset):
     def __iter__(self) -> Iterator:
         raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
 
-    def __add__(self, other: Dataset):
-        raise TypeError("IterableDataset does not support '+': chain iterables instead")
+    def __add__(self, other: Dataset) -> ChainDataset:
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -100,6 +100,78 @@ class ConcatDataset(Dataset):
             raise IndexError(f"index {idx} is out of range for a dataset of length {len(self)}")
         start = self.cumulative_sizes[which - 1] if which else 0
         return self.datasets[which][idx - start]
+
+
+class ChainDataset(IterableDataset):
+    """Several iterable datasets one after another, chained lazily as they are iterated
+    (``iterable_a + iterable_b`` builds one). Iterating or taking ``len`` raises
+    AssertionError at the first member that is not an IterableDataset, as PyTorch's does."""
+
+    def __init__(self, datasets: Iterable[Dataset]) -> None:
+        super().__init__()
+        self.datasets = datasets
+
+    def _members(self) -> Iterator[Dataset]:
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield d
+
+    def __iter__(self) -> Iterator:
+        for d in self._members():
+            yield from d
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self._members())  # type: ignore[arg-type]
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: sample ``i`` is ``(a[i], b[i], ...)`` for
+    positional datasets, ``{"name": a[i], ...}`` for keyword ones (not both at once)."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        members = list(args) if args else list(kwargs.values())
+        self._length = len(members[0])  # type: ignore[arg-type]
+        if any(len(d) != self._length for d in members):  # type: ignore[arg-type]
+            raise ValueError("Size mismatch between datasets")
+        self.datasets: tuple | dict = args if args else kwargs
+
+    def __getitem__(self, index) -> tuple | dict:
+        if isinstance(self.datasets, dict):
+            return {name: d[index] for name, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    @staticmethod
+    def _column(dataset: Dataset, indices: list) -> list:
+        """The samples of one member at ``indices``: its ``__getitems__`` if it has one
+        (which must return one sample per index), else one ``__getitem__`` each."""
+        batched = getattr(dataset, "__getitems__", None)
+        if not callable(batched):
+            return [dataset[i] for i in indices]
+        items = batched(indices)
+        if len(items) != len(indices):
+            raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, "
+                             f"got {len(items)}")
+        return list(items)
+
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices`` (the DataLoader's batched fetch)."""
+        if isinstance(self.datasets, dict):
+            batch: list[dict] = [{} for _ in indices]
+            for name, d in self.datasets.items():
+                for sample, value in zip(batch, self._column(d, indices)):
+                    sample[name] = value
+            return batch
+        columns = [self._column(d, indices) for d in self.datasets]
+        return [tuple(row) for row in zip(*columns)] if columns else []
+
+    def __len__(self) -> int:
+        return self._length
 
 
 def _split_lengths(n: int, lengths: Sequence[int | float]) -> list[int]:
