@@ -44,8 +44,7 @@ def test_cuda_absent_is_a_clear_runtime_error():
         mt.zeros(2, device="cuda")
     with pytest.raises(RuntimeError, match="CUDA is not available"):
         mt.ones(2).cuda()
-    with pytest.raises(RuntimeError, match="CUDA is not available"):
-        mt.cuda.memory_allocated()
+    assert mt.cuda.memory_allocated() == 0  # (PyTorch's CPU build answers 0 too)
 
 
 def test_mixing_devices_names_both(device):

@@ -160,6 +160,22 @@ class Stream:
             raise TypeError(f"Argument 'event' has incorrect type (expected "
                             f"cupy.cuda.Event, got {type(event).__name__})")
 
+    @classmethod
+    def from_external(cls, obj) -> Stream:
+        """A stream over a foreign one that implements the CUDA stream protocol
+        (``__cuda_stream__() -> (version, handle)``); holds a reference to it."""
+        protocol = getattr(obj, "__cuda_stream__", None)
+        if protocol is None:
+            raise TypeError(f"{type(obj).__name__} does not implement __cuda_stream__")
+        pair = protocol()
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError("__cuda_stream__ must return a 2-tuple (version, handle)")
+        stream = cls.__new__(cls)
+        stream.ptr, stream.device_id = int(pair[1]), current_device_id()
+        stream.is_non_blocking, stream.priority, stream._previous = False, 0, []
+        stream._foreign = obj
+        return stream
+
     def __eq__(self, other) -> bool:
         return isinstance(other, Stream) and other.ptr == self.ptr
 
@@ -350,7 +366,11 @@ def pointer_attributes(ptr: int) -> PointerAttributes:
 
 _PROPERTIES = {"name": b"NVIDIA H200 (microtorch CuPy stand-in)", "multiProcessorCount": SM_COUNT,
                "major": 9, "minor": 0, "totalGlobalMem": TOTAL_MEMORY, "warpSize": 32,
-               "maxThreadsPerBlock": 1024}
+               "maxThreadsPerBlock": 1024, "maxThreadsPerMultiProcessor": 2048,
+               "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 233472,
+               "regsPerMultiprocessor": 65536, "l2CacheSize": 50 * 2**20, "integrated": 0,
+               "isMultiGpuBoard": 0, "memoryBusWidth": 6144, "pciBusID": 0, "pciDeviceID": 0,
+               "pciDomainID": 0, "uuid": bytes(16)}
 
 
 def _runtime_module() -> types.ModuleType:
@@ -379,14 +399,55 @@ def _runtime_module() -> types.ModuleType:
     def memGetInfo() -> tuple[int, int]:  # noqa: N802
         return Device().mem_info
 
+    def deviceCanAccessPeer(device: int, peerDevice: int) -> int:  # noqa: N802, N803
+        return int(_check_device(device) != _check_device(peerDevice))
+
+    def profilerStart() -> None:  # noqa: N802
+        profiler_calls.append("start")
+
+    def profilerStop() -> None:  # noqa: N802
+        profiler_calls.append("stop")
+
     return _names.module("cupy.cuda.runtime", {
         "getDeviceCount": getDeviceCount, "getDevice": getDevice, "setDevice": setDevice,
         "getDeviceProperties": getDeviceProperties, "deviceSynchronize": deviceSynchronize,
         "runtimeGetVersion": runtimeGetVersion, "driverGetVersion": driverGetVersion,
         "memGetInfo": memGetInfo, "CUDARuntimeError": CUDARuntimeError,
+        "deviceCanAccessPeer": deviceCanAccessPeer, "profilerStart": profilerStart,
+        "profilerStop": profilerStop,
         "pointerGetAttributes": pointer_attributes, "PointerAttributes": PointerAttributes,
         "memoryTypeUnregistered": 0, "memoryTypeHost": 1, "memoryTypeDevice": 2,
         "memoryTypeManaged": 3})
+
+
+profiler_calls: list[str] = []  # "start"/"stop", in the order the profiler was switched
+nvtx_calls: list[tuple] = []  # (function name, arguments) of each NVTX call
+
+
+def _nvtx_module() -> types.ModuleType:
+    """``cupy.cuda.nvtx``: the calls are recorded in ``nvtx_calls`` (no profiler to tell)."""
+    range_ids = iter(range(1, 2**63))
+
+    def RangePush(message, id_color: int = -1) -> None:  # noqa: N802 - CuPy's names
+        nvtx_calls.append(("RangePush", str(message)))
+
+    def RangePop() -> None:  # noqa: N802
+        nvtx_calls.append(("RangePop",))
+
+    def Mark(message, id_color: int = -1) -> None:  # noqa: N802
+        nvtx_calls.append(("Mark", str(message)))
+
+    def RangeStart(message, color=-1) -> int:  # noqa: N802
+        range_id = next(range_ids)
+        nvtx_calls.append(("RangeStart", str(message), range_id))
+        return range_id
+
+    def RangeEnd(range_id) -> None:  # noqa: N802
+        nvtx_calls.append(("RangeEnd", int(range_id)))
+
+    return _names.module("cupy.cuda.nvtx", {
+        "RangePush": RangePush, "RangePop": RangePop, "Mark": Mark, "RangeStart": RangeStart,
+        "RangeEnd": RangeEnd, "available": True})
 
 
 # --------------------------------------------------------------------------- NVRTC, modules
@@ -490,15 +551,17 @@ def build_cuda() -> dict[str, types.ModuleType]:
     from . import _nccl
 
     nccl = _nccl.build()
+    nvtx = _nvtx_module()
     cuda = _names.module("cupy.cuda", {
-        "nccl": nccl,
+        "nccl": nccl, "nvtx": nvtx,
         "Device": Device, "Stream": Stream, "Event": Event, "MemoryPool": MemoryPool,
         "get_current_stream": get_current_stream, "get_elapsed_time": get_elapsed_time,
         "runtime": runtime, "compiler": compiler, "function": function, "memory": memory,
         "Module": Module, "Function": Function, "is_available": lambda: config.device_count > 0,
         "get_device_id": current_device_id})
     return {"cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.cuda.compiler": compiler,
-            "cupy.cuda.function": function, "cupy.cuda.memory": memory, "cupy.cuda.nccl": nccl}
+            "cupy.cuda.function": function, "cupy.cuda.memory": memory, "cupy.cuda.nccl": nccl,
+            "cupy.cuda.nvtx": nvtx}
 
 
 __all__ = ["Device", "Stream", "Event", "MemoryPool", "default_pool", "config",

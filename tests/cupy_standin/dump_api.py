@@ -31,6 +31,7 @@ OBJECTS = {
     "cupy.cuda.function.Module": "cupy.cuda.function.Module",
     "cupy.cuda.function.Function": "cupy.cuda.function.Function",
     "cupy.cuda.nccl": "cupy.cuda.nccl",
+    "cupy.cuda.nvtx": "cupy.cuda.nvtx",
     "cupy.random": "cupy.random",
     "cupy.lib": "cupy.lib",
     "cupy.lib.stride_tricks": "cupy.lib.stride_tricks",
