@@ -105,6 +105,22 @@ def _untied(module: nn.Module, given: dict) -> dict:
     return out
 
 
+def check_keys(module: nn.Module, named: dict) -> None:
+    """``strict``'s check, with PyTorch's error, when the names are not exactly the module's
+    parameters and buffers."""
+    valid = {n for n, _ in module.named_parameters(remove_duplicate=False)}
+    valid |= {n for n, _ in module.named_buffers(remove_duplicate=False)}
+    missing, unexpected = sorted(valid - set(named)), sorted(set(named) - valid)
+    msgs = []
+    if unexpected:
+        msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
+    if missing:
+        msgs.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
+    if msgs:
+        raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(
+            module._get_name(), "\n\t".join(msgs)))
+
+
 def functional_call(module: nn.Module, parameter_and_buffer_dicts, args: Any = None,
                     kwargs: dict | None = None, *, tie_weights: bool = True,
                     strict: bool = False) -> Any:
@@ -133,17 +149,7 @@ def functional_call(module: nn.Module, parameter_and_buffer_dicts, args: Any = N
                          f"of dicts, but got {type(parameter_and_buffer_dicts)}")
     named = _untied(module, given) if tie_weights else given
     if strict:
-        valid = {n for n, _ in module.named_parameters(remove_duplicate=False)}
-        valid |= {n for n, _ in module.named_buffers(remove_duplicate=False)}
-        missing, unexpected = sorted(valid - set(named)), sorted(set(named) - valid)
-        msgs = []
-        if unexpected:
-            msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
-        if missing:
-            msgs.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
-        if msgs:
-            raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(
-                module._get_name(), "\n\t".join(msgs)))
+        check_keys(module, named)
     if kwargs is None:
         kwargs = {}
     if args is None:

@@ -183,17 +183,18 @@ class BatchNorm3d(_BatchNorm):
     _expected_dims = (5,)
 
 
-class _LazyBatchNorm(LazyModuleMixin, _BatchNorm):
-    """A batch norm whose ``num_features`` comes from its first input (dim 1)."""
+class _LazyNormMixin(LazyModuleMixin):
+    """What the lazy batch and instance norms share: uninitialized affine parameters and
+    running statistics, materialized from the first input's dim 1."""
 
-    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device=None, dtype=None) -> None:
-        super().__init__(0, eps, momentum, False, False, device, dtype)
+    def _uninitialized(self, affine: bool, track_running_stats: bool, device, dtype,
+                       bias: bool = True) -> None:
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = UninitializedParameter(device=device, dtype=dtype)
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
             self.running_var = UninitializedBuffer(device=device, dtype=dtype)
@@ -213,6 +214,15 @@ class _LazyBatchNorm(LazyModuleMixin, _BatchNorm):
                 if value is not None:
                     value.materialize((self.num_features,))
             self.reset_parameters()
+
+
+class _LazyBatchNorm(_LazyNormMixin, _BatchNorm):
+    """A batch norm whose ``num_features`` comes from its first input (dim 1)."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, eps, momentum, False, False, device, dtype)
+        self._uninitialized(affine, track_running_stats, device, dtype)
 
 
 class LazyBatchNorm1d(_LazyBatchNorm):
@@ -430,7 +440,7 @@ class CrossMapLRN2d(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
-class _LazyInstanceNorm(LazyModuleMixin, _InstanceNorm):
+class _LazyInstanceNorm(_LazyNormMixin, _InstanceNorm):
     """An instance norm whose ``num_features`` comes from its first input's dim 1 (PyTorch's
     lazy defaults: ``affine=True``, ``track_running_stats=True``)."""
 
@@ -438,31 +448,7 @@ class _LazyInstanceNorm(LazyModuleMixin, _InstanceNorm):
                  track_running_stats: bool = True, device=None, dtype=None, *,
                  bias: bool = True) -> None:
         super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = UninitializedParameter(device=device, dtype=dtype)
-            if bias:
-                self.bias = UninitializedParameter(device=device, dtype=dtype)
-        if track_running_stats:
-            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
-            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
-            self.num_batches_tracked = tensor(0, dtype=_dtype.int64, device=device)
-
-    def reset_parameters(self) -> None:
-        """The eager reset, once the parameters and buffers have their shapes."""
-        if not self.has_uninitialized_params() and self.num_features != 0:
-            super().reset_parameters()
-
-    def initialize_parameters(self, input: Tensor) -> None:
-        """Materialize the affine parameters and running statistics (input's dim 1)."""
-        if self.has_uninitialized_params():
-            self.num_features = input.shape[1]
-            for name in ("weight", "bias", "running_mean", "running_var"):
-                value = getattr(self, name)
-                if value is not None:
-                    value.materialize((self.num_features,))
-            self.reset_parameters()
+        self._uninitialized(affine, track_running_stats, device, dtype, bias)
 
 
 class LazyInstanceNorm1d(_LazyInstanceNorm):

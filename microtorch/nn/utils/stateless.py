@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from ..._functorch.functional_call import _MISSING, _restore, _swap_all, _untied
+from ..._functorch.functional_call import _MISSING, _restore, _swap_all, _untied, check_keys
 from ..._tensor import Tensor
 from ...func import functional_call as _func_functional_call
 from ..modules.module import Module
@@ -58,7 +58,7 @@ def _reparametrize_module(module: Module, parameters_and_buffers: dict[str, Tens
     ``stack_weights``), so a submodule reached under two paths gets its own tensor back."""
     named = _untied(module, parameters_and_buffers) if tie_weights else parameters_and_buffers
     if strict:
-        _check_keys(module, named)
+        check_keys(module, named)
     memo: dict = {}
     originals = _swap_all(module, named, memo)
     try:
@@ -67,18 +67,3 @@ def _reparametrize_module(module: Module, parameters_and_buffers: dict[str, Tens
         left = _restore(module, originals, memo)
         parameters_and_buffers.update({k: left[k] for k in parameters_and_buffers
                                        if k in left and left[k] is not _MISSING})
-
-
-def _check_keys(module: Module, named: dict) -> None:
-    """PyTorch's error when the names are not exactly the module's parameters and buffers."""
-    valid = {n for n, _ in module.named_parameters(remove_duplicate=False)}
-    valid |= {n for n, _ in module.named_buffers(remove_duplicate=False)}
-    missing, unexpected = sorted(valid - set(named)), sorted(set(named) - valid)
-    msgs = []
-    if unexpected:
-        msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
-    if missing:
-        msgs.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
-    if msgs:
-        raise RuntimeError("Error(s) in reparametrizing for {}:\n\t{}".format(
-            module._get_name(), "\n\t".join(msgs)))
