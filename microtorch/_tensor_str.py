@@ -273,7 +273,8 @@ def _sparse_repr(t, prefix: str, indent: int, suffixes: list) -> str:
     if data.layout.name == "sparse_coo":
         parts = [("indices", data.indices), ("values", data.values)]
     else:
-        parts = [("crow_indices", data.crow), ("col_indices", data.col), ("values", data.values)]
+        parts = [(data.index_names[0], data.cidx), (data.index_names[1], data.pidx),
+                 ("values", data.values)]
     body = (",\n" + " " * indent).join(_part_str(name, arr, data.backend, indent)
                                        for name, arr in parts)
     suffixes.append(f"layout={data.layout}")

@@ -652,3 +652,13 @@ __all__ = [
 def spmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Sparse matrix times dense matrix (``torch.spmm``: ``mm`` of a sparse ``input``)."""
     return mm(input, mat2)
+
+
+# Sparse compressed layouts (CSC / BSR / BSC) and the legacy sparse products (smm, hspmm ...).
+from . import sparse_compressed, sparse_compressed_ops  # noqa: E402
+from .sparse_compressed import *  # noqa: E402,F403
+from .sparse_compressed_ops import *  # noqa: E402,F403
+
+METHODS.update(sparse_compressed.METHODS)
+METHODS.update(sparse_compressed_ops.METHODS)
+__all__ += [*sparse_compressed.__all__, *sparse_compressed_ops.__all__]

@@ -15,7 +15,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import recording
 from . import sparse_kernels as K
 from ._util import Tensor, reduce_grad
-from .sparse_layout import CooData, CsrData, is_sparse_data
+from .sparse_layout import CompressedData, CooData, CsrData, is_sparse_data
 
 
 def wrap(data) -> Tensor:
@@ -84,7 +84,7 @@ class ToDense(Function):
     def forward(ctx, s, masked):
         data = s._data
         ctx.data, ctx.masked = data, masked
-        return K.csr_to_dense(data) if type(data) is CsrData else K.to_dense(data)
+        return dense_array(data)
 
     @staticmethod
     def backward(ctx, grad):
@@ -94,6 +94,10 @@ class ToDense(Function):
             from .sparse_csr import csr_masked_grad
 
             return csr_masked_grad(grad, data), None
+        if isinstance(data, CompressedData):
+            from .sparse_compressed import compressed_masked_grad
+
+            return compressed_masked_grad(grad, data), None
         if not ctx.masked:
             return wrap(K.from_dense(grad._data, data.sparse_dim)), None
         return masked_grad(grad, K.coalesce(data)), None
@@ -117,10 +121,18 @@ class DenseToSparse(Function):
 
 def dense_of(t: Tensor) -> Tensor:
     """``t`` as a dense tensor (itself when it is one)."""
-    data = t._data
+    return wrap(dense_array(t._data)) if is_sparse_data(t._data) else t
+
+
+def dense_array(data):
+    """The dense array of sparse data in any layout."""
     if type(data) is CsrData:
-        return wrap(K.csr_to_dense(data))
-    return wrap(K.to_dense(data)) if is_sparse_data(data) else t
+        return K.csr_to_dense(data)
+    if isinstance(data, CompressedData):
+        from .sparse_compressed_kernels import to_dense
+
+        return to_dense(data)
+    return K.to_dense(data)
 
 
 class Coalesce(Function):
@@ -260,7 +272,7 @@ class SparseAddmm(Function):
     def forward(ctx, input, s, dense, beta, alpha, masked, name):
         ctx.torch_name = name
         data, d = s._data, dense._data
-        prod = K.csr_matmul(data, d) if type(data) is CsrData else K.coo_matmul(data, d)
+        prod = _spmm(data, d)
         if alpha != 1:
             prod = prod * alpha
         ctx.data, ctx.beta, ctx.alpha, ctx.masked = data, beta, alpha, masked
@@ -289,22 +301,39 @@ class SparseAddmm(Function):
                 from .sparse_csr import csr_masked_grad
 
                 g_s = csr_masked_grad(full, data)
+            elif isinstance(data, CompressedData):
+                from .sparse_compressed_ops import masked_mm_grad
+
+                g_s = masked_mm_grad(full, data)
             else:
                 g_s = masked_grad(full, K.coalesce(data))
         if _needs(ctx, 2):
             g = grad._data
             if type(data) is CsrData:
                 prod = K.csr_matmul(_conj_csr(data), g, transpose=True)
+            elif isinstance(data, CompressedData):
+                prod = _spmm(_conj_csr(data), g, transpose=True)
             else:
                 prod = K.coo_matmul(conj_values(data), g, transpose=True)
             g_d = wrap(prod if alpha == 1 else prod * alpha)
         return g_input, g_s, g_d, None, None, None, None
 
 
-def _conj_csr(data: CsrData) -> CsrData:
+def _conj_csr(data: CompressedData) -> CompressedData:
     if data.values.dtype.kind != "c":
         return data
-    return CsrData(data.crow, data.col, data.values.conj(), data.shape)
+    return type(data)(data.cidx, data.pidx, data.values.conj(), data.shape)
+
+
+def _spmm(data, dense, transpose: bool = False):
+    """``S @ dense`` (``S^T @ dense``) for a COO, CSR, CSC, BSR or BSC matrix S."""
+    if type(data) is CsrData:
+        return K.csr_matmul(data, dense, transpose)
+    if isinstance(data, CompressedData):
+        from .sparse_compressed_ops import compressed_matmul
+
+        return compressed_matmul(data, dense, transpose)
+    return K.coo_matmul(data, dense, transpose)
 
 
 def _needs(ctx, i: int) -> bool:

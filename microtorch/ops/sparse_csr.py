@@ -22,7 +22,7 @@ from . import sparse_kernels as K
 from ._util import Tensor
 from .creation import as_tensor
 from .sparse_coo import dense_of, first_order, wrap
-from .sparse_layout import CooData, CsrData, is_sparse_data
+from .sparse_layout import CompressedData, CooData, CsrData, is_sparse_data
 from .sparse_tensor import _host, _layout_name, checks_wanted
 
 __all__ = ["sparse_csr_tensor"]
@@ -147,6 +147,11 @@ def to_sparse_csr(self: Tensor, dense_dim: int | None = None) -> Tensor:
     data = self._data
     if type(data) is CsrData:
         return self
+    if isinstance(data, CompressedData):  # CSC / BSR / BSC (``sparse_compressed``)
+        from .. import _layout
+        from .sparse_compressed import to_compressed
+
+        return to_compressed(self, _layout.sparse_csr, None, dense_dim)
     _beta_warning()
     if dense_dim:
         raise RuntimeError("to_sparse_csr: dense dimensions are not supported by microtorch")
@@ -158,21 +163,22 @@ def to_sparse_csr(self: Tensor, dense_dim: int | None = None) -> Tensor:
     return ToSparseCsr.apply(self)
 
 
-def _csr_only(t: Tensor, what: str) -> CsrData:
-    if type(t._data) is not CsrData:
+def _csr_only(t: Tensor, what: str) -> CompressedData:
+    """The data of a row-compressed tensor (CSR or BSR)."""
+    if not isinstance(t._data, CompressedData) or not t._data.row_major:
         raise RuntimeError(f"{what} expected sparse row compressed tensor layout but got "
                            f"{_layout_name(t)}")
     return t._data
 
 
 def crow_indices(self: Tensor) -> Tensor:
-    """The compressed row indices of a CSR matrix (rows + 1, shared)."""
-    return wrap(_csr_only(self, "crow_indices").crow)
+    """The compressed row indices of a CSR (BSR) tensor (rows (row blocks) + 1, shared)."""
+    return wrap(_csr_only(self, "crow_indices").cidx)
 
 
 def col_indices(self: Tensor) -> Tensor:
-    """The column index of each entry of a CSR matrix (shared)."""
-    return wrap(_csr_only(self, "col_indices").col)
+    """The column (block column) index of each entry of a CSR (BSR) tensor (shared)."""
+    return wrap(_csr_only(self, "col_indices").pidx)
 
 
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None,

@@ -27,7 +27,7 @@ from .sparse_coo import (
     SparseToCopy,
     SparseTranspose,
 )
-from .sparse_layout import CooData, CsrData, backend_key, is_sparse_data
+from .sparse_layout import CompressedData, CooData, CsrData, backend_key, is_sparse_data
 from .sparse_reduce import SparseSum
 
 # aten names of microtorch's node classes where the lower-cased class name is not PyTorch's
@@ -180,9 +180,14 @@ def _matmul(cls, a, b):
 def check_spmm(s: Tensor, d: Tensor) -> None:
     """PyTorch's checks of a sparse @ dense product (``addmm`` in its messages)."""
     data = s._data
-    if type(data) is CsrData and len(data.shape) != 2:  # a batch of matrices
+    compressed = isinstance(data, CompressedData)
+    if compressed and len(data.shape) != 2:  # a batch of matrices
         raise RuntimeError(f"mat1 must be a matrix, got {len(data.shape)}-D tensor")
-    sd = 2 if type(data) is CsrData else data.sparse_dim
+    if compressed and type(data) is not CsrData:
+        from .sparse_compressed_ops import check_compressed_mm
+
+        check_compressed_mm(data)
+    sd = 2 if compressed else data.sparse_dim
     if sd != 2:
         raise RuntimeError(f"addmm: matrices expected, got {sd}D tensor")
     if type(data) is CooData and data.dense_dim:
@@ -353,7 +358,8 @@ def zero_sparse(self: Tensor) -> Tensor:
             self._data = empty_like_data(data)
         else:
             xp = data.backend.xp
-            self._data = CsrData(xp.zeros_like(data.crow), data.col[..., :0],
-                                 data.values[..., :0], data.shape)
+            empty = (slice(None),) * data.batch_dim + (slice(0, 0),)
+            self._data = type(data)(xp.zeros_like(data.cidx), data.pidx[..., :0],
+                                    data.values[empty], data.shape)
     self._vbox[0] += 1
     return self

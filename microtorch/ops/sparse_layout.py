@@ -8,6 +8,8 @@ a ``CsrData`` (``sparse_csr``) instead of an array. They hold PyTorch's own repr
   sizes) of the tensor's dtype; ``coalesced`` says the indices are sorted and unique.
 - CSR: ``crow`` (*batch, rows + 1), ``col`` (*batch, nnz) int64 arrays and ``values``
   (*batch, nnz): a batch of matrices, each with the same number of entries, as PyTorch's.
+- CSC, BSR, BSC (``CompressedData``, CSR's base): compressed and plain indices, the values
+  (*batch, nnz, *block, *dense) of columns instead of rows and / or of blocks.
 
 The arrays are NumPy arrays on the CPU and CuPy arrays on a GPU, so everything written on
 ``xp`` runs on both; matrix products hand them to scipy.sparse / cupyx.scipy.sparse
@@ -114,6 +116,7 @@ class CooData(SparseData):
 
     __slots__ = ("indices", "coalesced")
     layout = _layout.sparse_coo
+    title = "Sparse"
 
     def __init__(self, indices, values, shape: tuple, coalesced: bool) -> None:
         self.indices = indices
@@ -146,17 +149,25 @@ class CooData(SparseData):
                        self.coalesced)
 
 
-class CsrData(SparseData):
-    """A ``sparse_csr`` tensor's data: crow_indices (*batch, rows + 1), col_indices and values
-    (*batch, nnz); no batch dimensions for a matrix."""
+class CompressedData(SparseData):
+    """A sparse compressed tensor's data (PyTorch's ``sparse_csr`` / ``sparse_csc`` /
+    ``sparse_bsr`` / ``sparse_bsc``): ``cidx``, the compressed indices (*batch, compressed
+    size + 1), ``pidx``, the plain indices (*batch, nnz), and ``values`` (*batch, nnz,
+    *block, *dense). The subclasses say which dimension is compressed (rows when
+    ``row_major``) and whether each entry is a block (``blocked``: the values hold
+    (rows, cols) blocks)."""
 
-    __slots__ = ("crow", "col")
-    layout = _layout.sparse_csr
-    key_prefix = "SparseCsr"
+    __slots__ = ("cidx", "pidx")
+    key_prefix = "SparseCsr"  # (PyTorch's dispatch key of every compressed layout)
+    row_major = True
+    blocked = False
+    title = "SparseCsr"  # the layout as PyTorch's messages name it
+    abbr = "CSR"
+    index_names = ("crow_indices", "col_indices")
 
-    def __init__(self, crow, col, values, shape: tuple) -> None:
-        self.crow = crow
-        self.col = col
+    def __init__(self, cidx, pidx, values, shape: tuple) -> None:
+        self.cidx = cidx
+        self.pidx = pidx
         self.values = values
         self.shape = tuple(shape)
         self.backend = backend_of(values)
@@ -164,15 +175,84 @@ class CsrData(SparseData):
 
     @property
     def nnz(self) -> int:
-        """The number of specified elements (of each matrix of a batch)."""
-        return self.col.shape[-1]
+        """The number of specified elements (blocks; of each matrix of a batch)."""
+        return self.pidx.shape[-1]
+
+    @property
+    def batch_dim(self) -> int:
+        """The number of leading batch dimensions."""
+        return self.cidx.ndim - 1
+
+    @property
+    def blocksize(self) -> tuple:
+        """The (rows, cols) of each block; (1, 1) for unblocked layouts."""
+        if not self.blocked:
+            return (1, 1)
+        nb = self.batch_dim
+        return tuple(self.values.shape[nb + 1:nb + 3])
+
+    @property
+    def dense_dim(self) -> int:
+        """The number of trailing dimensions held densely in each value."""
+        return self.values.ndim - self.batch_dim - 1 - (2 if self.blocked else 0)
 
     def component_arrays(self) -> tuple:
-        return self.crow, self.col, self.values
+        return self.cidx, self.pidx, self.values
 
-    def arrays_on(self, convert) -> CsrData:
-        return CsrData(convert(self.crow, True), convert(self.col, True),
-                       convert(self.values, False), self.shape)
+    def arrays_on(self, convert) -> CompressedData:
+        return type(self)(convert(self.cidx, True), convert(self.pidx, True),
+                          convert(self.values, False), self.shape)
+
+
+class CsrData(CompressedData):
+    """A ``sparse_csr`` tensor's data: crow_indices (*batch, rows + 1), col_indices and values
+    (*batch, nnz); no batch dimensions for a matrix."""
+
+    __slots__ = ()
+    layout = _layout.sparse_csr
+
+    @property
+    def crow(self):
+        """The compressed row indices."""
+        return self.cidx
+
+    @property
+    def col(self):
+        """The column indices."""
+        return self.pidx
+
+
+class CscData(CompressedData):
+    """A ``sparse_csc`` tensor's data: ccol_indices (*batch, cols + 1), row_indices."""
+
+    __slots__ = ()
+    layout = _layout.sparse_csc
+    row_major = False
+    title, abbr = "SparseCsc", "CSC"
+    index_names = ("ccol_indices", "row_indices")
+
+
+class BsrData(CompressedData):
+    """A ``sparse_bsr`` tensor's data: compressed block rows, block columns, blocks."""
+
+    __slots__ = ()
+    layout = _layout.sparse_bsr
+    blocked = True
+    title, abbr = "SparseBsr", "BSR"
+
+
+class BscData(CompressedData):
+    """A ``sparse_bsc`` tensor's data: compressed block columns, block rows, blocks."""
+
+    __slots__ = ()
+    layout = _layout.sparse_bsc
+    row_major = False
+    blocked = True
+    title, abbr = "SparseBsc", "BSC"
+    index_names = ("ccol_indices", "row_indices")
+
+
+COMPRESSED = {cls.layout: cls for cls in (CsrData, CscData, BsrData, BscData)}
 
 
 # Arithmetic on the data object itself is dense code too (``x._data * 2``).
@@ -182,7 +262,7 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
         setattr(SparseData, _form.format(_name), _refuse)
 del _name, _form
 
-for _cls in (CooData, CsrData):
+for _cls in (CooData, CsrData, CscData, BsrData, BscData):
     _layout.SPARSE_DATA.add(_cls)
     ARRAY_CONTAINERS.add(_cls)
 del _cls

@@ -16,7 +16,7 @@ from ..backend import backend_of, get_backend
 from ._util import Tensor, wrap_dim
 from .creation import as_tensor
 from .sparse_coo import Coalesce, DenseToSparse, SparseCooTensor, SparseMask, ToDense, Values, wrap
-from .sparse_layout import CooData, CsrData, is_sparse_data, layout_of
+from .sparse_layout import CompressedData, CooData, CsrData, is_sparse_data, layout_of
 
 __all__ = ["sparse_coo_tensor"]
 
@@ -161,8 +161,7 @@ def _check_invariants(idx, sizes: tuple) -> None:
 # -- Tensor methods ----------------------------------------------------------------------------
 def _layout_name(t: Tensor) -> str:
     data = t._data
-    return "Strided" if not is_sparse_data(data) else (
-        "Sparse" if type(data) is CooData else "SparseCsr")
+    return "Strided" if not is_sparse_data(data) else data.title
 
 
 def _coo_only(t: Tensor, what: str, wanted: str = "sparse coordinate") -> CooData:
@@ -176,9 +175,9 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
     """This tensor in the sparse COO layout (``layout=sparse_csr``: CSR); ``sparse_dim``
     leading dimensions are indexed, the rest held densely in the values."""
     if layout is not None and layout is not _layout.sparse_coo:
-        if layout is _layout.sparse_csr:
-            return self.to_sparse_csr()
-        raise RuntimeError(f"to_sparse: conversion to {layout} is not supported by microtorch")
+        from .sparse_compressed import to_sparse_layout
+
+        return to_sparse_layout(self, layout, blocksize, dense_dim)
     data = self._data
     if type(data) is CooData:
         if sparse_dim is not None and sparse_dim != data.sparse_dim:
@@ -189,6 +188,10 @@ def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout=None, block
         from .sparse_csr import csr_to_coo_tensor
 
         return csr_to_coo_tensor(self)
+    if isinstance(data, CompressedData):
+        from .sparse_compressed import compressed_to_coo
+
+        return compressed_to_coo(self)
     ndim = data.ndim
     name = "ToSparseBackward1"
     if sparse_dim is None:
@@ -253,6 +256,10 @@ def values(self: Tensor) -> Tensor:
         from .sparse_csr import csr_values
 
         return csr_values(self)
+    if isinstance(data, CompressedData):
+        from .sparse_compressed import compressed_values
+
+        return compressed_values(self)
     if type(data) is not CooData:
         raise RuntimeError(f"values expected sparse tensor layout but got {_layout_name(self)}")
     if not data.coalesced:
@@ -293,7 +300,7 @@ def sparse_dim(self: Tensor) -> int:
     data = self._data
     if type(data) is CooData:
         return data.sparse_dim
-    return 2 if type(data) is CsrData else 0
+    return 2 if isinstance(data, CompressedData) else 0
 
 
 def dense_dim(self: Tensor) -> int:
@@ -301,7 +308,7 @@ def dense_dim(self: Tensor) -> int:
     data = self._data
     if type(data) is CooData:
         return data.dense_dim
-    return 0 if type(data) is CsrData else data.ndim
+    return data.dense_dim if isinstance(data, CompressedData) else data.ndim
 
 
 def sparse_mask(self: Tensor, mask: Tensor) -> Tensor:
@@ -329,8 +336,8 @@ def zeros_like_sparse(input: Tensor, dtype=None, device=None,
 
 
 def _stride(self: Tensor, dim=None):
-    if type(self._data) is CsrData:
-        raise RuntimeError("Sparse CSR tensors do not have strides")
+    if isinstance(self._data, CompressedData):
+        raise RuntimeError(f"Sparse {self._data.abbr} tensors do not have strides")
     strides = (0,) * self._data.ndim  # (PyTorch 2.13 reports zeros for COO tensors)
     return strides if dim is None else strides[wrap_dim(dim, self._data.ndim)]
 
@@ -368,8 +375,8 @@ def dense_only(self: Tensor, what: str, *args):
                            "values.  If you want the size of the  equivalent dense tensor, "
                            "multiply numel() by element_size()")
     if what == "is_contiguous":
-        if type(self._data) is CsrData:
-            raise RuntimeError("Sparse CSR tensors do not have is_contiguous")
+        if isinstance(self._data, CompressedData):
+            raise RuntimeError(f"Sparse {self._data.abbr} tensors do not have is_contiguous")
         return False
     raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
 

@@ -186,7 +186,7 @@ def sparse_parts(obj: Tensor, parts: dict) -> tuple:
     if entry is None:
         data = obj._data
         arrays = (data.indices, data.values) if data.layout.name == "sparse_coo" else \
-            (data.crow, data.col, data.values)
+            (data.cidx, data.pidx, data.values)
         entry = parts[id(obj)] = (obj, tuple(Tensor._make(a) for a in arrays))
     return entry[1]
 

@@ -223,6 +223,9 @@ class LoadContext:
             return Tensor._make(CooData(idx, vals, shape, bool(coalesced) or nnz <= 1))
         if layout is _layout.sparse_csr and len(data) == 4:
             return self._csr_tensor(*data)
+        if layout in (_layout.sparse_csc, _layout.sparse_bsr, _layout.sparse_bsc) and \
+                len(data) == 4:
+            return self._compressed_tensor(layout, *data)
         raise self.error(f"sparse tensor record of layout {layout!r} is not supported")
 
     def _csr_tensor(self, crow, col, values, size) -> Tensor:
@@ -246,6 +249,19 @@ class LoadContext:
             raise self.error("sparse CSR record: crow_indices do not run from 0 to nnz")
         self._host_indices(col_a.reshape(1, -1), (shape[-1],))
         return Tensor._make(CsrData(crow_a, col_a, vals, shape))
+
+    def _compressed_tensor(self, layout, cidx, pidx, values, size) -> Tensor:
+        """A CSC / BSR / BSC tensor from its record, checked as its constructor checks it."""
+        from ..ops.sparse_compressed import sparse_compressed_tensor
+
+        if not all(isinstance(a, Tensor) for a in (cidx, pidx, values)) or \
+                not isinstance(size, tuple):
+            raise self.error("invalid sparse tensor record")
+        try:
+            return sparse_compressed_tensor(cidx, pidx, values, size, layout=layout,
+                                            check_invariants=True)
+        except RuntimeError as e:
+            raise self.error(f"sparse compressed record: {e}") from None
 
     def _sparse_parts(self, indices, values, size, index_ndim: int):
         if not (isinstance(indices, Tensor) and isinstance(values, Tensor)

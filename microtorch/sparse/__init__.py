@@ -16,6 +16,7 @@ from .._tensor import Tensor, _wrap_dim
 from ..autograd.function import named
 from ..ops.activation import log_softmax as _dense_log_softmax
 from ..ops.activation import softmax as _dense_softmax
+from ..ops.sparse_compressed_ops import spdiags, spsolve
 from ..ops.sparse_coo import SparseAddmm, SparseTranspose, sparse_tensor_from
 from ..ops.sparse_dispatch import check_spmm
 from ..ops.sparse_layout import CooData, is_sparse_data
@@ -25,7 +26,7 @@ from ..ops.sparse_sampled import sampled_addmm
 from ..ops.sparse_tensor import check_sparse_tensor_invariants
 
 __all__ = ["mm", "addmm", "sampled_addmm", "sum", "softmax", "log_softmax",
-           "check_sparse_tensor_invariants"]
+           "check_sparse_tensor_invariants", "spdiags", "spsolve"]
 
 
 def _matrix_check(t: Tensor, dim: int) -> None:
