@@ -329,3 +329,168 @@ def test_removable_handle_takes_a_list_of_extra_dicts():
         h.remove()
         assert hooks == a == b == {}
         lib_handle(OrderedDict(), extra_dict=None).remove()
+
+
+# -- 8. 0-d index tensors ---------------------------------------------------------------------
+# x = arange(1., 6.) and s = tensor(3.) (and m = arange(1., 13.).reshape(3, 4)) are leaves; the
+# result r is reduced as (r * arange(1, r.numel() + 1)).sum() so that every gradient entry is
+# told apart. ``v`` is the identity, except where a source larger than the index is trimmed to
+# the index's shape (see test_scatter_with_a_source_larger_than_its_index below).
+INDEX_CASES = {
+    "gather1": lambda lib, x, s, m, i, v: lib.gather(x, 0, i),
+    "gather0": lambda lib, x, s, m, i, v: lib.gather(s, 0, i),
+    "gather2": lambda lib, x, s, m, i, v: x.reshape(5, 1).gather(1, i * 0),
+    "scatter1": lambda lib, x, s, m, i, v: lib.scatter(x, 0, i, s * 2),
+    "scatter1v": lambda lib, x, s, m, i, v: lib.scatter(x, 0, i, v(x * 2)),
+    "scatter0": lambda lib, x, s, m, i, v: lib.scatter(s, 0, i, v(x * 2)),
+    "scatter0s": lambda lib, x, s, m, i, v: lib.scatter(s, 0, i, s * 2),
+    "scatter_val1": lambda lib, x, s, m, i, v: lib.scatter(x, 0, i, 7.0),
+    "scatter_add1": lambda lib, x, s, m, i, v: lib.scatter_add(x, 0, i, s * 2),
+    "scatter_add1v": lambda lib, x, s, m, i, v: lib.scatter_add(x, 0, i, v(x * 2)),
+    "scatter_add0": lambda lib, x, s, m, i, v: lib.scatter_add(s, 0, i, v(x * 2)),
+    "scatter_red1": lambda lib, x, s, m, i, v: lib.scatter_reduce(x, 0, i, x * 2, "amax"),
+    "scatter_red0": lambda lib, x, s, m, i, v: lib.scatter_reduce(s, 0, i, s * 2, "sum"),
+    "index_select1": lambda lib, x, s, m, i, v: lib.index_select(x, 0, i),
+    "index_select0": lambda lib, x, s, m, i, v: lib.index_select(s, 0, i),
+    "sel2": lambda lib, x, s, m, i, v: x.reshape(5, 1).index_select(1, i * 0),
+    "index_add1": lambda lib, x, s, m, i, v: lib.index_add(x, 0, i, s * 2),
+    "index_add1v": lambda lib, x, s, m, i, v: lib.index_add(x, 0, i, x[:1] * 2),
+    "index_add0": lambda lib, x, s, m, i, v: lib.index_add(s, 0, i, s * 2),
+    "index_add0v": lambda lib, x, s, m, i, v: lib.index_add(s, 0, i, x[:1] * 2),
+    "index_copy1": lambda lib, x, s, m, i, v: lib.index_copy(x, 0, i, s * 2),
+    "index_copy1v": lambda lib, x, s, m, i, v: lib.index_copy(x, 0, i, x[:1] * 2),
+    "index_copy0": lambda lib, x, s, m, i, v: lib.index_copy(s, 0, i, s * 2),
+    "index_copy2": lambda lib, x, s, m, i, v: lib.index_copy(x.reshape(1, 5) * 1, 1, i,
+                                                             x[:1].reshape(1, 1) * 2),
+    "index_fill1": lambda lib, x, s, m, i, v: lib.index_fill(x, 0, i, s),
+    "index_fill0": lambda lib, x, s, m, i, v: lib.index_fill(s, 0, i, 2.0),
+    "index_fill2": lambda lib, x, s, m, i, v: lib.index_fill(x.reshape(1, 5), 1, i, -1.0),
+    "index_reduce1": lambda lib, x, s, m, i, v: lib.index_reduce(x, 0, i, s * 2, "prod"),
+    "index_reduce1v": lambda lib, x, s, m, i, v: lib.index_reduce(x, 0, i, x[:1] * 2, "amax"),
+    "index_reduce0": lambda lib, x, s, m, i, v: lib.index_reduce(s, 0, i, s * 2, "prod"),
+    "take_along1": lambda lib, x, s, m, i, v: lib.take_along_dim(x, i),
+    "take_along1d": lambda lib, x, s, m, i, v: lib.take_along_dim(x, i, 0),
+    "take_along0": lambda lib, x, s, m, i, v: lib.take_along_dim(s, i),
+    "take_along0d": lambda lib, x, s, m, i, v: lib.take_along_dim(s, i, 0),
+    "take": lambda lib, x, s, m, i, v: lib.take(x, i),
+    "index_put": lambda lib, x, s, m, i, v: lib.index_put(x, (i,), s * 2),
+    "getitem": lambda lib, x, s, m, i, v: x[i],
+    "getitem2": lambda lib, x, s, m, i, v: x.reshape(1, 5)[:, i],
+    # a (3, 4) input
+    "m_index_select0": lambda lib, x, s, m, i, v: m.index_select(0, i),
+    "m_index_select1": lambda lib, x, s, m, i, v: m.index_select(1, i),
+    "m_gather": lambda lib, x, s, m, i, v: m.gather(0, i),
+    "m_scatter": lambda lib, x, s, m, i, v: m.scatter(1, i, s * 2),
+    "m_scatter_add": lambda lib, x, s, m, i, v: m.scatter_add(0, i, s * 2),
+    "m_index_add": lambda lib, x, s, m, i, v: m.index_add(0, i, m[:1] * 2),
+    "m_index_copy": lambda lib, x, s, m, i, v: m.index_copy(1, i, m[:, :1] * 2),
+    "m_index_fill": lambda lib, x, s, m, i, v: m.index_fill(1, i, s),
+    "m_index_reduce": lambda lib, x, s, m, i, v: m.index_reduce(0, i, m[1:2] * 2, "amax"),
+    "m_take_along": lambda lib, x, s, m, i, v: lib.take_along_dim(m, i),
+    "m_take": lambda lib, x, s, m, i, v: m.take(i),
+    "m_index_put": lambda lib, x, s, m, i, v: m.index_put((i,), s * 2),
+    "m_getitem": lambda lib, x, s, m, i, v: m[:, i],
+}
+INDICES = {"0d": 2, "1d": [2], "0d0": 0, "1d0": [0]}
+# A source larger than its index: PyTorch computes the result but its backward then refuses its
+# own gradient for the source ("ScatterBackward0 returned an invalid gradient ... got [] but
+# expected shape compatible with [5]"); microtorch's gradient is the trimmed source's.
+SRC_LARGER = {(c, i) for c in ("scatter1v", "scatter_add1v") for i in INDICES} | {
+    (c, i) for c in ("scatter0", "scatter_add0") for i in ("0d0", "1d0")}
+# index_add with a source of the wrong shape: a RuntimeError in both, in other words.
+INDEX_ADD_WORDING = {(c, i) for c in ("index_add1", "index_add0v") for i in INDICES}
+
+
+def _index_run(lib, case, idx, trim=False, backward=True):
+    """case's result (shape, dtype, values) and the gradients of x, s and m, in lib."""
+    x = lib.arange(1.0, 6.0).requires_grad_()
+    s = lib.tensor(3.0).requires_grad_()
+    m = lib.arange(1.0, 13.0).reshape(3, 4).detach().requires_grad_()
+    i = lib.tensor(INDICES[idx])
+
+    def v(src):
+        return src.reshape(-1)[:i.numel()].reshape(i.shape) if trim else src
+
+    r = INDEX_CASES[case](lib, x, s, m, i, v)
+    out = [tuple(r.shape), str(r.dtype).split(".")[-1], r.tolist()]
+    if backward:
+        (r * lib.arange(1.0, r.numel() + 1).reshape(r.shape)).sum().backward()
+        out += [None if t.grad is None else t.grad.tolist() for t in (x, s, m)]
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize(("case", "idx"), [(c, i) for c in INDEX_CASES for i in INDICES
+                                           if (c, i) not in SRC_LARGER])
+def test_indexing_ops_with_a_0d_index_match_torch(case, idx):
+    t, m = _both(lambda lib: _index_run(lib, case, idx))
+    if (case, idx) in INDEX_ADD_WORDING:
+        assert t[0] == m[0] == "RuntimeError"
+        assert t[1].startswith("source tensor shape must match self tensor shape")
+        assert m[1] == "index_add_(): source and index sizes do not match"
+    else:
+        assert m == t
+
+
+@pytest.mark.parametrize(("case", "idx"), sorted(SRC_LARGER))
+def test_scatter_with_a_source_larger_than_its_index(case, idx):
+    fwd = _both(lambda lib: _index_run(lib, case, idx, backward=False))
+    assert fwd[1] == fwd[0]
+    t, _ = _both(lambda lib: _index_run(lib, case, idx))
+    op = "ScatterAddBackward0" if "add" in case else "ScatterBackward0"
+    assert t[0] == "RuntimeError"
+    assert t[1].startswith(f"Function {op} returned an invalid gradient at index 1 - got ")
+    trimmed = _index_run(torch, case, idx, trim=True)
+    assert _index_run(mt, case, idx) == trimmed
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_select_with_a_0d_index_keeps_the_dimension(dim):
+    got = _both(lambda lib: lib.arange(12.0).reshape(3, 4).index_select(dim, lib.tensor(1)))
+    assert got[1] == got[0]
+    assert tuple(mt.arange(12.0).reshape(3, 4).index_select(dim, mt.tensor(1)).shape) == (
+        (1, 4) if dim == 0 else (3, 1))
+
+
+# -- 9. subtraction with bools ----------------------------------------------------------------
+# Every spelling of subtraction, for int, bool and float tensors against bools (Python, 1-d and
+# 0-d tensors), an int and an int tensor: PyTorch refuses bool subtraction ("Subtraction, the
+# `-` operator, with a bool tensor is not supported ...") and each spelling must give its exact
+# error, or its exact result and dtype.
+SUB_SELF = {"I": lambda lib: lib.tensor([1, 2]), "B": lambda lib: lib.tensor([True, False]),
+            "F": lambda lib: lib.tensor([1.0, 2.0])}
+SUB_OTHER = {"True": lambda lib: True, "False": lambda lib: False,
+             "Bt": lambda lib: lib.tensor([True, False]), "B0": lambda lib: lib.tensor(True),
+             "1": lambda lib: 1, "It": lambda lib: lib.tensor([1, 2])}
+SUB_SPELLINGS = {
+    "a-b": lambda lib, a, b: a - b,
+    "b-a": lambda lib, a, b: b - a,
+    "a.sub(b)": lambda lib, a, b: a.sub(b),
+    "a.subtract(b)": lambda lib, a, b: a.subtract(b),
+    "a.sub_(b)": lambda lib, a, b: a.sub_(b),
+    "a.subtract_(b)": lambda lib, a, b: a.subtract_(b),
+    "a-=b": lambda lib, a, b: a.__isub__(b),
+    "sub(a,b)": lambda lib, a, b: lib.sub(a, b),
+    "subtract(a,b)": lambda lib, a, b: lib.subtract(a, b),
+    "sub(b,a)": lambda lib, a, b: lib.sub(b, a),
+    "sub(a,b,out)": lambda lib, a, b: lib.sub(a, b, out=lib.empty(2, dtype=a.dtype)),
+    "subtract(a,b,out)": lambda lib, a, b: lib.subtract(a, b, out=lib.empty(2, dtype=a.dtype)),
+    "rsub(a,b)": lambda lib, a, b: lib.rsub(a, b),
+    "rsub(b,a)": lambda lib, a, b: lib.rsub(b, a),
+    "a.__rsub__(b)": lambda lib, a, b: a.__rsub__(b),
+    "sub(a,b,alpha=2)": lambda lib, a, b: lib.sub(a, b, alpha=2),
+    "sub(a,b,alpha=True)": lambda lib, a, b: lib.sub(a, b, alpha=True),
+    "add(a,b,alpha=-1)": lambda lib, a, b: lib.add(a, b, alpha=-1),
+}
+
+
+@pytest.mark.parametrize("other", list(SUB_OTHER))
+@pytest.mark.parametrize("self_", list(SUB_SELF))
+@pytest.mark.parametrize("spelling", list(SUB_SPELLINGS))
+def test_subtraction_with_bools_matches_torch(spelling, self_, other):
+    def run(lib):
+        r = SUB_SPELLINGS[spelling](lib, SUB_SELF[self_](lib), SUB_OTHER[other](lib))
+        return str(r.dtype).split(".")[-1], r.tolist()
+
+    got = _both(run)
+    assert got[1] == got[0]

@@ -2,12 +2,10 @@
 
 Their samples are not a differentiable function of uniform noise, so ``rsample`` uses implicit
 reparameterisation: for x ~ Gamma(a, 1) with CDF P(a, x), holding P fixed gives
-dx/da = -(dP/da) / p(x; a). dP/da comes from a central difference of the regularised incomplete
-gamma function in float64 (accurate to about 1e-9 relative), taken on whichever tail is smaller
-so nothing cancels. A Dirichlet sample is normalised gammas, so its gradient is the exact chain
-rule through the normalisation; PyTorch instead differentiates each coordinate through its
-Beta marginal: both are unbiased reparameterisation gradients, but their per-sample values
-differ. The samples themselves equal PyTorch's on the CPU (``sampling``).
+dx/da = -(dP/da) / p(x; a), and a Dirichlet coordinate is differentiated through its Beta
+marginal. Both are PyTorch's approximations (``gamma_grad``: ``_standard_gamma_grad`` and
+``_dirichlet_grad``), so the per-sample gradients are PyTorch's. The samples themselves equal
+PyTorch's on the CPU (``sampling``).
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from ..nn import functional as F
 from ..ops._util import xp_of
 from . import constraints, sampling
 from .exp_family import ExponentialFamily
+from .gamma_grad import dirichlet_grad, standard_gamma_grad
 from .utils import all_numbers, batch_shape_of, broadcast_all, xlogy
 
 __all__ = ["Beta", "Dirichlet", "Gamma"]
@@ -32,21 +31,6 @@ def _scipy_special(arr):
     else:
         import cupyx.scipy.special as sp
     return sp
-
-
-def _gamma_sample_grad(alpha, x):
-    """dx/dalpha of a Gamma(alpha, 1) sample x at fixed CDF, in float64."""
-    sp = _scipy_special(alpha)
-    xp = xp_of(alpha)
-    a = alpha.astype(np.float64)
-    x = x.astype(np.float64)
-    h = 1e-5 * a
-    upper = x > a  # the upper tail is the smaller one: difference Q = 1 - P there
-    lower_diff = sp.gammainc(a + h, x) - sp.gammainc(a - h, x)
-    upper_diff = sp.gammaincc(a - h, x) - sp.gammaincc(a + h, x)
-    dp_da = xp.where(upper, upper_diff, lower_diff) / (2 * h)
-    log_pdf = (a - 1) * xp.log(x) - x - sp.gammaln(a)
-    return -dp_da * xp.exp(-log_pdf)
 
 
 class _StandardGamma(Function):
@@ -64,8 +48,7 @@ class _StandardGamma(Function):
     def backward(ctx, grad):
         (alpha,) = ctx.saved_tensors
         out = ctx.saved_output
-        dx = _gamma_sample_grad(alpha._data, out._data).astype(alpha._data.dtype)
-        return grad * Tensor._make(dx)
+        return grad * Tensor._make(standard_gamma_grad(alpha._data, out._data))
 
 
 class _DirichletSample(Function):
@@ -75,22 +58,19 @@ class _DirichletSample(Function):
 
     @staticmethod
     def forward(ctx, concentration):
-        samples, gammas = sampling.dirichlet(concentration)
+        samples, _ = sampling.dirichlet(concentration)
         ctx.save_for_backward(concentration)
-        ctx.gammas = gammas
+        ctx.samples = samples
         return samples
 
     @staticmethod
     def backward(ctx, grad):
         (concentration,) = ctx.saved_tensors
-        g = ctx.gammas
-        total = g.sum(-1, keepdims=True)
-        x = g / total
-        dg = _gamma_sample_grad(concentration._data, g)
-        up = grad._data.astype(np.float64)
-        # dx_i/da_j = (delta_ij - x_i) * dg_j/da_j / total
-        ga = dg / total * (up - (up * x).sum(-1, keepdims=True))
-        return Tensor._make(ga.astype(concentration._data.dtype))
+        x, alpha = ctx.samples, concentration._data
+        total = xp_of(alpha).broadcast_to(alpha.sum(-1, keepdims=True), alpha.shape)
+        dx = Tensor._make(dirichlet_grad(x, alpha, total))
+        x = Tensor._make(x)
+        return dx * (grad - (x * grad).sum(-1, True))
 
 
 class Gamma(ExponentialFamily):

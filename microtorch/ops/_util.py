@@ -176,7 +176,9 @@ def check_index_arg(input: Tensor, dim: int, index: Tensor, fn: str) -> None:
         return
     if index._data.dtype.kind not in "iu":
         raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
-    if index._data.ndim != input._data.ndim and (fn == "gather" or index._data.size):
+    # PyTorch compares the dims with 0-d counted as 1-d (its ensure_nonempty_dim)
+    if max(index._data.ndim, 1) != max(input._data.ndim, 1) and (fn == "gather"
+                                                                 or index._data.size):
         raise RuntimeError(f"Index tensor must have the same number of dimensions as "
                            f"{'input' if fn == 'gather' else 'self'} tensor")
     check_index_bounds(index._data, input._data.shape[dim] if input._data.ndim else 1, dim)

@@ -31,6 +31,7 @@ from ._util import (
     promote_operands,
     xp_of,
 )
+from .elementwise import check_sub
 from .indexing import is_basic as _is_basic
 from .shape import expand, masked_fill
 
@@ -164,8 +165,11 @@ def _ufunc_inplace(name, op):
     """An in-place arithmetic op that writes straight into self's buffer when not recording."""
     event = "aten::" + op.__name__ + "_"
     with_alpha = name != "multiply"  # (PyTorch's add_/sub_ take alpha, mul_ does not)
+    is_sub = name == "subtract"
 
     def method(self: Tensor, other, *, alpha=1) -> Tensor:
+        if is_sub:  # (the fast path below skips Sub: its bool check first, as PyTorch's)
+            check_sub(self, other)
         if _profiling.active and (out := _profiler_inplace(
                 event, method, (self, other), {"alpha": alpha} if with_alpha else {}
         )) is not _PROCEED:

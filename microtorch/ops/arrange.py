@@ -394,6 +394,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim=None) -> Tensor:
     as ``np.take_along_axis``; pairs with ``argsort``/``argmax(keepdim=True)``."""
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
+    if input._data.ndim != indices._data.ndim:  # (before broadcasting: PyTorch's check)
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {input._data.ndim} dimensions for "
+                           f"input, and {indices._data.ndim} dimensions for indices")
     if input._data.ndim == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, input.dim())

@@ -62,19 +62,25 @@ def _is_bool(x) -> bool:
     return isinstance(x, bool) or (isinstance(x, Tensor) and x._data.dtype.kind == "b")
 
 
+def check_sub(a, b) -> None:
+    """PyTorch's ``sub_check``: no bool operand (a bool number included), for ``sub`` and the
+    in-place ``sub_`` alike."""
+    if _is_bool(a) or (type(b) is not float and _is_bool(b)):  # (a number: often a float)
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+
+
 class Sub(Function):
     lifted = True
     torch_operands = (0, 1)  # a number operand is an edge to None, as in PyTorch
 
     @staticmethod
     def forward(ctx, a, b, alpha=1):
-        if _is_bool(a) or (type(b) is not float and _is_bool(b)):  # (a number: often a float)
-            if _is_bool(a) and _is_bool(b):
-                raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                                   "supported. Use the `^` or `logical_xor()` operator instead.")
-            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
-                               "supported. If you are trying to invert a mask, use the `~` or "
-                               "`logical_not()` operator instead.")
+        check_sub(a, b)
         xa, xb, dt = promote_operands(a, b)
         ctx.meta = ((a._data.shape, a._data.dtype) if isinstance(a, Tensor) and a.requires_grad
                     else None,

@@ -86,8 +86,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, *, value=None,
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
     d = wrap_dim(dim, builtins.max(input._data.ndim, 1))
     _check_index(input, d, index, "scatter")
-    if index._data.ndim == 0 and input._data.ndim == 1:  # a 0-d index is one position
-        index = index.reshape(1)
+    if input._data.ndim == 1:  # a 0-d index or src is one position (PyTorch counts it 1-d)
+        index = index.reshape(-1)
         if isinstance(src, Tensor) and src._data.ndim == 0:
             src = src.reshape(1)
     if isinstance(src, Tensor) and src._data.dtype != input._data.dtype:

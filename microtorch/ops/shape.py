@@ -484,6 +484,8 @@ def _gather(node, input: Tensor, dim: int, index: Tensor) -> Tensor:
         _scalar_index(index, "gather", "input")
         return node.apply(input.reshape(1), 0, index.reshape(-1)).reshape(index.shape)
     _util.check_index_arg(input, d, index, "gather")
+    if index._data.ndim == 0:  # (a 1-d input: the 0-d index is one position)
+        return node.apply(input, d, index.reshape(1)).reshape(())
     return node.apply(input, d, index)
 
 
@@ -509,6 +511,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         return ScatterAdd.apply(input.reshape(1), 0, index.reshape(-1),
                                 src.reshape(-1)).reshape(())
     _util.check_index_arg(input, d, index, "scatter_add")
+    if input._data.ndim == 1:  # a 0-d index or src is one position (PyTorch counts it 1-d)
+        index, src = index.reshape(-1), src.reshape(-1)
     return ScatterAdd.apply(input, d, index, src)
 
 
@@ -524,7 +528,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
                                                                        "self")
         return named(input.reshape(1)[index.reshape(-1)].reshape(()), "IndexSelectBackward0",
                      input)
-    return named(input[(slice(None),) * d + (index,)], "IndexSelectBackward0", input)
+    # (a 0-d index is a 1-element vector: the dim stays, as in PyTorch)
+    return named(input[(slice(None),) * d + (index.reshape(-1),)], "IndexSelectBackward0",
+                 input)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
