@@ -29,7 +29,8 @@ tF = torch.nn.functional
 ROOT = Path(__file__).resolve().parent.parent
 DIDNT_MATCH = re.compile(r"^ {6}didn't match.*\n", re.M)
 SPACES = {"torch": (torch, mt), "functional": (tF, mF)}
-CASES = [(space, name) for space, entries in FUNCTIONS.items() for name in entries]
+CASES = [(space, name) for space, entries in FUNCTIONS.items() for name, e in entries.items()
+         if e[0] or e[2]]
 
 
 def _error(fn, *args, **kwargs) -> str | None:
@@ -118,3 +119,16 @@ def test_the_table_is_what_the_generator_makes():
     table, signatures = gen.render(torch, gen.build(torch, mt))
     assert table == gen.TABLE.read_text(), "run tests/gen_tensor_args.py"
     assert signatures == gen.SIGS.read_text(), "run tests/gen_tensor_args.py"
+
+
+BOOL_CALLS = ["narrow(t, 0, True, 1)", "narrow(t, True, 0, 1)", "narrow(t, 0, 0, length=True)",
+              "select(t, 0, True)", "chunk(t, True)", "tril(t, True)", "triu(t, True)",
+              "diag(t, True)", "repeat_interleave(t, True)", "histc(t, True)", "cumsum(t, True)",
+              "flatten(t, True)", "select(t, 0, index=True)"]
+
+
+@pytest.mark.parametrize("call", BOOL_CALLS)
+def test_a_bool_for_an_int_raises_pytorchs_type_error(call):
+    want = _error(lambda: eval("L." + call, {"L": torch, "t": torch.ones(3, 4)}))
+    got = _error(lambda: eval("L." + call, {"L": mt, "t": mt.ones(3, 4)}))
+    assert want is not None and got == DIDNT_MATCH.sub("", want)

@@ -155,9 +155,14 @@ def storage(self: Tensor) -> TypedStorage:
 def storage_type(self: Tensor) -> type:
     """The legacy storage class of the tensor's dtype (``FloatStorage`` & co)."""
     _warn_typed_storage()
-    name = _storage_name(self.dtype)
+    return storage_class(self.dtype)
+
+
+def storage_class(dt: _dtype.dtype) -> type:
+    """The legacy storage class of ``dt`` (``torch.FloatStorage`` & co), one per dtype."""
+    name = _storage_name(dt)
     return _STORAGE_CLASSES.setdefault(name, type(name, (TypedStorage,), {
-        "__module__": "microtorch", "__doc__": f"Legacy typed storage of {self.dtype}."}))
+        "__module__": "microtorch", "__doc__": f"Legacy typed storage of {dt}."}))
 
 
 _STORAGE_CLASSES: dict[str, type] = {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 
 from ._util import Tensor
-from .tensor_args_table import FUNCTIONS, SIGNATURES
+from .tensor_args_table import FUNCTIONS, INTS, SIGNATURES
 
 _MARK = "__tensor_args__"
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
@@ -93,25 +93,46 @@ def refuse(name: str, params: tuple, listed: int | None, args: tuple, kwargs: di
                         f"({_got(args, kwargs)}), but expected {expected}")
 
 
-def with_tensor_args(name: str, fn, params: tuple, listed: int | None, with_out: tuple = ()):
+def refuse_bool(name: str, ints: tuple, listed: int | None, args: tuple, kwargs: dict) -> None:
+    """Raise PyTorch's TypeError if an int parameter of ``ints`` is given a bool."""
+    for p, keyword in ints:
+        value = args[p] if p < len(args) else kwargs.get(keyword)
+        if value.__class__ is not bool:
+            continue
+        if listed is None:
+            where = f" (position {p + 1})" if p < len(args) else ""
+            raise TypeError(f"{name}(): argument '{keyword}'{where} must be int, not bool")
+        refuse(name, ((p, keyword),), listed, args, kwargs)  # (a bool is no Tensor either)
+
+
+def with_tensor_args(name: str, fn, params: tuple, listed: int | None, with_out: tuple = (),
+                     ints: tuple = ()):
     """``fn`` that first checks its Tensor parameters ``params`` (``(position, keyword)``),
-    and ``with_out`` too in a call with ``out=``."""
+    and ``with_out`` too in a call with ``out=``; a bool for an int parameter of ``ints``
+    (Python's bool is an int, so the ops would take it) is refused as PyTorch's parser does."""
     positions = tuple(p for p, _ in params)
     keywords = frozenset(k for _, k in params)
     out_params = params + with_out
+    int_positions = tuple(p for p, _ in ints)
+    int_keywords = frozenset(k for _, k in ints)
 
-    # The common call passes Tensors: one isinstance per listed position, nothing else.
+    # The common call passes Tensors and ints: one class test per listed position.
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         n = len(args)
         for p in positions:
             if p < n and args[p].__class__ is not Tensor and not isinstance(args[p], Tensor):
                 refuse(name, params, listed, args, kwargs)
+        for p in int_positions:
+            if p < n and args[p].__class__ is bool:
+                refuse_bool(name, ints, listed, args, kwargs)
         if kwargs:
             if with_out and "out" in kwargs:
                 refuse(name, out_params, listed, args, kwargs)
             elif not keywords.isdisjoint(kwargs):
                 refuse(name, params, listed, args, kwargs)
+            if not int_keywords.isdisjoint(kwargs):
+                refuse_bool(name, ints, listed, args, kwargs)
         return fn(*args, **kwargs)
 
     setattr(wrapper, _MARK, True)
@@ -125,4 +146,4 @@ def install(namespace: dict, space: str = "torch") -> None:
     for name, entry in FUNCTIONS[space].items():
         fn = namespace.get(name)
         if callable(fn) and not isinstance(fn, type) and not getattr(fn, _MARK, False):
-            namespace[name] = with_tensor_args(name, fn, *entry)
+            namespace[name] = with_tensor_args(name, fn, *entry, INTS.get((space, name), ()))

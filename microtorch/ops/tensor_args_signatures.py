@@ -4,9 +4,10 @@ tensor_args_table): do not edit.
 ``FUNCTIONS[namespace][name]`` is ``(params, signatures, with_out)``: the positional
 parameters of ``name`` that PyTorch's argument parser requires a Tensor for, as
 ``(position, keyword)`` pairs; ``SIGNATURES[signatures]``, the signatures PyTorch's "invalid
-combination" error lists for a function it overloads (None for a single signature); and the
-parameters that require a Tensor only in a call with ``out=`` (``remainder(2, t)`` is fine).
-Read by ``ops/tensor_args.py``.
+combination" error lists for a function it overloads (None for a single signature); the
+parameters that require a Tensor only in a call with ``out=`` (``remainder(2, t)`` is fine);
+and the ``int`` parameters, where PyTorch's parser refuses a bool. Read by
+``ops/tensor_args.py``.
 """
 
 
@@ -54,6 +55,13 @@ SIGNATURES = (
          'ta = 1, Number alpha = 1, Tensor out = None)',
     ),
     (
+        '(int window_length, *, torch.dtype dtype = None, torch.layout layout = None, tor'
+         'ch.device device = None, bool pin_memory = False, bool requires_grad = False)',
+        '(int window_length, bool periodic, *, torch.dtype dtype = None, torch.layout lay'
+         'out = None, torch.device device = None, bool pin_memory = False, bool requires_g'
+         'rad = False)',
+    ),
+    (
         '(Tensor input, *, torch.Generator generator = None, Tensor out = None)',
         '(Tensor input, float p, *, torch.Generator generator = None)',
     ),
@@ -96,6 +104,12 @@ SIGNATURES = (
         '(Tensor input, Number min)',
     ),
     (
+        '(Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tupl'
+         'e of ints padding = 0, tuple of ints dilation = 1, int groups = 1)',
+        '(Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, str '
+         'padding = "valid", tuple of ints dilation = 1, int groups = 1)',
+    ),
+    (
         '(Tensor input, Tensor other, *, Tensor out = None)',
         '(Tensor input, Number other, *, Tensor out = None)',
     ),
@@ -104,12 +118,27 @@ SIGNATURES = (
         '(Tensor input, tuple of ints dim)',
     ),
     (
+        '(Tensor log_probs, Tensor targets, tuple of ints input_lengths, tuple of ints ta'
+         'rget_lengths, int blank = 0, int reduction = at::Reduction::Mean, bool zero_infi'
+         'nity = False)',
+        '(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, '
+         'int blank = 0, int reduction = at::Reduction::Mean, bool zero_infinity = False)',
+    ),
+    (
         '(Tensor y, Tensor x, *, int dim = -1)',
         '(Tensor y, *, Number dx = 1, int dim = -1)',
     ),
     (
         '(Tensor input, int sections)',
         '(Tensor input, tuple of ints indices)',
+    ),
+    (
+        '(int n, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = No'
+         'ne, torch.device device = None, bool pin_memory = False, bool requires_grad = Fa'
+         'lse)',
+        '(int n, int m, *, Tensor out = None, torch.dtype dtype = None, torch.layout layo'
+         'ut = None, torch.device device = None, bool pin_memory = False, bool requires_gr'
+         'ad = False)',
     ),
     (
         '(Tensor input, Tensor value)',
@@ -125,6 +154,19 @@ SIGNATURES = (
         '(Tensor input, *, tuple of Tensors spacing, int dim = None, int edge_order = 1)',
         '(Tensor input, *, tuple of Tensors spacing, tuple of ints dim, int edge_order = '
          '1)',
+    ),
+    (
+        '(int window_length, *, torch.dtype dtype = None, torch.layout layout = None, tor'
+         'ch.device device = None, bool pin_memory = False, bool requires_grad = False)',
+        '(int window_length, bool periodic, *, torch.dtype dtype = None, torch.layout lay'
+         'out = None, torch.device device = None, bool pin_memory = False, bool requires_g'
+         'rad = False)',
+        '(int window_length, bool periodic, float alpha, *, torch.dtype dtype = None, tor'
+         'ch.layout layout = None, torch.device device = None, bool pin_memory = False, bo'
+         'ol requires_grad = False)',
+        '(int window_length, bool periodic, float alpha, float beta, *, torch.dtype dtype'
+         ' = None, torch.layout layout = None, torch.device device = None, bool pin_memory'
+         ' = False, bool requires_grad = False)',
     ),
     (
         '(Tensor input, Tensor bins, *, Tensor weight = None, bool density = False, tuple'
@@ -145,8 +187,46 @@ SIGNATURES = (
         '(Tensor input, int dim, Tensor index, Number value)',
     ),
     (
+        '(int window_length, *, torch.dtype dtype = None, torch.layout layout = None, tor'
+         'ch.device device = None, bool pin_memory = False, bool requires_grad = False)',
+        '(int window_length, bool periodic, *, torch.dtype dtype = None, torch.layout lay'
+         'out = None, torch.device device = None, bool pin_memory = False, bool requires_g'
+         'rad = False)',
+        '(int window_length, bool periodic, float beta, *, torch.dtype dtype = None, torc'
+         'h.layout layout = None, torch.device device = None, bool pin_memory = False, boo'
+         'l requires_grad = False)',
+    ),
+    (
         '(Tensor input, Tensor end, Tensor weight, *, Tensor out = None)',
         '(Tensor input, Tensor end, Number weight, *, Tensor out = None)',
+    ),
+    (
+        '(Tensor start, Tensor end, int steps, *, Tensor out = None, torch.dtype dtype = '
+         'None, torch.layout layout = None, torch.device device = None, bool pin_memory = '
+         'False, bool requires_grad = False)',
+        '(Number start, Tensor end, int steps, *, Tensor out = None, torch.dtype dtype = '
+         'None, torch.layout layout = None, torch.device device = None, bool pin_memory = '
+         'False, bool requires_grad = False)',
+        '(Tensor start, Number end, int steps, *, Tensor out = None, torch.dtype dtype = '
+         'None, torch.layout layout = None, torch.device device = None, bool pin_memory = '
+         'False, bool requires_grad = False)',
+        '(Number start, Number end, int steps, *, Tensor out = None, torch.dtype dtype = '
+         'None, torch.layout layout = None, torch.device device = None, bool pin_memory = '
+         'False, bool requires_grad = False)',
+    ),
+    (
+        '(Tensor start, Tensor end, int steps, float base = 10.0, *, Tensor out = None, t'
+         'orch.dtype dtype = None, torch.layout layout = None, torch.device device = None,'
+         ' bool pin_memory = False, bool requires_grad = False)',
+        '(Number start, Tensor end, int steps, float base = 10.0, *, Tensor out = None, t'
+         'orch.dtype dtype = None, torch.layout layout = None, torch.device device = None,'
+         ' bool pin_memory = False, bool requires_grad = False)',
+        '(Tensor start, Number end, int steps, float base = 10.0, *, Tensor out = None, t'
+         'orch.dtype dtype = None, torch.layout layout = None, torch.device device = None,'
+         ' bool pin_memory = False, bool requires_grad = False)',
+        '(Number start, Number end, int steps, float base = 10.0, *, Tensor out = None, t'
+         'orch.dtype dtype = None, torch.layout layout = None, torch.device device = None,'
+         ' bool pin_memory = False, bool requires_grad = False)',
     ),
     (
         '(Tensor input, Tensor mask, Tensor value)',
@@ -181,6 +261,14 @@ SIGNATURES = (
         '(Tensor input, int dim, int start, int length)',
     ),
     (
+        '(Tensor input, Number p = 2)',
+        '(Tensor input, Number p, tuple of ints dim, bool keepdim, torch.dtype dtype)',
+    ),
+    (
+        '(Tensor input, tuple of ints dim, bool keepdim = False, *, Tensor out = None)',
+        '(Tensor input, bool keepdim = False, *, Tensor out = None)',
+    ),
+    (
         '(Tensor input, *, torch.dtype dtype = None)',
         '(Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = None, Tenso'
          'r out = None)',
@@ -212,6 +300,19 @@ SIGNATURES = (
         '(Tensor input, int high, *, torch.memory_format memory_format = None, torch.dtyp'
          'e dtype = None, torch.layout layout = None, torch.device device = None, bool pin'
          '_memory = False, bool requires_grad = False)',
+    ),
+    (
+        '(int n, *, torch.Generator generator, Tensor out = None, torch.dtype dtype = Non'
+         'e, torch.layout layout = None, torch.device device = None, bool pin_memory = Fal'
+         'se, bool requires_grad = False)',
+        '(int n, *, Tensor out = None, torch.dtype dtype = None, torch.layout layout = No'
+         'ne, torch.device device = None, bool pin_memory = False, bool requires_grad = Fa'
+         'lse)',
+    ),
+    (
+        '(Tensor input, Tensor repeats, int dim = None, *, int output_size = None)',
+        '(Tensor repeats, *, int output_size = None)',
+        '(Tensor input, int repeats, int dim = None, *, int output_size = None)',
     ),
     (
         '(Tensor input, *, Tensor out = None)',
@@ -256,6 +357,10 @@ SIGNATURES = (
         '(Tensor input, tuple of ints dim, *, Tensor out = None)',
     ),
     (
+        '(Tensor input, Tensor mat1, Tensor mat2, *, Number beta = 1, Number alpha = 1, T'
+         'ensor out = None)',
+    ),
+    (
         '(Tensor input, tuple of ints dim, bool unbiased = True, bool keepdim = False, *,'
          ' Tensor out = None)',
         '(Tensor input, tuple of ints dim = None, *, Number correction = None, bool keepd'
@@ -297,10 +402,134 @@ SIGNATURES = (
         '(Tensor input, Tensor other)',
         '(Tensor input, Number other)',
     ),
-    (
-        '(Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tupl'
-         'e of ints padding = 0, tuple of ints dilation = 1, int groups = 1)',
-        '(Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, str '
-         'padding = "valid", tuple of ints dilation = 1, int groups = 1)',
-    ),
 )
+
+# (namespace, name): its int parameters, where PyTorch refuses a bool
+INTS = {
+    ('torch', 'argsort'): ((1, 'dim'),),
+    ('torch', 'bartlett_window'): ((0, 'window_length'),),
+    ('torch', 'binary_cross_entropy_with_logits'): ((4, 'reduction'),),
+    ('torch', 'bincount'): ((2, 'minlength'),),
+    ('torch', 'blackman_window'): ((0, 'window_length'),),
+    ('torch', 'cat'): ((1, 'dim'),),
+    ('torch', 'channel_shuffle'): ((1, 'groups'),),
+    ('torch', 'chunk'): ((1, 'chunks'), (2, 'dim')),
+    ('torch', 'combinations'): ((1, 'r'),),
+    ('torch', 'concat'): ((1, 'dim'),),
+    ('torch', 'concatenate'): ((1, 'dim'),),
+    ('torch', 'conv1d'): ((6, 'groups'),),
+    ('torch', 'conv2d'): ((6, 'groups'),),
+    ('torch', 'conv3d'): ((6, 'groups'),),
+    ('torch', 'conv_tbc'): ((3, 'pad'),),
+    ('torch', 'conv_transpose1d'): ((6, 'groups'),),
+    ('torch', 'conv_transpose2d'): ((6, 'groups'),),
+    ('torch', 'conv_transpose3d'): ((6, 'groups'),),
+    ('torch', 'convolution'): ((8, 'groups'),),
+    ('torch', 'cosine_embedding_loss'): ((4, 'reduction'),),
+    ('torch', 'cosine_similarity'): ((2, 'dim'),),
+    ('torch', 'ctc_loss'): ((4, 'blank'), (5, 'reduction')),
+    ('torch', 'cummax'): ((1, 'dim'),),
+    ('torch', 'cummin'): ((1, 'dim'),),
+    ('torch', 'cumprod'): ((1, 'dim'),),
+    ('torch', 'cumsum'): ((1, 'dim'),),
+    ('torch', 'diag'): ((1, 'diagonal'),),
+    ('torch', 'diag_embed'): ((1, 'offset'), (2, 'dim1'), (3, 'dim2')),
+    ('torch', 'diagflat'): ((1, 'offset'),),
+    ('torch', 'diagonal'): ((1, 'offset'), (2, 'dim1'), (3, 'dim2')),
+    ('torch', 'diagonal_copy'): ((1, 'offset'), (2, 'dim1'), (3, 'dim2')),
+    ('torch', 'diagonal_scatter'): ((2, 'offset'), (3, 'dim1'), (4, 'dim2')),
+    ('torch', 'diff'): ((1, 'n'), (2, 'dim')),
+    ('torch', 'embedding'): ((2, 'padding_idx'),),
+    ('torch', 'eye'): ((0, 'n'), (1, 'm')),
+    ('torch', 'flatten'): ((1, 'start_dim'), (2, 'end_dim')),
+    ('torch', 'gather'): ((1, 'dim'),),
+    ('torch', 'grid_sampler'): ((2, 'interpolation_mode'), (3, 'padding_mode')),
+    ('torch', 'grid_sampler_2d'): ((2, 'interpolation_mode'), (3, 'padding_mode')),
+    ('torch', 'grid_sampler_3d'): ((2, 'interpolation_mode'), (3, 'padding_mode')),
+    ('torch', 'group_norm'): ((1, 'num_groups'),),
+    ('torch', 'hamming_window'): ((0, 'window_length'),),
+    ('torch', 'hann_window'): ((0, 'window_length'),),
+    ('torch', 'hinge_embedding_loss'): ((3, 'reduction'),),
+    ('torch', 'histc'): ((1, 'bins'),),
+    ('torch', 'histogram'): ((1, 'bins'),),
+    ('torch', 'index_add'): ((1, 'dim'),),
+    ('torch', 'index_copy'): ((1, 'dim'),),
+    ('torch', 'index_fill'): ((1, 'dim'),),
+    ('torch', 'index_select'): ((1, 'dim'),),
+    ('torch', 'istft'): ((1, 'n_fft'),),
+    ('torch', 'kaiser_window'): ((0, 'window_length'),),
+    ('torch', 'kl_div'): ((2, 'reduction'),),
+    ('torch', 'kthvalue'): ((1, 'k'), (2, 'dim')),
+    ('torch', 'linspace'): ((2, 'steps'),),
+    ('torch', 'log_softmax'): ((1, 'dim'),),
+    ('torch', 'logcumsumexp'): ((1, 'dim'),),
+    ('torch', 'logspace'): ((2, 'steps'),),
+    ('torch', 'margin_ranking_loss'): ((4, 'reduction'),),
+    ('torch', 'matrix_power'): ((1, 'n'),),
+    ('torch', 'median'): ((1, 'dim'),),
+    ('torch', 'mode'): ((1, 'dim'),),
+    ('torch', 'multinomial'): ((1, 'num_samples'),),
+    ('torch', 'mvlgamma'): ((1, 'p'),),
+    ('torch', 'nanmedian'): ((1, 'dim'),),
+    ('torch', 'narrow'): ((1, 'dim'), (2, 'start'), (3, 'length')),
+    ('torch', 'narrow_copy'): ((1, 'dim'), (2, 'start'), (3, 'length')),
+    ('torch', 'native_channel_shuffle'): ((1, 'groups'),),
+    ('torch', 'native_group_norm'): ((3, 'N'), (4, 'C'), (5, 'HxW'), (6, 'group')),
+    ('torch', 'norm_except_dim'): ((1, 'pow'), (2, 'dim')),
+    ('torch', 'pixel_shuffle'): ((1, 'upscale_factor'),),
+    ('torch', 'pixel_unshuffle'): ((1, 'downscale_factor'),),
+    ('torch', 'poisson_nll_loss'): ((5, 'reduction'),),
+    ('torch', 'polygamma'): ((0, 'n'),),
+    ('torch', 'prod'): ((1, 'dim'),),
+    ('torch', 'randint_like'): ((2, 'high'),),
+    ('torch', 'randperm'): ((0, 'n'),),
+    ('torch', 'renorm'): ((2, 'dim'),),
+    ('torch', 'repeat_interleave'): ((1, 'repeats'),),
+    ('torch', 'rot90'): ((1, 'k'),),
+    ('torch', 'scatter'): ((1, 'dim'),),
+    ('torch', 'scatter_add'): ((1, 'dim'),),
+    ('torch', 'select'): ((1, 'dim'), (2, 'index')),
+    ('torch', 'select_copy'): ((1, 'dim'), (2, 'index')),
+    ('torch', 'select_scatter'): ((2, 'dim'), (3, 'index')),
+    ('torch', 'slice_copy'): ((1, 'dim'), (4, 'step')),
+    ('torch', 'slice_scatter'): ((2, 'dim'), (5, 'step')),
+    ('torch', 'softmax'): ((1, 'dim'),),
+    ('torch', 'sort'): ((1, 'dim'),),
+    ('torch', 'split_copy'): ((1, 'split_size'), (2, 'dim')),
+    ('torch', 'split_with_sizes'): ((2, 'dim'),),
+    ('torch', 'split_with_sizes_copy'): ((2, 'dim'),),
+    ('torch', 'stack'): ((1, 'dim'),),
+    ('torch', 'swapaxes'): ((1, 'axis0'), (2, 'axis1')),
+    ('torch', 'swapdims'): ((1, 'dim0'), (2, 'dim1')),
+    ('torch', 'tensor_split'): ((2, 'dim'),),
+    ('torch', 'topk'): ((1, 'k'), (2, 'dim')),
+    ('torch', 'transpose'): ((1, 'dim0'), (2, 'dim1')),
+    ('torch', 'transpose_copy'): ((1, 'dim0'), (2, 'dim1')),
+    ('torch', 'tril'): ((1, 'diagonal'),),
+    ('torch', 'tril_indices'): ((0, 'row'), (1, 'col'), (2, 'offset')),
+    ('torch', 'triplet_margin_loss'): ((7, 'reduction'),),
+    ('torch', 'triu'): ((1, 'diagonal'),),
+    ('torch', 'triu_indices'): ((0, 'row'), (1, 'col'), (2, 'offset')),
+    ('torch', 'unbind'): ((1, 'dim'),),
+    ('torch', 'unbind_copy'): ((1, 'dim'),),
+    ('torch', 'unflatten'): ((1, 'dim'),),
+    ('torch', 'unfold_copy'): ((1, 'dimension'), (2, 'size'), (3, 'step')),
+    ('torch', 'unsafe_chunk'): ((1, 'chunks'), (2, 'dim')),
+    ('torch', 'unsafe_split'): ((1, 'split_size'), (2, 'dim')),
+    ('torch', 'unsafe_split_with_sizes'): ((2, 'dim'),),
+    ('torch', 'unsqueeze'): ((1, 'dim'),),
+    ('torch', 'unsqueeze_copy'): ((1, 'dim'),),
+    ('functional', 'channel_shuffle'): ((1, 'groups'),),
+    ('functional', 'conv1d'): ((6, 'groups'),),
+    ('functional', 'conv2d'): ((6, 'groups'),),
+    ('functional', 'conv3d'): ((6, 'groups'),),
+    ('functional', 'conv_tbc'): ((3, 'pad'),),
+    ('functional', 'conv_transpose1d'): ((6, 'groups'),),
+    ('functional', 'conv_transpose2d'): ((6, 'groups'),),
+    ('functional', 'conv_transpose3d'): ((6, 'groups'),),
+    ('functional', 'cosine_similarity'): ((2, 'dim'),),
+    ('functional', 'native_channel_shuffle'): ((1, 'groups'),),
+    ('functional', 'one_hot'): ((1, 'num_classes'),),
+    ('functional', 'pixel_shuffle'): ((1, 'upscale_factor'),),
+    ('functional', 'pixel_unshuffle'): ((1, 'downscale_factor'),),
+}
