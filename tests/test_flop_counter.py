@@ -505,3 +505,93 @@ def test_nothing_left_behind():
     assert _profiler_record.state.active == before
     assert not (global_hooks._forward_pre_hooks or global_hooks._forward_hooks)
     assert _profiler_record._tls.watcher is None
+
+
+# -- recurrences ---------------------------------------------------------------------------------
+def _recurrent(cls, *, shape=(5, 3, 8), lengths=None, state=False, dtype=None, frozen=(),
+               **kwargs):
+    """``cls`` (RNN/GRU/LSTM) of input 8 and hidden 16 on ``shape``, forward and backward:
+    packed when ``lengths`` are given, with initial states requiring grad when ``state``."""
+    def run(lib):
+        module = getattr(lib.nn, cls)(8, 16, **kwargs)
+        dt = getattr(lib, dtype) if dtype else lib.float32
+        module = module.to(dt)
+        for name in frozen:
+            getattr(module, name).requires_grad_(False)
+        x = lib.randn(*shape, dtype=dt, requires_grad=True)
+        inp = x if lengths is None else lib.nn.utils.rnn.pack_padded_sequence(
+            x, lib.tensor(lengths), batch_first=kwargs.get("batch_first", False),
+            enforce_sorted=False)
+        args = (inp,)
+        if state:
+            k = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+            n = shape[0] if kwargs.get("batch_first") else shape[1]
+            h = lib.randn(k, n, kwargs.get("proj_size") or 16, dtype=dt, requires_grad=True)
+            c = lib.randn(k, n, 16, dtype=dt, requires_grad=True)
+            args = (inp, (h, c) if cls == "LSTM" else h)
+        out = module(*args)[0]
+        (out.data if lengths is not None else out).sum().backward()
+
+    return run
+
+
+_RECURRENT = {
+    "big": dict(shape=(4, 5, 8), num_layers=2, bidirectional=True, batch_first=True),
+    "no-bias": dict(bias=False),
+    "states": dict(state=True, num_layers=2),
+    "packed": dict(lengths=[5, 3, 2], bidirectional=True, num_layers=2, state=True),
+    "packed-batch-first": dict(shape=(3, 5, 8), lengths=[5, 4, 1], batch_first=True,
+                               bidirectional=True, bias=False),
+    "unbatched": dict(shape=(5, 8), batch_first=True, bidirectional=True),
+    "frozen-input-weight": dict(shape=(4, 5, 8), batch_first=True, frozen=["weight_ih_l0"]),
+    "frozen-state-weight": dict(frozen=["weight_hh_l0", "bias_hh_l0"]),
+    "dropout": dict(num_layers=3, dropout=0.3),
+    "float64": dict(dtype="float64", bidirectional=True),
+}
+
+
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("case", sorted(_RECURRENT))
+def test_recurrent_layers(cls, case):
+    """PyTorch's CPU layers (per step addmm/mm); its float32 LSTM (oneDNN) counts nothing."""
+    _same(_recurrent(cls, **_RECURRENT[case]))
+
+
+@pytest.mark.parametrize("kwargs", [dict(proj_size=4), dict(proj_size=4, num_layers=2,
+                                                             bidirectional=True, state=True),
+                                    dict(proj_size=4, lengths=[5, 3, 2]),
+                                    dict(nonlinearity="relu")])
+def test_recurrent_layers_more(kwargs):
+    _same(_recurrent("LSTM" if "proj_size" in kwargs else "RNN", **kwargs))
+
+
+def test_recurrent_forward_only_and_onednn_switch():
+    _same(lambda lib: lib.nn.GRU(8, 16, num_layers=2)(_rand(lib, 5, 3, 8)))
+
+    def no_onednn(lib):
+        lib.backends.mkldnn.enabled = False
+        try:
+            _recurrent("LSTM")(lib)
+        finally:
+            lib.backends.mkldnn.enabled = True
+
+    assert _same(no_onednn)["LSTM"]["aten.mm"] > 0
+
+
+@pytest.mark.parametrize("cls", ["LSTMCell", "GRUCell", "RNNCell"])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("state", [True, False])
+def test_recurrent_cells(cls, bias, state):
+    """Cells: addmm (mm without bias) of the input and of the state, their backward mm's,
+    counted per module as PyTorch's (the input made by an op: see below)."""
+    def run(lib):
+        cell = getattr(lib.nn, cls)(8, 16, bias=bias)
+        x = _rand(lib, 3, 8, grad=True) * 2
+        args = (x,)
+        if state:
+            h = _rand(lib, 3, 16, grad=True)
+            args = (x, (h, _rand(lib, 3, 16, grad=True)) if cls == "LSTMCell" else h)
+        out = cell(*args)
+        (out[0] if isinstance(out, tuple) else out).sum().backward()
+
+    _same(run)

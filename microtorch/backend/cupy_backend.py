@@ -35,6 +35,80 @@ def queue_seed(seed: int, index: int | None = None) -> None:
     pending_seeds[index] = seed
 
 
+class OutOfMemoryError(RuntimeError):
+    """A GPU allocation failed (``torch.OutOfMemoryError``, a RuntimeError)."""
+
+    __module__ = "microtorch"
+
+
+def _pytorch_size(nbytes: float) -> str:
+    """A size as PyTorch's messages print it (``format_size``): bytes, KiB, MiB or GiB."""
+    if nbytes < 1024:
+        return f"{int(nbytes)} bytes"
+    for unit in ("KiB", "MiB"):
+        nbytes /= 1024
+        if nbytes < 1024:
+            return f"{nbytes:.2f} {unit}"
+    return f"{nbytes / 1024:.2f} GiB"
+
+
+def out_of_memory(cupy, requested: int, device_index: int, pool, allocated: int
+                  ) -> OutOfMemoryError:
+    """PyTorch's error for a failed allocation of ``requested`` bytes on the GPU: its size
+    (rounded to the allocator's 512-byte blocks, as PyTorch's), the GPU's capacity and free
+    memory (the driver's), the pool's size (this process's use), microtorch's allocated bytes
+    (``allocated``) with the cap of ``set_per_process_memory_fraction`` when one is set, and
+    the pool's cached bytes (reserved but unallocated)."""
+    cp = cupy
+    with cp.cuda.Device(device_index):
+        free, total = (int(v) for v in cp.cuda.Device(device_index).mem_info)
+        reserved, limit = int(pool.total_bytes()), int(pool.get_limit())
+    tried = -(-max(int(requested), 1) // 512) * 512
+    allowed = f", with {_pytorch_size(limit)} allowed;" if limit else ""
+    unallocated = max(reserved - allocated, 0)
+    return OutOfMemoryError(
+        f"CUDA out of memory. Tried to allocate {_pytorch_size(tried)}. GPU {device_index} has "
+        f"a total capacity of {_pytorch_size(total)} of which {_pytorch_size(free)} is free. "
+        f"Including non-PyTorch memory, this process has {_pytorch_size(reserved)} memory in "
+        f"use. Of the allocated memory {_pytorch_size(allocated)} is allocated by PyTorch"
+        f"{allowed or ','} and {_pytorch_size(unallocated)} is reserved by PyTorch but "
+        "unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+        "documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+
+
+_installed: list = []  # the allocator microtorch set (once per process)
+
+
+def _install_allocator(cupy) -> None:
+    """Make every CuPy allocation go through the allocator CuPy had (its default pool's
+    ``malloc``), turning its ``OutOfMemoryError`` (a MemoryError) into microtorch's (a
+    RuntimeError with PyTorch's message). The allocator is where every array of every op gets
+    its memory, so an op that cannot allocate raises before it writes anything. An allocator
+    a user set later replaces this one (CuPy's errors then pass through as they are)."""
+    if _installed and cupy.cuda.get_allocator() is _installed[0]:
+        return
+    malloc = cupy.cuda.get_allocator()
+    error = cupy.cuda.memory.OutOfMemoryError
+
+    def allocate(size: int):
+        try:
+            return malloc(size)
+        except error as exc:
+            index = cupy.cuda.get_device_id()
+            backend = _backends.get(index)
+            allocated = backend.memory.allocated if backend is not None else 0
+            raise out_of_memory(cupy, size, index, cupy.get_default_memory_pool(),
+                                allocated) from exc
+
+    _installed[:] = [allocate]
+    cupy.cuda.set_allocator(allocate)
+
+
+_backends: dict[int, CupyBackend] = {}  # by GPU index, for the allocator's message
+
+
 class CupyBackend(Backend):
     """CUDA arrays are CuPy arrays on one GPU; peak memory is tracked through the pool."""
 
@@ -45,6 +119,8 @@ class CupyBackend(Backend):
         self.xp = cupy
         self._device = cupy.cuda.Device(dev.index)
         self._pool = cupy.get_default_memory_pool()
+        _backends[dev.index] = self
+        _install_allocator(cupy)
         # The generator state, as PyTorch's CUDA one (seed, offset): a seed and the number of
         # draws made since. Unseeded, a GPU starts from entropy (as CuPy's own generator).
         self._seed = int.from_bytes(os.urandom(8), "little")

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..backend import initialized_backends
+from ..backend.cupy_backend import OutOfMemoryError
 from ..backend.device import device as _Device
 from ._utils import checked_index, cupy, device_index, lazy_init
 
@@ -29,12 +30,6 @@ __all__ = ["OutOfMemoryError", "oom_errors", "memory_allocated", "max_memory_all
            "memory_summary", "mem_get_info", "set_per_process_memory_fraction",
            "get_per_process_memory_fraction", "empty_cache", "list_gpu_processes",
            "utilization", "temperature", "power_draw", "clock_rate", "memory_usage"]
-
-
-class OutOfMemoryError(RuntimeError):
-    """A GPU allocation failed (``torch.OutOfMemoryError``, a RuntimeError)."""
-
-    __module__ = "microtorch"
 
 
 @contextlib.contextmanager

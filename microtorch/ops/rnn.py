@@ -43,8 +43,10 @@ GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 # -- composed steps --------------------------------------------------------------------------
 def _lstm_step(gx: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
-               w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
-    i, f, g, o = (gx + Linear.apply(h, w_hh, b_hh)).chunk(4, 1)
+               w_hr: Tensor | None, gh: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """One LSTM step from the input part ``gx``; ``gh``: the state's product, if made."""
+    gh = Linear.apply(h, w_hh, b_hh) if gh is None else gh
+    i, f, g, o = (gx + gh).chunk(4, 1)
     c = Sigmoid.apply(f) * c + Sigmoid.apply(i) * Tanh.apply(g)
     h = Sigmoid.apply(o) * Tanh.apply(c)
     if w_hr is not None:
@@ -61,15 +63,21 @@ def _gru_step(gx: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tenso
     return n + z * (h - n)  # = (1 - z) * n + z * h, in PyTorch's order of operations
 
 
-def _rnn_step(gx: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
-    pre = gx + Linear.apply(h, w_hh, b_hh)
+def _rnn_step(gx: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool,
+              gh: Tensor | None = None) -> Tensor:
+    pre = gx + (Linear.apply(h, w_hh, b_hh) if gh is None else gh)
     return Relu.apply(pre) if relu else Tanh.apply(pre)
 
 
 def lstm_cell(x: Tensor, hx: Tensor, cx: Tensor, w_ih: Tensor, w_hh: Tensor,
               b_ih: Tensor | None, b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
-    """One LSTM step on (N, input) and (N, hidden) tensors: (h', c')."""
-    return _lstm_step(Linear.apply(x, w_ih, b_ih), hx, cx, w_hh, b_hh, None)
+    """One LSTM step on (N, input) and (N, hidden) tensors: (h', c').
+
+    The state's product is made before the input's, as PyTorch's CPU cell makes them: the
+    backward runs the later node first, so the input's gradient comes last (where the module
+    tracker of FlopCounterMode ends the cell's backward)."""
+    gh = Linear.apply(hx, w_hh, b_hh)
+    return _lstm_step(Linear.apply(x, w_ih, b_ih), hx, cx, w_hh, b_hh, None, gh)
 
 
 def gru_cell(x: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
@@ -80,8 +88,10 @@ def gru_cell(x: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | N
 
 def rnn_cell(x: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
              b_hh: Tensor | None, relu: bool = False) -> Tensor:
-    """One Elman RNN step: act(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
-    return _rnn_step(Linear.apply(x, w_ih, b_ih), hx, w_hh, b_hh, relu)
+    """One Elman RNN step: act(x W_ih^T + b_ih + h W_hh^T + b_hh), the state's product made
+    first (PyTorch's order, see ``lstm_cell``)."""
+    gh = Linear.apply(hx, w_hh, b_hh)
+    return _rnn_step(Linear.apply(x, w_ih, b_ih), hx, w_hh, b_hh, relu, gh)
 
 
 def _composed(x: Tensor, w_ih: Tensor, b_ih: Tensor | None, h0: Tensor, c0: Tensor | None,

@@ -33,6 +33,7 @@ from ..ops.conv import Conv2d, ConvInputGrad
 from ..ops.linalg import MatMul, bmm, matmul, mm
 from ..ops.linear import Linear
 from ..ops.matrix import Einsum, addmm, baddbmm
+from ..ops.rnn import Recurrence
 
 __all__ = ["OpPacket", "aten", "start_watching", "stop_watching"]
 
@@ -390,6 +391,72 @@ def _einsum_rule(args: tuple, kwargs: dict, out, caller) -> _Calls:
     return _Calls(forward, backward)
 
 
+# -- recurrences -------------------------------------------------------------------------------
+def _onednn_lstm(x, w_hr, batch_sizes) -> bool:
+    """Whether PyTorch's CPU LSTM runs as oneDNN layers (``mkldnn_rnn_layer``: no formula,
+    nothing counted; RNN.cpp's ``use_mkldnn``): an unpacked sequence without projections, with
+    oneDNN enabled, not empty, in float32, in bfloat16 where the CPU has AVX-512 BW/VL/DQ, or
+    in float16 without grad mode where it has AVX-512 FP16."""
+    from ..autograd.grad_mode import is_grad_enabled
+    from ..backend.cpu_capability import _cpu_features
+    from ..backends import mkldnn
+
+    if w_hr is not None or batch_sizes is not None or not mkldnn.enabled or x.numel() == 0:
+        return False
+    dtype, features = x.dtype.name, _cpu_features()
+    if dtype == "bfloat16":
+        return all(features.get(k) for k in ("AVX512BW", "AVX512VL", "AVX512DQ"))
+    if dtype == "float16":
+        return not is_grad_enabled() and bool(features.get("AVX512FP16"))
+    return dtype == "float32"
+
+
+# A step's state past the first, as an input index of ``Recurrence``'s plan: it needs a
+# gradient whenever the node's backward runs (it depends on every input of the node).
+_INNER_STATE = 11
+
+
+def _recurrence_rule(args: tuple, kwargs: dict, out, caller) -> _Calls:
+    """One layer and direction of an RNN/GRU/LSTM as PyTorch's CPU layer (RNN.cpp's
+    ``FullLayer``/``PackedLayer``) runs it: the input projection of every step at once
+    (``linear`` on the time-major input: addmm when it has a bias and is contiguous, else
+    matmul; on a packed batch's 2-D data: addmm or mm), then per step ``linear_hh`` on the
+    state of the step's rows (addmm, or mm without bias) and, for an LSTM with projections, the
+    ``matmul_hr`` mm. The cells' other ops have no formula. Backward: each product's mm per
+    factor needing a gradient; a step's state needs one from the second step on (it depends on
+    every input), the first step's when h0 does. On CUDA PyTorch runs cuDNN and on the CPU
+    most float32 LSTMs run oneDNN (``_onednn_lstm``): nothing counted."""
+    x, w_ih, b_ih, _h0, _c0, w_hh, b_hh, w_hr, mode, reverse = args[:10]
+    batch_sizes = args[10] if len(args) > 10 else kwargs.get("batch_sizes")
+    if x.device.type != "cpu" or (mode == "LSTM" and _onednn_lstm(x, w_hr, batch_sizes)):
+        return _Calls([])
+    steps, n, nin = x.shape
+    g, p = w_hh.shape
+    sizes = [n] * steps if batch_sizes is None else list(batch_sizes)
+    if reverse:
+        sizes.reverse()  # (processing order: the first step starts from h0)
+    if batch_sizes is not None:  # the packed data, (rows, H_in)
+        packet = aten.mm if b_ih is None else aten.addmm
+        projection = _Product(packet, 1, sum(sizes), nin, g,
+                              added=None if b_ih is None else (g,))
+    else:
+        projection = _linear_rule((x, w_ih, b_ih), {}, None, caller)
+    hh = aten.mm if b_hh is None else aten.addmm
+    # (left, right) of the per-step products, as indices of the node's inputs: the state
+    # (h0: 3, later ones: _INNER_STATE) by W_hh (5); the LSTM's o * tanh(c) by W_hr (7)
+    recurrent = [_Product(hh, 1, b, p, g, left=3 if t == 0 else _INNER_STATE, right=5,
+                          added=None if b_hh is None else (g,)) for t, b in enumerate(sizes)]
+    projections = [] if w_hr is None else [
+        _Product(aten.mm, 1, b, w_hr.shape[1], p, left=_INNER_STATE, right=7) for b in sizes]
+    products = ([] if projection is None else [projection]) + recurrent + projections
+
+    def backward(needs: tuple) -> list[tuple]:
+        marked = (*needs[:_INNER_STATE], *[False] * (_INNER_STATE - len(needs)), True)
+        return [call for product in products for call in product.backward(marked)]
+
+    return _Calls([call for product in products for call in product.forward()], backward)
+
+
 def _wrap_product(rule):
     def plan(args, kwargs, out, caller):
         return _ProductPlan(rule(args, kwargs, out, caller))
@@ -403,7 +470,8 @@ _RULES = {MatMul: (_wrap_product(_matmul_rule), True),
           Conv2d: (_conv_rule, False),
           ConvInputGrad: (_conv_transpose_rule, False),
           Addbmm: (_addbmm_rule, False),
-          Einsum: (_einsum_rule, True)}
+          Einsum: (_einsum_rule, True),
+          Recurrence: (_recurrence_rule, False)}
 
 
 # -- the watcher -------------------------------------------------------------------------------

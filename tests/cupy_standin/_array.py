@@ -277,7 +277,7 @@ def _init(obj: ndarray, arr: np.ndarray, base: ndarray | None, device_id: int) -
     obj._a, obj._base, obj._device_id = arr, base, device_id
     obj._pool_bytes = 0
     if base is None:
-        size = _cuda.default_pool._allocate(arr.nbytes, device_id)
+        size = _cuda.allocate(arr.nbytes, device_id)  # (the current allocator's block)
         obj._pool_bytes = size
         root = _root(arr)
         key = id(root)

@@ -264,9 +264,15 @@ class MemoryPool:
             if not pool.free[size]:
                 del pool.free[size]
         elif pool.limit and pool.used + pool.free_bytes() + size > pool.limit:
-            raise OutOfMemoryError(size, pool.limit - pool.used - pool.free_bytes())
+            raise OutOfMemoryError(size, pool.used + pool.free_bytes(), pool.limit)
         pool.used += size
         return size
+
+    def malloc(self, size: int) -> MemoryPointer:
+        """A block of ``size`` bytes on the current device (``MemoryPool.malloc``); raises
+        ``OutOfMemoryError`` past the pool's limit."""
+        device_id = current_device_id()
+        return MemoryPointer(self._allocate(size, device_id), device_id)
 
     def _release(self, size: int, device_id: int) -> None:
         """Return a block to the cache (called when its array is freed)."""
@@ -307,11 +313,50 @@ class MemoryPool:
 
 
 class OutOfMemoryError(MemoryError):
-    """``cupy.cuda.memory.OutOfMemoryError``."""
+    """``cupy.cuda.memory.OutOfMemoryError`` (CuPy's message: with the pool's limit when one
+    is set)."""
 
-    def __init__(self, size: int, total: int) -> None:
-        super().__init__(f"Out of memory allocating {size:,} bytes (allocated so far: "
-                         f"{total:,} bytes).")
+    def __init__(self, size: int, total: int, limit: int = 0) -> None:
+        msg = f"Out of memory allocating {size:,} bytes (allocated so far: {total:,} bytes"
+        msg += f", limit set to: {limit:,} bytes)." if limit else ")."
+        super().__init__(msg)
+
+
+class _Memory:
+    """``cupy.cuda.memory.Memory`` (the block a pointer points into): its ``size``."""
+
+    def __init__(self, size: int, device_id: int) -> None:
+        self.size, self.device_id = size, device_id
+
+
+class MemoryPointer:
+    """``cupy.cuda.MemoryPointer`` of an allocator: ``mem`` (its block), ``device_id``. The
+    stand-in's arrays give their block back to the pool when freed."""
+
+    def __init__(self, size: int, device_id: int) -> None:
+        self.mem, self.device_id, self.ptr = _Memory(size, device_id), device_id, 0
+
+
+_allocator: list = []  # the allocator set by set_allocator (empty: the default pool's)
+
+
+def set_allocator(allocator=None) -> None:
+    """``cupy.cuda.set_allocator``: the function ``size -> MemoryPointer`` every array's
+    memory comes from (None: the default pool's ``malloc``)."""
+    _allocator[:] = [] if allocator is None else [allocator]
+
+
+def get_allocator():
+    """``cupy.cuda.get_allocator``: the current allocator."""
+    return _allocator[0] if _allocator else default_pool.malloc
+
+
+def allocate(nbytes: int, device_id: int) -> int:
+    """An array's block through the current allocator on ``device_id``: its pool size."""
+    if not nbytes:
+        return 0
+    with Device(device_id):
+        return get_allocator()(nbytes).mem.size
 
 
 default_pool = MemoryPool()
@@ -548,6 +593,8 @@ def build_cuda() -> dict[str, types.ModuleType]:
     memory = types.ModuleType("cupy.cuda.memory")  # not in the dump's list: reached by path
     memory.OutOfMemoryError = OutOfMemoryError
     memory.MemoryPool = MemoryPool
+    memory.MemoryPointer = MemoryPointer
+    memory.set_allocator, memory.get_allocator = set_allocator, get_allocator
     from . import _nccl
 
     nccl = _nccl.build()
@@ -558,7 +605,8 @@ def build_cuda() -> dict[str, types.ModuleType]:
         "get_current_stream": get_current_stream, "get_elapsed_time": get_elapsed_time,
         "runtime": runtime, "compiler": compiler, "function": function, "memory": memory,
         "Module": Module, "Function": Function, "is_available": lambda: config.device_count > 0,
-        "get_device_id": current_device_id})
+        "get_device_id": current_device_id, "MemoryPointer": MemoryPointer,
+        "set_allocator": set_allocator, "get_allocator": get_allocator})
     return {"cupy.cuda": cuda, "cupy.cuda.runtime": runtime, "cupy.cuda.compiler": compiler,
             "cupy.cuda.function": function, "cupy.cuda.memory": memory, "cupy.cuda.nccl": nccl,
             "cupy.cuda.nvtx": nvtx}
