@@ -1,17 +1,15 @@
-"""A matrix applied along one axis of a tensor, with PyTorch's locality of non-finite values:
-the separable window sums of adaptive average pooling (0/1 window matrices) and the
-separable interpolation modes (linear, bilinear, trilinear, bicubic).
+"""A 0/1 or weighted matrix applied along one axis of a tensor, with PyTorch's locality of
+non-finite values: ``embedding_bag``'s sums of each bag's rows.
 
 The matrix is given as its taps (``Taps``): output o takes ``weight[k][o] * x[index[k][o]]``
 for each of its taps k. The product with the dense (out, size) matrix runs in BLAS. A product
 spreads an infinite or NaN element to every output of its row (0 * inf is NaN), where
 PyTorch's kernels combine only an output's own taps; so when the product's operand holds a
-non-finite value, each output is recomputed from its taps alone, in order. Interpolation's
-taps are PyTorch's, zero weights included (its kernels read an edge sample with weight 0, so
-a 0 * inf there is NaN in PyTorch too); the window sums' are the matrix's nonzero entries.
-Finite data gets the product's bits. The gradient is the same op with the transposed taps
-(each output's taps scattered back), whose gradient is this one again: differentiable to any
-order.
+non-finite value, each output is recomputed from its taps alone, in order (the matrix's
+nonzero entries). Finite data gets the product's bits. The gradient is the same op with the
+transposed taps (each output's taps scattered back), whose gradient is this one again:
+differentiable to any order. (Interpolation and adaptive pooling replay PyTorch's kernels
+term by term instead: ``resample_exact``, ``resample_area``.)
 """
 
 from __future__ import annotations
@@ -42,13 +40,6 @@ class Taps:
         self._transpose: Taps | None = None
 
     @classmethod
-    def full(cls, index: list, weight: list, size: int) -> Taps:
-        """Every output's k-th tap at ``index[k]`` with ``weight[k]`` (arrays of ``out``)."""
-        rows = np.arange(len(index[0]))
-        return cls([(rows, np.asarray(i), np.asarray(w)) for i, w in zip(index, weight)],
-                   len(rows), size)
-
-    @classmethod
     def from_matrix(cls, m: np.ndarray) -> Taps:
         """The nonzero entries of ``m``, each row's in ascending column order."""
         return cls(None, m.shape[0], m.shape[1], dense=m)
@@ -70,20 +61,13 @@ class Taps:
 
     @property
     def T(self) -> Taps:
-        """The transposed matrix: the same taps, scattered back (or as ``with_transpose``
-        set); its own ``T`` is these taps again."""
+        """The transposed matrix: the same taps, scattered back; its own ``T`` is these taps
+        again."""
         if self._transpose is None:
             self._transpose = Taps(self._layers, self.out, self.size, not self.transposed,
                                    self._source)
             self._transpose._transpose = self
         return self._transpose
-
-    def with_transpose(self, other: Taps) -> Taps:
-        """These taps with ``other`` (the same matrix's transpose, taken tap by tap in
-        another way) as their ``T``: PyTorch's bicubic backward copies the gradient when no
-        size changes, where its forward reads the zero-weight taps."""
-        self._transpose = other
-        return self
 
     def matrix(self, dtype) -> np.ndarray:
         """The dense matrix in ``dtype`` ((size, out) when transposed), taps at one position

@@ -1,6 +1,5 @@
 """Constant padding (``constant_pad_nd`` and its node), the graph node of affine sampling
-grids, and the index and weight tables of interpolation (NumPy arrays built from the shapes
-alone).
+grids, and uint8 interpolation (PyTorch's fixed-point separable kernel).
 
 This module must not import ``microtorch.nn`` (one direction of dependency).
 """
@@ -15,10 +14,8 @@ from ..autograd.grad_mode import recording
 from ..backend import cpu_capability, exact_fma
 from ._util import Tensor, checked_scalar, const, xp_of
 from .linalg import matmul
-from .resample import Taps
 
-__all__ = ["Pad", "constant_pad_nd", "AffineGridGenerator", "source_scale", "nearest_indices",
-           "linear_taps", "cubic_taps", "uint8_matrix", "uint8_resample"]
+__all__ = ["Pad", "constant_pad_nd", "AffineGridGenerator", "uint8_matrix", "uint8_resample"]
 
 
 # -- padding ------------------------------------------------------------------------------------
@@ -225,68 +222,6 @@ class AffineGridGenerator(Function):
         out = _dot(xp, b[:, None, None, :], g.transpose(1, 0, 2)[..., None],
                    _family(xp, p, k, k - 1))
         return Tensor._make(out.astype(ctx.dtype, copy=False), False, None), None, None
-
-
-# -- interpolation tables -------------------------------------------------------------------------
-def source_scale(size: int, out: int, scale: float | None, ft=np.float32):
-    """Input positions per output position, in ``ft``: 1/scale_factor when one is given (and
-    positive), else size/out (PyTorch's ``area_pixel_compute_scale``)."""
-    return ft(1.0 / scale) if scale is not None and scale > 0 else ft(size) / ft(out)
-
-
-def nearest_indices(size: int, out: int, scale: float | None) -> np.ndarray:
-    """Source index of each output position for mode='nearest': min(floor(i * s), size - 1) with
-    s = 1/scale_factor (or size/out) in float32 arithmetic, as PyTorch's kernel."""
-    s = source_scale(size, out, scale)
-    src = np.floor(np.arange(out, dtype=np.float32) * s).astype(np.int64)
-    return np.minimum(src, size - 1)
-
-
-def linear_taps(size: int, out: int, align_corners: bool, scale: float | None, dtype) -> Taps:
-    """Linear interpolation along one axis as PyTorch's kernel reads it: each output's two
-    taps (its source index and the next, the edge sample twice at the end) and their weights,
-    computed in the input's precision by PyTorch's source index rule."""
-    ft = np.float32 if np.dtype(dtype) == np.float32 else np.float64
-    if align_corners:
-        s = ft(size - 1) / ft(out - 1) if out > 1 else ft(0.0)
-        src = np.arange(out, dtype=ft) * s
-    else:
-        s = source_scale(size, out, scale, ft)
-        src = np.maximum(s * (np.arange(out, dtype=ft) + ft(0.5)) - ft(0.5), ft(0.0))
-    i0 = np.minimum(np.floor(src).astype(np.int64), size - 1)
-    i1 = np.where(i0 < size - 1, i0 + 1, i0)
-    l1 = np.clip(src - i0.astype(ft), ft(0.0), ft(1.0))
-    l0 = ft(1.0) - l1
-    if out == size:  # (PyTorch's kernel: the sample itself twice, weights 1 and 0)
-        i0 = i1 = np.arange(size)
-        l0, l1 = np.ones(size, ft), np.zeros(size, ft)
-    return Taps.full([i0, i1], [l0, l1], size)
-
-
-def cubic_taps(size: int, out: int, align_corners: bool, scale: float | None, dtype) -> Taps:
-    """Bicubic interpolation along one axis: each output's four taps, Keys' cubic convolution
-    with A = -0.75 at PyTorch's source positions (not clamped at 0), taps beyond the edges
-    clamped to the edge sample, as PyTorch's ``upsample_bicubic2d``."""
-    ft = np.float32 if np.dtype(dtype) == np.float32 else np.float64
-    a = ft(-0.75)
-    if align_corners:
-        s = ft(size - 1) / ft(out - 1) if out > 1 else ft(0.0)
-        src = np.arange(out, dtype=ft) * s
-    else:
-        s = source_scale(size, out, scale, ft)
-        src = s * (np.arange(out, dtype=ft) + ft(0.5)) - ft(0.5)
-    i0 = np.floor(src)
-    t = src - i0
-
-    def near(x):  # |x| <= 1
-        return ((a + ft(2)) * x - (a + ft(3))) * x * x + ft(1)
-
-    def far(x):  # 1 < |x| < 2
-        return ((a * x - ft(5) * a) * x + ft(8) * a) * x - ft(4) * a
-
-    coeffs = (far(t + ft(1)), near(t), near(ft(1) - t), far(ft(2) - t))
-    index = [np.clip(i0.astype(np.int64) - 1 + k, 0, size - 1) for k in range(4)]
-    return Taps.full(index, list(coeffs), size)
 
 
 # -- uint8 interpolation (PyTorch's fixed-point separable kernel) ---------------------------------

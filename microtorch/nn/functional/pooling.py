@@ -18,7 +18,7 @@ from ...autograd.function import named
 from ...ops import pooling as P
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, const, scalar_name, xp_of
-from ...ops.resample import AxisProduct
+from ...ops.resample_area import AdaptiveAvgPool
 from ...ops.vision import Pad
 from . import _window_index as W
 from ._util import _as_3d, _as_4d, _pair, _single
@@ -281,16 +281,6 @@ def _check_adaptive_input(name: str, input: Tensor, n: int) -> None:
                                f"dimension {i} being empty")
 
 
-def _window_sums(x: Tensor, axis: int, out: int) -> tuple[Tensor, np.ndarray]:
-    """(the sums of ``x`` over PyTorch's ``out`` adaptive windows along ``axis``, each
-    window's length): the 0/1 window matrix applied along the axis (``AxisProduct``: an
-    infinite or NaN element stays in its windows)."""
-    start, end = P.adaptive_windows(x.shape[axis], out)
-    j = np.arange(x.shape[axis])
-    windows = (j >= start[:, None]) & (j < end[:, None])
-    return AxisProduct.apply(x, windows, axis), end - start
-
-
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """Average over PyTorch's adaptive windows (start = floor(i H / OH), end =
     ceil((i + 1) H / OH)); windows overlap when H is not a multiple of OH. ``output_size``: an
@@ -304,10 +294,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
                                   f"'{scalar_name(input)}'")
     if (oh, ow) == (1, 1):  # (PyTorch takes the mean over the last two dims)
         return named(input.mean((-2, -1), keepdim=True), "MeanBackward1", input)
-    rows, ch = _window_sums(input, -2, oh)
-    sums, cw = _window_sums(rows, -1, ow)
-    return named(sums / const(input, ch[:, None] * cw[None, :]), "AdaptiveAvgPool2DBackward0",
-                 input)
+    # (PyTorch's kernels replayed: window sums in row-major order, their divisions)
+    return named(AdaptiveAvgPool.apply(input, (oh, ow)), "AdaptiveAvgPool2DBackward0")
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
@@ -317,9 +305,8 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     if input._data.dtype.kind in "biu":
         raise NotImplementedError(f'"adaptive_avg_pool2d" not implemented for '
                                   f"'{scalar_name(input)}'")
-    sums, counts = _window_sums(input, -1, ol)
     # (PyTorch pools the input unsqueezed to 2-d and squeezes the result)
-    return named(sums / const(input, counts), "SqueezeBackward1")
+    return named(AdaptiveAvgPool.apply(input, (ol,), True), "SqueezeBackward1")
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
@@ -351,13 +338,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
     if input._data.dtype.kind in "biu":
         raise NotImplementedError(f'"adaptive_avg_pool3d_cpu" not implemented for '
                                   f"'{scalar_name(input)}'")
-    rows, ch = _window_sums(input, -2, oh)
-    planes, cw = _window_sums(rows, -1, ow)
-    sums, cd = _window_sums(planes, -3, od)
-    counts = cd[:, None, None] * ch[None, :, None] * cw[None, None, :]
-    return named(sums / const(input, counts),
-                 "MeanBackward1" if (od, oh, ow) == (1, 1, 1) else "AdaptiveAvgPool3DBackward0",
-                 input)
+    if (od, oh, ow) == (1, 1, 1):  # (PyTorch takes the mean over the last three dims)
+        return named(input.mean((-3, -2, -1), keepdim=True), "MeanBackward1", input)
+    return named(AdaptiveAvgPool.apply(input, (od, oh, ow)), "AdaptiveAvgPool3DBackward0")
 
 
 def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):

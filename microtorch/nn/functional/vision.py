@@ -20,8 +20,8 @@ from ...ops import vision as V
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor, scalar_name
 from ...ops.grid_sampler import grid_sampler
-from ...ops.resample import AxisProduct, Taps
 from ...ops.resample_aa import UpsampleAA
+from ...ops.resample_exact import Interpolate, UpsampleNearest
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear",
@@ -65,18 +65,6 @@ _INTEGER_KERNELS = {"nearest": "compute_indices_weights_nearest",
                     "trilinear": "compute_indices_weights_linear",
                     "bilinear": "upsample_bilinear2d_channels_last",
                     "bicubic": "compute_indices_weights_cubic", "area": "adaptive_avg_pool{}d"}
-
-
-def _nearest_index(size: int, out: int, scale: float | None, exact: bool) -> np.ndarray:
-    if exact:
-        s = V.source_scale(size, out, scale)
-        src = np.floor(((np.arange(out) + 0.5) * np.float64(s)).astype(np.float32))
-        return np.minimum(src.astype(np.int64), size - 1)
-    if out == size:
-        return np.arange(out)
-    if out == 2 * size:
-        return np.arange(out) >> 1
-    return V.nearest_indices(size, out, scale)
 
 
 def _per_dim(v, input: Tensor, cast, what: str, given: str, form: str) -> list:
@@ -145,28 +133,17 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             raise NotImplementedError(f'"{_INTEGER_KERNELS.get(mode, mode).format(dim)}" not '
                                       f"implemented for '{scalar_name(input)}'")
     if mode in ("nearest", "nearest-exact") and dim in (1, 2, 3):
-        out = input
-        for i in range(dim):
-            idx = _nearest_index(input.shape[i + 2], out_size[i], scales[i],
-                                 mode == "nearest-exact")
-            out = out.index_select(i + 2, Tensor._make(input._backend.asarray(idx), False,
-                                                       None))
+        # (PyTorch's forward indices by its kernel; its gradient sums in PyTorch's order)
+        out = UpsampleNearest.apply(input, tuple(out_size), tuple(scales),
+                                    mode == "nearest-exact")
         exact = "Exact" if mode == "nearest-exact" else ""
         return named(out, f"UpsampleNearest{exact}{dim}DBackward0")
     if mode == "area" and dim in (1, 2, 3):
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1]
         return pool(input, out_size)
     if (mode, dim) in (("linear", 1), ("bilinear", 2), ("trilinear", 3), ("bicubic", 2)):
-        taps = V.cubic_taps if mode == "bicubic" else V.linear_taps
-        # PyTorch's bicubic backward copies the gradient when no size changes
-        copy_back = mode == "bicubic" and list(input.shape[2:]) == list(out_size)
-        out = input
-        for i in range(dim):  # separable: the matrix of one spatial axis at a time
-            size = input.shape[i + 2]
-            axis_taps = taps(size, out_size[i], align_corners, scales[i], input._data.dtype)
-            if copy_back:
-                axis_taps.with_transpose(Taps.full([np.arange(size)], [np.ones(size)], size).T)
-            out = AxisProduct.apply(out, axis_taps, i - dim)  # (PyTorch's taps if non-finite)
+        # PyTorch's CPU kernels replayed, their summation order and fused steps included
+        out = Interpolate.apply(input, mode, tuple(out_size), align_corners, tuple(scales))
         return named(out, f"Upsample{mode.capitalize()}{dim}DBackward0")
     for name, need in (("linear", 1), ("bilinear", 2), ("bicubic", 2), ("trilinear", 3)):
         if mode == name and dim != need:
