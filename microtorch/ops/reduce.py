@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+import numpy as np
+
 from .. import _dtype
 from ..autograd.function import Function, finish, lift, named, namespace
 from ..autograd.grad_mode import recording
+from ..backend import aten_reduce
 from ._autocast import autocast_op
 from ._util import Tensor, dims_arg, reduce_grad, sum_to_shape, wrap_dim, xp_of
 from .complex import conj_of
@@ -121,12 +124,36 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     return Mean.apply(input, dims_arg(dim, input._data.ndim), keepdim)
 
 
+def _welford_stats(arr, dims, correction, keepdim, welford: bool):
+    """(var, mean) float64 arrays of ``arr`` over ``dims`` as PyTorch's CPU ``WelfordOps``
+    computes them (``backend.aten_reduce.welford_reduce``), where that kernel runs and the
+    replay applies; else None. ``welford``: the caller is var_mean/std_mean (always that
+    kernel); var/std reducing to one element take ``std_var_all_cpu`` instead (not replayed)."""
+    if not aten_reduce.welford_applies(arr, dims):
+        return None
+    if not welford and (dims is None or arr.size == 1 or not [
+            d for d in range(arr.ndim) if d not in {e % arr.ndim for e in dims}
+            and arr.shape[d] != 1]):  # (one element out: std_var_all_cpu)
+        return None
+    mean, m2, n = aten_reduce.welford_reduce(arr, dims)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = m2 / (n - correction if n > correction else 0)
+    if keepdim:
+        shape = tuple(1 if dims is None or d in {e % arr.ndim for e in dims} else s
+                      for d, s in enumerate(arr.shape))
+        var, mean = var.reshape(shape), mean.reshape(shape)
+    return var, mean
+
+
 class Var(Function):
     @staticmethod
-    def forward(ctx, x, dims, correction, keepdim):
+    def forward(ctx, x, dims, correction, keepdim, welford=False):
         arr = x._data
         ctx.save_for_backward(x)
         ctx.dims, ctx.correction, ctx.keepdim = dims, correction, keepdim
+        stats = _welford_stats(arr, dims, correction, keepdim, welford)
+        if stats is not None:
+            return np.asarray(stats[0].astype(arr.dtype))
         return _widened(arr.__class__.var, arr, axis=_axis(dims), ddof=correction,
                         keepdims=keepdim)
 
@@ -138,7 +165,8 @@ class Var(Function):
         centred = x - x.mean(dims, keepdim=True)
         dof = n - ctx.correction
         scale = 2.0 / dof if dof else math.inf  # as C++: 0 * inf makes the gradient NaN
-        return _restore(grad, x.shape, dims, ctx.keepdim) * (centred * scale), None, None, None
+        return (_restore(grad, x.shape, dims, ctx.keepdim) * (centred * scale), None, None, None,
+                None)
 
 
 def _correction(unbiased, correction) -> int:
@@ -147,14 +175,15 @@ def _correction(unbiased, correction) -> int:
     return 1 if unbiased is None or unbiased else 0
 
 
-def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def var(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None,
+        _welford: bool = False):
     """Variance (Bessel-corrected unless ``unbiased=False`` / ``correction=0``)."""
     if isinstance(dim, bool):  # var(x, False): the legacy positional ``unbiased``
         dim, unbiased = None, dim
     if _dtype.kind_of(input._data.dtype) not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     return Var.apply(input, dims_arg(dim, input._data.ndim), _correction(unbiased, correction),
-                     keepdim)
+                     keepdim, _welford)
 
 
 class _StdOfVar(Function):
@@ -176,14 +205,23 @@ class _StdOfVar(Function):
         return finish(F.where(out == 0, 0.0, g / (out * 2)))
 
 
-def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+def std(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None,
+        _welford: bool = False):
     """Standard deviation: the square root of ``var``."""
     if input._data.dtype in _dtype.REDUCED_FLOATS:  # the root of the float32 variance, rounded
         wide = _StdOfVar.apply(var(input.float(), dim, unbiased, keepdim,
                                    correction=correction))
         return named(wide.to(input.dtype), "StdBackward0")
-    return named(_StdOfVar.apply(var(input, dim, unbiased, keepdim, correction=correction)),
-                 "StdBackward0", input)
+    out = _StdOfVar.apply(var(input, dim, unbiased, keepdim, correction=correction,
+                              _welford=_welford))
+    if input._data.dtype == np.float32 and type(input._data) is np.ndarray:
+        # (PyTorch's kernel takes the root of the float64 variance, then rounds)
+        d = None if isinstance(dim, bool) else dim
+        stats = _welford_stats(input._data, dims_arg(d, input._data.ndim),
+                               _correction(unbiased, correction), keepdim, _welford)
+        if stats is not None:
+            out._data[...] = np.sqrt(stats[0]).astype(np.float32)
+    return named(out, "StdBackward0", input)
 
 
 class _ExtremeAll(Function):
@@ -601,16 +639,26 @@ def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, c
     """``(var, mean)`` over ``dim`` in one call, as PyTorch's ``var_mean``."""
     if isinstance(dim, bool):  # var_mean(x, True): the legacy positional ``unbiased``
         dim, unbiased = None, dim
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    return _with_welford_mean(var(input, dim, unbiased, keepdim, correction=correction,
+                                  _welford=True), input, dim, keepdim)
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
     """``(std, mean)`` over ``dim`` in one call, as PyTorch's ``std_mean``."""
     if isinstance(dim, bool):  # std_mean(x, True): the legacy positional ``unbiased``
         dim, unbiased = None, dim
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    return _with_welford_mean(std(input, dim, unbiased, keepdim, correction=correction,
+                                  _welford=True), input, dim, keepdim)
+
+
+def _with_welford_mean(first: Tensor, input: Tensor, dim, keepdim: bool) -> tuple:
+    """``(first, mean)``, the mean's values those of PyTorch's Welford kernel (the float64
+    mean rounded) where that is replayed (``_welford_stats``)."""
+    m = mean(input, dim, keepdim)
+    stats = _welford_stats(input._data, dims_arg(dim, input._data.ndim), 0, keepdim, True)
+    if stats is not None and m._data.shape == stats[1].shape:
+        m._data[...] = stats[1].astype(m._data.dtype)
+    return first, m
 
 
 class _NanAsZero(Function):

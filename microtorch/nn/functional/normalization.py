@@ -18,6 +18,7 @@ from ...autograd.grad_mode import no_grad
 from ...ops import vector_norm
 from ...ops._autocast import autocast_op
 from ...ops._util import Tensor
+from ...ops.group_norm import GroupNorm as GroupNormNode
 from ...ops.layer_norm import LayerNorm as LayerNormNode
 from ._util import _size
 from .vision import pad as _pad
@@ -190,7 +191,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
     check_group_norm_args(input, input.shape[1], num_groups, weight, bias)
-    return _group_norm_parts(input, num_groups, weight, bias, eps)[0]
+    return _group_norm_parts(input, num_groups, weight, bias, eps, stats=False)[0]
 
 
 def check_group_norm_args(input: Tensor, channels: int, num_groups: int,
@@ -209,18 +210,54 @@ def check_group_norm_args(input: Tensor, channels: int, num_groups: int,
 
 
 def _group_norm_parts(input: Tensor, num_groups: int, weight: Tensor | None,
-                      bias: Tensor | None, eps: float) -> tuple:
+                      bias: Tensor | None, eps: float, stats: bool = True) -> tuple:
     """``group_norm``'s result after its checks, with each group's mean and ``rsqrt(var +
-    eps)`` as (N, num_groups, 1) tensors, for ``native_group_norm``."""
+    eps)`` as (N, num_groups, 1) tensors, for ``native_group_norm`` (None without ``stats``).
+    float32/float64 NumPy inputs take one node computed as PyTorch's CPU kernel
+    (``ops.group_norm``), the statistics its values (differentiable through the
+    composition's, as PyTorch's composite formula for them)."""
     n, c = input.shape[0], input.shape[1]
     # (the group size spelt out: with n = 0 a -1 would be ambiguous)
-    x = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))
-    mean = x.mean(-1, keepdim=True)
-    centred = x - mean
-    rstd = ((centred * centred).mean(-1, keepdim=True) + eps).rsqrt()
-    out = (centred * rstd).reshape(input.shape)
-    return (named(_affine(out, weight, bias), "NativeGroupNormBackward0", input, weight, bias),
-            mean, rstd)
+    shape = (n, num_groups, c // num_groups * math.prod(input.shape[2:]))
+
+    def composed(x, w, b):
+        x = x.reshape(shape)
+        mean = x.mean(-1, keepdim=True)
+        centred = x - mean
+        rstd = ((centred * centred).mean(-1, keepdim=True) + eps).rsqrt()
+        return _affine((centred * rstd).reshape(input.shape), w, b), mean, rstd
+
+    if _group_norm_one_node(input, weight, bias):
+        out = GroupNormNode.apply(input, weight, bias, num_groups, float(eps),
+                                  lambda x, w, b: composed(x, w, b)[0])
+        if not stats:
+            return out, None, None
+        node = out.grad_fn
+        if node is None:  # (no graph: the statistics from a second replay)
+            from ...ops.group_norm import group_norm_forward
+            _, m, r = group_norm_forward(
+                np.ascontiguousarray(input._data).reshape(n, c, -1),
+                None if weight is None else weight._data, None if bias is None else bias._data,
+                num_groups, float(eps))
+            return out, Tensor._make(m.reshape(n, num_groups, 1), False, None), \
+                Tensor._make(r.reshape(n, num_groups, 1), False, None)
+        mean_a, rstd_a = (a.reshape(n, num_groups, 1) for a in (node.mean, node.rstd))
+        _, mean, rstd = composed(input, None, None)
+        # (the replayed values, the composition's gradients: a + (b - b) is a)
+        mean = Tensor._make(mean_a, False, None) + (mean - mean.detach())
+        rstd = Tensor._make(rstd_a, False, None) + (rstd - rstd.detach())
+        return out, mean, rstd
+    out, mean, rstd = composed(input, weight, bias)
+    return named(out, "NativeGroupNormBackward0", input, weight, bias), mean, rstd
+
+
+def _group_norm_one_node(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> bool:
+    """Whether ``group_norm`` runs as one node (``ops.group_norm``): a float32/float64 NumPy
+    input with elements, weight and bias (when given) NumPy arrays of its dtype."""
+    if type(x._data) is not np.ndarray or x._data.dtype.char not in "fd" or not x.numel():
+        return False
+    return all(t is None or (type(t._data) is np.ndarray and t._data.dtype == x._data.dtype)
+               for t in (weight, bias))
 
 
 def _verify_spatial_size(shape) -> None:
