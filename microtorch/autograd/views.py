@@ -376,3 +376,7 @@ def set_node(t: Tensor, node: Node) -> None:
 from .._tensor import _GRAD_FN, _REQUIRES_GRAD, Tensor, _View  # noqa: E402  (cycle)
 
 _SOLE_BOX_REFS = _sole_box_refs()
+
+# A view is a Tensor to anything that prints or names its class (error messages, reprs).
+_View.__name__ = _View.__qualname__ = "Tensor"
+_View.__module__ = Tensor.__module__
