@@ -589,7 +589,8 @@ class Tensor:
         # User attributes only: the internals kept in __dict__ (_grad, _base, _hooks ...)
         # describe this process's graph, not the value.
         state = {k: v for k, v in self.__dict__.items() if not hasattr(Tensor, k)} or None
-        return (_rebuild_pickled, (type(self), host, str(self.device), self.requires_grad,
+        cls = Tensor if type(self) is _View else type(self)  # (a view arrives as a leaf)
+        return (_rebuild_pickled, (cls, host, str(self.device), self.requires_grad,
                                    self._grad, state))
 
 

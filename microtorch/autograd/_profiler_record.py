@@ -477,7 +477,10 @@ _FUSED = {"Linear": "aten::linear", "CrossEntropy": "aten::cross_entropy_loss",
 # PyTorch's op names that differ from their node's name in more than case.
 _RENAMED = {"to_copy": "_to_copy", "unsafe_view": "_unsafe_view", "dirichlet": "_sample_dirichlet",
             "clamp_min_value_only": "clamp_min", "fft_c2c": "_fft_c2c", "fft_r2c": "_fft_r2c",
-            "fft_c2r": "_fft_c2r", "pin_memory": "_pin_memory"}
+            "fft_c2r": "_fft_c2r", "pin_memory": "_pin_memory",
+            "adaptive_avg_pool2d_backward": "_adaptive_avg_pool2d_backward",
+            **{f"upsample_nearest_exact{d}d{b}": f"_upsample_nearest_exact{d}d{b}"
+               for d in (1, 2, 3) for b in ("", "_backward")}}
 # microtorch's own nodes, with no PyTorch op of their own (they stand inside PyTorch's ops).
 _INTERNAL = {"AddBatchDim", "RemoveBatchDim", "DelayedError", "Recurrence", "NoDerivative",
              "Sampled", "StridedCopy", "MaxPoolScatter", "MaxPoolGather", "AvgPoolSpread",

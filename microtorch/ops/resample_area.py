@@ -155,6 +155,7 @@ class AdaptiveAvgPool(Function):
     def forward(ctx, x, out_size, unsqueeze=False):
         out_size = ((1,) if unsqueeze else ()) + tuple(out_size)
         arr, cl, added = _prepare(x._data, len(out_size) - unsqueeze, unsqueeze)
+        ctx.torch_name = f"AdaptiveAvgPool{len(out_size)}DBackward0"
         ctx.args = (tuple(arr.shape[2:]), unsqueeze)
         return _finish(forward(arr, out_size, cl), arr, added, unsqueeze)
 
@@ -171,6 +172,7 @@ class AdaptiveAvgPoolBackward(Function):
     @staticmethod
     def forward(ctx, grad, in_size, unsqueeze):
         g, cl, added = _prepare(grad._data, len(in_size) - unsqueeze, unsqueeze)
+        ctx.torch_name = f"AdaptiveAvgPool{len(in_size)}DBackwardBackward0"
         ctx.args = (tuple(g.shape[2 + unsqueeze:]), unsqueeze)
         return _finish(backward(g, tuple(in_size), cl), g, added, unsqueeze)
 

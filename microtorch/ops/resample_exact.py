@@ -417,6 +417,7 @@ class Interpolate(Function):
 
     @staticmethod
     def forward(ctx, x, mode, out_size, align_corners, scales):
+        ctx.torch_name = f"Upsample{mode.capitalize()}{len(out_size)}DBackward0"
         ctx.args = (mode, tuple(x.shape[2:]), align_corners, scales)
         return forward(x._data, mode, tuple(out_size), align_corners, scales)
 
@@ -433,6 +434,7 @@ class InterpolateBackward(Function):
 
     @staticmethod
     def forward(ctx, grad, mode, in_size, align_corners, scales):
+        ctx.torch_name = f"Upsample{mode.capitalize()}{len(in_size)}DBackwardBackward0"
         ctx.args = (mode, tuple(grad.shape[2:]), align_corners, scales)
         return backward(grad._data, mode, tuple(in_size), align_corners, scales)
 
@@ -510,6 +512,7 @@ class UpsampleNearest(Function):
 
     @staticmethod
     def forward(ctx, x, out_size, scales, exact):
+        ctx.torch_name = f"UpsampleNearest{'Exact' if exact else ''}{len(out_size)}DBackward0"
         arr = x._data
         xp = xp_of(arr)
         in_size = tuple(arr.shape[2:])
@@ -532,6 +535,8 @@ class UpsampleNearestBackward(Function):
 
     @staticmethod
     def forward(ctx, grad, in_size, scales, exact):
+        ctx.torch_name = (f"UpsampleNearest{'Exact' if exact else ''}{len(in_size)}"
+                          "DBackwardBackward0")
         g = grad._data
         xp = xp_of(g)
         out_size = tuple(g.shape[2:])
