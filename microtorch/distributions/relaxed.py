@@ -29,6 +29,23 @@ def _uniform_like(shape, like: Tensor) -> Tensor:
     return clamp_probs(ops.rand(tuple(shape), dtype=like.dtype, device=like.device))
 
 
+class _BaseParameters:
+    """A relaxed distribution's parameters, read from its base distribution (in logit or log
+    space)."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
 class LogitRelaxedBernoulli(Distribution):
     """The logit of a ``RelaxedBernoulli`` sample: (logit(u) + logits) / temperature for
     uniform u, with success ``probs`` or ``logits``."""
@@ -89,7 +106,7 @@ class LogitRelaxedBernoulli(Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_BaseParameters, TransformedDistribution):
     """A relaxed Bernoulli on (0, 1): the sigmoid of a ``LogitRelaxedBernoulli`` sample;
     near-binary at low ``temperature``."""
 
@@ -105,18 +122,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -175,7 +180,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_BaseParameters, TransformedDistribution):
     """A relaxed one-hot categorical on the simplex (Gumbel-softmax): the exp of an
     ``ExpRelaxedCategorical`` sample; near one-hot at low ``temperature``."""
 
@@ -192,15 +197,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -25,10 +25,10 @@ import numpy as np
 
 from ..autograd.function import Function, finish, lift
 from ..autograd.grad_mode import recording
-from ..autograd.node import _edge_node
 from ..backend import aten_reduce, cpu_capability
 from ..backend.aten_reduce import fma_if
 from ._util import _needs
+from .layer_norm import affine_norm_edges, composed_grads
 
 __all__ = ["GroupNorm", "group_norm_forward"]
 
@@ -115,19 +115,13 @@ class GroupNorm(Function):
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((_edge_node(e), 0) for e in (*self._next, None, None)[:3])
+        return affine_norm_edges(self)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight, bias = ctx.saved_tensors
         if recording():  # create_graph: differentiate the composition
-            from ..autograd import grad as autograd_grad
-
-            wanted = [t for t in (x, weight, bias) if t is not None and t.requires_grad]
-            found = iter(autograd_grad(ctx.composed(x, weight, bias), wanted, grad,
-                                       create_graph=True, allow_unused=True))
-            return tuple(next(found) if t is not None and t.requires_grad else None
-                         for t in (x, weight, bias)) + (None, None, None)
+            return composed_grads(ctx, grad) + (None, None, None)
         (g,) = lift(grad)
         xa = x._data
         n, c = xa.shape[0], xa.shape[1]

@@ -29,7 +29,7 @@ from ..backend.blas import last_axis_sums
 from ..backend.threads import one_blas_thread
 from ._util import _needs, xp_of
 
-__all__ = ["LayerNorm", "row_moments"]
+__all__ = ["LayerNorm", "row_moments", "affine_norm_edges", "composed_grads"]
 
 
 def _column_sums(a):
@@ -51,6 +51,26 @@ def row_moments(rows, eps: float) -> tuple:
     centred = rows - mean
     var = last_axis_sums(centred * centred) / n
     return mean, centred, 1 / xp_of(rows).sqrt(var + eps)
+
+
+def affine_norm_edges(node) -> tuple:
+    """``next_functions`` of a layer or group norm node: PyTorch's three edges, (input,
+    weight, bias), a missing weight or bias as None (the node's own edges end at its last
+    tensor argument)."""
+    return tuple((_edge_node(e), 0) for e in (*node._next, None, None)[:3])
+
+
+def composed_grads(ctx, grad) -> tuple:
+    """The gradients of (input, weight, bias) under ``create_graph``: through the node's
+    composition of differentiable ops (``ctx.composed``), so they differentiate again."""
+    from ..autograd import grad as autograd_grad
+
+    x, weight, bias = ctx.saved_tensors
+    wanted = [t for t in (x, weight, bias) if t is not None and t.requires_grad]
+    found = iter(autograd_grad(ctx.composed(x, weight, bias), wanted, grad,
+                               create_graph=True, allow_unused=True))
+    return tuple(next(found) if t is not None and t.requires_grad else None
+                 for t in (x, weight, bias))
 
 
 class LayerNorm(Function):
@@ -83,21 +103,13 @@ class LayerNorm(Function):
 
     @property
     def next_functions(self) -> tuple:
-        """PyTorch's three edges, (input, weight, bias), a missing weight or bias as None (the
-        node's own edges end at its last tensor argument)."""
-        return tuple((_edge_node(e), 0) for e in (*self._next, None, None)[:3])
+        return affine_norm_edges(self)
 
     @staticmethod
     def backward(ctx, grad):
         x, weight, bias = ctx.saved_tensors
         if recording():  # create_graph: differentiate the composition
-            from ..autograd import grad as autograd_grad
-
-            wanted = [t for t in (x, weight, bias) if t is not None and t.requires_grad]
-            found = iter(autograd_grad(ctx.composed(x, weight, bias), wanted, grad,
-                                       create_graph=True, allow_unused=True))
-            return tuple(next(found) if t is not None and t.requires_grad else None
-                         for t in (x, weight, bias)) + (None, None, None)
+            return composed_grads(ctx, grad) + (None, None, None)
         (g,) = lift(grad)
         xhat, rstd = ctx.xhat, ctx.rstd
         n = xhat.shape[1]

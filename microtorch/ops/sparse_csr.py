@@ -114,29 +114,6 @@ class CsrToCoo(Function):
         return csr_masked_grad(grad, ctx.data)
 
 
-class CsrValues(Function):
-    """``values()`` of a CSR matrix; the gradient is a CSR matrix of the same pattern."""
-
-    takes_sparse = True
-    torch_name = "ValuesBackward0"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.data = x._data
-        return x._data.values
-
-    @staticmethod
-    def backward(ctx, grad):
-        first_order("values")
-        data = ctx.data
-        return wrap(CsrData(data.crow, data.col, grad._data, data.shape))
-
-
-def csr_values(t: Tensor) -> Tensor:
-    """``t.values()`` for a CSR tensor (differentiable)."""
-    return CsrValues.apply(t)
-
-
 def csr_to_coo_tensor(t: Tensor) -> Tensor:
     """``t.to_sparse()`` for a CSR tensor (differentiable)."""
     return CsrToCoo.apply(t)

@@ -252,11 +252,7 @@ def indices(self: Tensor) -> Tensor:
 def values(self: Tensor) -> Tensor:
     """The values of a coalesced COO (or a CSR) tensor; differentiable."""
     data = self._data
-    if type(data) is CsrData:
-        from .sparse_csr import csr_values
-
-        return csr_values(self)
-    if isinstance(data, CompressedData):
+    if isinstance(data, CompressedData):  # (CSR, CSC, BSR, BSC)
         from .sparse_compressed import compressed_values
 
         return compressed_values(self)

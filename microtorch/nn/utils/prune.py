@@ -216,25 +216,38 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries (a count, or a fraction of them) chosen at random."""
+class _RankedUnstructured(BasePruningMethod):
+    """Prunes ``amount`` entries (a count, or a fraction of them) ranked by ``_scores``: those
+    with the largest scores where ``_largest``, else the smallest."""
 
     PRUNING_TYPE = "unstructured"
+    _largest = True
 
     def __init__(self, amount: int | float) -> None:
         _validate_pruning_amount_init(amount)
         self.amount = amount
 
+    def _scores(self, t: Tensor) -> Tensor:
+        raise NotImplementedError
+
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        """``default_mask`` with ``amount`` more entries zeroed at random."""
+        """``default_mask`` with ``amount`` more entries zeroed, chosen by their scores."""
         size = t.nelement()
         k = _compute_nparams_toprune(self.amount, size)
         _validate_pruning_amount(k, size)
         mask = default_mask.clone(memory_format=contiguous_format)
-        if k != 0:  # the k entries with the largest random draws go
-            prob = rand_like(t)
-            mask.view(-1)[topk(prob.view(-1), k=k).indices] = 0
+        if k != 0:  # (the scores only now: a random draw happens only where PyTorch draws)
+            ranked = topk(self._scores(t).view(-1), k=k, largest=self._largest)
+            mask.view(-1)[ranked.indices] = 0
         return mask
+
+
+class RandomUnstructured(_RankedUnstructured):
+    """Prunes ``amount`` entries (a count, or a fraction of them) chosen at random: those with
+    the largest random draws."""
+
+    def _scores(self, t: Tensor) -> Tensor:
+        return rand_like(t)
 
     @classmethod
     def apply(cls, module: Module, name: str,  # type: ignore[override]
@@ -243,24 +256,13 @@ class RandomUnstructured(BasePruningMethod):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_RankedUnstructured):
     """Prunes the ``amount`` entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
+    _largest = False
 
-    def __init__(self, amount: int | float) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        """``default_mask`` with the ``amount`` smallest ``|t|`` entries zeroed."""
-        size = t.nelement()
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = default_mask.clone(memory_format=contiguous_format)
-        if k != 0:
-            mask.view(-1)[topk(t.abs().view(-1), k=k, largest=False).indices] = 0
-        return mask
+    def _scores(self, t: Tensor) -> Tensor:
+        return t.abs()
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float,  # type: ignore[override]
