@@ -126,10 +126,10 @@ from ._threads import (  # noqa: E402
     set_num_interop_threads,
     set_num_threads,
 )
-from ._toplevel_misc import *  # noqa: E402, F403 (asarray, range, storages, removed fns, ...)
-from ._toplevel_misc import __all__ as _misc_all  # noqa: E402
 from ._toplevel_ops import *  # noqa: E402, F403 (torch.X forms of F / Tensor-method ops)
 from ._toplevel_ops import __all__ as _toplevel_all  # noqa: E402
+from ._toplevel_utils import *  # noqa: E402, F403 (asarray, range, storages, removed fns, ...)
+from ._toplevel_utils import __all__ as _utils_all  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402
     autocast,
     autocast_decrement_nesting,
@@ -219,7 +219,7 @@ __all__ = ["Tensor", "Size", "dtype", "device", "no_grad", "enable_grad", "set_g
            "is_autocast_cpu_enabled", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
            "set_autocast_gpu_dtype", "signal", "masked", "native_batch_norm",
            "native_group_norm", "native_layer_norm", "svd_lowrank", "pca_lowrank", *_ops_all,
-           *_toplevel_all, *_misc_all,
+           *_toplevel_all, *_utils_all,
            *_inplace_names]
 del _dtype
 

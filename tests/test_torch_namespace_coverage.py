@@ -1,5 +1,5 @@
 """Every public callable of ``torch`` is in microtorch or excluded here with a reason; and the
-top-level forms added in ``microtorch/_toplevel_ops.py`` / ``_toplevel_misc.py`` match PyTorch
+top-level forms added in ``microtorch/_toplevel_ops.py`` / ``_toplevel_utils.py`` match PyTorch
 (values, argument order, errors, warnings)."""
 
 from __future__ import annotations

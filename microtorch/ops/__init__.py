@@ -39,7 +39,7 @@ from . import (
     linalg_norms,
     linalg_toplevel,
     matrix,
-    method_additions,
+    method_aliases,
     numpy_names,
     pinned,
     pointwise_addc,
@@ -605,7 +605,7 @@ def install_tensor_methods(cls) -> None:
         methods[f"__i{op}__"] = methods[name + "_"]
     numpy_names.install(methods, list(methods))  # x.sum(axis=0, keepdims=True)
     deprecated_overloads.install(methods, method=True)  # p.add_(-lr, g)
-    methods.update(method_additions.methods(methods))  # eq_, greater, addmm_, is_signed ...
+    methods.update(method_aliases.methods(methods))  # eq_, greater, addmm_, is_signed ...
     methods.update(legacy_storage.METHODS)  # storage(), set_, new, apply_ ...
     for name, fn in methods.items():
         setattr(cls, name, fn)
